@@ -1,0 +1,301 @@
+package event
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+)
+
+// quarantineMaxEventBytes caps the copy of an invalid event kept in its
+// quarantine record, so that one record stays well under Kafka's default
+// message size limit.
+const quarantineMaxEventBytes = 256 << 10
+
+// Validator checks batches against Limits. It is safe for concurrent use.
+type Validator struct {
+	limits   Limits
+	types    []string
+	typeList string
+	states   sync.Pool
+}
+
+// batchState is the scratch space of one ProcessBatch call, reused across
+// calls so the hot path allocates little.
+type batchState struct {
+	parser        fastjson.Parser
+	payloadParser fastjson.Parser
+	buf           []byte // envelopes, then quarantine records
+	keys          []byte
+	spans         []span
+	problems      problems
+}
+
+type span struct{ keyEnd, valEnd int }
+
+// NewValidator returns a Validator; zero fields of l take their defaults.
+func NewValidator(l Limits) *Validator {
+	d := DefaultLimits()
+	if l.MaxEvents <= 0 {
+		l.MaxEvents = d.MaxEvents
+	}
+	if l.MaxEventBytes <= 0 {
+		l.MaxEventBytes = d.MaxEventBytes
+	}
+	if len(l.Types) == 0 {
+		l.Types = d.Types
+	}
+	v := &Validator{limits: l, types: l.Types, typeList: joinTypes(l.Types)}
+	v.states.New = func() any { return new(batchState) }
+	return v
+}
+
+// Limits returns the limits in force.
+func (v *Validator) Limits() Limits { return v.limits }
+
+func batchErr(status int, field, msg string) *BatchError {
+	return &BatchError{Status: status, Field: field, Message: msg}
+}
+
+// ProcessBatch validates a request body and builds the Kafka records of its
+// events. A body whose outer shape is wrong yields a *BatchError; otherwise
+// every event ends up either accepted or quarantined with its reasons.
+func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
+	if len(body) == 0 {
+		return nil, batchErr(http.StatusBadRequest, "", "body is empty; expected a JSON object with an events array")
+	}
+	// fastjson's parser is lenient (it reads NaN, for one); its validator
+	// is not. Together with the UTF-8 check the body is strict JSON.
+	if err := fastjson.ValidateBytes(body); err != nil {
+		return nil, batchErr(http.StatusBadRequest, "", "body is not valid JSON: "+err.Error())
+	}
+	if !utf8.Valid(body) {
+		return nil, batchErr(http.StatusBadRequest, "", "body is not valid UTF-8")
+	}
+
+	st := v.states.Get().(*batchState)
+	defer v.states.Put(st)
+	root, err := st.parser.ParseBytes(body)
+	if err != nil {
+		return nil, batchErr(http.StatusBadRequest, "", "body is not valid JSON: "+err.Error())
+	}
+	if root.Type() != fastjson.TypeObject {
+		return nil, batchErr(http.StatusBadRequest, "", "body must be a JSON object with an events array, got "+typeName(root))
+	}
+	obj, _ := root.Object()
+	var evs *fastjson.Value
+	dup := false
+	obj.Visit(func(k []byte, val *fastjson.Value) {
+		if string(k) == "events" {
+			dup = evs != nil
+			evs = val
+		}
+	})
+	switch {
+	case evs == nil:
+		return nil, batchErr(http.StatusBadRequest, "events", "is required")
+	case dup:
+		return nil, batchErr(http.StatusBadRequest, "events", "appears more than once in the body")
+	case evs.Type() != fastjson.TypeArray:
+		return nil, batchErr(http.StatusBadRequest, "events", "must be an array, got "+typeName(evs))
+	}
+	list, _ := evs.Array()
+	if len(list) == 0 {
+		return nil, batchErr(http.StatusBadRequest, "events", "must hold at least 1 event")
+	}
+	if len(list) > v.limits.MaxEvents {
+		return nil, batchErr(http.StatusRequestEntityTooLarge, "events",
+			"holds "+strconv.Itoa(len(list))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
+	}
+	return v.buildRecords(st, list, &meta), nil
+}
+
+// envelopeTail writes the envelope fields shared by every event of a batch.
+func envelopeTail(dst []byte, meta *Meta) []byte {
+	dst = append(dst, `,"appId":`...)
+	dst = appendString(dst, []byte(meta.AppID))
+	dst = append(dst, `,"organizationId":`...)
+	dst = appendString(dst, []byte(meta.OrganizationID))
+	dst = append(dst, `,"receivedAt":"`...)
+	dst = meta.ReceivedAt.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+	return append(dst, '"')
+}
+
+func (v *Validator) buildRecords(st *batchState, list []*fastjson.Value, meta *Meta) *Result {
+	res := &Result{EventIDs: make([]string, 0, len(list))}
+	st.buf = st.buf[:0]
+	st.keys = st.keys[:0]
+	st.spans = st.spans[:0]
+	var rejected []int // indexes of invalid events, quarantined after the valid ones
+	var shared [256]byte
+	tail := envelopeTail(shared[:0], meta)
+	var idBuf [36]byte
+
+	for i, ev := range list {
+		p := &st.problems
+		p.index, p.errs = i, p.errs[:0]
+		f, ok := v.checkEvent(p, st, ev, meta)
+		if !ok {
+			res.Errors = append(res.Errors, p.errs...)
+			rejected = append(rejected, i)
+			continue
+		}
+		id := f.eventID
+		if id == nil {
+			id = deriveID(idBuf[:0], meta, i)
+		}
+		mark := len(st.buf)
+		st.buf = append(st.buf, `{"v":1,"eventId":`...)
+		st.buf = appendString(st.buf, id)
+		st.buf = append(st.buf, tail...)
+		st.buf = append(st.buf, `,"event":`...)
+		evStart := len(st.buf)
+		st.buf = appendEvent(st.buf, ev, &f, meta)
+		if size := len(st.buf) - evStart; size > v.limits.MaxEventBytes {
+			st.buf = st.buf[:mark]
+			res.Errors = append(res.Errors, FieldError{Index: i, Field: "",
+				Message: "event is " + strconv.Itoa(size) + " bytes as compact JSON; at most " + strconv.Itoa(v.limits.MaxEventBytes) + " are allowed"})
+			rejected = append(rejected, i)
+			continue
+		}
+		st.buf = append(st.buf, '}')
+
+		st.keys = append(st.keys, meta.AppID...)
+		st.keys = append(st.keys, '/')
+		if len(f.sessionID) > 0 {
+			st.keys = append(st.keys, f.sessionID...)
+		} else {
+			st.keys = append(st.keys, id...)
+		}
+		st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
+		res.EventIDs = append(res.EventIDs, string(id))
+	}
+	nAccepted := len(st.spans)
+
+	if len(rejected) > 0 {
+		e := 0
+		for _, i := range rejected {
+			start := e
+			for e < len(res.Errors) && res.Errors[e].Index == i {
+				e++
+			}
+			st.buf = appendQuarantine(st.buf, list[i], i, res.Errors[start:e], tail, meta, idBuf[:0])
+			st.keys = append(st.keys, meta.AppID...)
+			st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
+		}
+	}
+
+	// One copy out of the reused scratch space; records slice into it.
+	vals := append([]byte(nil), st.buf...)
+	keys := append([]byte(nil), st.keys...)
+	msgs := make([]Message, len(st.spans))
+	kStart, vStart := 0, 0
+	for n, s := range st.spans {
+		msgs[n] = Message{Key: keys[kStart:s.keyEnd:s.keyEnd], Value: vals[vStart:s.valEnd:s.valEnd]}
+		kStart, vStart = s.keyEnd, s.valEnd
+	}
+	res.Accepted = msgs[:nAccepted:nAccepted]
+	res.Quarantined = msgs[nAccepted:]
+	return res
+}
+
+// appendEvent writes the event as received, with appId filled in when it
+// was missing and a REQUEST_RESPONSE payload sent as a string replaced by
+// the object it holds.
+func appendEvent(dst []byte, ev *fastjson.Value, f *eventFields, meta *Meta) []byte {
+	obj, _ := ev.Object()
+	dst = append(dst, '{')
+	first := true
+	obj.Visit(func(k []byte, val *fastjson.Value) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		if f.payload != nil && string(k) == "payload" {
+			val = f.payload
+		}
+		dst = appendValue(dst, val)
+	})
+	if !f.hasAppID {
+		if !first {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"appId":`...)
+		dst = appendString(dst, []byte(meta.AppID))
+	}
+	return append(dst, '}')
+}
+
+func appendQuarantine(dst []byte, ev *fastjson.Value, index int, errs []FieldError, tail []byte, meta *Meta, idBuf []byte) []byte {
+	id := deriveID(idBuf, meta, index)
+	if ev.Type() == fastjson.TypeObject {
+		if v := ev.Get("eventId"); v != nil && v.Type() == fastjson.TypeString {
+			if b, _ := v.StringBytes(); len(b) > 0 && len(b) <= 4*maxEventIDLen {
+				id = b
+			}
+		}
+	}
+	dst = append(dst, `{"v":1`...)
+	dst = append(dst, tail...)
+	dst = append(dst, `,"index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	dst = append(dst, `,"eventId":`...)
+	dst = appendString(dst, id)
+	dst = append(dst, `,"errors":[`...)
+	for n, e := range errs {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"field":`...)
+		dst = appendString(dst, []byte(e.Field))
+		dst = append(dst, `,"message":`...)
+		dst = appendString(dst, []byte(e.Message))
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"event":`...)
+	evStart := len(dst)
+	dst = appendValue(dst, ev)
+	if size := len(dst) - evStart; size > quarantineMaxEventBytes {
+		raw := append([]byte(nil), dst[evStart:evStart+quarantineMaxEventBytes]...)
+		for len(raw) > 0 && !utf8.Valid(raw) {
+			raw = raw[:len(raw)-1]
+		}
+		dst = appendString(dst[:evStart], raw)
+		dst = append(dst, `,"truncated":true`...)
+	}
+	return append(dst, '}')
+}
+
+// deriveID makes the ID of an event sent without one: a UUID-shaped digest
+// of the app, the batch seed and the event's index, so that a retried
+// identical batch yields the same IDs.
+func deriveID(dst []byte, meta *Meta, index int) []byte {
+	h := sha256.New()
+	h.Write([]byte(meta.AppID))
+	h.Write([]byte{0})
+	h.Write([]byte(meta.IDSeed))
+	h.Write([]byte{0})
+	var n [20]byte
+	h.Write(strconv.AppendInt(n[:0], int64(index), 10))
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	sum[6] = sum[6]&0x0f | 0x80 // version 8: custom
+	sum[8] = sum[8]&0x3f | 0x80 // RFC 4122 variant
+	var out [36]byte
+	hex.Encode(out[0:8], sum[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], sum[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], sum[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], sum[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], sum[10:16])
+	return append(dst, out[:]...)
+}

@@ -1,0 +1,341 @@
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testMeta = Meta{AppID: "app-1", OrganizationID: "org-1", ReceivedAt: time.Date(2026, 11, 21, 10, 0, 0, 123e6, time.UTC), IDSeed: "seed"}
+
+func TestProcessBatchBatchErrors(t *testing.T) {
+	v := NewValidator(Limits{MaxEvents: 3})
+	cases := []struct {
+		name, body   string
+		status       int
+		field, inMsg string
+	}{
+		{"empty body", ``, 400, "", "body is empty"},
+		{"not json", `{"events":[`, 400, "", "not valid JSON"},
+		{"NaN", `{"events":[{"type":"REQUEST","name":"x","n":NaN}]}`, 400, "", "not valid JSON"},
+		{"trailing garbage", `{"events":[]} x`, 400, "", "not valid JSON"},
+		{"control char", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"a\x01\"}]}", 400, "", "not valid JSON"},
+		{"invalid utf8", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"\xff\"}]}", 400, "", "UTF-8"},
+		{"array body", `[]`, 400, "", "got array"},
+		{"missing events", `{"event":[]}`, 400, "events", "is required"},
+		{"events object", `{"events":{}}`, 400, "events", "must be an array, got object"},
+		{"events null", `{"events":null}`, 400, "events", "got null"},
+		{"empty events", `{"events":[]}`, 400, "events", "at least 1"},
+		{"duplicate events", `{"events":[{}],"events":[{}]}`, 400, "events", "more than once"},
+		{"too many", `{"events":[{},{},{},{}]}`, 413, "events", "holds 4 events; at most 3"},
+		{"deep nesting", `{"events":[` + strings.Repeat("[", 400) + strings.Repeat("]", 400) + `]}`, 400, "", "not valid JSON"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := v.ProcessBatch([]byte(tc.body), testMeta)
+			be, ok := err.(*BatchError)
+			if !ok {
+				t.Fatalf("err = %v (%T), want *BatchError", err, err)
+			}
+			if be.Status != tc.status || be.Field != tc.field || !strings.Contains(be.Message, tc.inMsg) {
+				t.Errorf("got %d %q %q, want %d %q containing %q", be.Status, be.Field, be.Message, tc.status, tc.field, tc.inMsg)
+			}
+		})
+	}
+}
+
+func rr(payload string) string {
+	return `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","channel":"web","platform":"stentor","sessionId":"s1","payload":` + payload + `}`
+}
+
+func TestProcessBatchEventErrors(t *testing.T) {
+	v := NewValidator(Limits{})
+	long := strings.Repeat("é", 257)
+	cases := []struct {
+		name, event string
+		field, inMsg string
+	}{
+		{"not object", `42`, "", "must be a JSON object, got number"},
+		{"missing type", `{"name":"x"}`, "type", "is required"},
+		{"bad type", `{"type":"FOO","name":"x"}`, "type", `one of "REQUEST", "ERROR", "AnalyticsEvent"; got "FOO"`},
+		{"type number", `{"type":1,"name":"x"}`, "type", "must be a string, got number"},
+		{"missing name", `{"type":"REQUEST"}`, "name", "is required"},
+		{"empty name", `{"type":"REQUEST","name":""}`, "name", "must not be empty"},
+		{"long name", `{"type":"REQUEST","name":"` + long + `"}`, "name", "at most 256 characters, got 257"},
+		{"foreign app", `{"type":"REQUEST","name":"x","appId":"app-2"}`, "appId", `token's app "app-1", got "app-2"`},
+		{"empty app", `{"type":"REQUEST","name":"x","appId":""}`, "appId", "must not be empty"},
+		{"session number", `{"type":"REQUEST","name":"x","sessionId":5}`, "sessionId", "string or null, got number"},
+		{"channel object", `{"type":"REQUEST","name":"x","channel":{}}`, "channel", "got object"},
+		{"duplicate type", `{"type":"REQUEST","name":"x","type":"ERROR"}`, "type", "more than once"},
+		{"eventId null", `{"type":"REQUEST","name":"x","eventId":null}`, "eventId", "must be a string, got null"},
+		{"rr no payload", `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE"}`, "payload", "is required"},
+		{"rr payload number", rr(`3`), "payload", "got number"},
+		{"rr payload bad string", rr(`"{nope"`), "payload", "not valid JSON"},
+		{"rr payload string array", rr(`"[1]"`), "payload", "string holding array"},
+		{"rr no request", rr(`{"response":{}}`), "payload.request", "is required"},
+		{"rr response array", rr(`{"request":{},"response":[]}`), "payload.response", "must be an object, got array"},
+		{"rr confidence string", rr(`{"request":{"matchConfidence":"0.9"},"response":{}}`), "payload.request.matchConfidence", "number or null, got string"},
+		{"rr intent number", rr(`{"request":{"intentId":7},"response":{}}`), "payload.request.intentId", "got number"},
+		{"rr tag number", rr(`{"request":{},"response":{},"tag":1}`), "payload.tag", "got number"},
+		{"rr displayText number", rr(`{"request":{},"response":{"outputSpeech":{"displayText":1}}}`), "payload.response.outputSpeech.displayText", "got number"},
+		{"rr speech number", rr(`{"request":{},"response":{"reprompt":1}}`), "payload.response.reprompt", "got number"},
+		{"rr displays object", rr(`{"request":{},"response":{"displays":{}}}`), "payload.response.displays", "array or null"},
+		{"rr item title", rr(`{"request":{},"response":{"displays":[{"type":"LIST","items":[{"title":"a"},{"title":2}]}]}}`), "payload.response.displays[0].items[1].title", "got number"},
+		{"rr items string", rr(`{"request":{},"response":{"displays":[{"items":"x"}]}}`), "payload.response.displays[0].items", "got string"},
+		{"rr in string bad", rr(`"{\"request\":{\"matchConfidence\":true},\"response\":{}}"`), "payload.request.matchConfidence", "got boolean"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST"},` + tc.event + `]}`
+			res, err := v.ProcessBatch([]byte(body), testMeta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Accepted) != 1 || len(res.Quarantined) != 1 {
+				t.Fatalf("accepted %d quarantined %d, want 1 and 1", len(res.Accepted), len(res.Quarantined))
+			}
+			if len(res.Errors) == 0 {
+				t.Fatal("no errors")
+			}
+			e := res.Errors[0]
+			if e.Index != 1 || e.Field != tc.field || !strings.Contains(e.Message, tc.inMsg) {
+				t.Errorf("got %+v, want index 1 field %q message containing %q", e, tc.field, tc.inMsg)
+			}
+			var q struct {
+				V      int
+				Index  int
+				AppID  string
+				Errors []struct{ Field, Message string }
+				Event  json.RawMessage
+			}
+			if err := json.Unmarshal(res.Quarantined[0].Value, &q); err != nil {
+				t.Fatalf("quarantine record is not JSON: %v\n%s", err, res.Quarantined[0].Value)
+			}
+			if q.V != 1 || q.Index != 1 || q.AppID != "app-1" || len(q.Errors) == 0 || q.Errors[0].Field != tc.field {
+				t.Errorf("quarantine record %s", res.Quarantined[0].Value)
+			}
+			if !jsonEqual(t, q.Event, []byte(tc.event)) {
+				t.Errorf("quarantined event %s, want %s", q.Event, tc.event)
+			}
+		})
+	}
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("unmarshal %s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+	return fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+type envelope struct {
+	V              int             `json:"v"`
+	EventID        string          `json:"eventId"`
+	AppID          string          `json:"appId"`
+	OrganizationID string          `json:"organizationId"`
+	ReceivedAt     string          `json:"receivedAt"`
+	Event          json.RawMessage `json:"event"`
+}
+
+func TestProcessBatchEnvelope(t *testing.T) {
+	v := NewValidator(Limits{})
+	body := `{"events":[
+	 {"type":"REQUEST","name":"LAUNCH_REQUEST","sessionId":"s1","userId":"u1","channel":"web","platform":"stentor","selectedHandler":"LaunchRequest","isNewSession":true,"custom":{"a":[1,2.5e3,null]}},
+	 {"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","appId":"app-1","eventId":"client-id-1","sessionId":"s1","payload":"{\"request\":{\"type\":\"INTENT_REQUEST\",\"matchConfidence\":0.93},\"response\":{\"outputSpeech\":\"hi\"},\"tag\":\"t\"}"},
+	 {"type":"ERROR","name":"oops","payload":{"message":"bad \u0001 \"q\" é","stack":[]}}
+	]}`
+	res, err := v.ProcessBatch([]byte(body), testMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Accepted) != 3 || len(res.Quarantined) != 0 || len(res.Errors) != 0 {
+		t.Fatalf("got %d accepted, %d quarantined, errors %v", len(res.Accepted), len(res.Quarantined), res.Errors)
+	}
+	var envs [3]envelope
+	var events [3]map[string]any
+	for i, m := range res.Accepted {
+		if err := json.Unmarshal(m.Value, &envs[i]); err != nil {
+			t.Fatalf("envelope %d: %v\n%s", i, err, m.Value)
+		}
+		if err := json.Unmarshal(envs[i].Event, &events[i]); err != nil {
+			t.Fatal(err)
+		}
+		if envs[i].V != 1 || envs[i].AppID != "app-1" || envs[i].OrganizationID != "org-1" || envs[i].ReceivedAt != "2026-11-21T10:00:00.123Z" {
+			t.Errorf("envelope %d: %s", i, m.Value)
+		}
+		if envs[i].EventID != res.EventIDs[i] {
+			t.Errorf("event ID %q, EventIDs[%d] = %q", envs[i].EventID, i, res.EventIDs[i])
+		}
+		if events[i]["appId"] != "app-1" {
+			t.Errorf("event %d appId = %v, want filled in", i, events[i]["appId"])
+		}
+	}
+	if got := string(res.Accepted[0].Key); got != "app-1/s1" {
+		t.Errorf("key 0 = %q", got)
+	}
+	if got := string(res.Accepted[2].Key); got != "app-1/"+res.EventIDs[2] {
+		t.Errorf("key without session = %q", got)
+	}
+	if res.EventIDs[1] != "client-id-1" {
+		t.Errorf("client event ID not kept: %q", res.EventIDs[1])
+	}
+	if len(res.EventIDs[0]) != 36 || res.EventIDs[0][14] != '8' {
+		t.Errorf("derived ID %q is not a version 8 UUID", res.EventIDs[0])
+	}
+	if events[0]["isNewSession"] != true || fmt.Sprint(events[0]["custom"]) != "map[a:[1 2500 <nil>]]" {
+		t.Errorf("unknown fields not kept: %v", events[0])
+	}
+	p, ok := events[1]["payload"].(map[string]any)
+	if !ok {
+		t.Fatalf("string payload not normalised to an object: %T", events[1]["payload"])
+	}
+	if p["tag"] != "t" || p["request"].(map[string]any)["matchConfidence"] != 0.93 {
+		t.Errorf("payload = %v", p)
+	}
+	msg := events[2]["payload"].(map[string]any)["message"]
+	if msg != "bad \u0001 \"q\" é" {
+		t.Errorf("escapes not preserved: %q", msg)
+	}
+}
+
+func TestProcessBatchIDs(t *testing.T) {
+	v := NewValidator(Limits{})
+	body := []byte(`{"events":[{"type":"REQUEST","name":"a"},{"type":"REQUEST","name":"a"}]}`)
+	a, _ := v.ProcessBatch(body, testMeta)
+	b, _ := v.ProcessBatch(body, testMeta)
+	if a.EventIDs[0] != b.EventIDs[0] || a.EventIDs[1] != b.EventIDs[1] {
+		t.Errorf("retry changed IDs: %v vs %v", a.EventIDs, b.EventIDs)
+	}
+	if a.EventIDs[0] == a.EventIDs[1] {
+		t.Error("two events of one batch share an ID")
+	}
+	other := testMeta
+	other.IDSeed = "other"
+	c, _ := v.ProcessBatch(body, other)
+	if c.EventIDs[0] == a.EventIDs[0] {
+		t.Error("another batch seed gave the same ID")
+	}
+	otherApp := testMeta
+	otherApp.AppID = "app-2"
+	d, _ := v.ProcessBatch(body, otherApp)
+	if d.EventIDs[0] == a.EventIDs[0] {
+		t.Error("another app gave the same ID")
+	}
+}
+
+func TestProcessBatchLimits(t *testing.T) {
+	v := NewValidator(Limits{MaxEventBytes: 100, Types: []string{"REQUEST", "MessageEvent"}})
+	body := `{"events":[{"type":"MessageEvent","name":"m"},{"type":"REQUEST","name":"x","pad":"` + strings.Repeat("a", 100) + `"},{"type":"ERROR","name":"e"}]}`
+	res, err := v.ProcessBatch([]byte(body), testMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Accepted) != 1 || len(res.Errors) != 2 {
+		t.Fatalf("accepted %d errors %v", len(res.Accepted), res.Errors)
+	}
+	if res.Errors[0].Index != 1 || !strings.Contains(res.Errors[0].Message, "at most 100 are allowed") {
+		t.Errorf("size error = %+v", res.Errors[0])
+	}
+	if res.Errors[1].Index != 2 || !strings.Contains(res.Errors[1].Message, `"REQUEST", "MessageEvent"`) {
+		t.Errorf("type error = %+v", res.Errors[1])
+	}
+}
+
+func TestQuarantineTruncates(t *testing.T) {
+	v := NewValidator(Limits{MaxEventBytes: 1 << 20})
+	big := strings.Repeat("x", quarantineMaxEventBytes+10)
+	body := `{"events":[{"type":"NOPE","name":"n","pad":"` + big + `"}]}`
+	res, err := v.ProcessBatch([]byte(body), testMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q struct {
+		Event     string
+		Truncated bool
+	}
+	if err := json.Unmarshal(res.Quarantined[0].Value, &q); err != nil {
+		t.Fatal(err)
+	}
+	if !q.Truncated || len(q.Event) != quarantineMaxEventBytes || !strings.HasPrefix(q.Event, `{"type":"NOPE"`) {
+		t.Errorf("truncated=%v len=%d prefix=%.20q", q.Truncated, len(q.Event), q.Event)
+	}
+}
+
+func TestAppendStringEscapes(t *testing.T) {
+	cases := map[string]string{
+		"plain":          `"plain"`,
+		"q\"b\\":         `"q\"b\\"`,
+		"\n\r\t\x01\x1f": `"\n\r\t\u0001\u001f"`,
+		"é\u2028":        "\"é\u2028\"",
+		"bad\xffutf":     `"bad\ufffdutf"`,
+	}
+	for in, want := range cases {
+		if got := string(appendString(nil, []byte(in))); got != want {
+			t.Errorf("appendString(%q) = %s, want %s", in, got, want)
+		}
+		if !json.Valid(appendString(nil, []byte(in))) {
+			t.Errorf("appendString(%q) is not valid JSON", in)
+		}
+	}
+}
+
+// benchBody is a batch of n REQUEST_RESPONSE events of about 1 KB each.
+func benchBody(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"events":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","appId":"app-1","sessionId":"session-%d","userId":"user-%d","channel":"web-chat","platform":"stentor-web","selectedHandler":"OrderStatusHandler","currentHandler":"OrderStatusHandler","environment":"production","isoTime":"2026-11-21T10:00:00.000Z","payload":{"request":{"type":"INTENT_REQUEST","intentId":"OrderStatus","rawQuery":"where is my order number %d, it should have arrived yesterday","sessionId":"session-%d","userId":"user-%d","matchConfidence":0.87},"response":{"outputSpeech":{"displayText":"Your order %d shipped yesterday and should arrive tomorrow before noon.","ssml":"<speak>Your order %d shipped yesterday and should arrive tomorrow before noon.</speak>"},"displays":[{"type":"LIST","title":"Orders","items":[{"title":"Order %d","token":"order-%d","description":"Shipped, arriving tomorrow"},{"title":"Order %d","token":"order-%d","description":"Delivered last week"}]}]},"tag":"order-status"}}`,
+			i%7, i, i, i%7, i, i, i, i, i, i+1, i+1)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+func BenchmarkProcessBatch(b *testing.B) {
+	v := NewValidator(Limits{})
+	body := benchBody(50)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := v.ProcessBatch(body, testMeta)
+		if err != nil || len(res.Accepted) != 50 {
+			b.Fatal(err, res.Errors)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*50), "ns/event")
+}
+
+func TestBenchBodyIsValid(t *testing.T) {
+	res, err := NewValidator(Limits{}).ProcessBatch(benchBody(50), testMeta)
+	if err != nil || len(res.Errors) != 0 {
+		t.Fatal(err, res.Errors)
+	}
+	if n := len(benchBody(50)) / 50; n < 900 || n > 1200 {
+		t.Errorf("bench events are %d bytes, want about 1 KB", n)
+	}
+	_ = http.StatusOK
+}
+
+func TestAppendStringEveryPosition(t *testing.T) {
+	for _, special := range []string{"\"", "\\", "\x00", "\x1f", "\n", "é", "\u2028", "\x7f"} {
+		for pos := 0; pos <= 20; pos++ {
+			in := strings.Repeat("a", pos) + special + strings.Repeat("b", 20-pos)
+			out := appendString(nil, []byte(in))
+			var back string
+			if err := json.Unmarshal(out, &back); err != nil || back != in {
+				t.Fatalf("appendString(%q) = %s, reads back %q (%v)", in, out, back, err)
+			}
+		}
+	}
+}
