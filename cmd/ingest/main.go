@@ -1,0 +1,107 @@
+// Command ingest serves PUT /cms/app/events and publishes accepted runtime
+// events to Kafka. Every setting is an environment variable with a flag of
+// the same meaning; see README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/envflag"
+	"github.com/assistantcms/cms/pkg/event"
+	"github.com/assistantcms/cms/pkg/ingest"
+	"github.com/assistantcms/cms/pkg/stream"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "ingest:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := envflag.New(flag.NewFlagSet("ingest", flag.ContinueOnError), nil)
+	addr := fs.String("addr", "INGEST_ADDR", ":8081", "HTTP listen address")
+	brokers := fs.String("brokers", "KAFKA_BROKERS", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
+	eventsTopic := fs.String("events-topic", "EVENTS_TOPIC", "cms.events", "topic for accepted events")
+	quarantineTopic := fs.String("quarantine-topic", "QUARANTINE_TOPIC", "cms.events.quarantine", "topic for rejected events and their reasons")
+	partitions := fs.Int("topic-partitions", "TOPIC_PARTITIONS", 6, "partitions of topics created at start-up")
+	replication := fs.Int("topic-replication", "TOPIC_REPLICATION", 1, "replication factor of topics created at start-up")
+	contentDB := fs.String("content-db", "CONTENT_DB", "cms.db", "content database holding apps and tokens (SQLite file path)")
+	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
+	maxEvents := fs.Int("max-events", "MAX_EVENTS", event.DefaultMaxEvents, "most events in one batch")
+	maxEventBytes := fs.Int("max-event-bytes", "MAX_EVENT_BYTES", event.DefaultMaxEventBytes, "largest event, as compact JSON")
+	extraTypes := fs.String("extra-event-types", "EXTRA_EVENT_TYPES", "", "comma-separated event types admitted besides REQUEST, ERROR and AnalyticsEvent (e.g. MessageEvent)")
+	maxBody := fs.Int64("max-body-bytes", "MAX_BODY_BYTES", ingest.DefaultMaxBodyBytes, "largest request body on the wire")
+	maxDecompressed := fs.Int64("max-decompressed-bytes", "MAX_DECOMPRESSED_BYTES", ingest.DefaultMaxDecompressedBytes, "largest gzip body once decompressed")
+	produceTimeout := fs.Duration("produce-timeout", "PRODUCE_TIMEOUT", ingest.DefaultProduceTimeout, "longest wait for the broker's acknowledgement before answering 503")
+	maxInFlight := fs.Int("max-in-flight", "MAX_IN_FLIGHT", ingest.DefaultMaxInFlight, "requests handled at once; more are answered 503")
+	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 200, "requests per second allowed per token (0 disables)")
+	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 400, "burst of requests allowed per token")
+	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", stream.DefaultBatchTimeout, "how long the producer waits to fill a batch")
+	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", stream.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
+	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
+	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(*logLevel)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	store, err := sqlite.Open(ctx, *contentDB)
+	if err != nil {
+		return fmt.Errorf("open content database: %w", err)
+	}
+	defer store.Close()
+
+	limits := event.DefaultLimits()
+	limits.MaxEvents, limits.MaxEventBytes = *maxEvents, *maxEventBytes
+	limits.Types = append(limits.Types, envflag.List(*extraTypes)...)
+	svc, err := ingest.NewService(ctx, ingest.ServiceConfig{
+		Brokers:          envflag.List(*brokers),
+		EventsTopic:      *eventsTopic,
+		QuarantineTopic:  *quarantineTopic,
+		TopicPartitions:  *partitions,
+		TopicReplication: *replication,
+		Producer:         stream.ProducerConfig{BatchTimeout: *batchTimeout, Compression: *compression},
+		Handler: ingest.Config{
+			MaxBodyBytes: *maxBody, MaxDecompressedBytes: *maxDecompressed,
+			ProduceTimeout: *produceTimeout, MaxInFlight: *maxInFlight,
+		},
+		Limits:          limits,
+		TokenCacheTTL:   *tokenTTL,
+		RateLimitRPS:    *rateRPS,
+		RateLimitBurst:  *rateBurst,
+		ShutdownTimeout: *shutdown,
+	}, store, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	return svc.Serve(ctx, ln)
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,47 @@
+// Command broker runs a single-node Kafka-protocol broker for local
+// development and integration tests. Production runs Apache Kafka; this
+// broker (franz-go's kfake) speaks the same wire protocol.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func main() {
+	port := flag.Int("port", 9092, "port to listen on (127.0.0.1 only)")
+	dataDir := flag.String("data-dir", "", "directory that keeps topics and offsets across restarts (empty: memory only)")
+	syncWrites := flag.Bool("sync", false, "fsync every produced batch, so that nothing acknowledged is lost even on SIGKILL")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	opts := []kfake.Opt{kfake.Ports(*port), kfake.ClusterID("cms-local")}
+	if *dataDir != "" {
+		opts = append(opts, kfake.DataDir(*dataDir))
+	}
+	if *syncWrites {
+		opts = append(opts, kfake.SyncWrites())
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		log.Error("start broker", "err", err)
+		os.Exit(1)
+	}
+	// The address on stdout is the readiness signal for whoever started us.
+	for _, addr := range c.ListenAddrs() {
+		fmt.Println(addr)
+	}
+	log.Info("broker listening", "addrs", c.ListenAddrs(), "data_dir", *dataDir)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	log.Info("broker stopping")
+	c.Close()
+}

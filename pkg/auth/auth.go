@@ -1,0 +1,252 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/content"
+)
+
+// Store is the part of the content store authentication reads.
+type Store interface {
+	Token(ctx context.Context, id string) (content.Token, error)
+	App(ctx context.Context, id string) (content.App, error)
+}
+
+// MaxCacheTTL bounds how long a cached token is trusted, so that a revoked
+// token stops working everywhere within 30 seconds.
+const MaxCacheTTL = 30 * time.Second
+
+// DefaultCacheTTL is how long lookups are cached when nothing is configured.
+const DefaultCacheTTL = 10 * time.Second
+
+// maxNegative bounds the cache of unknown token IDs, which anyone can grow.
+const maxNegative = 100_000
+
+// Principal is who a request authenticated as.
+type Principal struct {
+	TokenID        string
+	OrganizationID string
+	// AppID is empty for an organization-level token.
+	AppID string
+}
+
+// Target is the app a request acts for.
+type Target struct {
+	TokenID        string
+	OrganizationID string
+	AppID          string
+}
+
+// Error is an authentication or authorization failure with the HTTP status
+// it deserves.
+type Error struct {
+	Status  int
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// The message of a 401 is what the reference client recognises.
+func unauthorized() *Error { return &Error{Status: http.StatusUnauthorized, Message: "Unauthorized"} }
+
+// Authenticator checks bearer tokens against the store through a cache, so
+// the request path does not reach the database on every request.
+type Authenticator struct {
+	store Store
+	ttl   time.Duration
+	now   func() time.Time
+
+	mu       sync.Mutex
+	tokens   map[string]cached[content.Token]
+	apps     map[string]cached[content.App]
+	inflight map[string]*lookup
+}
+
+type cached[T any] struct {
+	val     T
+	found   bool
+	fetched time.Time
+}
+
+// lookup lets concurrent requests for one uncached key share one query.
+type lookup struct {
+	done chan struct{}
+	err  error
+}
+
+// Options configure an Authenticator.
+type Options struct {
+	// CacheTTL is how long a lookup is trusted; at most MaxCacheTTL.
+	CacheTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewAuthenticator returns an Authenticator reading from store.
+func NewAuthenticator(store Store, o Options) (*Authenticator, error) {
+	if o.CacheTTL == 0 {
+		o.CacheTTL = DefaultCacheTTL
+	}
+	if o.CacheTTL < 0 || o.CacheTTL > MaxCacheTTL {
+		return nil, fmt.Errorf("token cache TTL %s: must be between 0 and %s", o.CacheTTL, MaxCacheTTL)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Authenticator{
+		store:    store,
+		ttl:      o.CacheTTL,
+		now:      o.Now,
+		tokens:   make(map[string]cached[content.Token]),
+		apps:     make(map[string]cached[content.App]),
+		inflight: make(map[string]*lookup),
+	}, nil
+}
+
+// BearerToken returns the token of an "Authorization: Bearer" header or of
+// the spec's "Authorize: Bearer" spelling. The scheme is case-insensitive.
+// Tokens in the query string are never read.
+func BearerToken(h http.Header) (string, bool) {
+	v := h.Get("Authorization")
+	if v == "" {
+		v = h.Get("Authorize")
+	}
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// Authenticate checks the request's bearer token.
+func (a *Authenticator) Authenticate(ctx context.Context, h http.Header) (Principal, error) {
+	raw, ok := BearerToken(h)
+	if !ok {
+		return Principal{}, unauthorized()
+	}
+	id, err := ParseToken(raw)
+	if err != nil {
+		return Principal{}, unauthorized()
+	}
+	tok, found, err := getCached(ctx, a, a.tokens, "t:"+id, id, a.store.Token)
+	if err != nil {
+		return Principal{}, &Error{Status: http.StatusServiceUnavailable, Message: "token store unavailable", Err: err}
+	}
+	// The hash comparison runs even for unknown IDs so that timing does not
+	// tell a known ID from an unknown one.
+	stored := tok.Hash
+	if !found {
+		stored = make([]byte, 32)
+	}
+	if !HashMatches(stored, raw) || !found || tok.Revoked() {
+		return Principal{}, unauthorized()
+	}
+	return Principal{TokenID: tok.ID, OrganizationID: tok.OrganizationID, AppID: tok.AppID}, nil
+}
+
+// Resolve decides which app a request acts for. An app token acts for its
+// app; an organization token must name an app of its organization in
+// appIDParam.
+func (a *Authenticator) Resolve(ctx context.Context, p Principal, appIDParam string) (Target, error) {
+	t := Target{TokenID: p.TokenID, OrganizationID: p.OrganizationID, AppID: p.AppID}
+	if p.AppID != "" {
+		if appIDParam != "" && appIDParam != p.AppID {
+			return Target{}, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf("this token is for app %q and cannot act for app %q", p.AppID, appIDParam)}
+		}
+		return t, nil
+	}
+	if appIDParam == "" {
+		return Target{}, &Error{Status: http.StatusBadRequest, Message: "appId query parameter is required with an organization token"}
+	}
+	app, found, err := getCached(ctx, a, a.apps, "a:"+appIDParam, appIDParam, a.store.App)
+	if err != nil {
+		return Target{}, &Error{Status: http.StatusServiceUnavailable, Message: "content store unavailable", Err: err}
+	}
+	// An app of another organization is answered like a missing one, so the
+	// answer does not tell which app IDs exist.
+	if !found || app.OrganizationID != p.OrganizationID {
+		return Target{}, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf("app %q is not an app of this token's organization", appIDParam)}
+	}
+	t.AppID = app.ID
+	return t, nil
+}
+
+// getCached returns the cached record for id or loads it, sharing one load
+// among concurrent callers. found is false when the store has no such record.
+func getCached[T any](ctx context.Context, a *Authenticator, m map[string]cached[T], key, id string, load func(context.Context, string) (T, error)) (T, bool, error) {
+	for {
+		a.mu.Lock()
+		if c, ok := m[id]; ok && a.now().Sub(c.fetched) < a.ttl {
+			a.mu.Unlock()
+			return c.val, c.found, nil
+		}
+		if l, ok := a.inflight[key]; ok {
+			a.mu.Unlock()
+			select {
+			case <-l.done:
+			case <-ctx.Done():
+				var zero T
+				return zero, false, ctx.Err()
+			}
+			if l.err != nil {
+				var zero T
+				return zero, false, l.err
+			}
+			continue // the entry is fresh now
+		}
+		l := &lookup{done: make(chan struct{})}
+		a.inflight[key] = l
+		a.mu.Unlock()
+
+		val, err := load(ctx, id)
+		found := err == nil
+		if errors.Is(err, content.ErrNotFound) {
+			err = nil
+		}
+		a.mu.Lock()
+		delete(a.inflight, key)
+		if err == nil {
+			if !found && len(m) >= maxNegative {
+				prune(m, a.now(), a.ttl)
+			}
+			m[id] = cached[T]{val: val, found: found, fetched: a.now()}
+		}
+		l.err = err
+		a.mu.Unlock()
+		close(l.done)
+		return val, found, err
+	}
+}
+
+// prune drops expired entries and, if the map is still full, every entry
+// for a missing record: those are the ones a caller can mint at will.
+func prune[T any](m map[string]cached[T], now time.Time, ttl time.Duration) {
+	for k, c := range m {
+		if now.Sub(c.fetched) >= ttl {
+			delete(m, k)
+		}
+	}
+	if len(m) < maxNegative {
+		return
+	}
+	for k, c := range m {
+		if !c.found {
+			delete(m, k)
+		}
+	}
+}

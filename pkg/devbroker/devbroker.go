@@ -1,0 +1,191 @@
+// Package devbroker runs the development Kafka-protocol broker
+// (deploy/local/broker) as a child process, for integration tests, the
+// local stack and benchmarks. It is never used in production.
+package devbroker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Build compiles the broker into dir and returns the binary's path.
+func Build(ctx context.Context, dir string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "cms-dev-broker")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./deploy/local/broker")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build broker: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// moduleRoot finds the directory holding go.mod, from this source file.
+func moduleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("locate module root: no caller information")
+	}
+	dir := filepath.Dir(file)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("locate module root: no go.mod above " + file)
+		}
+		dir = parent
+	}
+}
+
+// FreePort asks the kernel for a loopback port that is free right now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Broker is a running broker process.
+type Broker struct {
+	bin     string
+	port    int
+	dataDir string
+	sync    bool
+	log     io.Writer
+	cmd     *exec.Cmd
+	done    chan struct{}
+}
+
+// Options configure Start.
+type Options struct {
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// DataDir keeps topics across Stop and Start; empty keeps nothing.
+	DataDir string
+	// Sync fsyncs every produced batch.
+	Sync bool
+	// Log receives the broker's stderr; nil discards it.
+	Log io.Writer
+}
+
+// Start runs the broker binary and waits until it listens.
+func Start(ctx context.Context, bin string, o Options) (*Broker, error) {
+	if o.Port == 0 {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		o.Port = p
+	}
+	b := &Broker{bin: bin, port: o.Port, dataDir: o.DataDir, sync: o.Sync, log: o.Log}
+	if err := b.Start(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Addr is the broker's host:port.
+func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.port) }
+
+// PID of the running process, or 0.
+func (b *Broker) PID() int {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
+// Start (re)starts a stopped broker on the same port and data directory.
+func (b *Broker) Start(ctx context.Context) error {
+	args := []string{"-port", strconv.Itoa(b.port)}
+	if b.dataDir != "" {
+		args = append(args, "-data-dir", b.dataDir)
+	}
+	if b.sync {
+		args = append(args, "-sync")
+	}
+	cmd := exec.Command(b.bin, args...)
+	cmd.Stderr = b.log
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("broker stdout: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start broker: %w", err)
+	}
+	b.cmd = cmd
+	b.done = make(chan struct{})
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() && strings.Contains(sc.Text(), ":") {
+			ready <- nil
+		} else {
+			ready <- errors.New("broker exited before it listened")
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+		close(b.done)
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			return fmt.Errorf("start broker on port %d: %w", b.port, err)
+		}
+		return nil
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("start broker: %w", ctx.Err())
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		return errors.New("start broker: not listening after 30s")
+	}
+}
+
+// Stop ends the broker with SIGTERM (it flushes its data directory) and
+// waits for it; after 10 s it is killed.
+func (b *Broker) Stop() error {
+	return b.signal(syscall.SIGTERM)
+}
+
+// Kill ends the broker with SIGKILL, as a crash would.
+func (b *Broker) Kill() error {
+	return b.signal(syscall.SIGKILL)
+}
+
+func (b *Broker) signal(sig syscall.Signal) error {
+	if b.cmd == nil {
+		return nil
+	}
+	defer func() { b.cmd = nil }()
+	if err := b.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signal broker: %w", err)
+	}
+	select {
+	case <-b.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		_ = b.cmd.Process.Kill()
+		<-b.done
+		return errors.New("broker did not stop within 10s; killed")
+	}
+}

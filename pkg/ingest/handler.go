@@ -1,0 +1,362 @@
+// Package ingest serves PUT /cms/app/events: it authenticates a batch,
+// validates its events and answers only after the broker has acknowledged
+// every record it accepted.
+package ingest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/event"
+	"github.com/assistantcms/cms/pkg/httpjson"
+	"github.com/assistantcms/cms/pkg/ratelimit"
+)
+
+// Routes the handler serves. The interface names both spellings.
+var Routes = []string{"/cms/app/events", "/cms/apps/events"}
+
+// Publisher stores records durably; it returns nil only once the broker has
+// acknowledged all of them.
+type Publisher interface {
+	Publish(ctx context.Context, accepted, quarantined []event.Message) error
+}
+
+// Authenticator checks tokens and decides which app a request acts for.
+type Authenticator interface {
+	Authenticate(ctx context.Context, h http.Header) (auth.Principal, error)
+	Resolve(ctx context.Context, p auth.Principal, appIDParam string) (auth.Target, error)
+}
+
+// Config holds the handler's limits.
+type Config struct {
+	// MaxBodyBytes caps the body as sent on the wire.
+	MaxBodyBytes int64
+	// MaxDecompressedBytes caps a gzip body once decompressed.
+	MaxDecompressedBytes int64
+	// ProduceTimeout bounds the wait for the broker's acknowledgement.
+	ProduceTimeout time.Duration
+	// MaxInFlight bounds requests handled at once; more get 503.
+	MaxInFlight int
+}
+
+// Defaults for Config.
+const (
+	DefaultMaxBodyBytes         = 1 << 20
+	DefaultMaxDecompressedBytes = 5 << 20
+	DefaultProduceTimeout       = 5 * time.Second
+	DefaultMaxInFlight          = 256
+	maxIdempotencyKeyLen        = 256
+)
+
+// Handler serves the events endpoint.
+type Handler struct {
+	cfg       Config
+	validator *event.Validator
+	auth      Authenticator
+	pub       Publisher
+	limiter   *ratelimit.Limiter
+	metrics   *Metrics
+	log       *slog.Logger
+	now       func() time.Time
+	slots     chan struct{}
+	bufs      sync.Pool
+	gzips     sync.Pool
+}
+
+// New returns a Handler. limiter may be nil (no per-token limit).
+func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *ratelimit.Limiter, m *Metrics, log *slog.Logger) *Handler {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxDecompressedBytes <= 0 {
+		cfg.MaxDecompressedBytes = DefaultMaxDecompressedBytes
+	}
+	if cfg.ProduceTimeout <= 0 {
+		cfg.ProduceTimeout = DefaultProduceTimeout
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	return &Handler{
+		cfg: cfg, validator: v, auth: a, pub: p, limiter: limiter, metrics: m, log: log,
+		now:   time.Now,
+		slots: make(chan struct{}, cfg.MaxInFlight),
+		bufs:  sync.Pool{New: func() any { return new(bytes.Buffer) }},
+	}
+}
+
+// Register adds the handler's routes to mux.
+func (h *Handler) Register(mux *http.ServeMux) {
+	for _, r := range Routes {
+		mux.Handle(r, h)
+	}
+}
+
+// response is the body of a 200 or 422 answer.
+type response struct {
+	Accepted int                `json:"accepted"`
+	Rejected int                `json:"rejected"`
+	Errors   []event.FieldError `json:"errors"`
+	Message  string             `json:"message,omitempty"`
+}
+
+// statusWriter remembers the status for metrics and logs.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	start := h.now()
+	h.metrics.inFlight.Inc()
+	w := &statusWriter{ResponseWriter: rw, status: http.StatusOK}
+	route := r.URL.Path
+	defer func() {
+		h.metrics.inFlight.Dec()
+		h.metrics.requests.WithLabelValues(route, strconv.Itoa(w.status)).Inc()
+		h.metrics.duration.WithLabelValues(route).Observe(h.now().Sub(start).Seconds())
+	}()
+	h.serve(w, r)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPut {
+		w.Header().Set("Allow", http.MethodPut)
+		httpjson.Error(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed; use PUT")
+		return
+	}
+	ctx := r.Context()
+	principal, err := h.auth.Authenticate(ctx, r.Header)
+	if err != nil {
+		h.authError(w, r, err)
+		return
+	}
+	query := r.URL.Query()
+	target, err := h.auth.Resolve(ctx, principal, query.Get("appId"))
+	if err != nil {
+		h.authError(w, r, err)
+		return
+	}
+	if ok, wait := h.limiter.Allow(target.TokenID); !ok {
+		httpjson.RetryAfter(w, wait.Seconds())
+		httpjson.Error(w, http.StatusTooManyRequests, "", "rate limit of this token exceeded; retry later")
+		return
+	}
+	strict, err := parseStrict(query.Get("strict"))
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, "strict", err.Error())
+		return
+	}
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		httpjson.RetryAfter(w, 1)
+		httpjson.Error(w, http.StatusServiceUnavailable, "", "the server is at capacity; retry later")
+		return
+	}
+	if status, field, msg := checkHeaders(r); status != 0 {
+		httpjson.Error(w, status, field, msg)
+		return
+	}
+
+	buf := h.bufs.Get().(*bytes.Buffer)
+	defer h.putBuf(buf)
+	if status, msg := h.readBody(r, buf); status != 0 {
+		httpjson.Error(w, status, "", msg)
+		return
+	}
+	body := buf.Bytes()
+
+	meta := event.Meta{AppID: target.AppID, OrganizationID: target.OrganizationID, ReceivedAt: h.now()}
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		meta.IDSeed = "key:" + key
+	} else {
+		sum := sha256.Sum256(body)
+		meta.IDSeed = "body:" + hex.EncodeToString(sum[:])
+	}
+	res, err := h.validator.ProcessBatch(body, meta)
+	if err != nil {
+		var be *event.BatchError
+		if errors.As(err, &be) {
+			httpjson.Error(w, be.Status, be.Field, be.Message)
+			return
+		}
+		httpjson.Error(w, http.StatusInternalServerError, "", "batch could not be processed")
+		return
+	}
+	resp := response{Accepted: len(res.Accepted), Rejected: len(res.Quarantined), Errors: res.Errors}
+	if resp.Errors == nil {
+		resp.Errors = []event.FieldError{}
+	}
+	if strict && resp.Rejected > 0 {
+		resp.Accepted = 0
+		resp.Message = "strict mode: the batch holds invalid events, so none was stored"
+		httpjson.Write(w, http.StatusUnprocessableEntity, resp)
+		return
+	}
+
+	pctx, cancel := context.WithTimeout(ctx, h.cfg.ProduceTimeout)
+	defer cancel()
+	pstart := h.now()
+	err = h.pub.Publish(pctx, res.Accepted, res.Quarantined)
+	if err != nil {
+		h.metrics.produceLatency.WithLabelValues("error").Observe(h.now().Sub(pstart).Seconds())
+		h.log.LogAttrs(ctx, slog.LevelWarn, "publish failed", slog.String("app", target.AppID),
+			slog.Int("events", len(res.Accepted)+len(res.Quarantined)), slog.Any("err", err))
+		httpjson.RetryAfter(w, 1)
+		httpjson.Error(w, http.StatusServiceUnavailable, "", "the events could not be stored (the broker did not acknowledge them); retry the batch")
+		return
+	}
+	h.metrics.produceLatency.WithLabelValues("ok").Observe(h.now().Sub(pstart).Seconds())
+	h.metrics.batchSize.Observe(float64(len(res.Accepted) + len(res.Quarantined)))
+	h.metrics.events.WithLabelValues("accepted").Add(float64(resp.Accepted))
+	if resp.Rejected > 0 {
+		h.metrics.events.WithLabelValues("rejected").Add(float64(resp.Rejected))
+		last := -1
+		for _, e := range res.Errors {
+			if e.Index != last { // one count per event, by its first error
+				h.metrics.rejected.WithLabelValues(reason(e.Field)).Inc()
+				last = e.Index
+			}
+		}
+	}
+	httpjson.Write(w, http.StatusOK, resp)
+}
+
+func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *auth.Error
+	if !errors.As(err, &ae) {
+		ae = &auth.Error{Status: http.StatusInternalServerError, Message: "authentication failed"}
+	}
+	if ae.Status >= 500 {
+		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))
+		httpjson.RetryAfter(w, 1)
+	}
+	httpjson.Error(w, ae.Status, "", ae.Message)
+}
+
+func parseStrict(v string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("must be true or false, got %q", v)
+	}
+	return b, nil
+}
+
+// checkHeaders vets Content-Type, Content-Encoding and Idempotency-Key.
+func checkHeaders(r *http.Request) (status int, field, msg string) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		// The interface's prose spells the type "application-json".
+		if err != nil || (mt != "application/json" && mt != "application-json") {
+			return http.StatusUnsupportedMediaType, "Content-Type", fmt.Sprintf("Content-Type %q is not supported; send application/json", ct)
+		}
+	}
+	switch strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))) {
+	case "", "identity", "gzip":
+	default:
+		return http.StatusUnsupportedMediaType, "Content-Encoding", fmt.Sprintf("Content-Encoding %q is not supported; send gzip or no encoding", r.Header.Get("Content-Encoding"))
+	}
+	if k := r.Header.Get("Idempotency-Key"); len(k) > maxIdempotencyKeyLen {
+		return http.StatusBadRequest, "Idempotency-Key", fmt.Sprintf("must be at most %d bytes, got %d", maxIdempotencyKeyLen, len(k))
+	}
+	return 0, "", ""
+}
+
+// readBody reads the body into buf within the wire and decompressed
+// limits, never reading more than one byte past a limit.
+func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) (status int, msg string) {
+	tooLarge := fmt.Sprintf("body exceeds %d bytes", h.cfg.MaxBodyBytes)
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		return http.StatusRequestEntityTooLarge, tooLarge
+	}
+	wire := &countingReader{r: io.LimitReader(r.Body, h.cfg.MaxBodyBytes+1)}
+	var src io.Reader = wire
+	gz := strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip")
+	if gz {
+		zr, err := h.gzipReader(wire)
+		if err != nil {
+			if wire.n > h.cfg.MaxBodyBytes {
+				return http.StatusRequestEntityTooLarge, tooLarge
+			}
+			return http.StatusBadRequest, "body is not valid gzip: " + err.Error()
+		}
+		defer h.gzips.Put(zr)
+		src = io.LimitReader(zr, h.cfg.MaxDecompressedBytes+1)
+	}
+	_, err := buf.ReadFrom(src)
+	switch {
+	case wire.n > h.cfg.MaxBodyBytes:
+		return http.StatusRequestEntityTooLarge, tooLarge
+	case gz && int64(buf.Len()) > h.cfg.MaxDecompressedBytes:
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body exceeds %d bytes", h.cfg.MaxDecompressedBytes)
+	case err == nil:
+		return 0, ""
+	case gz && (wire.err == nil || wire.err == io.EOF):
+		// The wire was read cleanly, so the fault is in the gzip stream.
+		return http.StatusBadRequest, "body is not valid gzip: " + err.Error()
+	default:
+		return http.StatusBadRequest, "body could not be read: " + err.Error()
+	}
+}
+
+func (h *Handler) gzipReader(src io.Reader) (*gzip.Reader, error) {
+	if zr, ok := h.gzips.Get().(*gzip.Reader); ok {
+		if err := zr.Reset(src); err != nil {
+			h.gzips.Put(zr)
+			return nil, err
+		}
+		return zr, nil
+	}
+	return gzip.NewReader(src)
+}
+
+// maxPooledBuf keeps one huge body from pinning memory in the pool.
+const maxPooledBuf = 1 << 20
+
+func (h *Handler) putBuf(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBuf {
+		return
+	}
+	b.Reset()
+	h.bufs.Put(b)
+}
+
+// countingReader counts the bytes read from the wire.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}

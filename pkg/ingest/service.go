@@ -1,0 +1,157 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/event"
+	"github.com/assistantcms/cms/pkg/health"
+	"github.com/assistantcms/cms/pkg/ratelimit"
+	"github.com/assistantcms/cms/pkg/stream"
+)
+
+// ServiceConfig is everything the ingest process is configured with.
+type ServiceConfig struct {
+	Brokers           []string
+	EventsTopic       string
+	QuarantineTopic   string
+	TopicPartitions   int
+	TopicReplication  int
+	Producer          stream.ProducerConfig
+	Handler           Config
+	Limits            event.Limits
+	TokenCacheTTL     time.Duration
+	RateLimitRPS      float64
+	RateLimitBurst    int
+	ShutdownTimeout   time.Duration
+	StartupTimeout    time.Duration
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+}
+
+// Store is what the service needs from the content database.
+type Store interface {
+	auth.Store
+	Ping(ctx context.Context) error
+}
+
+// Service is a running ingest service.
+type Service struct {
+	cfg      ServiceConfig
+	log      *slog.Logger
+	server   *http.Server
+	producer *stream.Producer
+	checker  *health.Checker
+}
+
+// NewService connects to the brokers, creates missing topics and builds
+// the HTTP server. It fails with a clear message when the brokers cannot
+// be reached or the topics cannot be created.
+func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.Logger) (*Service, error) {
+	startup := cfg.StartupTimeout
+	if startup <= 0 {
+		startup = 30 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(ctx, startup)
+	defer cancel()
+	topics := []stream.TopicSpec{
+		{Name: cfg.EventsTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication},
+		{Name: cfg.QuarantineTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication},
+	}
+	if err := stream.EnsureTopics(sctx, cfg.Brokers, topics); err != nil {
+		return nil, fmt.Errorf("prepare Kafka topics: %w", err)
+	}
+
+	cfg.Producer.Brokers = cfg.Brokers
+	cfg.Producer.Logger = log
+	producer, err := stream.NewProducer(cfg.Producer, cfg.EventsTopic, cfg.QuarantineTopic)
+	if err != nil {
+		return nil, fmt.Errorf("create producer: %w", err)
+	}
+	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL})
+	if err != nil {
+		return nil, err
+	}
+	var limiter *ratelimit.Limiter
+	if cfg.RateLimitRPS > 0 {
+		limiter = ratelimit.New(cfg.RateLimitRPS, cfg.RateLimitBurst, nil)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	handler := New(cfg.Handler, event.NewValidator(cfg.Limits), authn, producer, limiter, NewMetrics(reg), log)
+
+	checker := health.New()
+	topicNames := []string{cfg.EventsTopic, cfg.QuarantineTopic}
+	checker.Add("kafka", func(ctx context.Context) error { return stream.CheckTopics(ctx, cfg.Brokers, topicNames) })
+	checker.Add("content_db", store.Ping)
+
+	mux := http.NewServeMux()
+	handler.Register(mux)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /healthz", health.LiveHandler())
+	mux.Handle("GET /readyz", checker.ReadyHandler())
+
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 5*time.Second),
+		ReadTimeout:       orDefault(cfg.ReadTimeout, 30*time.Second),
+		// A response waits for the broker, bounded by the produce timeout.
+		WriteTimeout:   orDefault(cfg.ReadTimeout, 30*time.Second) + cfg.Handler.ProduceTimeout + 5*time.Second,
+		IdleTimeout:    orDefault(cfg.IdleTimeout, 120*time.Second),
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return &Service{cfg: cfg, log: log, server: srv, producer: producer, checker: checker}, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Serve answers requests on ln until ctx is cancelled, then shuts down
+// gracefully: readiness fails at once, the listener closes, requests in
+// flight finish (their records acknowledged) and the producer flushes.
+func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.server.Serve(ln) }()
+	s.log.Info("ingest listening", "addr", ln.Addr().String(), "brokers", s.cfg.Brokers,
+		"events_topic", s.cfg.EventsTopic, "quarantine_topic", s.cfg.QuarantineTopic)
+
+	select {
+	case err := <-errc:
+		_ = s.producer.Close()
+		return fmt.Errorf("serve HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	timeout := orDefault(s.cfg.ShutdownTimeout, 10*time.Second)
+	s.log.Info("ingest shutting down", "timeout", timeout)
+	s.checker.SetStopping()
+	sctx, cancel := context.WithTimeout(context.Background(), timeout-time.Second)
+	defer cancel()
+	err := s.server.Shutdown(sctx)
+	if err != nil {
+		err = fmt.Errorf("drain HTTP requests: %w", err)
+	}
+	if cerr := s.producer.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("flush producer: %w", cerr))
+	}
+	if err == nil {
+		s.log.Info("ingest stopped")
+	}
+	return err
+}

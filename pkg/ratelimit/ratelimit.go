@@ -1,0 +1,73 @@
+// Package ratelimit keeps one token bucket per key (per access token).
+package ratelimit
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// Limiter admits up to Rate events per second per key, with bursts of up to
+// Burst. A nil *Limiter or one with a zero rate admits everything.
+type Limiter struct {
+	rate  float64
+	burst float64
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	sweep   time.Time
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// New returns a limiter; burst below 1 is raised to 1. now may be nil.
+func New(rate float64, burst int, now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Limiter{rate: rate, burst: math.Max(1, float64(burst)), now: now, buckets: make(map[string]*bucket)}
+}
+
+// Allow takes one token from key's bucket. When none is left it reports how
+// long until one is, for a Retry-After header.
+func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
+	if l == nil || l.rate <= 0 {
+		return true, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.maybeSweep(now)
+	b, found := l.buckets[key]
+	if !found {
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[key] = b
+	}
+	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	return false, wait
+}
+
+// maybeSweep forgets buckets that have refilled completely, once a minute,
+// so keys that stopped sending do not hold memory.
+func (l *Limiter) maybeSweep(now time.Time) {
+	if now.Sub(l.sweep) < time.Minute {
+		return
+	}
+	l.sweep = now
+	full := time.Duration(l.burst / l.rate * float64(time.Second))
+	for k, b := range l.buckets {
+		if now.Sub(b.last) > full {
+			delete(l.buckets, k)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package ratelimit
+
+import (
+	"testing"
+	"time"
+)
+
+func TestLimiter(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	now := func() time.Time { return clock }
+	l := New(2, 3, now) // 2 per second, bursts of 3
+
+	steps := []struct {
+		advance time.Duration
+		key     string
+		ok      bool
+		retry   time.Duration
+	}{
+		{0, "a", true, 0},
+		{0, "a", true, 0},
+		{0, "a", true, 0},
+		{0, "a", false, 500 * time.Millisecond},
+		{0, "b", true, 0}, // keys are independent
+		{250 * time.Millisecond, "a", false, 250 * time.Millisecond},
+		{250 * time.Millisecond, "a", true, 0},
+		{0, "a", false, 500 * time.Millisecond},
+		{10 * time.Second, "a", true, 0}, // refilled, but only to the burst
+		{0, "a", true, 0},
+		{0, "a", true, 0},
+		{0, "a", false, 500 * time.Millisecond},
+	}
+	for i, s := range steps {
+		clock = clock.Add(s.advance)
+		ok, retry := l.Allow(s.key)
+		if ok != s.ok || retry != s.retry {
+			t.Errorf("step %d: Allow(%q) = %v, %s; want %v, %s", i, s.key, ok, retry, s.ok, s.retry)
+		}
+	}
+}
+
+func TestLimiterDisabled(t *testing.T) {
+	for _, l := range []*Limiter{nil, New(0, 1, nil)} {
+		for range 100 {
+			if ok, _ := l.Allow("k"); !ok {
+				t.Fatal("disabled limiter refused")
+			}
+		}
+	}
+}
+
+func TestLimiterSweepsIdleKeys(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	l := New(10, 10, func() time.Time { return clock })
+	l.Allow("idle")
+	clock = clock.Add(2 * time.Minute)
+	l.Allow("busy")
+	if _, ok := l.buckets["idle"]; ok {
+		t.Error("idle bucket kept after a sweep")
+	}
+}

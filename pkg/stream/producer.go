@@ -1,0 +1,180 @@
+// Package stream is the Kafka-facing plumbing: the producer the ingest
+// service publishes through, topic creation at start-up and broker checks.
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/assistantcms/cms/pkg/event"
+)
+
+// ProducerConfig configures the Kafka writers. Zero fields take defaults
+// chosen for a request path: a request waits for its batch, so batches
+// must close after milliseconds, not kafka-go's default second.
+type ProducerConfig struct {
+	Brokers []string
+	// BatchTimeout is how long a partial batch waits for more records.
+	BatchTimeout time.Duration
+	// BatchSize is the most records one produce request carries per partition.
+	BatchSize int
+	// BatchBytes caps one produce request per partition.
+	BatchBytes int64
+	// Compression is none, gzip, snappy, lz4 or zstd.
+	Compression string
+	Logger      *slog.Logger
+}
+
+// Defaults for ProducerConfig.
+const (
+	DefaultBatchTimeout = 2 * time.Millisecond
+	DefaultBatchSize    = 1000
+	DefaultBatchBytes   = 4 << 20
+	DefaultCompression  = "snappy"
+)
+
+func (c ProducerConfig) withDefaults() ProducerConfig {
+	if c.BatchTimeout <= 0 {
+		c.BatchTimeout = DefaultBatchTimeout
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = DefaultBatchBytes
+	}
+	if c.Compression == "" {
+		c.Compression = DefaultCompression
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// ParseCompression maps a codec name to kafka-go's codec.
+func ParseCompression(name string) (kafka.Compression, error) {
+	switch strings.ToLower(name) {
+	case "none", "":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("unknown compression %q: want none, gzip, snappy, lz4 or zstd", name)
+}
+
+// NewWriter returns a synchronous writer for topic with acks from all
+// in-sync replicas and the Java client's murmur2 partitioner, so that a
+// key lands on the same partition whichever client wrote it. The ingest
+// service and its benchmark ceiling both use it.
+func NewWriter(c ProducerConfig, topic string) (*kafka.Writer, error) {
+	c = c.withDefaults()
+	codec, err := ParseCompression(c.Compression)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Brokers) == 0 {
+		return nil, errors.New("no Kafka brokers configured")
+	}
+	logger := c.Logger.With("topic", topic)
+	return &kafka.Writer{
+		Addr:         kafka.TCP(c.Brokers...),
+		Topic:        topic,
+		Balancer:     &kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll,
+		BatchTimeout: c.BatchTimeout,
+		BatchSize:    c.BatchSize,
+		BatchBytes:   c.BatchBytes,
+		Compression:  codec,
+		// The caller's context bounds the whole write; retries inside it
+		// ride out a leader change without failing the request.
+		MaxAttempts:     5,
+		WriteBackoffMin: 20 * time.Millisecond,
+		WriteBackoffMax: 250 * time.Millisecond,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			logger.Warn("kafka writer: " + fmt.Sprintf(msg, args...))
+		}),
+	}, nil
+}
+
+// Producer publishes accepted events and quarantine records.
+type Producer struct {
+	events     *kafka.Writer
+	quarantine *kafka.Writer
+}
+
+// NewProducer returns a producer writing to the two topics.
+func NewProducer(c ProducerConfig, eventsTopic, quarantineTopic string) (*Producer, error) {
+	ev, err := NewWriter(c, eventsTopic)
+	if err != nil {
+		return nil, fmt.Errorf("events writer: %w", err)
+	}
+	q, err := NewWriter(c, quarantineTopic)
+	if err != nil {
+		return nil, fmt.Errorf("quarantine writer: %w", err)
+	}
+	return &Producer{events: ev, quarantine: q}, nil
+}
+
+// Publish writes both record sets and returns once the broker has
+// acknowledged every record, or with an error. After an error some records
+// may still have been stored: callers treat the batch as not written and
+// the client's retry produces duplicates that collapse by event ID.
+func (p *Producer) Publish(ctx context.Context, accepted, quarantined []event.Message) error {
+	var qErr chan error
+	if len(quarantined) > 0 && len(accepted) > 0 {
+		qErr = make(chan error, 1)
+		go func() { qErr <- write(ctx, p.quarantine, quarantined) }()
+	} else if len(quarantined) > 0 {
+		return write(ctx, p.quarantine, quarantined)
+	}
+	err := write(ctx, p.events, accepted)
+	if qErr != nil {
+		err = errors.Join(err, <-qErr)
+	}
+	return err
+}
+
+func write(ctx context.Context, w *kafka.Writer, msgs []event.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	km := make([]kafka.Message, len(msgs))
+	for i, m := range msgs {
+		km[i] = kafka.Message{Key: m.Key, Value: m.Value}
+	}
+	if err := w.WriteMessages(ctx, km...); err != nil {
+		return fmt.Errorf("write %d records to %s: %w", len(msgs), w.Topic, firstError(err))
+	}
+	return nil
+}
+
+// firstError shortens kafka-go's per-message error list to one cause.
+func firstError(err error) error {
+	var we kafka.WriteErrors
+	if errors.As(err, &we) {
+		for _, e := range we {
+			if e != nil {
+				return fmt.Errorf("%d of %d failed, first: %w", we.Count(), len(we), e)
+			}
+		}
+	}
+	return err
+}
+
+// Close flushes and closes the writers.
+func (p *Producer) Close() error {
+	return errors.Join(p.events.Close(), p.quarantine.Close())
+}
