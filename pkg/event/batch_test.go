@@ -55,7 +55,7 @@ func TestProcessBatchEventErrors(t *testing.T) {
 	v := NewValidator(Limits{})
 	long := strings.Repeat("é", 257)
 	cases := []struct {
-		name, event string
+		name, event  string
 		field, inMsg string
 	}{
 		{"not object", `42`, "", "must be a JSON object, got number"},
