@@ -32,6 +32,7 @@ type batchState struct {
 	buf           []byte // envelopes, then quarantine records
 	keys          []byte
 	spans         []span
+	keys2         [][]byte // sibling keys while looking for duplicates
 	problems      problems
 }
 
@@ -68,9 +69,9 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 	if len(body) == 0 {
 		return nil, batchErr(http.StatusBadRequest, "", "body is empty; expected a JSON object with an events array")
 	}
-	// fastjson's parser is lenient (it reads NaN, for one); its validator
-	// is not. Together with the UTF-8 check the body is strict JSON.
-	if err := fastjson.ValidateBytes(body); err != nil {
+	// fastjson's parser is lenient (it reads NaN, for one), so the body is
+	// validated strictly first.
+	if err := strictJSON(body); err != nil {
 		return nil, batchErr(http.StatusBadRequest, "", "body is not valid JSON: "+err.Error())
 	}
 	if !utf8.Valid(body) {

@@ -21,21 +21,6 @@ const (
 // nameRequestResponse is the event name whose payload has a required shape.
 const nameRequestResponse = "REQUEST_RESPONSE"
 
-// Bits for the event's known top-level keys, to catch duplicates: a JSON
-// object with a key twice is read differently by different parsers.
-const (
-	keyType = 1 << iota
-	keyName
-	keyAppID
-	keyEventID
-	keySessionID
-	keyUserID
-	keyChannel
-	keyPlatform
-	keySelectedHandler
-	keyPayload
-)
-
 // eventFields are the parts of a valid event the envelope needs.
 type eventFields struct {
 	appID     []byte
@@ -138,46 +123,35 @@ func (v *Validator) checkEvent(p *problems, st *batchState, ev *fastjson.Value, 
 		return f, false
 	}
 	obj, _ := ev.Object()
-	var seen uint
+	if path, dup := duplicateKey(ev, &st.keys2); dup {
+		p.add(path, "appears more than once in its object")
+		return f, false
+	}
 	var typ, name, payload *fastjson.Value
 	obj.Visit(func(k []byte, val *fastjson.Value) {
-		var bit uint
 		switch string(k) {
 		case "type":
-			bit, typ = keyType, val
+			typ = val
 		case "name":
-			bit, name = keyName, val
+			name = val
 		case "appId":
-			bit = keyAppID
 			f.hasAppID = true
 			f.appID = checkString(p, "appId", val, maxAppIDLen, false, true)
 		case "eventId":
-			bit = keyEventID
 			f.eventID = checkString(p, "eventId", val, maxEventIDLen, false, true)
 		case "sessionId":
-			bit = keySessionID
 			f.sessionID = checkString(p, "sessionId", val, maxIDLen, true, false)
 		case "userId":
-			bit = keyUserID
 			checkString(p, "userId", val, maxIDLen, true, false)
 		case "channel":
-			bit = keyChannel
 			checkString(p, "channel", val, maxSourceLen, true, false)
 		case "platform":
-			bit = keyPlatform
 			checkString(p, "platform", val, maxSourceLen, true, false)
 		case "selectedHandler":
-			bit = keySelectedHandler
 			checkString(p, "selectedHandler", val, maxIDLen, true, false)
 		case "payload":
-			bit, payload = keyPayload, val
-		default:
-			return
+			payload = val
 		}
-		if seen&bit != 0 {
-			p.add(string(k), "appears more than once in the event")
-		}
-		seen |= bit
 	})
 
 	switch {
@@ -226,7 +200,7 @@ func checkRequestResponse(p *problems, parser *fastjson.Parser, payload *fastjso
 	case fastjson.TypeObject:
 	case fastjson.TypeString:
 		s, _ := payload.StringBytes()
-		if err := fastjson.ValidateBytes(s); err != nil {
+		if err := strictJSON(s); err != nil {
 			p.add(field, "must be an object or a string holding a JSON object; the string is not valid JSON: "+err.Error())
 			return nil
 		}

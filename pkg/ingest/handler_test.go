@@ -1,0 +1,133 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/event"
+)
+
+// allowAll authenticates every request as app a1; auth has its own tests.
+type allowAll struct{}
+
+func (allowAll) Authenticate(context.Context, http.Header) (auth.Principal, error) {
+	return auth.Principal{TokenID: "t", OrganizationID: "o1", AppID: "a1"}, nil
+}
+
+func (allowAll) Resolve(_ context.Context, p auth.Principal, _ string) (auth.Target, error) {
+	return auth.Target{TokenID: p.TokenID, OrganizationID: p.OrganizationID, AppID: p.AppID}, nil
+}
+
+// blockingPublisher holds every Publish until released, or fails it.
+type blockingPublisher struct {
+	entered chan struct{}
+	release chan struct{}
+	err     error
+}
+
+func (b *blockingPublisher) Publish(ctx context.Context, accepted, quarantined []event.Message) error {
+	if b.entered != nil {
+		b.entered <- struct{}{}
+		<-b.release
+	}
+	return b.err
+}
+
+const body = `{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST"},{"type":"NOPE","name":"x"}]}`
+
+func newTestHandler(pub Publisher, cfg Config) (*Handler, *Metrics) {
+	m := NewMetrics(prometheus.NewRegistry())
+	return New(cfg, event.NewValidator(event.Limits{}), allowAll{}, pub, nil, m, slog.New(slog.NewTextHandler(io.Discard, nil))), m
+}
+
+func put(h http.Handler) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/cms/app/events", strings.NewReader(body)))
+	return rec
+}
+
+func TestOverloadAnswers503(t *testing.T) {
+	pub := &blockingPublisher{entered: make(chan struct{}), release: make(chan struct{})}
+	h, _ := newTestHandler(pub, Config{MaxInFlight: 2})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if rec := put(h); rec.Code != 200 {
+				t.Errorf("held request answered %d", rec.Code)
+			}
+		})
+		<-pub.entered
+	}
+	rec := put(h)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "at capacity") {
+		t.Errorf("third request: %d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	close(pub.release)
+	wg.Wait()
+	pub.entered = nil
+	if rec := put(h); rec.Code != 200 {
+		t.Errorf("after the load passed: %d", rec.Code)
+	}
+}
+
+func TestPublishFailureClaimsNothing(t *testing.T) {
+	h, m := newTestHandler(&blockingPublisher{err: errors.New("leader not available")}, Config{})
+	rec := put(h)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), "accepted") {
+		t.Errorf("503 body mentions accepted events: %s", rec.Body)
+	}
+	if got := testutil.ToFloat64(m.events.WithLabelValues("accepted")); got != 0 {
+		t.Errorf("accepted counter = %v after a failed publish", got)
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("/cms/app/events", "503")); got != 1 {
+		t.Errorf("503 counter = %v", got)
+	}
+}
+
+func TestMetricsCountOutcomes(t *testing.T) {
+	h, m := newTestHandler(&blockingPublisher{}, Config{})
+	if rec := put(h); rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	checks := map[string]float64{
+		"accepted": testutil.ToFloat64(m.events.WithLabelValues("accepted")),
+		"rejected": testutil.ToFloat64(m.events.WithLabelValues("rejected")),
+		"by type":  testutil.ToFloat64(m.rejected.WithLabelValues("type")),
+		"200":      testutil.ToFloat64(m.requests.WithLabelValues("/cms/app/events", "200")),
+	}
+	for name, got := range checks {
+		if got != 1 {
+			t.Errorf("%s = %v, want 1", name, got)
+		}
+	}
+	if n := testutil.CollectAndCount(m.batchSize); n != 1 {
+		t.Errorf("batch size histogram has %d series", n)
+	}
+}
+
+func TestReason(t *testing.T) {
+	cases := map[string]string{
+		"":     "event",
+		"type": "type",
+		"payload.response.displays[3].items[12].title": "payload.response.displays[].items[].title",
+	}
+	for in, want := range cases {
+		if got := reason(in); got != want {
+			t.Errorf("reason(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
