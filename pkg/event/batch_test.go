@@ -339,3 +339,43 @@ func TestAppendStringEveryPosition(t *testing.T) {
 		}
 	}
 }
+
+func TestDeepNestingIsRefusedCheaply(t *testing.T) {
+	v := NewValidator(Limits{})
+	n := 5 << 20 / 2 // a 5 MiB body of brackets
+	for _, body := range []string{
+		`{"events":[` + strings.Repeat("[", n) + strings.Repeat("]", n) + `]}`,
+		`{"events":[{"type":"REQUEST","name":"x","p":` + strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat("}", 200) + `}]}`,
+	} {
+		_, err := v.ProcessBatch([]byte(body), testMeta)
+		be, ok := err.(*BatchError)
+		if !ok || be.Status != http.StatusBadRequest || !strings.Contains(be.Message, "deeper than 128 levels") {
+			t.Errorf("deep body: %v", err)
+		}
+	}
+	// Brackets and escaped quotes inside strings do not count.
+	body := `{"events":[{"type":"REQUEST","name":"x","note":"` + strings.Repeat(`[{\"`, 300) + `"}]}`
+	if res, err := v.ProcessBatch([]byte(body), testMeta); err != nil || len(res.Accepted) != 1 {
+		t.Errorf("brackets in a string: %v %v", err, res.Errors)
+	}
+}
+
+func TestCheckDepth(t *testing.T) {
+	cases := []struct {
+		in string
+		ok bool
+	}{
+		{`[[[]]]`, true},
+		{`[[[[]]]]`, false},
+		{`["[[[[\\"]`, true},
+		{`["\"[[[["]`, true},
+		{`{"a":{"b":{"c":1}}}`, true},
+		{`{"a":{"b":{"c":{}}}}`, false},
+		{`"unterminated [[[[`, true},
+	}
+	for _, tc := range cases {
+		if err := checkDepth([]byte(tc.in), 3); (err == nil) != tc.ok {
+			t.Errorf("checkDepth(%s) = %v, want ok=%v", tc.in, err, tc.ok)
+		}
+	}
+}

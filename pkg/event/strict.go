@@ -16,6 +16,11 @@ import (
 // escape sequence; raw control characters are rare, so the slower standard
 // validator only runs when one is present.
 func strictJSON(b []byte) error {
+	// The validator recurses once per level: bound the depth before it runs
+	// so that a body of brackets cannot exhaust the stack.
+	if err := checkDepth(b, maxDepth); err != nil {
+		return err
+	}
 	if err := fastjson.ValidateBytes(b); err != nil {
 		return err
 	}
@@ -38,6 +43,42 @@ func strictJSON(b []byte) error {
 	}
 	if rawWS && bytes.IndexByte(b, '\\') >= 0 && !json.Valid(b) {
 		return errors.New("raw control character inside a string")
+	}
+	return nil
+}
+
+// maxDepth bounds the nesting of arrays and objects in a body.
+const maxDepth = 128
+
+// checkDepth fails when arrays and objects nest deeper than max. It skips
+// strings with IndexByte, so it costs little on ordinary bodies.
+func checkDepth(b []byte, max int) error {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for {
+				j := bytes.IndexByte(b[i+1:], '"')
+				if j < 0 {
+					return nil // unterminated string: the validator reports it
+				}
+				i += 1 + j
+				n := 0
+				for k := i - 1; b[k] == '\\'; k-- {
+					n++
+				}
+				if n%2 == 0 {
+					break
+				}
+			}
+		case '[', '{':
+			depth++
+			if depth > max {
+				return fmt.Errorf("arrays and objects nest deeper than %d levels at offset %d", max, i)
+			}
+		case ']', '}':
+			depth--
+		}
 	}
 	return nil
 }
