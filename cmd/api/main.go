@@ -1,0 +1,115 @@
+// Command api administers the content database: organizations, apps and
+// access tokens. Global flags go before the command:
+//
+//	api [-content-db PATH] [-log-level LEVEL] <command> [flags]
+//
+// Every global flag can also be set through the environment variable named
+// in its help; the flag wins. Run "api help" for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/admin"
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/envflag"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	fs := envflag.New(flag.NewFlagSet("api", flag.ContinueOnError), lookupEnv)
+	flagOut := &countingWriter{w: stderr}
+	fs.SetOutput(flagOut)
+	contentDB := fs.String("content-db", "CONTENT_DB", "cms.db", "content database `path` (SQLite file)")
+	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "log `level`: debug, info, warn or error")
+	fs.Usage = func() { usage(ctx, fs.FlagSet, fs.Output()) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return admin.ExitOK
+		}
+		// The flag package reports bad flags itself; bad environment
+		// values are left to us.
+		if flagOut.n == 0 {
+			fmt.Fprintln(stderr, "api:", err)
+		}
+		return admin.ExitUsage
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "api:", err)
+		return admin.ExitUsage
+	}
+
+	rest := fs.Args()
+	switch {
+	case len(rest) == 0:
+		usage(ctx, fs.FlagSet, stderr)
+		return admin.ExitUsage
+	case len(rest) == 1 && rest[0] == "help":
+		usage(ctx, fs.FlagSet, stdout)
+		return admin.ExitOK
+	}
+
+	open := func(ctx context.Context) (content.Store, error) {
+		start := time.Now()
+		s, err := sqlite.Open(ctx, *contentDB)
+		if err != nil {
+			return nil, err
+		}
+		log.Debug("content database open", "path", *contentDB, "elapsed", time.Since(start))
+		return s, nil
+	}
+	code := admin.Run(ctx, rest, stdout, stderr, open)
+	if ctx.Err() != nil {
+		log.Warn("interrupted", "command", strings.Join(rest, " "))
+	}
+	return code
+}
+
+// usage prints the command list followed by the global flags.
+func usage(ctx context.Context, fs *flag.FlagSet, w io.Writer) {
+	admin.Run(ctx, []string{"help"}, w, w, nil)
+	fmt.Fprintln(w, "\nGlobal flags (before the command):")
+	out := fs.Output()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
