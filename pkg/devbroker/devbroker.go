@@ -125,6 +125,9 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	cmd := exec.Command(b.bin, args...)
 	cmd.Stderr = b.log
+	// Its own process group: a Ctrl-C meant for the parent does not stop
+	// the broker before the services that depend on it have drained.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("broker stdout: %w", err)

@@ -139,7 +139,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	timeout := orDefault(s.cfg.ShutdownTimeout, 10*time.Second)
-	s.log.Info("ingest shutting down", "timeout", timeout)
+	s.log.Info("ingest shutting down", "timeout", timeout.String())
 	s.checker.SetStopping()
 	sctx, cancel := context.WithTimeout(context.Background(), timeout-time.Second)
 	defer cancel()

@@ -82,6 +82,8 @@ func run() error {
 	ingest.Env = append(os.Environ(),
 		"INGEST_ADDR="+ingestAddr, "KAFKA_BROKERS="+broker.Addr(), "CONTENT_DB="+db, "LOG_LEVEL=info")
 	ingest.Stdout, ingest.Stderr = prefixed("ingest"), prefixed("ingest")
+	// Ctrl-C reaches only this process, which stops ingest before the broker.
+	ingest.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := ingest.Start(); err != nil {
 		return fmt.Errorf("start ingest: %w", err)
 	}
