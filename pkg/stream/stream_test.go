@@ -1,0 +1,106 @@
+package stream
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/assistantcms/cms/pkg/event"
+)
+
+func TestEnsureTopicsAndPublish(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	specs := []TopicSpec{{Name: "ev", Partitions: 3, ReplicationFactor: 1}, {Name: "q", Partitions: 1, ReplicationFactor: 1}}
+	if err := EnsureTopics(ctx, brokers, specs); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureTopics(ctx, brokers, specs); err != nil {
+		t.Fatalf("second EnsureTopics must accept existing topics: %v", err)
+	}
+	if err := CheckTopics(ctx, brokers, []string{"ev", "missing"}); err == nil {
+		t.Error("CheckTopics passed with a missing topic")
+	}
+
+	p, err := NewProducer(ProducerConfig{Brokers: brokers}, "ev", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := []event.Message{{Key: []byte("app/s1"), Value: []byte(`{"a":1}`)}, {Key: []byte("app/s1"), Value: []byte(`{"a":2}`)}}
+	quar := []event.Message{{Key: []byte("app"), Value: []byte(`{"q":1}`)}}
+	if err := p.Publish(ctx, acc, quar); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Both records of one key are on one partition, in order.
+	var got []string
+	for part := range 3 {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "ev", Partition: part, MaxWait: 50 * time.Millisecond})
+		conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], "ev", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, _ := conn.ReadLastOffset()
+		conn.Close()
+		for range end {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(m.Value))
+		}
+		r.Close()
+		if end != 0 && end != 2 {
+			t.Errorf("partition %d holds %d records; a key's records must share a partition", part, end)
+		}
+	}
+	if strings.Join(got, "") != `{"a":1}{"a":2}` {
+		t.Errorf("records %q", got)
+	}
+}
+
+func TestPublishFailsWhenBrokerIsGone(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "ev", "q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokers := c.ListenAddrs()
+	p, err := NewProducer(ProducerConfig{Brokers: brokers}, "ev", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := p.Publish(ctx, []event.Message{{Value: []byte("x")}}, nil); err == nil {
+		t.Fatal("Publish succeeded with the broker gone")
+	}
+}
+
+func TestParseCompression(t *testing.T) {
+	for _, name := range []string{"", "none", "gzip", "snappy", "LZ4", "zstd"} {
+		if _, err := ParseCompression(name); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	if _, err := ParseCompression("brotli"); err == nil || !strings.Contains(err.Error(), "want none, gzip") {
+		t.Errorf("brotli: %v", err)
+	}
+	if _, err := NewWriter(ProducerConfig{}, "t"); err == nil {
+		t.Error("a writer without brokers was created")
+	}
+}
