@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -52,6 +54,7 @@ func run(args []string) error {
 	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", stream.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
 	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
+	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,6 +94,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *debugAddr != "" {
+		go serveDebug(log, *debugAddr)
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
@@ -104,4 +110,18 @@ func newLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// serveDebug serves the profiling endpoints on their own listener, so they
+// are never reachable through the public address.
+func serveDebug(log *slog.Logger, addr string) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	log.Info("debug endpoints listening", "addr", addr)
+	if err := srv.ListenAndServe(); err != nil {
+		log.Error("debug endpoints stopped", "err", err)
+	}
 }

@@ -32,7 +32,7 @@ type batchState struct {
 	buf           []byte // envelopes, then quarantine records
 	keys          []byte
 	spans         []span
-	keys2         [][]byte // sibling keys while looking for duplicates
+	evSpans       [][2]int // where each event sits in the body
 	problems      problems
 }
 
@@ -69,17 +69,20 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 	if len(body) == 0 {
 		return nil, batchErr(http.StatusBadRequest, "", "body is empty; expected a JSON object with an events array")
 	}
+	st := v.states.Get().(*batchState)
+	defer v.states.Put(st)
 	// fastjson's parser is lenient (it reads NaN, for one), so the body is
-	// validated strictly first.
-	if err := strictJSON(body); err != nil {
+	// validated strictly first; the same pass finds where each event sits.
+	spans, err := scanJSON(body, st.evSpans[:0], true)
+	if err != nil {
 		return nil, batchErr(http.StatusBadRequest, "", "body is not valid JSON: "+err.Error())
+	}
+	if spans != nil {
+		st.evSpans = spans
 	}
 	if !utf8.Valid(body) {
 		return nil, batchErr(http.StatusBadRequest, "", "body is not valid UTF-8")
 	}
-
-	st := v.states.Get().(*batchState)
-	defer v.states.Put(st)
 	root, err := st.parser.ParseBytes(body)
 	if err != nil {
 		return nil, batchErr(http.StatusBadRequest, "", "body is not valid JSON: "+err.Error())
@@ -112,7 +115,7 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 		return nil, batchErr(http.StatusRequestEntityTooLarge, "events",
 			"holds "+strconv.Itoa(len(list))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
 	}
-	return v.buildRecords(st, list, &meta), nil
+	return v.buildRecords(st, body, spans, list, &meta), nil
 }
 
 // envelopeTail writes the envelope fields shared by every event of a batch.
@@ -126,8 +129,19 @@ func envelopeTail(dst []byte, meta *Meta) []byte {
 	return append(dst, '"')
 }
 
-func (v *Validator) buildRecords(st *batchState, list []*fastjson.Value, meta *Meta) *Result {
+func (v *Validator) buildRecords(st *batchState, body []byte, raws [][2]int, list []*fastjson.Value, meta *Meta) *Result {
 	res := &Result{EventIDs: make([]string, 0, len(list))}
+	// Events are copied from the body as sent when their place in it is
+	// known; re-encoding from the parsed tree is the slower fallback.
+	if len(raws) != len(list) {
+		raws = nil
+	}
+	raw := func(i int) []byte {
+		if raws == nil {
+			return nil
+		}
+		return body[raws[i][0]:raws[i][1]]
+	}
 	st.buf = st.buf[:0]
 	st.keys = st.keys[:0]
 	st.spans = st.spans[:0]
@@ -155,11 +169,15 @@ func (v *Validator) buildRecords(st *batchState, list []*fastjson.Value, meta *M
 		st.buf = append(st.buf, tail...)
 		st.buf = append(st.buf, `,"event":`...)
 		evStart := len(st.buf)
-		st.buf = appendEvent(st.buf, ev, &f, meta)
+		if r := raw(i); r != nil && !f.normalized {
+			st.buf = appendRawEvent(st.buf, r, f.hasAppID, meta.AppID)
+		} else {
+			st.buf = appendEvent(st.buf, ev, &f, meta)
+		}
 		if size := len(st.buf) - evStart; size > v.limits.MaxEventBytes {
 			st.buf = st.buf[:mark]
 			res.Errors = append(res.Errors, FieldError{Index: i, Field: "",
-				Message: "event is " + strconv.Itoa(size) + " bytes as compact JSON; at most " + strconv.Itoa(v.limits.MaxEventBytes) + " are allowed"})
+				Message: "event is " + strconv.Itoa(size) + " bytes; at most " + strconv.Itoa(v.limits.MaxEventBytes) + " are allowed"})
 			rejected = append(rejected, i)
 			continue
 		}
@@ -184,7 +202,7 @@ func (v *Validator) buildRecords(st *batchState, list []*fastjson.Value, meta *M
 			for e < len(res.Errors) && res.Errors[e].Index == i {
 				e++
 			}
-			st.buf = appendQuarantine(st.buf, list[i], i, res.Errors[start:e], tail, meta, idBuf[:0])
+			st.buf = appendQuarantine(st.buf, list[i], raw(i), i, res.Errors[start:e], tail, meta, idBuf[:0])
 			st.keys = append(st.keys, meta.AppID...)
 			st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
 		}
@@ -233,7 +251,9 @@ func appendEvent(dst []byte, ev *fastjson.Value, f *eventFields, meta *Meta) []b
 	return append(dst, '}')
 }
 
-func appendQuarantine(dst []byte, ev *fastjson.Value, index int, errs []FieldError, tail []byte, meta *Meta, idBuf []byte) []byte {
+// appendQuarantine writes the quarantine record of an invalid event; raw is
+// the event as sent, or nil to re-encode it from ev.
+func appendQuarantine(dst []byte, ev *fastjson.Value, raw []byte, index int, errs []FieldError, tail []byte, meta *Meta, idBuf []byte) []byte {
 	id := deriveID(idBuf, meta, index)
 	if ev.Type() == fastjson.TypeObject {
 		if v := ev.Get("eventId"); v != nil && v.Type() == fastjson.TypeString {
@@ -261,7 +281,11 @@ func appendQuarantine(dst []byte, ev *fastjson.Value, index int, errs []FieldErr
 	}
 	dst = append(dst, `],"event":`...)
 	evStart := len(dst)
-	dst = appendValue(dst, ev)
+	if raw != nil {
+		dst = append(dst, raw...)
+	} else {
+		dst = appendValue(dst, ev)
+	}
 	if size := len(dst) - evStart; size > quarantineMaxEventBytes {
 		raw := append([]byte(nil), dst[evStart:evStart+quarantineMaxEventBytes]...)
 		for len(raw) > 0 && !utf8.Valid(raw) {

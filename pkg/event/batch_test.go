@@ -360,22 +360,13 @@ func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 	}
 }
 
-func TestCheckDepth(t *testing.T) {
-	cases := []struct {
-		in string
-		ok bool
-	}{
-		{`[[[]]]`, true},
-		{`[[[[]]]]`, false},
-		{`["[[[[\\"]`, true},
-		{`["\"[[[["]`, true},
-		{`{"a":{"b":{"c":1}}}`, true},
-		{`{"a":{"b":{"c":{}}}}`, false},
-		{`"unterminated [[[[`, true},
+func TestScanDepth(t *testing.T) {
+	ok := `[[` + strings.Repeat(`{"a":[`, 63) + `1` + strings.Repeat(`]}`, 63) + `]]` // 128 levels
+	deep := `[` + ok + `]`
+	if err := strictJSON([]byte(ok)); err != nil {
+		t.Errorf("128 levels: %v", err)
 	}
-	for _, tc := range cases {
-		if err := checkDepth([]byte(tc.in), 3); (err == nil) != tc.ok {
-			t.Errorf("checkDepth(%s) = %v, want ok=%v", tc.in, err, tc.ok)
-		}
+	if err := strictJSON([]byte(deep)); err == nil || !strings.Contains(err.Error(), "deeper than 128 levels") {
+		t.Errorf("129 levels: %v", err)
 	}
 }

@@ -21,7 +21,7 @@ var defaultTypes = []string{"REQUEST", "ERROR", "AnalyticsEvent"}
 type Limits struct {
 	// MaxEvents is the largest number of events one batch may hold.
 	MaxEvents int
-	// MaxEventBytes caps one event, measured as compact JSON.
+	// MaxEventBytes caps one event as sent (with appId filled in).
 	MaxEventBytes int
 	// Types lists the admitted values of an event's type field.
 	Types []string

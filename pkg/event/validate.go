@@ -29,6 +29,9 @@ type eventFields struct {
 	sessionID []byte
 	name      []byte
 	payload   *fastjson.Value
+	// normalized is set when a payload sent as a string was parsed, so the
+	// event must be re-encoded rather than copied.
+	normalized bool
 }
 
 // problems collects the errors of one event.
@@ -101,18 +104,41 @@ func checkString(p *problems, field string, v *fastjson.Value, max int, nullable
 	return b
 }
 
-// checkOptional checks obj.key, which may be absent, null or of the wanted
+// dupMessage reports a checked key that appears twice in one object.
+// Parsers disagree on which copy counts, so such an event is refused
+// rather than checked one way here and read another way downstream. Keys
+// that are not checked are kept as sent, duplicates included.
+const dupMessage = "appears more than once in its object"
+
+// fields looks up keys in obj in one pass, filling vals (which must be as
+// long as keys), and returns the first key that appears twice.
+func fields(obj *fastjson.Value, keys []string, vals []*fastjson.Value) (dup string) {
+	o, _ := obj.Object()
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		for i, name := range keys {
+			if string(k) == name {
+				if vals[i] != nil && dup == "" {
+					dup = name
+				}
+				vals[i] = v
+				return
+			}
+		}
+	})
+	return dup
+}
+
+// checkOpt checks a nested field that may be absent, null or of the wanted
 // type. The field path is only built when there is an error to report.
-func checkOptional(p *problems, prefix string, obj *fastjson.Value, key string, want fastjson.Type) {
-	bad := wrongOptional(obj, key, want)
-	if bad == nil {
+func checkOpt(p *problems, prefix, key string, v *fastjson.Value, want fastjson.Type) {
+	if !wrongType(v, want) {
 		return
 	}
 	name := "a string"
 	if want == fastjson.TypeNumber {
 		name = "a number"
 	}
-	p.add(prefix+"."+key, "must be "+name+" or null, got "+typeName(bad))
+	p.add(prefix+"."+key, "must be "+name+" or null, got "+typeName(v))
 }
 
 // checkEvent validates one event and returns what the envelope needs.
@@ -123,36 +149,53 @@ func (v *Validator) checkEvent(p *problems, st *batchState, ev *fastjson.Value, 
 		return f, false
 	}
 	obj, _ := ev.Object()
-	if path, dup := duplicateKey(ev, &st.keys2); dup {
-		p.add(path, "appears more than once in its object")
-		return f, false
-	}
 	var typ, name, payload *fastjson.Value
+	var seen uint16
+	dup := ""
 	obj.Visit(func(k []byte, val *fastjson.Value) {
+		bit := uint16(0)
 		switch string(k) {
 		case "type":
+			bit = 1 << 0
 			typ = val
 		case "name":
+			bit = 1 << 1
 			name = val
 		case "appId":
+			bit = 1 << 2
 			f.hasAppID = true
 			f.appID = checkString(p, "appId", val, maxAppIDLen, false, true)
 		case "eventId":
+			bit = 1 << 3
 			f.eventID = checkString(p, "eventId", val, maxEventIDLen, false, true)
 		case "sessionId":
+			bit = 1 << 4
 			f.sessionID = checkString(p, "sessionId", val, maxIDLen, true, false)
 		case "userId":
+			bit = 1 << 5
 			checkString(p, "userId", val, maxIDLen, true, false)
 		case "channel":
+			bit = 1 << 6
 			checkString(p, "channel", val, maxSourceLen, true, false)
 		case "platform":
+			bit = 1 << 7
 			checkString(p, "platform", val, maxSourceLen, true, false)
 		case "selectedHandler":
+			bit = 1 << 8
 			checkString(p, "selectedHandler", val, maxIDLen, true, false)
 		case "payload":
+			bit = 1 << 9
 			payload = val
 		}
+		if seen&bit != 0 && dup == "" {
+			dup = string(k)
+		}
+		seen |= bit
 	})
+	if dup != "" {
+		p.add(dup, dupMessage)
+		return f, false
+	}
 
 	switch {
 	case typ == nil:
@@ -174,6 +217,7 @@ func (v *Validator) checkEvent(p *problems, st *batchState, ev *fastjson.Value, 
 	}
 	f.payload = payload
 	if string(f.name) == nameRequestResponse {
+		f.normalized = payload != nil && payload.Type() == fastjson.TypeString
 		f.payload = checkRequestResponse(p, &st.payloadParser, payload)
 	}
 	return f, len(p.errs) == 0
@@ -219,25 +263,40 @@ func checkRequestResponse(p *problems, parser *fastjson.Parser, payload *fastjso
 		return nil
 	}
 
-	for _, part := range [...]string{"request", "response"} {
-		if pv := payload.Get(part); pv == nil {
+	var top [3]*fastjson.Value
+	if d := fields(payload, []string{"request", "response", "tag"}, top[:]); d != "" {
+		p.add("payload."+d, dupMessage)
+		return nil
+	}
+	req, resp := top[0], top[1]
+	for i, part := range [...]string{"request", "response"} {
+		if top[i] == nil {
 			p.add("payload."+part, "is required")
-		} else if pv.Type() != fastjson.TypeObject {
-			p.add("payload."+part, "must be an object, got "+typeName(pv))
+		} else if top[i].Type() != fastjson.TypeObject {
+			p.add("payload."+part, "must be an object, got "+typeName(top[i]))
 		}
 	}
-	checkOptional(p, "payload", payload, "tag", fastjson.TypeString)
+	checkOpt(p, "payload", "tag", top[2], fastjson.TypeString)
 
-	if req := payload.Get("request"); req != nil && req.Type() == fastjson.TypeObject {
-		for _, k := range [...]string{"type", "intentId", "rawQuery", "sessionId", "userId"} {
-			checkOptional(p, "payload.request", req, k, fastjson.TypeString)
+	if req != nil && req.Type() == fastjson.TypeObject {
+		keys := []string{"type", "intentId", "rawQuery", "sessionId", "userId", "matchConfidence"}
+		var vals [6]*fastjson.Value
+		if d := fields(req, keys, vals[:]); d != "" {
+			p.add("payload.request."+d, dupMessage)
 		}
-		checkOptional(p, "payload.request", req, "matchConfidence", fastjson.TypeNumber)
+		for i, k := range keys[:5] {
+			checkOpt(p, "payload.request", k, vals[i], fastjson.TypeString)
+		}
+		checkOpt(p, "payload.request", "matchConfidence", vals[5], fastjson.TypeNumber)
 	}
-	if resp := payload.Get("response"); resp != nil && resp.Type() == fastjson.TypeObject {
-		checkSpeech(p, "payload.response.outputSpeech", resp.Get("outputSpeech"))
-		checkSpeech(p, "payload.response.reprompt", resp.Get("reprompt"))
-		checkDisplays(p, resp.Get("displays"))
+	if resp != nil && resp.Type() == fastjson.TypeObject {
+		var vals [3]*fastjson.Value
+		if d := fields(resp, []string{"outputSpeech", "reprompt", "displays"}, vals[:]); d != "" {
+			p.add("payload.response."+d, dupMessage)
+		}
+		checkSpeech(p, "payload.response.outputSpeech", vals[0])
+		checkSpeech(p, "payload.response.reprompt", vals[1])
+		checkDisplays(p, vals[2])
 	}
 	return payload
 }
@@ -251,8 +310,12 @@ func checkSpeech(p *problems, field string, v *fastjson.Value) {
 	switch v.Type() {
 	case fastjson.TypeNull, fastjson.TypeString:
 	case fastjson.TypeObject:
-		checkOptional(p, field, v, "displayText", fastjson.TypeString)
-		checkOptional(p, field, v, "ssml", fastjson.TypeString)
+		var vals [2]*fastjson.Value
+		if d := fields(v, []string{"displayText", "ssml"}, vals[:]); d != "" {
+			p.add(field+"."+d, dupMessage)
+		}
+		checkOpt(p, field, "displayText", vals[0], fastjson.TypeString)
+		checkOpt(p, field, "ssml", vals[1], fastjson.TypeString)
 	default:
 		p.add(field, "must be a string, an object or null, got "+typeName(v))
 	}
@@ -272,12 +335,16 @@ func checkDisplays(p *problems, v *fastjson.Value) {
 			p.add(displayPath(i, -1), "must be an object, got "+typeName(d))
 			continue
 		}
-		for _, k := range [...]string{"type", "title"} {
-			if bad := wrongOptional(d, k, fastjson.TypeString); bad != nil {
-				p.add(displayPath(i, -1)+"."+k, "must be a string or null, got "+typeName(bad))
+		var dv [3]*fastjson.Value
+		if key := fields(d, []string{"type", "title", "items"}, dv[:]); key != "" {
+			p.add(displayPath(i, -1)+"."+key, dupMessage)
+		}
+		for n, k := range [...]string{"type", "title"} {
+			if wrongType(dv[n], fastjson.TypeString) {
+				p.add(displayPath(i, -1)+"."+k, "must be a string or null, got "+typeName(dv[n]))
 			}
 		}
-		items := d.Get("items")
+		items := dv[2]
 		if items == nil || items.Type() == fastjson.TypeNull {
 			continue
 		}
@@ -291,26 +358,27 @@ func checkDisplays(p *problems, v *fastjson.Value) {
 				p.add(displayPath(i, j), "must be an object, got "+typeName(it))
 				continue
 			}
-			for _, k := range [...]string{"title", "token", "description"} {
-				if bad := wrongOptional(it, k, fastjson.TypeString); bad != nil {
-					p.add(displayPath(i, j)+"."+k, "must be a string or null, got "+typeName(bad))
+			keys := [...]string{"title", "token", "description"}
+			var iv [3]*fastjson.Value
+			if key := fields(it, keys[:], iv[:]); key != "" {
+				p.add(displayPath(i, j)+"."+key, dupMessage)
+			}
+			for n, k := range keys {
+				if wrongType(iv[n], fastjson.TypeString) {
+					p.add(displayPath(i, j)+"."+k, "must be a string or null, got "+typeName(iv[n]))
 				}
 			}
 		}
 	}
 }
 
-// wrongOptional returns obj.key when it is present, not null and not of the
-// wanted type.
-func wrongOptional(obj *fastjson.Value, key string, want fastjson.Type) *fastjson.Value {
-	v := obj.Get(key)
+// wrongType reports whether v is present, not null and not of type want.
+func wrongType(v *fastjson.Value, want fastjson.Type) bool {
 	if v == nil {
-		return nil
+		return false
 	}
-	if t := v.Type(); t == fastjson.TypeNull || t == want {
-		return nil
-	}
-	return v
+	t := v.Type()
+	return t != fastjson.TypeNull && t != want
 }
 
 // displayPath names a display (i >= 0) or one of its items (j >= 0); it is

@@ -36,7 +36,7 @@ const (
 	DefaultBatchTimeout = 2 * time.Millisecond
 	DefaultBatchSize    = 1000
 	DefaultBatchBytes   = 4 << 20
-	DefaultCompression  = "snappy"
+	DefaultCompression  = "lz4"
 )
 
 func (c ProducerConfig) withDefaults() ProducerConfig {

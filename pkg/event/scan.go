@@ -1,0 +1,288 @@
+package event
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"strconv"
+)
+
+// scanner validates JSON text strictly (RFC 8259 grammar, at most maxDepth
+// levels of nesting) in one pass, and finds where each element of the
+// top-level "events" array starts and ends so events can be copied as
+// sent. UTF-8 is checked separately.
+type scanner struct {
+	b     []byte
+	stack [maxDepth]byte
+	depth int
+
+	// Event spans: only for the first "events" key of a root object.
+	want       bool // the caller asked for spans
+	escaped    bool // a root key had escapes, so it might spell "events"
+	spans      [][2]int
+	spansOK    bool // the events array was found
+	keyEvents  bool // the root object's current key is "events"
+	inEvents   bool // the events array is open at depth 2
+	eventStart int
+}
+
+// maxDepth bounds the nesting of arrays and objects in a body.
+const maxDepth = 128
+
+func syntaxErr(msg string, at int) error {
+	return errors.New(msg + " at offset " + strconv.Itoa(at))
+}
+
+// scanJSON validates b. When spans is not nil it also returns the spans of
+// the events array's elements, or nil when they could not be found.
+func scanJSON(b []byte, spans [][2]int, want bool) ([][2]int, error) {
+	s := scanner{b: b, spans: spans, want: want}
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	if !s.spansOK || s.escaped {
+		return nil, nil
+	}
+	return s.spans, nil
+}
+
+// strictJSON reports whether b is valid JSON under the scanner's rules.
+func strictJSON(b []byte) error {
+	_, err := scanJSON(b, nil, false)
+	return err
+}
+
+func (s *scanner) ws(i int) int {
+	b := s.b
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+func (s *scanner) run() error {
+	b := s.b
+	i := s.ws(0)
+	if i == len(b) {
+		return errors.New("no JSON value")
+	}
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return syntaxErr("unexpected end of input", i)
+		}
+		if s.inEvents && s.depth == 2 {
+			s.eventStart = i
+		}
+		var err error
+		switch c := b[i]; c {
+		case '{', '[':
+			if s.depth == maxDepth {
+				return syntaxErr("arrays and objects nest deeper than "+strconv.Itoa(maxDepth)+" levels", i)
+			}
+			if c == '[' && s.depth == 1 && s.keyEvents && !s.spansOK && s.want {
+				s.inEvents, s.spansOK = true, true
+			}
+			s.stack[s.depth] = c
+			s.depth++
+			i = s.ws(i + 1)
+			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
+				s.depth--
+				i++
+				if s.depth == 1 {
+					s.inEvents = false // an empty events array
+				}
+				break
+			}
+			if c == '{' {
+				if i, err = s.key(i); err != nil {
+					return err
+				}
+			}
+			continue
+		case '"':
+			i, err = s.str(i)
+		case 't':
+			i, err = s.literal(i, "true")
+		case 'f':
+			i, err = s.literal(i, "false")
+		case 'n':
+			i, err = s.literal(i, "null")
+		default:
+			i, err = s.number(i)
+		}
+		if err != nil {
+			return err
+		}
+
+		// After a value: close containers or move to the next element.
+		for {
+			if s.inEvents && s.depth == 2 {
+				s.spans = append(s.spans, [2]int{s.eventStart, i})
+			}
+			i = s.ws(i)
+			if s.depth == 0 {
+				if i != len(b) {
+					return syntaxErr("unexpected data after the JSON value", i)
+				}
+				return nil
+			}
+			if i >= len(b) {
+				return syntaxErr("unexpected end of input", i)
+			}
+			top := s.stack[s.depth-1]
+			if b[i] == ',' {
+				i = s.ws(i + 1)
+				if top == '{' {
+					if i, err = s.key(i); err != nil {
+						return err
+					}
+				}
+				break
+			}
+			if b[i] != top+2 {
+				if top == '{' {
+					return syntaxErr("expected , or } after an object value, found "+strconv.QuoteRune(rune(b[i])), i)
+				}
+				return syntaxErr("expected , or ] after an array element, found "+strconv.QuoteRune(rune(b[i])), i)
+			}
+			s.depth--
+			i++
+			if s.depth == 1 && s.inEvents {
+				s.inEvents = false // the events array closed
+			}
+		}
+	}
+}
+
+// key reads an object key and its colon; i is at the key.
+func (s *scanner) key(i int) (int, error) {
+	b := s.b
+	if i >= len(b) || b[i] != '"' {
+		return i, syntaxErr("expected a string key", i)
+	}
+	end, err := s.str(i)
+	if err != nil {
+		return end, err
+	}
+	if s.depth == 1 && s.want {
+		k := b[i+1 : end-1]
+		s.keyEvents = string(k) == "events"
+		for _, c := range k {
+			if c == '\\' {
+				s.escaped = true
+				break
+			}
+		}
+	}
+	i = s.ws(end)
+	if i >= len(b) || b[i] != ':' {
+		return i, syntaxErr("expected : after an object key", i)
+	}
+	return s.ws(i + 1), nil
+}
+
+// str reads a string starting at the quote at b[i] and returns the index
+// past its closing quote.
+func (s *scanner) str(i int) (int, error) {
+	b := s.b
+	i++
+	for {
+		// Skip eight ordinary bytes at a time, then jump straight to the
+		// first special byte: the lowest flagged byte is always a true hit.
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			less20 := (x - lsb*0x20) & ^x & msb
+			quote := (x ^ lsb*'"' - lsb) & ^(x ^ lsb*'"') & msb
+			bslash := (x ^ lsb*'\\' - lsb) & ^(x ^ lsb*'\\') & msb
+			if m := less20 | quote | bslash; m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			return i, syntaxErr("unterminated string", i)
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(b) {
+				return i, syntaxErr("unterminated string", i)
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return i, syntaxErr(`invalid \u escape`, i)
+				}
+				i += 6
+			default:
+				return i, syntaxErr("invalid escape "+strconv.Quote(string(b[i:i+2])), i)
+			}
+		case c < 0x20:
+			return i, syntaxErr("control character "+strconv.QuoteRune(rune(c))+" in a string", i)
+		default:
+			i++
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return c-'0' < 10 || (c|0x20)-'a' < 6
+}
+
+func (s *scanner) literal(i int, lit string) (int, error) {
+	if len(s.b)-i < len(lit) || string(s.b[i:i+len(lit)]) != lit {
+		return i, syntaxErr("invalid literal", i)
+	}
+	return i + len(lit), nil
+}
+
+func isDigit(c byte) bool { return c-'0' < 10 }
+
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number(i int) (int, error) {
+	b := s.b
+	start := i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && isDigit(b[i]):
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		if i < len(b) {
+			return i, syntaxErr("invalid character "+strconv.QuoteRune(rune(b[i]))+" where a value was expected", i)
+		}
+		return i, syntaxErr("unexpected end of input", i)
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return i, syntaxErr("invalid number "+strconv.Quote(string(b[start:i])), start)
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return i, syntaxErr("invalid number "+strconv.Quote(string(b[start:i])), start)
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, nil
+}

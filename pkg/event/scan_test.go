@@ -1,0 +1,55 @@
+package event
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestScanAgreesWithStdlib(t *testing.T) {
+	cases := []string{
+		`{}`, `[]`, `1`, `-0`, `-0.5e+10`, `"x"`, `true`, `null`, ` {"a" : [1, 2.5, "x", {"b": null}] } `,
+		`01`, `1.`, `.5`, `+1`, `1e`, `1e+`, `-`, `NaN`, `Infinity`, `tru`, `nul`, `[1,]`, `{"a":1,}`, `{"a"}`,
+		`{"a":1 "b":2}`, `[1 2]`, `{1:2}`, `"\x"`, `"\u12"`, `"\u12G4"`, `"\ud800"`, "\"a\x01\"", "\"a\\n\x01\"",
+		"\"tab\there\"", `"unterminated`, `[`, `{"a":`, `[1]]`, `{}{}`, "\x00", ``, ` `, `"\/\b\f\n\r\t\"\\"`,
+		`{"events":[{"a":"` + strings.Repeat(`\"`, 10) + `"}]}`, `[1e5, 1E-5, 0.0, -12.34e+56]`,
+	}
+	for _, c := range cases {
+		got := strictJSON([]byte(c)) == nil
+		if want := json.Valid([]byte(c)); got != want {
+			t.Errorf("%q: scanner says valid=%v, encoding/json says %v", c, got, want)
+		}
+	}
+}
+
+// FuzzScanAgreesWithStdlib checks the scanner against encoding/json on
+// UTF-8 input within the depth limit, and checks the spans it reports.
+func FuzzScanAgreesWithStdlib(f *testing.F) {
+	for _, s := range []string{`{"events":[{"a":1},2,"x"]}`, `[1,{"b":[true,null]}]`, `"\u00e9\n"`, `-1.5e3`, `{"events":[],"x":[[1],[2]]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		spans, err := scanJSON(b, nil, true)
+		if err != nil && strings.Contains(err.Error(), "deeper than") {
+			return
+		}
+		if (err == nil) != json.Valid(b) {
+			t.Fatalf("%q: scanner err=%v, encoding/json valid=%v", b, err, json.Valid(b))
+		}
+		if err != nil || spans == nil {
+			return
+		}
+		var doc struct{ Events []json.RawMessage }
+		if json.Unmarshal(b, &doc) != nil {
+			return // not an object with an events array, or invalid UTF-8 decoding quirks
+		}
+		if len(doc.Events) != len(spans) {
+			t.Fatalf("%q: %d spans, %d events", b, len(spans), len(doc.Events))
+		}
+		for i, s := range spans {
+			if !json.Valid(b[s[0]:s[1]]) {
+				t.Fatalf("%q: span %d %q is not a JSON value", b, i, b[s[0]:s[1]])
+			}
+		}
+	})
+}
