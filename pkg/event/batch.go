@@ -1,7 +1,6 @@
 package event
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+	"github.com/zeebo/xxh3"
 )
 
 // quarantineMaxEventBytes caps the copy of an invalid event kept in its
@@ -22,6 +22,7 @@ type Validator struct {
 	types    []string
 	typeList string
 	states   sync.Pool
+	outs     sync.Pool // record buffers owned by Results until Release
 }
 
 // batchState is the scratch space of one ProcessBatch call, reused across
@@ -37,6 +38,29 @@ type batchState struct {
 }
 
 type span struct{ keyEnd, valEnd int }
+
+// outBuf returns a pooled buffer with room for n bytes.
+func (v *Validator) outBuf(n int) *[]byte {
+	if b, ok := v.outs.Get().(*[]byte); ok && cap(*b) >= n {
+		return b
+	}
+	b := make([]byte, 0, n+n/4)
+	return &b
+}
+
+// Release hands the Result's buffer back for reuse. Call it only once
+// nothing reads the records any more: not after a publish that failed or
+// timed out, as the producer may still be sending them.
+func (r *Result) Release() {
+	if r.out == nil || r.pool == nil || cap(*r.out) > maxPooledOut {
+		return
+	}
+	r.pool.Put(r.out)
+	r.out, r.Accepted, r.Quarantined = nil, nil, nil
+}
+
+// maxPooledOut keeps an unusually large batch from pinning memory.
+const maxPooledOut = 2 << 20
 
 // NewValidator returns a Validator; zero fields of l take their defaults.
 func NewValidator(l Limits) *Validator {
@@ -130,7 +154,7 @@ func envelopeTail(dst []byte, meta *Meta) []byte {
 }
 
 func (v *Validator) buildRecords(st *batchState, body []byte, raws [][2]int, list []*fastjson.Value, meta *Meta) *Result {
-	res := &Result{EventIDs: make([]string, 0, len(list))}
+	res := &Result{EventIDs: make([]string, 0, len(list)), pool: &v.outs}
 	// Events are copied from the body as sent when their place in it is
 	// known; re-encoding from the parsed tree is the slower fallback.
 	if len(raws) != len(list) {
@@ -208,9 +232,12 @@ func (v *Validator) buildRecords(st *batchState, body []byte, raws [][2]int, lis
 		}
 	}
 
-	// One copy out of the reused scratch space; records slice into it.
-	vals := append([]byte(nil), st.buf...)
-	keys := append([]byte(nil), st.keys...)
+	// One copy out of the scratch space into a buffer the Result owns until
+	// Release; records slice into it.
+	res.out = v.outBuf(len(st.buf) + len(st.keys))
+	out := append(append((*res.out)[:0], st.buf...), st.keys...)
+	*res.out = out
+	vals, keys := out[:len(st.buf)], out[len(st.buf):]
 	msgs := make([]Message, len(st.spans))
 	kStart, vStart := 0, 0
 	for n, s := range st.spans {
@@ -297,19 +324,18 @@ func appendQuarantine(dst []byte, ev *fastjson.Value, raw []byte, index int, err
 	return append(dst, '}')
 }
 
-// deriveID makes the ID of an event sent without one: a UUID-shaped digest
-// of the app, the batch seed and the event's index, so that a retried
-// identical batch yields the same IDs.
+// deriveID makes the ID of an event sent without one: a UUID-shaped
+// 128-bit digest of the app, the batch seed and the event's index, so that a
+// retried identical batch yields the same IDs. The hash need not resist
+// forgery: only an app's own events share its IDs' inputs.
 func deriveID(dst []byte, meta *Meta, index int) []byte {
-	h := sha256.New()
-	h.Write([]byte(meta.AppID))
-	h.Write([]byte{0})
-	h.Write([]byte(meta.IDSeed))
-	h.Write([]byte{0})
-	var n [20]byte
-	h.Write(strconv.AppendInt(n[:0], int64(index), 10))
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
+	var in [512]byte
+	b := append(in[:0], meta.AppID...)
+	b = append(b, 0)
+	b = append(b, meta.IDSeed...)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(index), 10)
+	sum := xxh3.Hash128(b).Bytes()
 	sum[6] = sum[6]&0x0f | 0x80 // version 8: custom
 	sum[8] = sum[8]&0x3f | 0x80 // RFC 4122 variant
 	var out [36]byte

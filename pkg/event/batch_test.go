@@ -312,6 +312,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 		if err != nil || len(res.Accepted) != 50 {
 			b.Fatal(err, res.Errors)
 		}
+		res.Release()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*50), "ns/event")
 }
@@ -368,5 +369,27 @@ func TestScanDepth(t *testing.T) {
 	}
 	if err := strictJSON([]byte(deep)); err == nil || !strings.Contains(err.Error(), "deeper than 128 levels") {
 		t.Errorf("129 levels: %v", err)
+	}
+}
+
+func TestReleaseRecyclesBuffer(t *testing.T) {
+	v := NewValidator(Limits{})
+	body := benchBody(5)
+	res, err := v.ProcessBatch(body, testMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(res.Accepted[4].Value)
+	res.Release()
+	if res.Accepted != nil || res.Quarantined != nil {
+		t.Error("Release left records reachable")
+	}
+	res.Release() // a second call is harmless
+	again, err := v.ProcessBatch(body, testMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(again.Accepted[4].Value); got != want {
+		t.Errorf("records after reuse differ:\n%s\n%s", got, want)
 	}
 }

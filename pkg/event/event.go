@@ -4,6 +4,7 @@ package event
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -87,4 +88,7 @@ type Result struct {
 	Quarantined []Message
 	// Errors lists every problem found, ordered by event index.
 	Errors []FieldError
+
+	out  *[]byte
+	pool *sync.Pool
 }

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/event"
@@ -191,7 +192,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		meta.IDSeed = "key:" + key
 	} else {
-		sum := sha256.Sum256(body)
+		sum := xxh3.Hash128(body).Bytes()
 		meta.IDSeed = "body:" + hex.EncodeToString(sum[:])
 	}
 	res, err := h.validator.ProcessBatch(body, meta)
@@ -209,6 +210,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		resp.Errors = []event.FieldError{}
 	}
 	if strict && resp.Rejected > 0 {
+		res.Release()
 		resp.Accepted = 0
 		resp.Message = "strict mode: the batch holds invalid events, so none was stored"
 		httpjson.Write(w, http.StatusUnprocessableEntity, resp)
@@ -227,6 +229,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusServiceUnavailable, "", "the events could not be stored (the broker did not acknowledge them); retry the batch")
 		return
 	}
+	// The broker holds the records now; the buffer can serve another batch.
+	// After a failure it is left to the garbage collector instead, as the
+	// producer may still be sending from it.
+	res.Release()
 	h.metrics.produceLatency.WithLabelValues("ok").Observe(h.now().Sub(pstart).Seconds())
 	h.metrics.batchSize.Observe(float64(len(res.Accepted) + len(res.Quarantined)))
 	h.metrics.events.WithLabelValues("accepted").Add(float64(resp.Accepted))
