@@ -7,7 +7,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/valyala/fastjson"
 	"github.com/zeebo/xxh3"
 )
 
@@ -28,13 +27,14 @@ type Validator struct {
 // batchState is the scratch space of one ProcessBatch call, reused across
 // calls so the hot path allocates little.
 type batchState struct {
-	parser        fastjson.Parser
-	payloadParser fastjson.Parser
-	buf           []byte // envelopes, then quarantine records
-	keys          []byte
-	spans         []span
-	evSpans       [][2]int // where each event sits in the body
-	problems      problems
+	scratch   []byte     // decoded strings of the event being checked
+	bodyCT    containers // where the body's arrays and objects end
+	payloadCT containers // the same for a payload sent as a string
+	buf       []byte     // envelopes, then quarantine records
+	keys      []byte
+	spans     []span
+	evSpans   [][2]int // where each event sits in the body
+	problems  problems
 }
 
 type span struct{ keyEnd, valEnd int }
@@ -95,51 +95,75 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 	}
 	st := v.states.Get().(*batchState)
 	defer v.states.Put(st)
-	// fastjson's parser is lenient (it reads NaN, for one), so the body is
-	// validated strictly first; the same pass finds where each event sits.
-	spans, err := scanJSON(body, st.evSpans[:0], true)
+	lay, err := scanLayout(body, st.evSpans[:0], &st.bodyCT)
 	if err != nil {
 		return nil, batchErr(http.StatusBadRequest, "", "body is not valid JSON: "+err.Error())
 	}
-	if spans != nil {
-		st.evSpans = spans
+	if lay.spans != nil {
+		st.evSpans = lay.spans
 	}
 	if !utf8.Valid(body) {
 		return nil, batchErr(http.StatusBadRequest, "", "body is not valid UTF-8")
 	}
-	root, err := st.parser.ParseBytes(body)
-	if err != nil {
-		return nil, batchErr(http.StatusBadRequest, "", "body is not valid JSON: "+err.Error())
-	}
-	if root.Type() != fastjson.TypeObject {
+	root := body[skipWS(body, 0):]
+	if root[0] != '{' {
 		return nil, batchErr(http.StatusBadRequest, "", "body must be a JSON object with an events array, got "+typeName(root))
 	}
-	obj, _ := root.Object()
-	var evs *fastjson.Value
-	dup := false
-	obj.Visit(func(k []byte, val *fastjson.Value) {
-		if string(k) == "events" {
-			dup = evs != nil
-			evs = val
-		}
-	})
+	if lay.escaped {
+		lay = rootLayout(body, len(body)-len(root), st)
+	}
 	switch {
-	case evs == nil:
+	case lay.eventsKeys == 0:
 		return nil, batchErr(http.StatusBadRequest, "events", "is required")
-	case dup:
+	case lay.eventsKeys > 1:
 		return nil, batchErr(http.StatusBadRequest, "events", "appears more than once in the body")
-	case evs.Type() != fastjson.TypeArray:
-		return nil, batchErr(http.StatusBadRequest, "events", "must be an array, got "+typeName(evs))
-	}
-	list, _ := evs.Array()
-	if len(list) == 0 {
+	case lay.events[0] != '[':
+		return nil, batchErr(http.StatusBadRequest, "events", "must be an array, got "+typeName(lay.events))
+	case len(lay.spans) == 0:
 		return nil, batchErr(http.StatusBadRequest, "events", "must hold at least 1 event")
-	}
-	if len(list) > v.limits.MaxEvents {
+	case len(lay.spans) > v.limits.MaxEvents:
 		return nil, batchErr(http.StatusRequestEntityTooLarge, "events",
-			"holds "+strconv.Itoa(len(list))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
+			"holds "+strconv.Itoa(len(lay.spans))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
 	}
-	return v.buildRecords(st, body, spans, list, &meta), nil
+	return v.buildRecords(st, body, lay.spans, &meta), nil
+}
+
+// rootLayout finds the events of the root object at body[at:] when its
+// keys hold escapes, decoding each key; the scanner compares keys as
+// written. Offsets in the layout are into body.
+func rootLayout(body []byte, at int, st *batchState) layout {
+	lay := layout{spans: st.evSpans[:0]}
+	root := body[at : at+skipValue(&st.bodyCT, body[at:], 0)]
+	m := newMembers(&st.bodyCT, root)
+	for {
+		raw, start, end, ok := m.next()
+		if !ok {
+			break
+		}
+		st.scratch = st.scratch[:0]
+		if string(keyName(raw, &st.scratch)) != "events" {
+			continue
+		}
+		lay.eventsKeys++
+		if lay.eventsKeys > 1 {
+			continue
+		}
+		lay.events = root[start:end]
+		if lay.events[0] != '[' {
+			continue
+		}
+		elems := newElements(&st.bodyCT, lay.events)
+		for {
+			s, e, ok := elems.next()
+			if !ok {
+				break
+			}
+			base := at + start
+			lay.spans = append(lay.spans, [2]int{base + s, base + e})
+		}
+	}
+	st.evSpans = lay.spans
+	return lay
 }
 
 // envelopeTail writes the envelope fields shared by every event of a batch.
@@ -153,19 +177,9 @@ func envelopeTail(dst []byte, meta *Meta) []byte {
 	return append(dst, '"')
 }
 
-func (v *Validator) buildRecords(st *batchState, body []byte, raws [][2]int, list []*fastjson.Value, meta *Meta) *Result {
-	res := &Result{EventIDs: make([]string, 0, len(list)), pool: &v.outs}
-	// Events are copied from the body as sent when their place in it is
-	// known; re-encoding from the parsed tree is the slower fallback.
-	if len(raws) != len(list) {
-		raws = nil
-	}
-	raw := func(i int) []byte {
-		if raws == nil {
-			return nil
-		}
-		return body[raws[i][0]:raws[i][1]]
-	}
+func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, meta *Meta) *Result {
+	n := len(spans)
+	res := &Result{EventIDs: make([]string, 0, n), pool: &v.outs}
 	st.buf = st.buf[:0]
 	st.keys = st.keys[:0]
 	st.spans = st.spans[:0]
@@ -174,9 +188,11 @@ func (v *Validator) buildRecords(st *batchState, body []byte, raws [][2]int, lis
 	tail := envelopeTail(shared[:0], meta)
 	var idBuf [36]byte
 
-	for i, ev := range list {
+	for i, sp := range spans {
+		ev := body[sp[0]:sp[1]]
 		p := &st.problems
 		p.index, p.errs = i, p.errs[:0]
+		st.scratch = st.scratch[:0]
 		f, ok := v.checkEvent(p, st, ev, meta)
 		if !ok {
 			res.Errors = append(res.Errors, p.errs...)
@@ -193,11 +209,7 @@ func (v *Validator) buildRecords(st *batchState, body []byte, raws [][2]int, lis
 		st.buf = append(st.buf, tail...)
 		st.buf = append(st.buf, `,"event":`...)
 		evStart := len(st.buf)
-		if r := raw(i); r != nil && !f.normalized {
-			st.buf = appendRawEvent(st.buf, r, f.hasAppID, meta.AppID)
-		} else {
-			st.buf = appendEvent(st.buf, ev, &f, meta)
-		}
+		st.buf = appendEvent(st.buf, ev, &f, meta.AppID)
 		if size := len(st.buf) - evStart; size > v.limits.MaxEventBytes {
 			st.buf = st.buf[:mark]
 			res.Errors = append(res.Errors, FieldError{Index: i, Field: "",
@@ -219,17 +231,16 @@ func (v *Validator) buildRecords(st *batchState, body []byte, raws [][2]int, lis
 	}
 	nAccepted := len(st.spans)
 
-	if len(rejected) > 0 {
-		e := 0
-		for _, i := range rejected {
-			start := e
-			for e < len(res.Errors) && res.Errors[e].Index == i {
-				e++
-			}
-			st.buf = appendQuarantine(st.buf, list[i], raw(i), i, res.Errors[start:e], tail, meta, idBuf[:0])
-			st.keys = append(st.keys, meta.AppID...)
-			st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
+	e := 0
+	for _, i := range rejected {
+		start := e
+		for e < len(res.Errors) && res.Errors[e].Index == i {
+			e++
 		}
+		st.scratch = st.scratch[:0]
+		st.buf = appendQuarantine(st.buf, body[spans[i][0]:spans[i][1]], i, res.Errors[start:e], tail, meta, idBuf[:0], walker{&st.bodyCT, &st.scratch})
+		st.keys = append(st.keys, meta.AppID...)
+		st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
 	}
 
 	// One copy out of the scratch space into a buffer the Result owns until
@@ -249,42 +260,36 @@ func (v *Validator) buildRecords(st *batchState, body []byte, raws [][2]int, lis
 	return res
 }
 
-// appendEvent writes the event as received, with appId filled in when it
-// was missing and a REQUEST_RESPONSE payload sent as a string replaced by
-// the object it holds.
-func appendEvent(dst []byte, ev *fastjson.Value, f *eventFields, meta *Meta) []byte {
-	obj, _ := ev.Object()
-	dst = append(dst, '{')
-	first := true
-	obj.Visit(func(k []byte, val *fastjson.Value) {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = appendString(dst, k)
-		dst = append(dst, ':')
-		if f.payload != nil && string(k) == "payload" {
-			val = f.payload
-		}
-		dst = appendValue(dst, val)
-	})
+// appendEvent writes the event as sent, with appId added right after the
+// opening brace when it was missing, and a REQUEST_RESPONSE payload sent
+// as a string replaced by the object the string holds.
+func appendEvent(dst, raw []byte, f *eventFields, appID string) []byte {
+	from := 0
 	if !f.hasAppID {
-		if !first {
+		dst = append(dst, `{"appId":`...)
+		dst = appendString(dst, []byte(appID))
+		from = skipWS(raw, 1)
+		if raw[from] != '}' {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `"appId":`...)
-		dst = appendString(dst, []byte(meta.AppID))
 	}
-	return append(dst, '}')
+	if f.inner == nil {
+		return append(dst, raw[from:]...)
+	}
+	dst = append(dst, raw[from:f.payloadStart]...)
+	dst = append(dst, f.inner...)
+	return append(dst, raw[f.payloadEnd:]...)
 }
 
-// appendQuarantine writes the quarantine record of an invalid event; raw is
-// the event as sent, or nil to re-encode it from ev.
-func appendQuarantine(dst []byte, ev *fastjson.Value, raw []byte, index int, errs []FieldError, tail []byte, meta *Meta, idBuf []byte) []byte {
+// appendQuarantine writes the quarantine record of an invalid event, kept
+// exactly as it was sent.
+func appendQuarantine(dst, raw []byte, index int, errs []FieldError, tail []byte, meta *Meta, idBuf []byte, w walker) []byte {
 	id := deriveID(idBuf, meta, index)
-	if ev.Type() == fastjson.TypeObject {
-		if v := ev.Get("eventId"); v != nil && v.Type() == fastjson.TypeString {
-			if b, _ := v.StringBytes(); len(b) > 0 && len(b) <= 4*maxEventIDLen {
+	if raw[0] == '{' {
+		var vals [1][]byte
+		w.fields(raw, []string{"eventId"}, vals[:])
+		if v := vals[0]; v != nil && v[0] == '"' {
+			if b := stringValue(v, w.sc); len(b) > 0 && len(b) <= 4*maxEventIDLen {
 				id = b
 			}
 		}
@@ -307,18 +312,14 @@ func appendQuarantine(dst []byte, ev *fastjson.Value, raw []byte, index int, err
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"event":`...)
-	evStart := len(dst)
-	if raw != nil {
+	if len(raw) <= quarantineMaxEventBytes {
 		dst = append(dst, raw...)
 	} else {
-		dst = appendValue(dst, ev)
-	}
-	if size := len(dst) - evStart; size > quarantineMaxEventBytes {
-		raw := append([]byte(nil), dst[evStart:evStart+quarantineMaxEventBytes]...)
-		for len(raw) > 0 && !utf8.Valid(raw) {
-			raw = raw[:len(raw)-1]
+		cut := raw[:quarantineMaxEventBytes]
+		for len(cut) > 0 && !utf8.Valid(cut) {
+			cut = cut[:len(cut)-1]
 		}
-		dst = appendString(dst[:evStart], raw)
+		dst = appendString(dst, cut)
 		dst = append(dst, `,"truncated":true`...)
 	}
 	return append(dst, '}')

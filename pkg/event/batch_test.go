@@ -364,10 +364,10 @@ func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 func TestScanDepth(t *testing.T) {
 	ok := `[[` + strings.Repeat(`{"a":[`, 63) + `1` + strings.Repeat(`]}`, 63) + `]]` // 128 levels
 	deep := `[` + ok + `]`
-	if err := strictJSON([]byte(ok)); err != nil {
+	if err := strictJSON([]byte(ok), nil); err != nil {
 		t.Errorf("128 levels: %v", err)
 	}
-	if err := strictJSON([]byte(deep)); err == nil || !strings.Contains(err.Error(), "deeper than 128 levels") {
+	if err := strictJSON([]byte(deep), nil); err == nil || !strings.Contains(err.Error(), "deeper than 128 levels") {
 		t.Errorf("129 levels: %v", err)
 	}
 }
@@ -391,5 +391,66 @@ func TestReleaseRecyclesBuffer(t *testing.T) {
 	}
 	if got := string(again.Accepted[4].Value); got != want {
 		t.Errorf("records after reuse differ:\n%s\n%s", got, want)
+	}
+}
+
+func TestEscapedKeysAndSplicedPayload(t *testing.T) {
+	v := NewValidator(Limits{})
+	// The root key and the event keys are written with escapes; the payload
+	// is a string and the event has no appId, so both edits apply.
+	body := `{"ev\u0065nts":[{"typ\u0065":"AnalyticsEvent","name":"REQUEST_RESPONSE","payload":" {\"request\":{},\"response\":{\"outputSpeech\":\"\u00e9\"}} ","x":[1]}]}`
+	res, err := v.ProcessBatch([]byte(body), testMeta)
+	if err != nil || len(res.Errors) != 0 {
+		t.Fatalf("%v %v", err, res.Errors)
+	}
+	var env envelope
+	if err := json.Unmarshal(res.Accepted[0].Value, &env); err != nil {
+		t.Fatalf("%v\n%s", err, res.Accepted[0].Value)
+	}
+	var ev map[string]any
+	if err := json.Unmarshal(env.Event, &ev); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := ev["payload"].(map[string]any)
+	if !ok || ev["appId"] != "app-1" || fmt.Sprint(ev["x"]) != "[1]" || ev["type"] != "AnalyticsEvent" {
+		t.Fatalf("event %s", env.Event)
+	}
+	if p["response"].(map[string]any)["outputSpeech"] != "é" {
+		t.Errorf("payload %v", p)
+	}
+
+	// An escaped duplicate of a checked key is still a duplicate.
+	dup := `{"events":[{"type":"REQUEST","name":"a","n\u0061me":"b"}]}`
+	res, err = v.ProcessBatch([]byte(dup), testMeta)
+	if err != nil || len(res.Errors) != 1 || res.Errors[0].Field != "name" || !strings.Contains(res.Errors[0].Message, "more than once") {
+		t.Errorf("escaped duplicate: %v %+v", err, res.Errors)
+	}
+	// Two events keys, one escaped, are refused like two plain ones.
+	_, err = v.ProcessBatch([]byte(`{"events":[{}],"\u0065vents":[{}]}`), testMeta)
+	if be, ok := err.(*BatchError); !ok || !strings.Contains(be.Message, "more than once") {
+		t.Errorf("escaped second events key: %v", err)
+	}
+}
+
+func TestUnescape(t *testing.T) {
+	cases := map[string]string{
+		`plain`:               "plain",
+		`a\"b\\c\/d`:          `a"b\c/d`,
+		`\b\f\n\r\t`:          "\b\f\n\r\t",
+		`\u00e9\u20AC`:        "é€",
+		`\ud83d\ude00`:        "😀",
+		`\ud83d`:              "\ufffd",
+		`\ud83dx`:             "\ufffdx",
+		`\ud83d\u0041`:        "\ufffdA",
+		`\ude00\ud83d\ude00z`: "\ufffd😀z",
+	}
+	for in, want := range cases {
+		if got := string(unescape(nil, []byte(in))); got != want {
+			t.Errorf("unescape(%s) = %q, want %q", in, got, want)
+		}
+		var std string
+		if err := json.Unmarshal([]byte(`"`+in+`"`), &std); err != nil || std != want {
+			t.Errorf("encoding/json reads %s as %q (%v); the case is wrong", in, std, err)
+		}
 	}
 }

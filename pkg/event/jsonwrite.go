@@ -3,8 +3,6 @@ package event
 import (
 	"encoding/binary"
 	"unicode/utf8"
-
-	"github.com/valyala/fastjson"
 )
 
 const hexDigits = "0123456789abcdef"
@@ -69,48 +67,4 @@ func plainASCII8(x uint64) bool {
 	hasQuote := (x ^ lsb*'"' - lsb) & ^(x ^ lsb*'"') & msb
 	hasBackslash := (x ^ lsb*'\\' - lsb) & ^(x ^ lsb*'\\') & msb
 	return (hasLess20 | hasQuote | hasBackslash | x&msb) == 0
-}
-
-// appendValue writes v as compact JSON. fastjson's own MarshalTo re-quotes
-// decoded strings with Go syntax, which is not always valid JSON.
-func appendValue(dst []byte, v *fastjson.Value) []byte {
-	switch v.Type() {
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		dst = append(dst, '{')
-		first := true
-		o.Visit(func(k []byte, item *fastjson.Value) {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = appendString(dst, k)
-			dst = append(dst, ':')
-			dst = appendValue(dst, item)
-		})
-		return append(dst, '}')
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		dst = append(dst, '[')
-		for i, item := range a {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendValue(dst, item)
-		}
-		return append(dst, ']')
-	case fastjson.TypeString:
-		b, _ := v.StringBytes()
-		return appendString(dst, b)
-	case fastjson.TypeNumber:
-		// The body passed fastjson.Validate, so the literal is a valid
-		// JSON number and can be copied as written.
-		return v.MarshalTo(dst)
-	case fastjson.TypeTrue:
-		return append(dst, "true"...)
-	case fastjson.TypeFalse:
-		return append(dst, "false"...)
-	default:
-		return append(dst, "null"...)
-	}
 }

@@ -12,20 +12,28 @@ func TestScanSpans(t *testing.T) {
 	}{
 		{`{"events":[{"a":1},{"b":"}]"}]}`, []string{`{"a":1}`, `{"b":"}]"}`}},
 		{` { "x" : [1,{"events":[]}] , "events" : [ 1 , "s\"" ,null,[{}], {} ] } `, []string{`1`, `"s\""`, `null`, `[{}]`, `{}`}},
-		{`{"ev\u0065nts":[{}]}`, nil},
+		{`{"ev\u0065nts":[{}]}`, []string{`{}`}},
+		{`{"x":1, "ev\u0065nts" : [ {"a":[1]} , 2 ]}`, []string{`{"a":[1]}`, `2`}},
 		{`{"other":1}`, nil},
 		{`{"events":{"a":[1]}}`, nil},
 		{`[{"events":[1]}]`, nil},
 		{`{"a":"\\","events":[{"k":"\\\""}]}`, []string{`{"k":"\\\""}`}},
 	}
 	// An empty events array yields no spans, and later arrays add none.
-	if got, err := scanJSON([]byte(`{"events":[],"x":[[1],[2]]}`), nil, true); err != nil || len(got) != 0 {
-		t.Errorf("empty events: %v %v", got, err)
+	if lay, err := scanLayout([]byte(`{"events":[],"x":[[1],[2]]}`), nil, &containers{}); err != nil || len(lay.spans) != 0 || string(lay.events) != "[]" {
+		t.Errorf("empty events: %+v %v", lay, err)
 	}
 	for _, tc := range cases {
-		got, err := scanJSON([]byte(tc.body), nil, true)
+		lay, err := scanLayout([]byte(tc.body), nil, &containers{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.body, err)
+		}
+		if lay.escaped {
+			lay = rootLayout([]byte(tc.body), skipWS([]byte(tc.body), 0), &batchState{})
+		}
+		got := lay.spans
+		if lay.events == nil || lay.events[0] != '[' {
+			got = nil
 		}
 		if tc.want == nil {
 			if got != nil {
@@ -43,7 +51,7 @@ func TestScanSpans(t *testing.T) {
 	}
 }
 
-func TestAppendRawEvent(t *testing.T) {
+func TestAppendEvent(t *testing.T) {
 	cases := []struct {
 		raw      string
 		hasAppID bool
@@ -55,8 +63,8 @@ func TestAppendRawEvent(t *testing.T) {
 		{`{"appId":"a1","x":1}`, true, `{"appId":"a1","x":1}`},
 	}
 	for _, tc := range cases {
-		if got := string(appendRawEvent(nil, []byte(tc.raw), tc.hasAppID, "a1")); got != tc.want {
-			t.Errorf("appendRawEvent(%q) = %q, want %q", tc.raw, got, tc.want)
+		if got := string(appendEvent(nil, []byte(tc.raw), &eventFields{hasAppID: tc.hasAppID}, "a1")); got != tc.want {
+			t.Errorf("appendEvent(%q) = %q, want %q", tc.raw, got, tc.want)
 		}
 	}
 }

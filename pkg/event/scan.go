@@ -8,22 +8,36 @@ import (
 )
 
 // scanner validates JSON text strictly (RFC 8259 grammar, at most maxDepth
-// levels of nesting) in one pass, and finds where each element of the
-// top-level "events" array starts and ends so events can be copied as
-// sent. UTF-8 is checked separately.
+// levels of nesting) in one pass. On the way it notes where the root
+// object's "events" value and each of its elements start and end, so that
+// events can be checked and copied without a second parse. UTF-8 is
+// checked separately.
 type scanner struct {
 	b     []byte
 	stack [maxDepth]byte
+	slot  [maxDepth]int32 // index in ct of each open container
 	depth int
+	ct    *containers // where containers end; nil records nothing
 
-	// Event spans: only for the first "events" key of a root object.
-	want       bool // the caller asked for spans
-	escaped    bool // a root key had escapes, so it might spell "events"
-	spans      [][2]int
-	spansOK    bool // the events array was found
+	want       bool // the caller wants the layout
 	keyEvents  bool // the root object's current key is "events"
-	inEvents   bool // the events array is open at depth 2
-	eventStart int
+	inEvents   bool // the first events value is an array, open at depth 2
+	eventStart int  // start of the current element of events
+	valueStart int  // start of the events value
+	lay        layout
+}
+
+// layout is where a batch body keeps its events.
+type layout struct {
+	// escaped is set when a root key holds escapes: it might spell
+	// "events", so the rest of the layout cannot be trusted.
+	escaped bool
+	// eventsKeys counts the root object's "events" keys.
+	eventsKeys int
+	// events is the first "events" value.
+	events []byte
+	// spans locate the elements of events when it is an array.
+	spans [][2]int
 }
 
 // maxDepth bounds the nesting of arrays and objects in a body.
@@ -33,23 +47,26 @@ func syntaxErr(msg string, at int) error {
 	return errors.New(msg + " at offset " + strconv.Itoa(at))
 }
 
-// scanJSON validates b. When spans is not nil it also returns the spans of
-// the events array's elements, or nil when they could not be found.
-func scanJSON(b []byte, spans [][2]int, want bool) ([][2]int, error) {
-	s := scanner{b: b, spans: spans, want: want}
+// scanLayout validates b and returns the layout of its events; spans is
+// reused for the element spans.
+func scanLayout(b []byte, spans [][2]int, ct *containers) (layout, error) {
+	s := scanner{b: b, want: true, ct: ct}
+	ct.reset(b)
+	s.lay.spans = spans
 	if err := s.run(); err != nil {
-		return nil, err
+		return layout{}, err
 	}
-	if !s.spansOK || s.escaped {
-		return nil, nil
-	}
-	return s.spans, nil
+	return s.lay, nil
 }
 
-// strictJSON reports whether b is valid JSON under the scanner's rules.
-func strictJSON(b []byte) error {
-	_, err := scanJSON(b, nil, false)
-	return err
+// strictJSON reports whether b is valid JSON under the scanner's rules;
+// when ct is not nil it records where b's containers end.
+func strictJSON(b []byte, ct *containers) error {
+	s := scanner{b: b, ct: ct}
+	if ct != nil {
+		ct.reset(b)
+	}
+	return s.run()
 }
 
 func (s *scanner) ws(i int) int {
@@ -71,8 +88,16 @@ func (s *scanner) run() error {
 		if i >= len(b) {
 			return syntaxErr("unexpected end of input", i)
 		}
-		if s.inEvents && s.depth == 2 {
-			s.eventStart = i
+		if s.want {
+			if s.inEvents && s.depth == 2 {
+				s.eventStart = i
+			} else if s.depth == 1 && s.keyEvents {
+				s.lay.eventsKeys++
+				if s.lay.eventsKeys == 1 {
+					s.valueStart = i
+					s.inEvents = b[i] == '['
+				}
+			}
 		}
 		var err error
 		switch c := b[i]; c {
@@ -80,15 +105,20 @@ func (s *scanner) run() error {
 			if s.depth == maxDepth {
 				return syntaxErr("arrays and objects nest deeper than "+strconv.Itoa(maxDepth)+" levels", i)
 			}
-			if c == '[' && s.depth == 1 && s.keyEvents && !s.spansOK && s.want {
-				s.inEvents, s.spansOK = true, true
-			}
 			s.stack[s.depth] = c
+			if s.ct != nil {
+				s.slot[s.depth] = int32(len(s.ct.open))
+				s.ct.open = append(s.ct.open, int32(i))
+				s.ct.close = append(s.ct.close, 0)
+			}
 			s.depth++
 			i = s.ws(i + 1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				s.depth--
 				i++
+				if s.ct != nil {
+					s.ct.close[s.slot[s.depth]] = int32(i)
+				}
 				if s.depth == 1 {
 					s.inEvents = false // an empty events array
 				}
@@ -117,8 +147,8 @@ func (s *scanner) run() error {
 
 		// After a value: close containers or move to the next element.
 		for {
-			if s.inEvents && s.depth == 2 {
-				s.spans = append(s.spans, [2]int{s.eventStart, i})
+			if s.want {
+				s.noteEnd(i)
 			}
 			i = s.ws(i)
 			if s.depth == 0 {
@@ -148,10 +178,23 @@ func (s *scanner) run() error {
 			}
 			s.depth--
 			i++
+			if s.ct != nil {
+				s.ct.close[s.slot[s.depth]] = int32(i)
+			}
 			if s.depth == 1 && s.inEvents {
 				s.inEvents = false // the events array closed
 			}
 		}
+	}
+}
+
+// noteEnd records the end of a value that just completed at index i.
+func (s *scanner) noteEnd(i int) {
+	switch {
+	case s.inEvents && s.depth == 2:
+		s.lay.spans = append(s.lay.spans, [2]int{s.eventStart, i})
+	case s.depth == 1 && s.keyEvents && s.lay.eventsKeys == 1 && s.lay.events == nil:
+		s.lay.events = s.b[s.valueStart:i]
 	}
 }
 
@@ -170,7 +213,7 @@ func (s *scanner) key(i int) (int, error) {
 		s.keyEvents = string(k) == "events"
 		for _, c := range k {
 			if c == '\\' {
-				s.escaped = true
+				s.lay.escaped = true
 				break
 			}
 		}

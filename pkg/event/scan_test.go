@@ -15,7 +15,7 @@ func TestScanAgreesWithStdlib(t *testing.T) {
 		`{"events":[{"a":"` + strings.Repeat(`\"`, 10) + `"}]}`, `[1e5, 1E-5, 0.0, -12.34e+56]`,
 	}
 	for _, c := range cases {
-		got := strictJSON([]byte(c)) == nil
+		got := strictJSON([]byte(c), nil) == nil
 		if want := json.Valid([]byte(c)); got != want {
 			t.Errorf("%q: scanner says valid=%v, encoding/json says %v", c, got, want)
 		}
@@ -29,16 +29,29 @@ func FuzzScanAgreesWithStdlib(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		spans, err := scanJSON(b, nil, true)
+		var ct containers
+		lay, err := scanLayout(b, nil, &ct)
 		if err != nil && strings.Contains(err.Error(), "deeper than") {
 			return
+		}
+		if err == nil {
+			// Every recorded container ends where reading it byte by byte does.
+			for k, open := range ct.open {
+				if got := skipValue(nil, b, int(open)); got != int(ct.close[k]) {
+					t.Fatalf("%q: container at %d ends at %d, recorded %d", b, open, got, ct.close[k])
+				}
+				if got := skipValue(&ct, b[open:], 0); got != int(ct.close[k]-open) {
+					t.Fatalf("%q: lookup from a sub-slice at %d gives %d", b, open, got)
+				}
+			}
 		}
 		if (err == nil) != json.Valid(b) {
 			t.Fatalf("%q: scanner err=%v, encoding/json valid=%v", b, err, json.Valid(b))
 		}
-		if err != nil || spans == nil {
+		if err != nil || lay.escaped || lay.events == nil || lay.events[0] != '[' {
 			return
 		}
+		spans := lay.spans
 		var doc struct{ Events []json.RawMessage }
 		if json.Unmarshal(b, &doc) != nil {
 			return // not an object with an events array, or invalid UTF-8 decoding quirks

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/valyala/fastjson"
 )
 
 // Caps on the event's own string fields, in Unicode code points. The JSON
@@ -21,6 +19,53 @@ const (
 // nameRequestResponse is the event name whose payload has a required shape.
 const nameRequestResponse = "REQUEST_RESPONSE"
 
+// dupMessage reports a checked key that appears twice in one object.
+// Parsers disagree on which copy counts, so such an event is refused
+// rather than checked one way here and read another way downstream. Keys
+// that are not checked are kept as sent, duplicates included.
+const dupMessage = "appears more than once in its object"
+
+// The event's own keys, in the order of eventFields' lookups.
+const (
+	kType = iota
+	kName
+	kAppID
+	kEventID
+	kSessionID
+	kUserID
+	kChannel
+	kPlatform
+	kSelectedHandler
+	kPayload
+	nEventKeys
+)
+
+func eventKey(name []byte) int {
+	switch string(name) {
+	case "type":
+		return kType
+	case "name":
+		return kName
+	case "appId":
+		return kAppID
+	case "eventId":
+		return kEventID
+	case "sessionId":
+		return kSessionID
+	case "userId":
+		return kUserID
+	case "channel":
+		return kChannel
+	case "platform":
+		return kPlatform
+	case "selectedHandler":
+		return kSelectedHandler
+	case "payload":
+		return kPayload
+	}
+	return -1
+}
+
 // eventFields are the parts of a valid event the envelope needs.
 type eventFields struct {
 	appID     []byte
@@ -28,10 +73,11 @@ type eventFields struct {
 	eventID   []byte
 	sessionID []byte
 	name      []byte
-	payload   *fastjson.Value
-	// normalized is set when a payload sent as a string was parsed, so the
-	// event must be re-encoded rather than copied.
-	normalized bool
+	// inner is set when a REQUEST_RESPONSE payload came as a string holding
+	// JSON: the object it holds replaces the payload value, which sits at
+	// payloadStart:payloadEnd in the event.
+	inner                    []byte
+	payloadStart, payloadEnd int
 }
 
 // problems collects the errors of one event.
@@ -42,23 +88,6 @@ type problems struct {
 
 func (p *problems) add(field, msg string) {
 	p.errs = append(p.errs, FieldError{Index: p.index, Field: field, Message: msg})
-}
-
-func typeName(v *fastjson.Value) string {
-	switch v.Type() {
-	case fastjson.TypeObject:
-		return "object"
-	case fastjson.TypeArray:
-		return "array"
-	case fastjson.TypeString:
-		return "string"
-	case fastjson.TypeNumber:
-		return "number"
-	case fastjson.TypeTrue, fastjson.TypeFalse:
-		return "boolean"
-	default:
-		return "null"
-	}
 }
 
 // quote renders a value for an error message, shortened so that a huge
@@ -76,13 +105,12 @@ func quote(b []byte) string {
 }
 
 // checkString checks a string field with a length cap and returns its
-// bytes. nullable admits JSON null, which then counts as absent.
-func checkString(p *problems, field string, v *fastjson.Value, max int, nullable, nonEmpty bool) []byte {
-	t := v.Type()
-	if t == fastjson.TypeNull && nullable {
+// decoded bytes. nullable admits JSON null, which then counts as absent.
+func checkString(p *problems, field string, v []byte, max int, nullable, nonEmpty bool, scratch *[]byte) []byte {
+	if v[0] == 'n' && nullable {
 		return nil
 	}
-	if t != fastjson.TypeString {
+	if v[0] != '"' {
 		want := "a string"
 		if nullable {
 			want = "a string or null"
@@ -90,7 +118,7 @@ func checkString(p *problems, field string, v *fastjson.Value, max int, nullable
 		p.add(field, "must be "+want+", got "+typeName(v))
 		return nil
 	}
-	b, _ := v.StringBytes()
+	b := stringValue(v, scratch)
 	if nonEmpty && len(b) == 0 {
 		p.add(field, "must not be empty")
 		return nil
@@ -104,121 +132,132 @@ func checkString(p *problems, field string, v *fastjson.Value, max int, nullable
 	return b
 }
 
-// dupMessage reports a checked key that appears twice in one object.
-// Parsers disagree on which copy counts, so such an event is refused
-// rather than checked one way here and read another way downstream. Keys
-// that are not checked are kept as sent, duplicates included.
-const dupMessage = "appears more than once in its object"
+// walker reads one validated document: ct knows where its containers
+// end, and sc receives decoded strings.
+type walker struct {
+	ct *containers
+	sc *[]byte
+}
 
-// fields looks up keys in obj in one pass, filling vals (which must be as
+// fields looks up keys in the object obj in one pass, filling vals (as
 // long as keys), and returns the first key that appears twice.
-func fields(obj *fastjson.Value, keys []string, vals []*fastjson.Value) (dup string) {
-	o, _ := obj.Object()
-	o.Visit(func(k []byte, v *fastjson.Value) {
+func (w walker) fields(obj []byte, keys []string, vals [][]byte) (dup string) {
+	m := newMembers(w.ct, obj)
+	for {
+		raw, start, end, ok := m.next()
+		if !ok {
+			return dup
+		}
+		k := keyName(raw, w.sc)
 		for i, name := range keys {
 			if string(k) == name {
 				if vals[i] != nil && dup == "" {
 					dup = name
 				}
-				vals[i] = v
-				return
+				vals[i] = obj[start:end]
+				break
 			}
 		}
-	})
-	return dup
+	}
+}
+
+// wrongType reports whether v is present, not null and not of the type
+// whose values start with want ('"' string, '{' object, '0' number).
+func wrongType(v []byte, want byte) bool {
+	if v == nil || v[0] == 'n' {
+		return false
+	}
+	if want == '0' {
+		return !isNumber(v)
+	}
+	return v[0] != want
 }
 
 // checkOpt checks a nested field that may be absent, null or of the wanted
 // type. The field path is only built when there is an error to report.
-func checkOpt(p *problems, prefix, key string, v *fastjson.Value, want fastjson.Type) {
+func checkOpt(p *problems, prefix, key string, v []byte, want byte) {
 	if !wrongType(v, want) {
 		return
 	}
 	name := "a string"
-	if want == fastjson.TypeNumber {
+	if want == '0' {
 		name = "a number"
 	}
 	p.add(prefix+"."+key, "must be "+name+" or null, got "+typeName(v))
 }
 
 // checkEvent validates one event and returns what the envelope needs.
-func (v *Validator) checkEvent(p *problems, st *batchState, ev *fastjson.Value, meta *Meta) (eventFields, bool) {
+func (v *Validator) checkEvent(p *problems, st *batchState, ev []byte, meta *Meta) (eventFields, bool) {
 	var f eventFields
-	if ev.Type() != fastjson.TypeObject {
+	if ev[0] != '{' {
 		p.add("", "event must be a JSON object, got "+typeName(ev))
 		return f, false
 	}
-	obj, _ := ev.Object()
-	var typ, name, payload *fastjson.Value
-	var seen uint16
-	dup := ""
-	obj.Visit(func(k []byte, val *fastjson.Value) {
-		bit := uint16(0)
-		switch string(k) {
-		case "type":
-			bit = 1 << 0
-			typ = val
-		case "name":
-			bit = 1 << 1
-			name = val
-		case "appId":
-			bit = 1 << 2
-			f.hasAppID = true
-			f.appID = checkString(p, "appId", val, maxAppIDLen, false, true)
-		case "eventId":
-			bit = 1 << 3
-			f.eventID = checkString(p, "eventId", val, maxEventIDLen, false, true)
-		case "sessionId":
-			bit = 1 << 4
-			f.sessionID = checkString(p, "sessionId", val, maxIDLen, true, false)
-		case "userId":
-			bit = 1 << 5
-			checkString(p, "userId", val, maxIDLen, true, false)
-		case "channel":
-			bit = 1 << 6
-			checkString(p, "channel", val, maxSourceLen, true, false)
-		case "platform":
-			bit = 1 << 7
-			checkString(p, "platform", val, maxSourceLen, true, false)
-		case "selectedHandler":
-			bit = 1 << 8
-			checkString(p, "selectedHandler", val, maxIDLen, true, false)
-		case "payload":
-			bit = 1 << 9
-			payload = val
+	var vals [nEventKeys][]byte
+	m := newMembers(&st.bodyCT, ev)
+	for {
+		raw, start, end, ok := m.next()
+		if !ok {
+			break
 		}
-		if seen&bit != 0 && dup == "" {
-			dup = string(k)
+		k := eventKey(keyName(raw, &st.scratch))
+		if k < 0 {
+			continue
 		}
-		seen |= bit
-	})
-	if dup != "" {
-		p.add(dup, dupMessage)
-		return f, false
+		if vals[k] != nil {
+			p.add(string(keyName(raw, &st.scratch)), dupMessage)
+			return f, false
+		}
+		vals[k] = ev[start:end]
+		if k == kPayload {
+			f.payloadStart, f.payloadEnd = start, end
+		}
 	}
 
-	switch {
+	sc := &st.scratch
+	switch typ := vals[kType]; {
 	case typ == nil:
 		p.add("type", "is required")
-	case typ.Type() != fastjson.TypeString:
+	case typ[0] != '"':
 		p.add("type", "must be a string, got "+typeName(typ))
 	default:
-		if b, _ := typ.StringBytes(); !v.typeAllowed(b) {
+		if b := stringValue(typ, sc); !v.typeAllowed(b) {
 			p.add("type", "must be one of "+v.typeList+"; got "+quote(b))
 		}
 	}
-	if name == nil {
+	if vals[kName] == nil {
 		p.add("name", "is required")
 	} else {
-		f.name = checkString(p, "name", name, maxNameLen, false, true)
+		f.name = checkString(p, "name", vals[kName], maxNameLen, false, true, sc)
 	}
-	if f.hasAppID && f.appID != nil && string(f.appID) != meta.AppID {
-		p.add("appId", "must be the token's app "+strconv.Quote(meta.AppID)+", got "+quote(f.appID))
+	if a := vals[kAppID]; a != nil {
+		f.hasAppID = true
+		f.appID = checkString(p, "appId", a, maxAppIDLen, false, true, sc)
+		if f.appID != nil && string(f.appID) != meta.AppID {
+			p.add("appId", "must be the token's app "+strconv.Quote(meta.AppID)+", got "+quote(f.appID))
+		}
 	}
-	f.payload = payload
+	if e := vals[kEventID]; e != nil {
+		f.eventID = checkString(p, "eventId", e, maxEventIDLen, false, true, sc)
+	}
+	if s := vals[kSessionID]; s != nil {
+		f.sessionID = checkString(p, "sessionId", s, maxIDLen, true, false, sc)
+	}
+	for _, o := range [...]struct {
+		k   int
+		key string
+		max int
+	}{{kUserID, "userId", maxIDLen}, {kChannel, "channel", maxSourceLen}, {kPlatform, "platform", maxSourceLen}, {kSelectedHandler, "selectedHandler", maxIDLen}} {
+		if val := vals[o.k]; val != nil {
+			checkString(p, o.key, val, o.max, true, false, sc)
+		}
+	}
 	if string(f.name) == nameRequestResponse {
-		f.normalized = payload != nil && payload.Type() == fastjson.TypeString
-		f.payload = checkRequestResponse(p, &st.payloadParser, payload)
+		payload := vals[kPayload]
+		obj := checkRequestResponse(p, payload, walker{&st.bodyCT, sc}, &st.payloadCT)
+		if obj != nil && payload[0] == '"' {
+			f.inner = obj
+		}
 	}
 	return f, len(p.errs) == 0
 }
@@ -232,39 +271,42 @@ func (v *Validator) typeAllowed(b []byte) bool {
 	return false
 }
 
-// checkRequestResponse validates a REQUEST_RESPONSE payload and returns it
-// as an object: a payload sent as a string holding JSON is parsed.
-func checkRequestResponse(p *problems, parser *fastjson.Parser, payload *fastjson.Value) *fastjson.Value {
+// checkRequestResponse validates a REQUEST_RESPONSE payload and returns the
+// object it is or, for a string holding JSON, the object the string holds;
+// inner records the containers of such a string.
+func checkRequestResponse(p *problems, payload []byte, w walker, inner *containers) []byte {
 	const field = "payload"
 	if payload == nil {
 		p.add(field, "is required for REQUEST_RESPONSE events")
 		return nil
 	}
-	switch payload.Type() {
-	case fastjson.TypeObject:
-	case fastjson.TypeString:
-		s, _ := payload.StringBytes()
-		if err := strictJSON(s); err != nil {
+	obj := payload
+	switch payload[0] {
+	case '{':
+	case '"':
+		s := stringValue(payload, w.sc)
+		if err := strictJSON(s, inner); err != nil {
 			p.add(field, "must be an object or a string holding a JSON object; the string is not valid JSON: "+err.Error())
 			return nil
 		}
-		inner, err := parser.ParseBytes(s)
-		if err != nil {
-			p.add(field, "must be an object or a string holding a JSON object; the string is not valid JSON: "+err.Error())
+		if !utf8.Valid(s) {
+			p.add(field, "must be an object or a string holding a JSON object; the string holds invalid UTF-8")
 			return nil
 		}
-		if inner.Type() != fastjson.TypeObject {
-			p.add(field, "must be an object or a string holding a JSON object, got a string holding "+typeName(inner))
+		w.ct = inner
+		obj = s[skipWS(s, 0):]
+		obj = obj[:skipValue(w.ct, obj, 0)]
+		if obj[0] != '{' {
+			p.add(field, "must be an object or a string holding a JSON object, got a string holding "+typeName(obj))
 			return nil
 		}
-		payload = inner
 	default:
 		p.add(field, "must be an object or a string holding a JSON object, got "+typeName(payload))
 		return nil
 	}
 
-	var top [3]*fastjson.Value
-	if d := fields(payload, []string{"request", "response", "tag"}, top[:]); d != "" {
+	var top [3][]byte
+	if d := w.fields(obj, []string{"request", "response", "tag"}, top[:]); d != "" {
 		p.add("payload."+d, dupMessage)
 		return nil
 	}
@@ -272,113 +314,114 @@ func checkRequestResponse(p *problems, parser *fastjson.Parser, payload *fastjso
 	for i, part := range [...]string{"request", "response"} {
 		if top[i] == nil {
 			p.add("payload."+part, "is required")
-		} else if top[i].Type() != fastjson.TypeObject {
+		} else if top[i][0] != '{' {
 			p.add("payload."+part, "must be an object, got "+typeName(top[i]))
 		}
 	}
-	checkOpt(p, "payload", "tag", top[2], fastjson.TypeString)
+	checkOpt(p, "payload", "tag", top[2], '"')
 
-	if req != nil && req.Type() == fastjson.TypeObject {
+	if req != nil && req[0] == '{' {
 		keys := []string{"type", "intentId", "rawQuery", "sessionId", "userId", "matchConfidence"}
-		var vals [6]*fastjson.Value
-		if d := fields(req, keys, vals[:]); d != "" {
+		var vals [6][]byte
+		if d := w.fields(req, keys, vals[:]); d != "" {
 			p.add("payload.request."+d, dupMessage)
 		}
 		for i, k := range keys[:5] {
-			checkOpt(p, "payload.request", k, vals[i], fastjson.TypeString)
+			checkOpt(p, "payload.request", k, vals[i], '"')
 		}
-		checkOpt(p, "payload.request", "matchConfidence", vals[5], fastjson.TypeNumber)
+		checkOpt(p, "payload.request", "matchConfidence", vals[5], '0')
 	}
-	if resp != nil && resp.Type() == fastjson.TypeObject {
-		var vals [3]*fastjson.Value
-		if d := fields(resp, []string{"outputSpeech", "reprompt", "displays"}, vals[:]); d != "" {
+	if resp != nil && resp[0] == '{' {
+		var vals [3][]byte
+		if d := w.fields(resp, []string{"outputSpeech", "reprompt", "displays"}, vals[:]); d != "" {
 			p.add("payload.response."+d, dupMessage)
 		}
-		checkSpeech(p, "payload.response.outputSpeech", vals[0])
-		checkSpeech(p, "payload.response.reprompt", vals[1])
-		checkDisplays(p, vals[2])
+		w.checkSpeech(p, "payload.response.outputSpeech", vals[0])
+		w.checkSpeech(p, "payload.response.reprompt", vals[1])
+		w.checkDisplays(p, vals[2])
 	}
-	return payload
+	return obj
 }
 
 // checkSpeech checks outputSpeech or reprompt: a plain string, or an object
 // with string displayText and ssml.
-func checkSpeech(p *problems, field string, v *fastjson.Value) {
+func (w walker) checkSpeech(p *problems, field string, v []byte) {
 	if v == nil {
 		return
 	}
-	switch v.Type() {
-	case fastjson.TypeNull, fastjson.TypeString:
-	case fastjson.TypeObject:
-		var vals [2]*fastjson.Value
-		if d := fields(v, []string{"displayText", "ssml"}, vals[:]); d != "" {
+	switch v[0] {
+	case 'n', '"':
+	case '{':
+		var vals [2][]byte
+		if d := w.fields(v, []string{"displayText", "ssml"}, vals[:]); d != "" {
 			p.add(field+"."+d, dupMessage)
 		}
-		checkOpt(p, field, "displayText", vals[0], fastjson.TypeString)
-		checkOpt(p, field, "ssml", vals[1], fastjson.TypeString)
+		checkOpt(p, field, "displayText", vals[0], '"')
+		checkOpt(p, field, "ssml", vals[1], '"')
 	default:
 		p.add(field, "must be a string, an object or null, got "+typeName(v))
 	}
 }
 
-func checkDisplays(p *problems, v *fastjson.Value) {
-	if v == nil || v.Type() == fastjson.TypeNull {
+func (w walker) checkDisplays(p *problems, v []byte) {
+	if v == nil || v[0] == 'n' {
 		return
 	}
-	displays, err := v.Array()
-	if err != nil {
+	if v[0] != '[' {
 		p.add(displayPath(-1, -1), "must be an array or null, got "+typeName(v))
 		return
 	}
-	for i, d := range displays {
-		if d.Type() != fastjson.TypeObject {
+	displays := newElements(w.ct, v)
+	for i := 0; ; i++ {
+		start, end, ok := displays.next()
+		if !ok {
+			return
+		}
+		d := v[start:end]
+		if d[0] != '{' {
 			p.add(displayPath(i, -1), "must be an object, got "+typeName(d))
 			continue
 		}
-		var dv [3]*fastjson.Value
-		if key := fields(d, []string{"type", "title", "items"}, dv[:]); key != "" {
+		var dv [3][]byte
+		if key := w.fields(d, []string{"type", "title", "items"}, dv[:]); key != "" {
 			p.add(displayPath(i, -1)+"."+key, dupMessage)
 		}
 		for n, k := range [...]string{"type", "title"} {
-			if wrongType(dv[n], fastjson.TypeString) {
+			if wrongType(dv[n], '"') {
 				p.add(displayPath(i, -1)+"."+k, "must be a string or null, got "+typeName(dv[n]))
 			}
 		}
 		items := dv[2]
-		if items == nil || items.Type() == fastjson.TypeNull {
+		if items == nil || items[0] == 'n' {
 			continue
 		}
-		list, err := items.Array()
-		if err != nil {
+		if items[0] != '[' {
 			p.add(displayPath(i, -1)+".items", "must be an array or null, got "+typeName(items))
 			continue
 		}
-		for j, it := range list {
-			if it.Type() != fastjson.TypeObject {
+		list := newElements(w.ct, items)
+		for j := 0; ; j++ {
+			start, end, ok := list.next()
+			if !ok {
+				break
+			}
+			it := items[start:end]
+			if it[0] != '{' {
 				p.add(displayPath(i, j), "must be an object, got "+typeName(it))
 				continue
 			}
 			keys := [...]string{"title", "token", "description"}
-			var iv [3]*fastjson.Value
-			if key := fields(it, keys[:], iv[:]); key != "" {
+			var iv [3][]byte
+			if key := w.fields(it, keys[:], iv[:]); key != "" {
 				p.add(displayPath(i, j)+"."+key, dupMessage)
 			}
 			for n, k := range keys {
-				if wrongType(iv[n], fastjson.TypeString) {
+				if wrongType(iv[n], '"') {
 					p.add(displayPath(i, j)+"."+k, "must be a string or null, got "+typeName(iv[n]))
 				}
 			}
 		}
 	}
-}
-
-// wrongType reports whether v is present, not null and not of type want.
-func wrongType(v *fastjson.Value, want fastjson.Type) bool {
-	if v == nil {
-		return false
-	}
-	t := v.Type()
-	return t != fastjson.TypeNull && t != want
 }
 
 // displayPath names a display (i >= 0) or one of its items (j >= 0); it is
