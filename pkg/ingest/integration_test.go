@@ -2,11 +2,16 @@ package ingest_test
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/devbroker"
+	"github.com/assistantcms/cms/pkg/ingest"
 )
 
 func launch(session string) string {
@@ -390,5 +395,23 @@ func TestBrokerOutage(t *testing.T) {
 	}
 	if len(acked) < 21 {
 		t.Errorf("only %d events acknowledged", len(acked))
+	}
+}
+
+func TestStartupFailsClearlyWithoutBroker(t *testing.T) {
+	b := startBroker(t, "")
+	h := newHarness(t, b, harnessOpts{}) // for its content database
+	port, err := devbroker.FreePort()
+	must(t, err)
+	start := time.Now()
+	_, err = ingest.NewService(t.Context(), ingest.ServiceConfig{
+		Brokers: []string{fmt.Sprintf("127.0.0.1:%d", port)}, EventsTopic: "e", QuarantineTopic: "q",
+		TopicPartitions: 1, TopicReplication: 1, StartupTimeout: 2 * time.Second,
+	}, h.store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), "prepare Kafka topics") || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("err = %v, want a message naming the topics step and the broker", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("start-up took %s to fail", took)
 	}
 }
