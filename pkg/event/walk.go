@@ -43,10 +43,11 @@ type containers struct {
 	doc   []byte
 	open  []int32 // offsets of the opening brackets, ascending
 	close []int32 // offsets just past the matching closing brackets
+	next  int     // where the next lookup probably is
 }
 
 func (c *containers) reset(doc []byte) {
-	c.doc, c.open, c.close = doc, c.open[:0], c.close[:0]
+	c.doc, c.open, c.close, c.next = doc, c.open[:0], c.close[:0], 0
 }
 
 // end returns the index just past the container at b[i], where b is a
@@ -61,6 +62,14 @@ func (c *containers) end(b []byte, i int) int {
 		return -1
 	}
 	at := int32(base + i)
+	// The walk mostly moves forward through the document, so look just
+	// past the previous hit before searching.
+	for k := c.next; k < len(c.open) && k < c.next+8 && c.open[k] <= at; k++ {
+		if c.open[k] == at {
+			c.next = k + 1
+			return int(c.close[k]) - base
+		}
+	}
 	lo, hi := 0, len(c.open)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
@@ -71,6 +80,7 @@ func (c *containers) end(b []byte, i int) int {
 		}
 	}
 	if lo < len(c.open) && c.open[lo] == at {
+		c.next = lo + 1
 		return int(c.close[lo]) - base
 	}
 	return -1
