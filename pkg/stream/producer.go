@@ -34,9 +34,12 @@ type ProducerConfig struct {
 // Defaults for ProducerConfig.
 const (
 	DefaultBatchTimeout = 2 * time.Millisecond
-	DefaultBatchSize    = 1000
-	DefaultBatchBytes   = 4 << 20
-	DefaultCompression  = "lz4"
+	// DefaultBatchSize is kafka-go's own default. kafka-go allocates room
+	// for this many records with every batch, so a large value costs an
+	// allocation of that size every few milliseconds per partition.
+	DefaultBatchSize   = 100
+	DefaultBatchBytes  = 4 << 20
+	DefaultCompression = "lz4"
 )
 
 func (c ProducerConfig) withDefaults() ProducerConfig {
