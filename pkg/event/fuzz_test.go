@@ -18,8 +18,12 @@ const fuzzFixtureDir = "../../schemas/events/testdata"
 func fuzzSeeds(tb testing.TB) [][]byte {
 	tb.Helper()
 	var seeds [][]byte
-	for _, pattern := range []string{"valid/*.json", "invalid/*.json"} {
-		files, err := filepath.Glob(filepath.Join(fuzzFixtureDir, pattern))
+	// Event fixtures are wrapped in a batch; batch fixtures are used as they are.
+	for _, set := range []struct {
+		pattern string
+		wrap    bool
+	}{{"valid/*.json", true}, {"invalid/*.json", true}, {"batches/valid/*.json", false}, {"batches/invalid/*.json", false}} {
+		files, err := filepath.Glob(filepath.Join(fuzzFixtureDir, set.pattern))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -28,18 +32,8 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			seeds = append(seeds, []byte(`{"events":[`+string(bytes.TrimSpace(data))+`]}`))
-		}
-	}
-	for _, pattern := range []string{"batches/valid/*.json", "batches/invalid/*.json"} {
-		files, err := filepath.Glob(filepath.Join(fuzzFixtureDir, pattern))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				tb.Fatal(err)
+			if set.wrap {
+				data = []byte(`{"events":[` + string(bytes.TrimSpace(data)) + `]}`)
 			}
 			seeds = append(seeds, data)
 		}
