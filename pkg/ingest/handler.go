@@ -234,7 +234,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	// producer may still be sending from it.
 	res.Release()
 	h.metrics.produceLatency.WithLabelValues("ok").Observe(h.now().Sub(pstart).Seconds())
-	h.metrics.batchSize.Observe(float64(len(res.Accepted) + len(res.Quarantined)))
+	h.metrics.batchSize.Observe(float64(resp.Accepted + resp.Rejected))
 	h.metrics.events.WithLabelValues("accepted").Add(float64(resp.Accepted))
 	if resp.Rejected > 0 {
 		h.metrics.events.WithLabelValues("rejected").Add(float64(resp.Rejected))

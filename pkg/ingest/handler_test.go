@@ -114,8 +114,24 @@ func TestMetricsCountOutcomes(t *testing.T) {
 			t.Errorf("%s = %v, want 1", name, got)
 		}
 	}
-	if n := testutil.CollectAndCount(m.batchSize); n != 1 {
-		t.Errorf("batch size histogram has %d series", n)
+	const want = `
+# HELP cms_ingest_batch_size_events Events per accepted request body.
+# TYPE cms_ingest_batch_size_events histogram
+cms_ingest_batch_size_events_bucket{le="1"} 0
+cms_ingest_batch_size_events_bucket{le="2"} 1
+cms_ingest_batch_size_events_bucket{le="5"} 1
+cms_ingest_batch_size_events_bucket{le="10"} 1
+cms_ingest_batch_size_events_bucket{le="20"} 1
+cms_ingest_batch_size_events_bucket{le="50"} 1
+cms_ingest_batch_size_events_bucket{le="100"} 1
+cms_ingest_batch_size_events_bucket{le="200"} 1
+cms_ingest_batch_size_events_bucket{le="500"} 1
+cms_ingest_batch_size_events_bucket{le="+Inf"} 1
+cms_ingest_batch_size_events_sum 2
+cms_ingest_batch_size_events_count 1
+`
+	if err := testutil.CollectAndCompare(m.batchSize, strings.NewReader(want)); err != nil {
+		t.Errorf("batch size histogram: %v", err)
 	}
 }
 
