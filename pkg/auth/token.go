@@ -21,9 +21,9 @@ const (
 	secretBytes = 32
 )
 
-var (
-	idLen     = hex.EncodedLen(idBytes)
-	secretLen = base64.RawURLEncoding.EncodedLen(secretBytes)
+const (
+	idLen     = 2 * idBytes             // hex
+	secretLen = (secretBytes*8 + 5) / 6 // unpadded base64
 	tokenLen  = len(tokenPrefix) + idLen + 1 + secretLen
 )
 

@@ -15,9 +15,6 @@ const (
 	DefaultMaxEventBytes = 64 << 10
 )
 
-// DefaultTypes are the event types the interface names.
-var defaultTypes = []string{"REQUEST", "ERROR", "AnalyticsEvent"}
-
 // Limits configure a Validator.
 type Limits struct {
 	// MaxEvents is the largest number of events one batch may hold.
@@ -33,7 +30,8 @@ func DefaultLimits() Limits {
 	return Limits{
 		MaxEvents:     DefaultMaxEvents,
 		MaxEventBytes: DefaultMaxEventBytes,
-		Types:         append([]string(nil), defaultTypes...),
+		// The event types the interface names.
+		Types: []string{"REQUEST", "ERROR", "AnalyticsEvent"},
 	}
 }
 

@@ -27,9 +27,6 @@ import (
 	"github.com/assistantcms/cms/pkg/ratelimit"
 )
 
-// Routes the handler serves. The interface names both spellings.
-var Routes = []string{"/cms/app/events", "/cms/apps/events"}
-
 // Publisher stores records durably; it returns nil only once the broker has
 // acknowledged all of them.
 type Publisher interface {
@@ -102,7 +99,8 @@ func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *
 
 // Register adds the handler's routes to mux.
 func (h *Handler) Register(mux *http.ServeMux) {
-	for _, r := range Routes {
+	// The interface names both spellings of the path.
+	for _, r := range [...]string{"/cms/app/events", "/cms/apps/events"} {
 		mux.Handle(r, h)
 	}
 }
