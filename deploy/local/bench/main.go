@@ -53,7 +53,7 @@ import (
 	"github.com/assistantcms/cms/pkg/loadgen"
 )
 
-// The targets.
+// The performance goals the benchmark reports against.
 const (
 	goalEventsPerSec  = 75000
 	goalCPUPer100k    = 1.6
