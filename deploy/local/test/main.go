@@ -1,0 +1,41 @@
+// Command test installs what the tests need and runs all of them:
+//
+//	go run ./deploy/local/test [go test flags]
+//
+// The tests start their own Kafka-protocol broker and ClickHouse server
+// on loopback ports; ClickHouse comes from Debian's packages and is
+// installed with apt when missing (as root).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/assistantcms/cms/pkg/devclickhouse"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "test: install ClickHouse:", err)
+		os.Exit(1)
+	}
+	args := append([]string{"test", "-race", "-count=1"}, os.Args[1:]...)
+	if len(os.Args) == 1 {
+		args = append(args, "./...")
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		if exit, ok := err.(*exec.ExitError); ok {
+			os.Exit(exit.ExitCode())
+		}
+		fmt.Fprintln(os.Stderr, "test:", err)
+		os.Exit(1)
+	}
+}
