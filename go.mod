@@ -3,6 +3,7 @@ module github.com/assistantcms/cms
 go 1.26.8
 
 require (
+	github.com/AfterShip/clickhouse-sql-parser v0.4.10
 	github.com/ClickHouse/clickhouse-go/v2 v2.50.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3

@@ -1,0 +1,141 @@
+package chstore
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/devclickhouse"
+)
+
+// startServer runs a private ClickHouse for the test. Outside CI a machine
+// without ClickHouse skips, saying how to install it; in CI it fails.
+func startServer(t *testing.T) *devclickhouse.Server {
+	t.Helper()
+	if _, err := devclickhouse.Binary(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must have ClickHouse: %v", err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := devclickhouse.Start(ctx, devclickhouse.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
+	srv := startServer(t)
+	ctx := context.Background()
+	cfg := Config{Addrs: []string{srv.Addr()}, Database: "analytics", RetentionDays: 30}
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			s, err := Open(ctx, cfg)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			if _, err := s.Migrate(ctx); err != nil {
+				t.Errorf("concurrent migrate: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	applied, err := s.Migrate(ctx)
+	if err != nil || len(applied) != 0 {
+		t.Fatalf("second migrate applied %v, err %v; want nothing", applied, err)
+	}
+	done, err := s.AppliedVersions(ctx)
+	if err != nil || !done[1] || !done[2] || !done[3] {
+		t.Errorf("applied versions %v, %v", done, err)
+	}
+
+	types := map[string]string{}
+	rows, err := s.Conn().Query(ctx, "SELECT name, type FROM system.columns WHERE database = 'analytics' AND table = 'events'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			t.Fatal(err)
+		}
+		types[name] = typ
+	}
+	rows.Close()
+	want := map[string]string{
+		"event_id":         "String",
+		"app_id":           "LowCardinality(String)",
+		"event_time":       "DateTime('UTC')", // 18.16 has no DateTime64
+		"match_confidence": "Nullable(Float32)",
+		"display_count":    "UInt16",
+		"kafka_offset":     "UInt64",
+	}
+	for col, typ := range want {
+		if types[col] != typ {
+			t.Errorf("column %s has type %q, want %q", col, types[col], typ)
+		}
+	}
+	if len(types) != 26 {
+		t.Errorf("events has %d columns: %v", len(types), types)
+	}
+}
+
+func TestQueryCountsView(t *testing.T) {
+	srv := startServer(t)
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Addrs: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cctx := s.Context(ctx)
+	b, err := s.Conn().PrepareBatch(cctx, "INSERT INTO events (event_id, app_id, event_time, received_at, channel, raw_query)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for i, q := range []string{"  Where IS   my order ", "where is my order", "WHERE IS MY ORDER", "opening hours", ""} {
+		if err := b.Append(string(rune('a'+i)), "app-1", now, now, "web", q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Conn().Query(cctx, "SELECT query, sum(asked) FROM query_counts WHERE app_id = 'app-1' AND channel = 'web' GROUP BY query ORDER BY query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]uint64{}
+	for rows.Next() {
+		var q string
+		var n uint64
+		if err := rows.Scan(&q, &n); err != nil {
+			t.Fatal(err)
+		}
+		got[q] = n
+	}
+	if len(got) != 2 || got["where is my order"] != 3 || got["opening hours"] != 1 {
+		t.Errorf("query counts %v", got)
+	}
+}

@@ -1,0 +1,39 @@
+-- Runtime events as analysts query them: one row per event, typed columns
+-- for the envelope and for REQUEST_RESPONSE payloads, everything else kept
+-- as JSON text. Rows of a retried batch carry the same event ID and the
+-- same event time, so ReplacingMergeTree collapses them (use FINAL or
+-- uniqExact(event_id) for exact counts before merges have run).
+CREATE TABLE IF NOT EXISTS {{.DB}}.events
+(
+    event_id            String,
+    app_id              LowCardinality(String),
+    organization_id     LowCardinality(String),
+    -- The runtime's isoTime when it sent one, else received_at.
+    event_time          {{.Time}},
+    received_at         {{.Time}},
+    type                LowCardinality(String),
+    name                LowCardinality(String),
+    session_id          String,
+    user_id             String,
+    channel             LowCardinality(String),
+    platform            LowCardinality(String),
+    selected_handler    LowCardinality(String),
+    current_handler     LowCardinality(String),
+    environment         LowCardinality(String),
+    request_type        LowCardinality(String),
+    intent_id           LowCardinality(String),
+    raw_query           String{{.Codec}},
+    match_confidence    Nullable(Float32),
+    output_display_text String{{.Codec}},
+    output_ssml         String{{.Codec}},
+    display_count       UInt16,
+    tag                 String,
+    payload             String{{.Codec}},
+    extra               String{{.Codec}},
+    kafka_partition     UInt16,
+    kafka_offset        UInt64
+)
+ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(event_time)
+ORDER BY (app_id, toDate(event_time), event_id)
+{{.TTL}}
