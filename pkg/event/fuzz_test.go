@@ -151,9 +151,14 @@ func checkBatchInvariants(t *testing.T, name string, limits Limits, body []byte,
 		t.Fatalf("%s: %d events with errors, %d quarantined", name, len(errored), len(res.Quarantined))
 	}
 
+	var dec Decoder
 	for i, m := range res.Accepted {
 		if !json.Valid(m.Value) {
 			t.Fatalf("%s: accepted value %d is not JSON: %q", name, i, m.Value)
+		}
+		// What ingest publishes, the consumer can always decode.
+		if row, err := dec.Decode(m.Value); err != nil || row.EventID != res.EventIDs[i] {
+			t.Fatalf("%s: accepted value %d does not decode (%v): %q", name, i, err, m.Value)
 		}
 		if len(m.Key) == 0 || res.EventIDs[i] == "" {
 			t.Fatalf("%s: accepted record %d has key %q, event ID %q", name, i, m.Key, res.EventIDs[i])
