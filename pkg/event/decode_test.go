@@ -57,14 +57,14 @@ func TestDecodeRoundTrip(t *testing.T) {
 
 func TestDecodeRejects(t *testing.T) {
 	cases := map[string]string{
-		"not json":       `{"eventId":`,
-		"array":          `[]`,
-		"no event id":    `{"appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":{}}`,
-		"id not string":  `{"eventId":1,"appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":{}}`,
-		"bad time":       `{"eventId":"e","appId":"a","receivedAt":"yesterday","event":{}}`,
-		"event not obj":  `{"eventId":"e","appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":[]}`,
-		"duplicate":      `{"eventId":"e","eventId":"f","appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":{}}`,
-		"type not text":  `{"eventId":"e","appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":{"type":"x","name":"n","sessionId":"s","userId":"u","channel":"c","platform":"p","selectedHandler":"h","currentHandler":"h","environment":"e","appId":"a","x":{"y":"\u00zz"}}}`,
+		"not json":      `{"eventId":`,
+		"array":         `[]`,
+		"no event id":   `{"appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":{}}`,
+		"id not string": `{"eventId":1,"appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":{}}`,
+		"bad time":      `{"eventId":"e","appId":"a","receivedAt":"yesterday","event":{}}`,
+		"event not obj": `{"eventId":"e","appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":[]}`,
+		"duplicate":     `{"eventId":"e","eventId":"f","appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":{}}`,
+		"type not text": `{"eventId":"e","appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":{"type":"x","name":"n","sessionId":"s","userId":"u","channel":"c","platform":"p","selectedHandler":"h","currentHandler":"h","environment":"e","appId":"a","x":{"y":"\u00zz"}}}`,
 	}
 	var d Decoder
 	for name, in := range cases {
