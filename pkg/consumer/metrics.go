@@ -1,0 +1,52 @@
+package consumer
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the consumer's Prometheus collectors.
+type Metrics struct {
+	lag           *prometheus.GaugeVec
+	rows          prometheus.Counter
+	batchSize     prometheus.Histogram
+	insertLatency prometheus.Histogram
+	retries       *prometheus.CounterVec
+	deadLetters   prometheus.Counter
+	commitErrors  prometheus.Counter
+}
+
+// NewMetrics creates the collectors and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "cms", Subsystem: "consumer", Name: "lag_messages",
+			Help: "Messages behind the end of each partition, as of the last fetch.",
+		}, []string{"partition"}),
+		rows: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "consumer", Name: "rows_inserted_total",
+			Help: "Rows ClickHouse accepted.",
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "cms", Subsystem: "consumer", Name: "batch_size_rows",
+			Help:    "Rows per insert.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+		}),
+		insertLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "cms", Subsystem: "consumer", Name: "insert_duration_seconds",
+			Help:    "Time of each insert attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "consumer", Name: "retries_total",
+			Help: "Failed attempts that were retried, by operation.",
+		}, []string{"operation"}),
+		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "consumer", Name: "dead_letters_total",
+			Help: "Messages sent to the dead-letter topic.",
+		}),
+		commitErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "consumer", Name: "commit_errors_total",
+			Help: "Offset commits that failed after the rows were written.",
+		}),
+	}
+	reg.MustRegister(m.lag, m.rows, m.batchSize, m.insertLatency, m.retries, m.deadLetters, m.commitErrors)
+	return m
+}
