@@ -1,0 +1,101 @@
+// Command consumer reads the events topic as a consumer group and writes
+// the events into ClickHouse. "consumer migrate" only applies the schema.
+// Every setting is an environment variable with a flag of the same
+// meaning; see README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/chstore"
+	"github.com/assistantcms/cms/pkg/consumer"
+	"github.com/assistantcms/cms/pkg/envflag"
+	"github.com/assistantcms/cms/pkg/stream"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "consumer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := envflag.New(flag.NewFlagSet("consumer", flag.ContinueOnError), nil)
+	addr := fs.String("addr", "CONSUMER_ADDR", ":8082", "HTTP listen address for /metrics, /healthz and /readyz")
+	brokers := fs.String("brokers", "KAFKA_BROKERS", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
+	topic := fs.String("events-topic", "EVENTS_TOPIC", "cms.events", "topic to consume")
+	group := fs.String("group", "CONSUMER_GROUP", "cms-clickhouse", "consumer group ID; instances with one group share the partitions")
+	dlqTopic := fs.String("dead-letter-topic", "DEAD_LETTER_TOPIC", "cms.events.dead-letter", "topic for messages that can never be written")
+	partitions := fs.Int("topic-partitions", "TOPIC_PARTITIONS", 6, "partitions of the events topic if it must be created")
+	replication := fs.Int("topic-replication", "TOPIC_REPLICATION", 1, "replication factor of topics created at start-up")
+	sessionTimeout := fs.Duration("session-timeout", "KAFKA_SESSION_TIMEOUT", 10*time.Second, "consumer group session timeout")
+	chAddrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses")
+	chDB := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", "ClickHouse database of the tables")
+	chUser := fs.String("clickhouse-user", "CLICKHOUSE_USER", "default", "ClickHouse user")
+	chPassword := fs.String("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
+	retention := fs.Int("retention-days", "RETENTION_DAYS", 0, "drop events older than this many days (servers with TTL); 0 keeps them")
+	batchRows := fs.Int("batch-rows", "BATCH_ROWS", consumer.DefaultBatchRows, "insert once a batch holds this many messages")
+	flushInterval := fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message")
+	retryMax := fs.Duration("retry-max", "RETRY_MAX", consumer.DefaultRetryMax, "longest wait between retries of a failed insert")
+	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", consumer.DefaultShutdownTimeout, "time for the final flush on SIGTERM")
+	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
+		return fmt.Errorf("log level %q: want debug, info, warn or error", *logLevel)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	chCfg := chstore.Config{Addrs: envflag.List(*chAddrs), Database: *chDB, Username: *chUser, Password: *chPassword, RetentionDays: *retention}
+	switch rest := fs.Args(); {
+	case len(rest) == 1 && rest[0] == "migrate":
+		return migrate(ctx, chCfg, log)
+	case len(rest) > 0:
+		return fmt.Errorf("unknown command %q; the only command is migrate", strings.Join(rest, " "))
+	}
+
+	svc, err := consumer.NewService(ctx, consumer.ServiceConfig{
+		Brokers: envflag.List(*brokers), Topic: *topic, GroupID: *group, DeadLetterTopic: *dlqTopic,
+		TopicPartitions: *partitions, TopicReplication: *replication, SessionTimeout: *sessionTimeout,
+		ClickHouse: chCfg,
+		Consumer:   consumer.Config{BatchRows: *batchRows, FlushInterval: *flushInterval, RetryMax: *retryMax, ShutdownTimeout: *shutdown},
+		Producer:   stream.ProducerConfig{},
+	}, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	return svc.Run(ctx, ln)
+}
+
+func migrate(ctx context.Context, cfg chstore.Config, log *slog.Logger) error {
+	s, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	applied, err := s.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	v := s.Version()
+	log.Info("schema up to date", "applied", applied, "server_version", fmt.Sprintf("%d.%d", v.Major, v.Minor))
+	return nil
+}
