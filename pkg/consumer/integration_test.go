@@ -175,10 +175,10 @@ func TestEndToEndIntoClickHouse(t *testing.T) {
 	waitRows(t, s, 3)
 	type row struct {
 		ID, App, Org, Type, Name, Session, User, Channel, Platform, Selected, Current, Env string
-		ReqType, Intent, Raw, Display, SSML, Tag, Payload, Extra                          string
-		Confidence                                                                       *float32
-		Displays                                                                         uint16
-		EventTime                                                                        time.Time
+		ReqType, Intent, Raw, Display, SSML, Tag, Payload, Extra                           string
+		Confidence                                                                         *float32
+		Displays                                                                           uint16
+		EventTime                                                                          time.Time
 	}
 	rows, err := s.Conn().Query(s.Context(ctx), `SELECT event_id, app_id, organization_id, type, name, session_id, user_id, channel, platform,
 		selected_handler, current_handler, environment, request_type, intent_id, raw_query, output_display_text, output_ssml, tag, payload, extra,
