@@ -86,7 +86,7 @@ func (e *env) startConsumer(t *testing.T, group string) (url string) {
 		Brokers: []string{e.broker.Addr()}, Topic: "events", GroupID: group, DeadLetterTopic: "dead-letters",
 		TopicPartitions: 3, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
 		ClickHouse: chstore.Config{Addrs: []string{e.ch.Addr()}, Database: "analytics"},
-		Consumer:   consumer.Config{BatchRows: 1000, FlushInterval: 200 * time.Millisecond},
+		Consumer:   consumer.Config{BatchRows: 1000, FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},
 	}, quiet())
 	must(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
