@@ -1,6 +1,7 @@
 // Command stack runs the product locally on one machine without Docker: the
-// development Kafka-protocol broker and the ingest service, with a demo app
-// and a ready-made token. Ctrl-C stops everything it started.
+// development Kafka-protocol broker, a private ClickHouse, the ingest
+// service and the consumer, with a demo app and a ready-made token. Ctrl-C
+// stops everything it started.
 //
 //	go run ./deploy/local/stack
 package main
@@ -8,7 +9,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/devbroker"
+	"github.com/assistantcms/cms/pkg/devclickhouse"
 )
 
 func main() {
@@ -35,6 +36,8 @@ func run() error {
 	dir := flag.String("dir", ".local", "directory for binaries, the content database and broker data")
 	brokerPort := flag.Int("broker-port", 19092, "loopback port of the Kafka-protocol broker")
 	ingestPort := flag.Int("ingest-port", 18081, "loopback port of the ingest service")
+	consumerPort := flag.Int("consumer-port", 18082, "loopback port of the consumer's metrics and health endpoints")
+	clickhousePort := flag.Int("clickhouse-port", 19000, "loopback port of ClickHouse's native protocol")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -49,7 +52,7 @@ func run() error {
 		return fmt.Errorf("create %s: %w", bin, err)
 	}
 	log.Info("building binaries", "dir", bin)
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/ingest", "./cmd/api")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/ingest", "./cmd/api", "./cmd/consumer")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build services: %w", err)
@@ -77,35 +80,45 @@ func run() error {
 	}
 	token := strings.TrimSpace(tokenOut.String())
 
-	ingestAddr := fmt.Sprintf("127.0.0.1:%d", *ingestPort)
-	ingest := exec.Command(filepath.Join(bin, "ingest"))
-	ingest.Env = append(os.Environ(),
-		"INGEST_ADDR="+ingestAddr, "KAFKA_BROKERS="+broker.Addr(), "CONTENT_DB="+db, "LOG_LEVEL=info")
-	ingest.Stdout, ingest.Stderr = prefixed("ingest"), prefixed("ingest")
-	// Ctrl-C reaches only this process, which stops ingest before the broker.
-	ingest.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := ingest.Start(); err != nil {
-		return fmt.Errorf("start ingest: %w", err)
+	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
+		return fmt.Errorf("install ClickHouse: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- ingest.Wait() }()
-	defer func() {
-		_ = ingest.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = ingest.Process.Kill()
-		}
-	}()
-	base := "http://" + ingestAddr
-	if err := waitReady(ctx, base+"/readyz", exited); err != nil {
+	chDir := filepath.Join(abs, "clickhouse")
+	if err := os.MkdirAll(chDir, 0o755); err != nil {
 		return err
 	}
+	ch, err := devclickhouse.Start(ctx, devclickhouse.Options{Dir: chDir, TCPPort: *clickhousePort, Log: prefixed("clickhouse")})
+	if err != nil {
+		return err
+	}
+	defer ch.Stop()
+	log.Info("clickhouse ready", "addr", ch.Addr())
+
+	// Services stop in reverse order of start, each before what it uses.
+	ingestAddr := fmt.Sprintf("127.0.0.1:%d", *ingestPort)
+	consumerAddr := fmt.Sprintf("127.0.0.1:%d", *consumerPort)
+	exited := make(chan string, 2)
+	for _, svc := range []struct {
+		name, addr string
+		env        []string
+	}{
+		{"ingest", ingestAddr, []string{"INGEST_ADDR=" + ingestAddr, "KAFKA_BROKERS=" + broker.Addr(), "CONTENT_DB=" + db}},
+		{"consumer", consumerAddr, []string{"CONSUMER_ADDR=" + consumerAddr, "KAFKA_BROKERS=" + broker.Addr(), "CLICKHOUSE_ADDR=" + ch.Addr()}},
+	} {
+		stop, err := startService(ctx, svc.name, filepath.Join(bin, svc.name), svc.env, "http://"+svc.addr+"/readyz", exited)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	base := "http://" + ingestAddr
 
 	fmt.Printf(`
 Local stack is up.
   broker      %s (Kafka protocol; data in %s)
+  clickhouse  %s (native protocol; data in %s)
   ingest      %s   readiness %s/readyz   metrics %s/metrics
+  consumer    readiness http://%s/readyz   metrics http://%s/metrics
   content db  %s
   demo token  %s   (app demo-app of organization demo-org)
 
@@ -114,19 +127,58 @@ Send events:
     -H 'Content-Type: application/json' \
     -d '{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web","platform":"web","sessionId":"s1","userId":"u1","selectedHandler":"LaunchRequest"}]}'
 
+Query them (docs/analytics.md has more):
+  clickhouse-client --port %d -q 'SELECT event_time, name, session_id FROM events ORDER BY event_time DESC LIMIT 10'
+
 Press Ctrl-C to stop everything.
-`, broker.Addr(), filepath.Join(abs, "kafka"), base, base, base, db, token, base, token)
+`, broker.Addr(), filepath.Join(abs, "kafka"), ch.Addr(), chDir, base, base, base, consumerAddr, consumerAddr, db, token, base, token, *clickhousePort)
 
 	select {
 	case <-ctx.Done():
 		log.Info("stopping")
 		return nil
-	case err := <-exited:
-		return fmt.Errorf("ingest exited: %v", err)
+	case name := <-exited:
+		return fmt.Errorf("%s exited", name)
 	}
 }
 
-func waitReady(ctx context.Context, url string, exited <-chan error) error {
+// startService runs one of the project's binaries in its own process group
+// (so Ctrl-C reaches only this process, which stops the services in order)
+// and waits until it is ready. stop ends it with SIGTERM.
+func startService(ctx context.Context, name, bin string, env []string, readyURL string, exited chan<- string) (stop func(), err error) {
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = prefixed(name), prefixed(name)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+		select {
+		case exited <- name:
+		default:
+		}
+	}()
+	stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	if err := waitReady(ctx, name, readyURL, done); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+func waitReady(ctx context.Context, name, url string, exited <-chan struct{}) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(url)
@@ -137,14 +189,14 @@ func waitReady(ctx context.Context, url string, exited <-chan error) error {
 			}
 		}
 		select {
-		case err := <-exited:
-			return fmt.Errorf("ingest exited before it was ready: %v", err)
+		case <-exited:
+			return fmt.Errorf("%s exited before it was ready", name)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return errors.New("ingest not ready after 60s")
+	return fmt.Errorf("%s not ready after 60s", name)
 }
 
 // prefixed writes a child's output line by line under its name.
