@@ -86,7 +86,7 @@ func TestAnalystQueries(t *testing.T) {
 	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour) // today, 01:00
 	ev := func(id, session, user, channel, typ, name, handler string, at time.Duration) event.Decoded {
 		return event.Decoded{EventID: id, AppID: "demo-app", OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
-			Type: typ, Name: name, SessionID: session, UserID: user, Channel: channel, SelectedHandler: handler, Extra: []byte("{}")}
+			Type: typ, Name: name, SessionID: session, UserID: user, Channel: channel, SelectedHandler: handler, Extra: "{}"}
 	}
 	launch := ev("e1", "session-1", "u1", "web", "REQUEST", "LAUNCH_REQUEST", "LaunchRequest", 0)
 	rr1 := ev("e2", "session-1", "u1", "web", "AnalyticsEvent", "REQUEST_RESPONSE", "OrderStatus", time.Second)

@@ -42,7 +42,7 @@ func (s *Store) InsertEvents(ctx context.Context, rows []Row) error {
 			r.EventID, r.AppID, r.OrganizationID, r.EventTime, r.ReceivedAt, r.Type, r.Name,
 			r.SessionID, r.UserID, r.Channel, r.Platform, r.SelectedHandler, r.CurrentHandler, r.Environment,
 			r.RequestType, r.IntentID, r.RawQuery, r.MatchConfidence, r.DisplayText, r.SSML,
-			uint16(displays), r.Tag, string(r.Payload), string(r.Extra), uint16(r.Partition), uint64(r.Offset),
+			uint16(displays), r.Tag, r.Payload, r.Extra, uint16(r.Partition), uint64(r.Offset),
 		); err != nil {
 			_ = b.Abort()
 			return fmt.Errorf("encode event %s for insert: %w", r.EventID, err)

@@ -22,9 +22,9 @@ type Decoded struct {
 	MatchConfidence                                    *float32
 	DisplayCount                                       int
 	// Payload is the payload as JSON, empty when there was none.
-	Payload []byte
+	Payload string
 	// Extra holds the event's other top-level fields as a JSON object.
-	Extra []byte
+	Extra string
 }
 
 // Decoder decodes envelopes. It reuses its scratch space, so one Decoder
@@ -32,6 +32,26 @@ type Decoded struct {
 type Decoder struct {
 	ct      containers
 	scratch []byte
+	extra   []byte
+	// interned keeps one copy of the strings that repeat from event to
+	// event (apps, types, channels, handlers...), so decoding them does
+	// not allocate each time.
+	interned map[string]string
+}
+
+// maxInterned bounds the interned strings; past it the cache starts over.
+const maxInterned = 4096
+
+func (d *Decoder) intern(b []byte) string {
+	if s, ok := d.interned[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	if d.interned == nil || len(d.interned) >= maxInterned {
+		d.interned = make(map[string]string, 256)
+	}
+	s := string(b)
+	d.interned[s] = s
+	return s
 }
 
 // ErrEnvelope marks an envelope that can never be decoded.
@@ -57,33 +77,25 @@ func (d *Decoder) Decode(value []byte) (Decoded, error) {
 	if dup := w.fields(root, []string{"eventId", "appId", "organizationId", "receivedAt", "event"}, top[:]); dup != "" {
 		return out, envelopeErr("%s appears twice", dup)
 	}
-	str := func(name string, v []byte, required bool) (string, error) {
-		if v == nil || v[0] == 'n' {
-			if required {
-				return "", envelopeErr("%s is missing", name)
-			}
-			return "", nil
-		}
-		if v[0] != '"' {
-			return "", envelopeErr("%s is a %s, not a string", name, typeName(v))
-		}
-		return string(stringValue(v, w.sc)), nil
-	}
 	var err error
-	if out.EventID, err = str("eventId", top[0], true); err != nil {
+	var b []byte
+	if b, err = d.text(w, "eventId", top[0], true); err != nil {
 		return out, err
 	}
-	if out.AppID, err = str("appId", top[1], true); err != nil {
+	out.EventID = string(b)
+	if b, err = d.text(w, "appId", top[1], true); err != nil {
 		return out, err
 	}
-	if out.OrganizationID, err = str("organizationId", top[2], false); err != nil {
+	out.AppID = d.intern(b)
+	if b, err = d.text(w, "organizationId", top[2], false); err != nil {
 		return out, err
 	}
-	received, err := str("receivedAt", top[3], true)
+	out.OrganizationID = d.intern(b)
+	received, err := d.text(w, "receivedAt", top[3], true)
 	if err != nil {
 		return out, err
 	}
-	if out.ReceivedAt, err = time.Parse(time.RFC3339Nano, received); err != nil {
+	if out.ReceivedAt, err = time.Parse(time.RFC3339Nano, string(received)); err != nil {
 		return out, envelopeErr("receivedAt %q is not an RFC 3339 time", received)
 	}
 	out.ReceivedAt = out.ReceivedAt.UTC()
@@ -91,7 +103,22 @@ func (d *Decoder) Decode(value []byte) (Decoded, error) {
 	if ev == nil || ev[0] != '{' {
 		return out, envelopeErr("event is missing or not an object")
 	}
-	return out, d.decodeEvent(&out, ev, w, str)
+	return out, d.decodeEvent(&out, ev, w)
+}
+
+// text returns the decoded content of a string value; absent and null give
+// nil, or an error when required.
+func (d *Decoder) text(w walker, name string, v []byte, required bool) ([]byte, error) {
+	if v == nil || v[0] == 'n' {
+		if required {
+			return nil, envelopeErr("%s is missing", name)
+		}
+		return nil, nil
+	}
+	if v[0] != '"' {
+		return nil, envelopeErr("%s is a %s, not a string", name, typeName(v))
+	}
+	return stringValue(v, w.sc), nil
 }
 
 // eventColumns are the event's top-level fields with columns of their own;
@@ -126,9 +153,9 @@ func eventColumn(k []byte) int {
 	return -1
 }
 
-func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker, str func(string, []byte, bool) (string, error)) error {
+func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker) error {
 	var cols [12][]byte
-	extra := append(make([]byte, 0, 64), '{')
+	d.extra = append(d.extra[:0], '{')
 	m := newMembers(w.ct, ev)
 	for {
 		raw, start, end, ok := m.next()
@@ -137,35 +164,37 @@ func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker, str func(string
 		}
 		c := eventColumn(keyName(raw, w.sc))
 		if c < 0 {
-			if len(extra) > 1 {
-				extra = append(extra, ',')
+			if len(d.extra) > 1 {
+				d.extra = append(d.extra, ',')
 			}
-			extra = append(extra, '"')
-			extra = append(extra, raw...)
-			extra = append(extra, `":`...)
-			extra = append(extra, ev[start:end]...)
+			d.extra = append(d.extra, '"')
+			d.extra = append(d.extra, raw...)
+			d.extra = append(d.extra, `":`...)
+			d.extra = append(d.extra, ev[start:end]...)
 			continue
 		}
 		cols[c] = ev[start:end]
 	}
-	out.Extra = append(extra, '}')
+	out.Extra = string(append(d.extra, '}'))
 
-	dst := []*string{&out.Type, &out.Name, &out.SessionID, &out.UserID, &out.Channel, &out.Platform,
-		&out.SelectedHandler, &out.CurrentHandler, &out.Environment}
-	names := []string{"type", "name", "sessionId", "userId", "channel", "platform", "selectedHandler", "currentHandler", "environment"}
-	for i, p := range dst {
-		v := cols[i]
-		if v != nil && v[0] != '"' && v[0] != 'n' {
-			// Unchecked fields of another type keep their JSON text.
-			*p = string(v)
-			continue
+	// Fields that ingest does not check may hold any JSON; a value that is
+	// not a string keeps its JSON text.
+	field := func(v []byte, unique bool) string {
+		switch {
+		case v == nil || v[0] == 'n':
+			return ""
+		case v[0] != '"':
+			return string(v)
+		case unique:
+			return string(stringValue(v, w.sc))
+		default:
+			return d.intern(stringValue(v, w.sc))
 		}
-		s, err := str("event."+names[i], v, false)
-		if err != nil {
-			return err
-		}
-		*p = s
 	}
+	out.Type, out.Name = field(cols[0], false), field(cols[1], false)
+	out.SessionID, out.UserID = field(cols[2], true), field(cols[3], true)
+	out.Channel, out.Platform = field(cols[4], false), field(cols[5], false)
+	out.SelectedHandler, out.CurrentHandler, out.Environment = field(cols[6], false), field(cols[7], false), field(cols[8], false)
 	out.EventTime = out.ReceivedAt
 	if v := cols[9]; v != nil && v[0] == '"' {
 		if t, err := time.Parse(time.RFC3339Nano, string(stringValue(v, w.sc))); err == nil {
@@ -173,9 +202,9 @@ func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker, str func(string
 		}
 	}
 	if p := cols[10]; p != nil && p[0] != 'n' {
-		out.Payload = append([]byte(nil), p...)
+		out.Payload = string(p)
 		if out.Name == nameRequestResponse && p[0] == '{' {
-			decodeRequestResponse(out, p, w)
+			d.decodeRequestResponse(out, p, w)
 		}
 	}
 	return nil
@@ -183,7 +212,7 @@ func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker, str func(string
 
 // decodeRequestResponse fills the REQUEST_RESPONSE columns from a payload
 // that ingest has already checked.
-func decodeRequestResponse(out *Decoded, p []byte, w walker) {
+func (d *Decoder) decodeRequestResponse(out *Decoded, p []byte, w walker) {
 	var top [3][]byte
 	w.fields(p, []string{"request", "response", "tag"}, top[:])
 	text := func(v []byte) string {
@@ -196,7 +225,7 @@ func decodeRequestResponse(out *Decoded, p []byte, w walker) {
 	if req := top[0]; req != nil && req[0] == '{' {
 		var r [4][]byte
 		w.fields(req, []string{"type", "intentId", "rawQuery", "matchConfidence"}, r[:])
-		out.RequestType, out.IntentID, out.RawQuery = text(r[0]), text(r[1]), text(r[2])
+		out.RequestType, out.IntentID, out.RawQuery = d.internText(r[0], w), d.internText(r[1], w), text(r[2])
 		if c := r[3]; c != nil && isNumber(c) {
 			if f, err := strconv.ParseFloat(string(c), 32); err == nil {
 				f32 := float32(f)
@@ -226,4 +255,11 @@ func decodeRequestResponse(out *Decoded, p []byte, w walker) {
 			}
 		}
 	}
+}
+
+func (d *Decoder) internText(v []byte, w walker) string {
+	if v == nil || v[0] != '"' {
+		return ""
+	}
+	return d.intern(stringValue(v, w.sc))
 }

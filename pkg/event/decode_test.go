@@ -37,13 +37,13 @@ func TestDecodeRoundTrip(t *testing.T) {
 	if !l.ReceivedAt.Equal(testMeta.ReceivedAt) || !l.EventTime.Equal(time.Date(2026, 11, 20, 8, 30, 0, 250e6, time.UTC)) {
 		t.Errorf("times %v %v", l.ReceivedAt, l.EventTime)
 	}
-	if string(l.Extra) != `{"isNewSession":true,"custom":{"a":[1,"x"]},"n\u00e9":"\u00e9"}` || l.Payload != nil {
+	if string(l.Extra) != `{"isNewSession":true,"custom":{"a":[1,"x"]},"n\u00e9":"\u00e9"}` || l.Payload != "" {
 		t.Errorf("extra %s payload %s", l.Extra, l.Payload)
 	}
 	r := got[1]
 	if r.EventID != "e-2" || r.RequestType != "INTENT_REQUEST" || r.IntentID != "OrderStatus" || r.RawQuery != "where is it" ||
 		r.MatchConfidence == nil || *r.MatchConfidence != 0.875 || r.DisplayText != "Today." || r.SSML != "<speak>Today.</speak>" ||
-		r.DisplayCount != 2 || r.Tag != "orders" || !strings.HasPrefix(string(r.Payload), `{"request"`) {
+		r.DisplayCount != 2 || r.Tag != "orders" || !strings.HasPrefix(r.Payload, `{"request"`) {
 		t.Errorf("request-response row %+v", r)
 	}
 	p := got[2]
