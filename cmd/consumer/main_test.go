@@ -30,12 +30,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	if _, err := devclickhouse.Binary(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must have ClickHouse: %v", err)
-		}
-		t.Skip(err)
-	}
+	ch := devclickhouse.StartForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -52,11 +47,6 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Stop() })
-	ch, err := devclickhouse.Start(ctx, devclickhouse.Options{Dir: filepath.Join(dir, "ch")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Stop() })
 	r := &rig{t: t, bin: bin, broker: b, ch: ch}
 	// The topic exists before the first consumer starts, as ingest makes it.
 	w := &kafka.Client{Addr: kafka.TCP(b.Addr())}

@@ -2,7 +2,6 @@ package chstore
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -10,25 +9,7 @@ import (
 	"github.com/assistantcms/cms/pkg/devclickhouse"
 )
 
-// startServer runs a private ClickHouse for the test. Outside CI a machine
-// without ClickHouse skips, saying how to install it; in CI it fails.
-func startServer(t *testing.T) *devclickhouse.Server {
-	t.Helper()
-	if _, err := devclickhouse.Binary(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must have ClickHouse: %v", err)
-		}
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := devclickhouse.Start(ctx, devclickhouse.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	return s
-}
+func startServer(t *testing.T) *devclickhouse.Server { return devclickhouse.StartForTest(t) }
 
 func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	srv := startServer(t)

@@ -28,20 +28,14 @@ import (
 var brokerBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "consumer-test-*")
+	bin, cleanup, err := devbroker.BuildTemp()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	brokerBin, err = devbroker.Build(ctx, dir)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	brokerBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
@@ -62,20 +56,10 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if _, err := devclickhouse.Binary(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must have ClickHouse: %v", err)
-		}
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b, err := devbroker.Start(ctx, brokerBin, devbroker.Options{})
+	ch := devclickhouse.StartForTest(t)
+	b, err := devbroker.Start(t.Context(), brokerBin, devbroker.Options{})
 	must(t, err)
 	t.Cleanup(func() { _ = b.Stop() })
-	ch, err := devclickhouse.Start(ctx, devclickhouse.Options{Dir: t.TempDir()})
-	must(t, err)
-	t.Cleanup(func() { _ = ch.Stop() })
 	return &env{broker: b, ch: ch}
 }
 

@@ -192,3 +192,21 @@ func (b *Broker) signal(sig syscall.Signal) error {
 		return errors.New("broker did not stop within 10s; killed")
 	}
 }
+
+// BuildTemp builds the broker into a new temporary directory, for a test
+// package's TestMain; cleanup removes the directory.
+func BuildTemp() (bin string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "cms-broker-*")
+	if err != nil {
+		return "", nil, fmt.Errorf("create directory for the broker: %w", err)
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err = Build(ctx, dir)
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return bin, cleanup, nil
+}

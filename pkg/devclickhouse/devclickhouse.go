@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -256,4 +257,25 @@ func (s *Server) signal(sig syscall.Signal, wait time.Duration) error {
 		<-s.done
 		return fmt.Errorf("clickhouse-server did not stop within %s; killed", wait)
 	}
+}
+
+// StartForTest starts a server for one test and stops it when the test
+// ends. Without clickhouse-server the test is skipped with the reason,
+// except in CI (CI set), where it fails: CI must run every test.
+func StartForTest(t testing.TB) *Server {
+	t.Helper()
+	if _, err := Binary(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must have ClickHouse: %v", err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
 }

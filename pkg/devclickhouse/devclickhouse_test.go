@@ -2,7 +2,6 @@ package devclickhouse
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -10,19 +9,9 @@ import (
 )
 
 func TestServerStartsAnswersAndRestarts(t *testing.T) {
-	if _, err := Binary(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must have ClickHouse: %v", err)
-		}
-		t.Skip(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := Start(ctx, Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := StartForTest(t)
 	query := func() string {
 		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}})
 		if err != nil {

@@ -31,20 +31,14 @@ import (
 var brokerBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ingest-test-*")
+	bin, cleanup, err := devbroker.BuildTemp()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	brokerBin, err = devbroker.Build(ctx, dir)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	brokerBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
