@@ -3,6 +3,7 @@ package chstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/assistantcms/cms/pkg/event"
 )
@@ -21,6 +22,55 @@ const eventColumns = "event_id, app_id, organization_id, event_time, received_at
 	"request_type, intent_id, raw_query, match_confidence, output_display_text, output_ssml, " +
 	"display_count, tag, payload, extra, kafka_partition, kafka_offset"
 
+// columns holds a batch column by column: clickhouse-go appends a whole
+// column at once far more cheaply than it converts row after row.
+type columns struct {
+	eventID, appID, orgID, typ, name, session, user, channel, platform []string
+	selected, current, environment, requestType, intentID, rawQuery    []string
+	displayText, ssml, tag, payload, extra                             []string
+	eventTime, receivedAt                                              []time.Time
+	confidence                                                         []*float32
+	displays, partition                                                []uint16
+	offset                                                             []uint64
+}
+
+func (c *columns) add(r *Row) {
+	c.eventID = append(c.eventID, r.EventID)
+	c.appID = append(c.appID, r.AppID)
+	c.orgID = append(c.orgID, r.OrganizationID)
+	c.eventTime = append(c.eventTime, r.EventTime)
+	c.receivedAt = append(c.receivedAt, r.ReceivedAt)
+	c.typ = append(c.typ, r.Type)
+	c.name = append(c.name, r.Name)
+	c.session = append(c.session, r.SessionID)
+	c.user = append(c.user, r.UserID)
+	c.channel = append(c.channel, r.Channel)
+	c.platform = append(c.platform, r.Platform)
+	c.selected = append(c.selected, r.SelectedHandler)
+	c.current = append(c.current, r.CurrentHandler)
+	c.environment = append(c.environment, r.Environment)
+	c.requestType = append(c.requestType, r.RequestType)
+	c.intentID = append(c.intentID, r.IntentID)
+	c.rawQuery = append(c.rawQuery, r.RawQuery)
+	c.confidence = append(c.confidence, r.MatchConfidence)
+	c.displayText = append(c.displayText, r.DisplayText)
+	c.ssml = append(c.ssml, r.SSML)
+	c.displays = append(c.displays, uint16(min(r.DisplayCount, 65535)))
+	c.tag = append(c.tag, r.Tag)
+	c.payload = append(c.payload, r.Payload)
+	c.extra = append(c.extra, r.Extra)
+	c.partition = append(c.partition, uint16(r.Partition))
+	c.offset = append(c.offset, uint64(r.Offset))
+}
+
+// all lists the columns in the order of eventColumns.
+func (c *columns) all() []any {
+	return []any{c.eventID, c.appID, c.orgID, c.eventTime, c.receivedAt, c.typ, c.name,
+		c.session, c.user, c.channel, c.platform, c.selected, c.current, c.environment,
+		c.requestType, c.intentID, c.rawQuery, c.confidence, c.displayText, c.ssml,
+		c.displays, c.tag, c.payload, c.extra, c.partition, c.offset}
+}
+
 // InsertEvents writes rows in one insert. ClickHouse either takes the whole
 // block or none of it.
 func (s *Store) InsertEvents(ctx context.Context, rows []Row) error {
@@ -32,20 +82,14 @@ func (s *Store) InsertEvents(ctx context.Context, rows []Row) error {
 	if err != nil {
 		return fmt.Errorf("prepare insert of %d events: %w", len(rows), err)
 	}
+	var c columns
 	for i := range rows {
-		r := &rows[i]
-		displays := r.DisplayCount
-		if displays > 65535 {
-			displays = 65535
-		}
-		if err := b.Append(
-			r.EventID, r.AppID, r.OrganizationID, r.EventTime, r.ReceivedAt, r.Type, r.Name,
-			r.SessionID, r.UserID, r.Channel, r.Platform, r.SelectedHandler, r.CurrentHandler, r.Environment,
-			r.RequestType, r.IntentID, r.RawQuery, r.MatchConfidence, r.DisplayText, r.SSML,
-			uint16(displays), r.Tag, r.Payload, r.Extra, uint16(r.Partition), uint64(r.Offset),
-		); err != nil {
+		c.add(&rows[i])
+	}
+	for i, col := range c.all() {
+		if err := b.Column(i).Append(col); err != nil {
 			_ = b.Abort()
-			return fmt.Errorf("encode event %s for insert: %w", r.EventID, err)
+			return fmt.Errorf("encode column %d of %d events for insert: %w", i, len(rows), err)
 		}
 	}
 	if err := b.Send(); err != nil {
