@@ -19,6 +19,7 @@ import (
 	"github.com/assistantcms/cms/pkg/chstore"
 	"github.com/assistantcms/cms/pkg/consumer"
 	"github.com/assistantcms/cms/pkg/envflag"
+	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/stream"
 )
 
@@ -49,6 +50,7 @@ func run(args []string) error {
 	retryMax := fs.Duration("retry-max", "RETRY_MAX", consumer.DefaultRetryMax, "longest wait between retries of a failed insert")
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", consumer.DefaultShutdownTimeout, "time for the final flush on SIGTERM")
 	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
+	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,6 +79,9 @@ func run(args []string) error {
 	}, log)
 	if err != nil {
 		return err
+	}
+	if *debugAddr != "" {
+		go health.ServeDebug(log, *debugAddr)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

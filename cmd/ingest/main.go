@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/event"
+	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/ingest"
 	"github.com/assistantcms/cms/pkg/stream"
 )
@@ -95,7 +94,7 @@ func run(args []string) error {
 		return err
 	}
 	if *debugAddr != "" {
-		go serveDebug(log, *debugAddr)
+		go health.ServeDebug(log, *debugAddr)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -110,18 +109,4 @@ func newLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
-}
-
-// serveDebug serves the profiling endpoints on their own listener, so they
-// are never reachable through the public address.
-func serveDebug(log *slog.Logger, addr string) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	log.Info("debug endpoints listening", "addr", addr)
-	if err := srv.ListenAndServe(); err != nil {
-		log.Error("debug endpoints stopped", "err", err)
-	}
 }

@@ -3,7 +3,9 @@ package health
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,4 +88,19 @@ func (c *Checker) ReadyHandler() http.Handler {
 		}
 		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
+}
+
+// ServeDebug serves Go's profiling endpoints on their own listener, so
+// they are never reachable through a service's public address. It returns
+// when the listener fails.
+func ServeDebug(log *slog.Logger, addr string) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	log.Info("debug endpoints listening", "addr", addr)
+	if err := srv.ListenAndServe(); err != nil {
+		log.Error("debug endpoints stopped", "err", err)
+	}
 }
