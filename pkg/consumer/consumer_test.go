@@ -212,3 +212,29 @@ func TestPoisonMessageGoesToDeadLetters(t *testing.T) {
 		t.Errorf("dead letters metric %v", got)
 	}
 }
+
+// TestStopWhileInsertsFailDoesNotHang holds one batch in a failing insert
+// and another in the fetch loop when the stop comes.
+func TestStopWhileInsertsFailDoesNotHang(t *testing.T) {
+	src := &fakeSource{msgs: make(chan kafka.Message, 10)}
+	sink := &fakeSink{failures: 1 << 30}
+	c, _, stop := run(t, Config{BatchRows: 2, RetryMin: time.Millisecond, RetryMax: time.Millisecond, ShutdownTimeout: 100 * time.Millisecond}, src, sink, &fakeDLQ{})
+	for i := range 3 {
+		src.msgs <- msg(i, envelope("e"+strconv.Itoa(i)))
+	}
+	waitFor(t, func() bool { return !c.Healthy() })
+	waitFor(t, func() bool { return len(src.msgs) == 0 })
+	done := make(chan error, 1)
+	go func() { done <- stop() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a stop that could not write reported success")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop hung while inserts failed")
+	}
+	if src.commits() != 0 {
+		t.Errorf("%d offsets committed for rows never written", src.commits())
+	}
+}
