@@ -213,8 +213,8 @@ func TestPoisonMessageGoesToDeadLetters(t *testing.T) {
 	}
 }
 
-// TestStopWhileInsertsFailDoesNotHang holds one batch in a failing insert
-// and another in the fetch loop when the stop comes.
+// TestStopWhileInsertsFailDoesNotHang stops the consumer while a batch is
+// stuck in a failing insert and more messages wait to be fetched.
 func TestStopWhileInsertsFailDoesNotHang(t *testing.T) {
 	src := &fakeSource{msgs: make(chan kafka.Message, 10)}
 	sink := &fakeSink{failures: 1 << 30}
@@ -223,7 +223,6 @@ func TestStopWhileInsertsFailDoesNotHang(t *testing.T) {
 		src.msgs <- msg(i, envelope("e"+strconv.Itoa(i)))
 	}
 	waitFor(t, func() bool { return !c.Healthy() })
-	waitFor(t, func() bool { return len(src.msgs) == 0 })
 	done := make(chan error, 1)
 	go func() { done <- stop() }()
 	select {
