@@ -41,7 +41,7 @@ func run(args []string) error {
 	contentDB := fs.String("content-db", "CONTENT_DB", "cms.db", "content database holding apps and tokens (SQLite file path)")
 	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
 	maxEvents := fs.Int("max-events", "MAX_EVENTS", event.DefaultMaxEvents, "most events in one batch")
-	maxEventBytes := fs.Int("max-event-bytes", "MAX_EVENT_BYTES", event.DefaultMaxEventBytes, "largest event, as compact JSON")
+	maxEventBytes := fs.Int("max-event-bytes", "MAX_EVENT_BYTES", event.DefaultMaxEventBytes, "largest event in bytes, as sent (with appId filled in)")
 	extraTypes := fs.String("extra-event-types", "EXTRA_EVENT_TYPES", "", "comma-separated event types admitted besides REQUEST, ERROR and AnalyticsEvent (e.g. MessageEvent)")
 	maxBody := fs.Int64("max-body-bytes", "MAX_BODY_BYTES", ingest.DefaultMaxBodyBytes, "largest request body on the wire")
 	maxDecompressed := fs.Int64("max-decompressed-bytes", "MAX_DECOMPRESSED_BYTES", ingest.DefaultMaxDecompressedBytes, "largest gzip body once decompressed")

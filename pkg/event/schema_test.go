@@ -638,7 +638,7 @@ func TestSchemaLimits(t *testing.T) {
 	}
 
 	t.Run("event-bytes", func(t *testing.T) {
-		// An event of exactly DefaultMaxEventBytes as compact JSON passes;
+		// An event of exactly DefaultMaxEventBytes as stored passes;
 		// one byte more is refused.
 		head := `{"appId":"app-1","type":"AnalyticsEvent","name":"BIG","payload":"`
 		tail := `"}`
