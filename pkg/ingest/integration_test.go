@@ -312,14 +312,16 @@ func TestRevocationTakesEffect(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if took := time.Since(revoked); took > ttl+time.Second {
+	if took := time.Since(revoked); took > ttl+5*time.Second {
 		t.Errorf("revocation took %s with a %s cache", took, ttl)
 	}
 }
 
 func TestRateLimit(t *testing.T) {
 	b := startBroker(t, "")
-	h := newHarness(t, b, harnessOpts{rateRPS: 0.5, rateBurst: 2})
+	// A slow rate, so that no token refills between the requests even on a
+	// loaded machine.
+	h := newHarness(t, b, harnessOpts{rateRPS: 0.1, rateBurst: 2})
 	body := eventsBody(launch("s"))
 	for i := range 2 {
 		if r := h.put("/cms/app/events", body, h.bearer("a1")...); r.status != 200 {
@@ -330,8 +332,8 @@ func TestRateLimit(t *testing.T) {
 	if r.status != 429 || r.header.Get("Retry-After") == "" {
 		t.Fatalf("third request: %d Retry-After %q", r.status, r.header.Get("Retry-After"))
 	}
-	if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); ra < 1 || ra > 2 {
-		t.Errorf("Retry-After = %d, want 1..2 at 0.5 req/s", ra)
+	if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); ra < 1 || ra > 10 {
+		t.Errorf("Retry-After = %d, want 1..10 at 0.1 req/s", ra)
 	}
 	// Another token keeps its own budget.
 	if r := h.put("/cms/app/events", body, h.bearer("a2")...); r.status != 200 {
