@@ -93,12 +93,14 @@ func TestRunHTTP(t *testing.T) {
 		wantMode  string
 		minMissed int64
 	}{
-		{"closed", 0, 4, 5 * time.Millisecond, false, [2]int64{80, 240}, false, 50 * time.Millisecond, "closed", 0},
-		{"closed with errors", 0, 2, 2 * time.Millisecond, true, [2]int64{40, 250}, true, 50 * time.Millisecond, "closed", 0},
-		{"open under capacity", 200, 8, 2 * time.Millisecond, false, [2]int64{50, 60}, false, 50 * time.Millisecond, "open", 0},
+		// Bounds are wide: the tests run beside others on two cores, so
+		// they check the logic, not the speed.
+		{"closed", 0, 4, 5 * time.Millisecond, false, [2]int64{10, 240}, false, time.Second, "closed", 0},
+		{"closed with errors", 0, 2, 2 * time.Millisecond, true, [2]int64{5, 300}, true, time.Second, "closed", 0},
+		{"open under capacity", 200, 8, 2 * time.Millisecond, false, [2]int64{20, 60}, false, time.Second, "open", 0},
 		// One worker at 20 ms per request cannot keep 200 req/s: requests
 		// start late and that lateness counts in their latency.
-		{"open over capacity", 200, 1, 20 * time.Millisecond, false, [2]int64{10, 20}, false, time.Second, "open", 30},
+		{"open over capacity", 200, 1, 20 * time.Millisecond, false, [2]int64{1, 20}, false, 2 * time.Second, "open", 30},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,13 +136,13 @@ func TestRunHTTP(t *testing.T) {
 }
 
 func TestRunHTTPOpenLoopAvoidsCoordinatedOmission(t *testing.T) {
-	// The server stalls every request for 100 ms during the first 100 ms.
-	// A generator that timed from the actual send would report most
-	// requests fast; timed from the schedule, the backlog shows up.
-	start := time.Now()
+	// The server stalls its first requests for 100 ms each. A generator
+	// that timed from the actual send would report most requests fast;
+	// timed from the schedule, the backlog shows up.
+	var served atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		if time.Since(start) < 100*time.Millisecond {
+		if served.Add(1) <= 4 {
 			time.Sleep(100 * time.Millisecond)
 		}
 		_, _ = io.WriteString(w, `{"accepted":50,"rejected":0}`)
