@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/envflag"
+	"github.com/assistantcms/cms/pkg/logging"
 )
 
 func main() {
@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		return admin.ExitUsage
 	}
-	log, err := newLogger(stderr, *logLevel)
+	log, err := logging.Text(stderr, *logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "api:", err)
 		return admin.ExitUsage
@@ -104,12 +104,4 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += n
 	return n, err
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/assistantcms/cms/pkg/consumer"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/health"
+	"github.com/assistantcms/cms/pkg/logging"
 	"github.com/assistantcms/cms/pkg/stream"
 )
 
@@ -54,11 +55,10 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
-		return fmt.Errorf("log level %q: want debug, info, warn or error", *logLevel)
+	log, err := logging.JSON(os.Stderr, *logLevel)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

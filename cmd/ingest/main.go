@@ -7,11 +7,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/assistantcms/cms/pkg/event"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/ingest"
+	"github.com/assistantcms/cms/pkg/logging"
 	"github.com/assistantcms/cms/pkg/stream"
 )
 
@@ -57,7 +56,7 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(*logLevel)
+	log, err := logging.JSON(os.Stderr, *logLevel)
 	if err != nil {
 		return err
 	}
@@ -101,12 +100,4 @@ func run(args []string) error {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	return svc.Serve(ctx, ln)
-}
-
-func newLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
-	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
