@@ -4,7 +4,7 @@
 package devbroker
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,9 +15,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/childproc"
 )
 
 // Build compiles the broker into dir and returns the binary's path.
@@ -71,8 +73,7 @@ type Broker struct {
 	dataDir string
 	sync    bool
 	log     io.Writer
-	cmd     *exec.Cmd
-	done    chan struct{}
+	proc    *childproc.Proc
 }
 
 // Options configure Start.
@@ -108,10 +109,10 @@ func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.port) }
 
 // PID of the running process, or 0.
 func (b *Broker) PID() int {
-	if b.cmd == nil || b.cmd.Process == nil {
+	if b.proc == nil {
 		return 0
 	}
-	return b.cmd.Process.Pid
+	return b.proc.PID()
 }
 
 // Start (re)starts a stopped broker on the same port and data directory.
@@ -125,43 +126,40 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	cmd := exec.Command(b.bin, args...)
 	cmd.Stderr = b.log
-	// Its own process group: a Ctrl-C meant for the parent does not stop
-	// the broker before the services that depend on it have drained.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
+	// The broker prints its address once it listens.
+	listening := &firstLine{seen: make(chan struct{})}
+	cmd.Stdout = listening
+	proc, err := childproc.Start("broker", cmd)
 	if err != nil {
-		return fmt.Errorf("broker stdout: %w", err)
+		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start broker: %w", err)
-	}
-	b.cmd = cmd
-	b.done = make(chan struct{})
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() && strings.Contains(sc.Text(), ":") {
-			ready <- nil
-		} else {
-			ready <- errors.New("broker exited before it listened")
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-		close(b.done)
-	}()
+	b.proc = proc
 	select {
-	case err := <-ready:
-		if err != nil {
-			return fmt.Errorf("start broker on port %d: %w", b.port, err)
-		}
+	case <-listening.seen:
 		return nil
+	case <-proc.Done():
+		b.proc = nil
+		return fmt.Errorf("start broker on port %d: it exited before it listened", b.port)
 	case <-ctx.Done():
-		_ = cmd.Process.Kill()
+		_ = b.Kill()
 		return fmt.Errorf("start broker: %w", ctx.Err())
 	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
+		_ = b.Kill()
 		return errors.New("start broker: not listening after 30s")
 	}
+}
+
+// firstLine closes seen when the first complete line has been written.
+type firstLine struct {
+	once sync.Once
+	seen chan struct{}
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	if bytes.IndexByte(p, '\n') >= 0 {
+		f.once.Do(func() { close(f.seen) })
+	}
+	return len(p), nil
 }
 
 // Stop ends the broker with SIGTERM (it flushes its data directory) and
@@ -176,21 +174,11 @@ func (b *Broker) Kill() error {
 }
 
 func (b *Broker) signal(sig syscall.Signal) error {
-	if b.cmd == nil {
+	if b.proc == nil {
 		return nil
 	}
-	defer func() { b.cmd = nil }()
-	if err := b.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signal broker: %w", err)
-	}
-	select {
-	case <-b.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-b.done
-		return errors.New("broker did not stop within 10s; killed")
-	}
+	defer func() { b.proc = nil }()
+	return b.proc.Stop(sig, 10*time.Second)
 }
 
 // BuildTemp builds the broker into a new temporary directory, for a test

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/assistantcms/cms/pkg/childproc"
 )
 
 // Packages are the Debian packages the server comes from.
@@ -76,8 +78,7 @@ type Options struct {
 type Server struct {
 	bin  string
 	o    Options
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *childproc.Proc
 }
 
 // Start writes the configuration and starts the server, waiting until it
@@ -183,18 +184,11 @@ func (s *Server) Start(ctx context.Context) error {
 	cmd := exec.Command(s.bin, "--config-file="+filepath.Join(s.o.Dir, "config.xml"))
 	cmd.Dir = s.o.Dir
 	cmd.Stdout, cmd.Stderr = s.o.Log, s.o.Log
-	// Its own process group: a Ctrl-C meant for the parent does not stop
-	// the server before the services that depend on it have drained.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start clickhouse-server: %w", err)
+	proc, err := childproc.Start("clickhouse-server", cmd)
+	if err != nil {
+		return err
 	}
-	s.cmd = cmd
-	s.done = make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(s.done)
-	}()
+	s.proc = proc
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		err := s.ping(ctx)
@@ -202,7 +196,8 @@ func (s *Server) Start(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-s.done:
+		case <-proc.Done():
+			s.proc = nil
 			return fmt.Errorf("clickhouse-server exited during start-up; see %s/logs/error.log: %w", s.o.Dir, err)
 		case <-ctx.Done():
 			_ = s.Kill()
@@ -229,10 +224,10 @@ func (s *Server) ping(ctx context.Context) error {
 
 // PID of the running process, or 0.
 func (s *Server) PID() int {
-	if s.cmd == nil || s.cmd.Process == nil {
+	if s.proc == nil {
 		return 0
 	}
-	return s.cmd.Process.Pid
+	return s.proc.PID()
 }
 
 // Stop ends the server with SIGTERM and waits; after 30 s it is killed.
@@ -242,21 +237,11 @@ func (s *Server) Stop() error { return s.signal(syscall.SIGTERM, 30*time.Second)
 func (s *Server) Kill() error { return s.signal(syscall.SIGKILL, 10*time.Second) }
 
 func (s *Server) signal(sig syscall.Signal, wait time.Duration) error {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return nil
 	}
-	defer func() { s.cmd = nil }()
-	if err := s.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signal clickhouse-server: %w", err)
-	}
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(wait):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-		return fmt.Errorf("clickhouse-server did not stop within %s; killed", wait)
-	}
+	defer func() { s.proc = nil }()
+	return s.proc.Stop(sig, wait)
 }
 
 // StartForTest starts a server for one test and stops it when the test

@@ -32,6 +32,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/assistantcms/cms/pkg/childproc"
 	"github.com/assistantcms/cms/pkg/chstore"
 	"github.com/assistantcms/cms/pkg/devbroker"
 	"github.com/assistantcms/cms/pkg/devclickhouse"
@@ -221,7 +222,7 @@ func (r *rig) ceiling(ctx context.Context, rows []chstore.Row, batchRows int) (p
 
 // service starts one of the built binaries with env and waits until its
 // readiness endpoint answers 200.
-func (r *rig) service(ctx context.Context, name string, env ...string) (*exec.Cmd, string, error) {
+func (r *rig) service(ctx context.Context, name string, env ...string) (*childproc.Proc, string, error) {
 	port, err := devbroker.FreePort()
 	if err != nil {
 		return nil, "", err
@@ -231,7 +232,8 @@ func (r *rig) service(ctx context.Context, name string, env ...string) (*exec.Cm
 	cmd.Env = append(os.Environ(), append(env, strings.ToUpper(name)+"_ADDR="+addr, "KAFKA_BROKERS="+r.broker.Addr())...)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
+	proc, err := childproc.Start(name, cmd)
+	if err != nil {
 		return nil, "", err
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -240,29 +242,18 @@ func (r *rig) service(ctx context.Context, name string, env ...string) (*exec.Cm
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return cmd, "http://" + addr, nil
+				return proc, "http://" + addr, nil
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+			_ = proc.Stop(syscall.SIGKILL, 10*time.Second)
 			return nil, "", fmt.Errorf("%s not ready after 60s:\n%s", name, logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-func stopCmd(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
+func stopCmd(p *childproc.Proc) { _ = p.Stop(syscall.SIGTERM, 20*time.Second) }
 
 // consume runs the consumer until every pre-filled event is a row, and
 // measures it from its first inserted row to the last.
@@ -288,7 +279,7 @@ func (r *rig) consume(ctx context.Context, n, batchRows int) (phase, error) {
 	}
 	// Measured from the first rows seen, so that start-up and the group
 	// join do not count; if everything lands at once, from readiness.
-	readyMeter, err := loadgen.StartMeter(cmd.Process.Pid)
+	readyMeter, err := loadgen.StartMeter(cmd.PID())
 	if err != nil {
 		return phase{}, err
 	}
@@ -304,7 +295,7 @@ func (r *rig) consume(ctx context.Context, n, batchRows int) (phase, error) {
 		}
 		if meter == nil && c > 0 {
 			first, start = c, time.Now()
-			if meter, err = loadgen.StartMeter(cmd.Process.Pid); err != nil {
+			if meter, err = loadgen.StartMeter(cmd.PID()); err != nil {
 				return phase{}, err
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/childproc"
 	"github.com/assistantcms/cms/pkg/devbroker"
 	"github.com/assistantcms/cms/pkg/devclickhouse"
 )
@@ -142,36 +143,26 @@ Press Ctrl-C to stop everything.
 	}
 }
 
-// startService runs one of the project's binaries in its own process group
-// (so Ctrl-C reaches only this process, which stops the services in order)
-// and waits until it is ready. stop ends it with SIGTERM.
+// startService runs one of the project's binaries (in its own process
+// group, so Ctrl-C reaches only this process, which stops the services in
+// order) and waits until it is ready. stop ends it with SIGTERM.
 func startService(ctx context.Context, name, bin string, env []string, readyURL string, exited chan<- string) (stop func(), err error) {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = prefixed(name), prefixed(name)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
+	proc, err := childproc.Start(name, cmd)
+	if err != nil {
+		return nil, err
 	}
-	done := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
-		close(done)
+		<-proc.Done()
 		select {
 		case exited <- name:
 		default:
 		}
 	}()
-	stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	if err := waitReady(ctx, name, readyURL, done); err != nil {
+	stop = func() { _ = proc.Stop(syscall.SIGTERM, 20*time.Second) }
+	if err := waitReady(ctx, name, readyURL, proc.Done()); err != nil {
 		stop()
 		return nil, err
 	}

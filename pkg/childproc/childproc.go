@@ -1,0 +1,61 @@
+// Package childproc runs the child processes of the development tools (the
+// local broker, a private ClickHouse, the services of the local stack) and
+// stops them: each in its own process group, so that a Ctrl-C meant for
+// the parent reaches only the parent, which then stops them in order.
+package childproc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Proc is a started child process.
+type Proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start starts cmd; name is used in errors. cmd must not use StdoutPipe or
+// StderrPipe: the process is waited for at once.
+func Start(name string, cmd *exec.Cmd) (*Proc, error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// PID is the process ID.
+func (p *Proc) PID() int { return p.cmd.Process.Pid }
+
+// Stop sends sig and waits for the exit; after wait the process is killed
+// and Stop reports that it did not stop in time.
+func (p *Proc) Stop(sig syscall.Signal, wait time.Duration) error {
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signal %s: %w", p.name, err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(wait):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop within %s; killed", p.name, wait)
+	}
+}
