@@ -19,19 +19,19 @@ type Row struct {
 // it keeps inserts working when later migrations add columns.
 const eventColumns = "event_id, app_id, organization_id, event_time, received_at, type, name, " +
 	"session_id, user_id, channel, platform, selected_handler, current_handler, environment, " +
-	"request_type, intent_id, raw_query, match_confidence, output_display_text, output_ssml, " +
+	"request_type, intent_id, raw_query, query_normalized, match_confidence, output_display_text, output_ssml, " +
 	"display_count, tag, payload, extra, kafka_partition, kafka_offset"
 
 // columns holds a batch column by column: clickhouse-go appends a whole
 // column at once far more cheaply than it converts row after row.
 type columns struct {
-	eventID, appID, orgID, typ, name, session, user, channel, platform []string
-	selected, current, environment, requestType, intentID, rawQuery    []string
-	displayText, ssml, tag, payload, extra                             []string
-	eventTime, receivedAt                                              []time.Time
-	confidence                                                         []*float32
-	displays, partition                                                []uint16
-	offset                                                             []uint64
+	eventID, appID, orgID, typ, name, session, user, channel, platform         []string
+	selected, current, environment, requestType, intentID, rawQuery, queryNorm []string
+	displayText, ssml, tag, payload, extra                                     []string
+	eventTime, receivedAt                                                      []time.Time
+	confidence                                                                 []*float32
+	displays, partition                                                        []uint16
+	offset                                                                     []uint64
 }
 
 func (c *columns) add(r *Row) {
@@ -52,6 +52,9 @@ func (c *columns) add(r *Row) {
 	c.requestType = append(c.requestType, r.RequestType)
 	c.intentID = append(c.intentID, r.IntentID)
 	c.rawQuery = append(c.rawQuery, r.RawQuery)
+	// Normalised here rather than by the column's default, which costs the
+	// server more than the whole rest of the insert.
+	c.queryNorm = append(c.queryNorm, event.NormalizeQuery(r.RawQuery))
 	c.confidence = append(c.confidence, r.MatchConfidence)
 	c.displayText = append(c.displayText, r.DisplayText)
 	c.ssml = append(c.ssml, r.SSML)
@@ -67,7 +70,7 @@ func (c *columns) add(r *Row) {
 func (c *columns) all() []any {
 	return []any{c.eventID, c.appID, c.orgID, c.eventTime, c.receivedAt, c.typ, c.name,
 		c.session, c.user, c.channel, c.platform, c.selected, c.current, c.environment,
-		c.requestType, c.intentID, c.rawQuery, c.confidence, c.displayText, c.ssml,
+		c.requestType, c.intentID, c.rawQuery, c.queryNorm, c.confidence, c.displayText, c.ssml,
 		c.displays, c.tag, c.payload, c.extra, c.partition, c.offset}
 }
 

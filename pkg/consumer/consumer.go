@@ -101,30 +101,40 @@ func (c *Consumer) Healthy() bool { return c.sinkOK.Load() }
 
 // batch is what has been fetched and not yet committed.
 type batch struct {
-	msgs  []kafka.Message // every message, in fetch order, for the commit
-	rows  []chstore.Row
-	dead  []kafka.Message // messages for the dead-letter topic
-	start time.Time
+	msgs []kafka.Message // every message, in fetch order, for the commit
+	rows []chstore.Row
+	dead []kafka.Message // messages for the dead-letter topic
+	// due ends when the batch must be flushed; one context per batch, as
+	// a timer per fetched message would cost more than the fetch.
+	due    context.Context
+	cancel context.CancelFunc
+	// lag is each partition's lag after its last message in the batch.
+	lag map[int]int64
 }
 
 func (b *batch) reset() {
 	b.msgs, b.rows, b.dead = b.msgs[:0], b.rows[:0], b.dead[:0]
+	if b.cancel != nil {
+		b.cancel()
+	}
+	b.due, b.cancel = nil, nil
+	clear(b.lag)
 }
 
 // Run consumes until ctx ends, then flushes and commits what it holds
 // within the shutdown timeout. It returns nil after a clean stop.
 func (c *Consumer) Run(ctx context.Context) error {
-	var b batch
+	b := batch{lag: map[int]int64{}}
+	defer b.reset()
 	for {
-		fctx, cancel := ctx, context.CancelFunc(func() {})
-		if len(b.msgs) > 0 {
-			fctx, cancel = context.WithDeadline(ctx, b.start.Add(c.cfg.FlushInterval))
+		fctx := ctx
+		if b.due != nil {
+			fctx = b.due
 		}
 		msg, err := c.src.FetchMessage(fctx)
-		cancel()
 		switch {
 		case err == nil:
-			c.add(&b, msg)
+			c.add(ctx, &b, msg)
 			if len(b.msgs) < c.cfg.BatchRows {
 				continue
 			}
@@ -149,12 +159,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 }
 
-func (c *Consumer) add(b *batch, msg kafka.Message) {
+func (c *Consumer) add(ctx context.Context, b *batch, msg kafka.Message) {
 	if len(b.msgs) == 0 {
-		b.start = time.Now()
+		b.due, b.cancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
 	}
 	b.msgs = append(b.msgs, msg)
-	c.metrics.lag.WithLabelValues(strconv.Itoa(msg.Partition)).Set(float64(max(0, msg.HighWaterMark-msg.Offset-1)))
+	b.lag[msg.Partition] = max(0, msg.HighWaterMark-msg.Offset-1)
 	row, err := c.dec.Decode(msg.Value)
 	if err != nil {
 		c.log.Warn("message cannot be decoded; sending it to the dead-letter topic",
@@ -214,6 +224,9 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 		// again and their duplicates collapse by event ID.
 		c.metrics.commitErrors.Inc()
 		c.log.Warn("offset commit failed; the batch may be delivered again", "messages", len(b.msgs), "err", err)
+	}
+	for p, lag := range b.lag {
+		c.metrics.lag.WithLabelValues(strconv.Itoa(p)).Set(float64(lag))
 	}
 	b.reset()
 	return nil

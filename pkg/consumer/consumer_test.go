@@ -138,6 +138,13 @@ func TestFlushBySizeCommitsAfterInsert(t *testing.T) {
 	if got := testutil.ToFloat64(m.rows); got != 25 {
 		t.Errorf("rows metric %v", got)
 	}
+	// Lag after the last message of each partition: offsets 23 and 24 of
+	// a high-water mark of 100.
+	for p, want := range map[string]float64{"0": 100 - 24 - 1, "1": 100 - 23 - 1} {
+		if got := testutil.ToFloat64(m.lag.WithLabelValues(p)); got != want {
+			t.Errorf("lag of partition %s is %v, want %v", p, got, want)
+		}
+	}
 }
 
 func TestFlushByInterval(t *testing.T) {

@@ -23,6 +23,10 @@ CREATE TABLE IF NOT EXISTS {{.DB}}.events
     request_type        LowCardinality(String),
     intent_id           LowCardinality(String),
     raw_query           String{{.Codec}},
+    -- raw_query trimmed, white space collapsed, lower case: what
+    -- query_counts counts. Writers compute it (the consumer does, in Go, so
+    -- that the server need not); the default covers those that do not.
+    query_normalized    String DEFAULT lowerUTF8(replaceRegexpAll(replaceRegexpAll(raw_query, '^\\s+|\\s+$', ''), '\\s+', ' ')),
     match_confidence    Nullable(Float32),
     output_display_text String{{.Codec}},
     output_ssml         String{{.Codec}},
