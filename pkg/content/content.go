@@ -1,10 +1,11 @@
 // Package content holds the content model shared by the api and ingest
-// services (organizations, apps and access tokens) and the Store contract
-// every backend implements.
+// services (organizations, apps, access tokens and the apps' content
+// records) and the Store contract every backend implements.
 package content
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -25,14 +26,26 @@ type Organization struct {
 	CreatedAt time.Time
 }
 
-// App is one assistant application. Channels and other descriptive fields
-// arrive with the content API; for now an app is its identity and owner.
+// App is one assistant application.
 type App struct {
 	ID             string
 	OrganizationID string
 	Name           string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Doc holds the app's other fields as written (a JSON object without
+	// appId, organizationId, name and the times); nil means none.
+	Doc json.RawMessage
+	// Channels are the app's channels as found in Doc.
+	Channels  []Channel
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Channel is one channel of an app. Key, when set, names the channel to
+// the suggestions endpoint; keys are unique across all apps.
+type Channel struct {
+	ID   string
+	Type string
+	Key  string
 }
 
 // Token is a stored access token. The secret itself is never stored: Hash is
@@ -79,6 +92,22 @@ type Store interface {
 	// RevokeToken marks the token revoked at the given time. Revoking a
 	// revoked token keeps the first revocation time and is not an error.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
+
+	// Record returns one content record of an app.
+	Record(ctx context.Context, appID string, kind Kind, id string) (Record, error)
+	// ListRecords returns the app's records of one kind ordered by ID.
+	ListRecords(ctx context.Context, appID string, kind Kind) ([]Record, error)
+	// Revision is a number that changes whenever the app or any of its
+	// records changes, so that readers can tell when a cache is stale.
+	Revision(ctx context.Context, appID string) (int64, error)
+	// Import upserts a bundle in one transaction: either all of it is
+	// applied or, on error, nothing. Records equal to what is stored are
+	// left alone (their updatedAt does not move). progress, when not nil,
+	// is called with the number of items written so far.
+	Import(ctx context.Context, b *Bundle, progress func(done int)) (ImportStats, error)
+	// Export returns the organizations, apps and records matching f, in
+	// the order listings use.
+	Export(ctx context.Context, f ExportFilter) (*Bundle, error)
 
 	Close() error
 }

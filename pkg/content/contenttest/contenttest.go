@@ -38,6 +38,11 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"RevokeToken", testRevokeToken},
 		{"Concurrent", testConcurrent},
 		{"ConcurrentConflict", testConcurrentConflict},
+		{"ImportAndRead", testImportAndRead},
+		{"ImportIsIdempotent", testImportIsIdempotent},
+		{"ImportIsAtomic", testImportIsAtomic},
+		{"ImportErrors", testImportErrors},
+		{"Export", testExport},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,6 +57,33 @@ func migrations() []migration {
 				`CREATE INDEX tokens_by_app ON tokens (app_id, created_at, id) WHERE app_id IS NOT NULL`,
 			},
 		},
+		{
+			version: 2,
+			name:    "content records, channel keys and app revisions",
+			stmts: []string{
+				// revision moves on every change of the app or its records,
+				// so readers can tell when what they cached is stale.
+				`ALTER TABLE apps ADD COLUMN revision INTEGER NOT NULL DEFAULT 0`,
+				`CREATE TABLE channel_keys (
+					key        TEXT PRIMARY KEY,
+					app_id     TEXT NOT NULL REFERENCES apps (id),
+					channel_id TEXT NOT NULL
+				) STRICT`,
+				`CREATE INDEX channel_keys_by_app ON channel_keys (app_id)`,
+				// One table for every kind: each is a JSON document looked up
+				// by app, kind and ID; location is pulled out for filters.
+				`CREATE TABLE records (
+					app_id     TEXT NOT NULL REFERENCES apps (id),
+					kind       TEXT NOT NULL,
+					id         TEXT NOT NULL,
+					doc        TEXT NOT NULL CHECK (json_valid(doc)),
+					location   TEXT,
+					created_at TEXT NOT NULL,
+					updated_at TEXT NOT NULL,
+					PRIMARY KEY (app_id, kind, id)
+				) STRICT`,
+			},
+		},
 	}
 }
 

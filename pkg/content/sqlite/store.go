@@ -38,8 +38,10 @@ type Store struct {
 	closeErr  error
 
 	// Prepared for the hot lookups made on every authenticated request.
-	appStmt   *sql.Stmt
-	tokenStmt *sql.Stmt
+	appStmt      *sql.Stmt
+	tokenStmt    *sql.Stmt
+	recordStmt   *sql.Stmt
+	revisionStmt *sql.Stmt
 }
 
 var _ content.Store = (*Store)(nil)
@@ -123,6 +125,14 @@ func (s *Store) init(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("prepare token lookup: %w", err)
 	}
+	s.recordStmt, err = s.db.PrepareContext(ctx, `SELECT `+recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`)
+	if err != nil {
+		return fmt.Errorf("prepare record lookup: %w", err)
+	}
+	s.revisionStmt, err = s.db.PrepareContext(ctx, `SELECT revision FROM apps WHERE id = ?`)
+	if err != nil {
+		return fmt.Errorf("prepare revision lookup: %w", err)
+	}
 	return nil
 }
 
@@ -143,7 +153,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.appStmt, s.tokenStmt} {
+		for _, st := range []*sql.Stmt{s.appStmt, s.tokenStmt, s.recordStmt, s.revisionStmt} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -199,7 +209,7 @@ func (s *Store) ListOrganizations(ctx context.Context) ([]content.Organization, 
 	return orgs, nil
 }
 
-const appColumns = `id, organization_id, name, created_at, updated_at`
+const appColumns = `id, organization_id, name, doc, created_at, updated_at`
 
 // CreateApp implements content.Store.
 func (s *Store) CreateApp(ctx context.Context, app content.App) error {
@@ -207,8 +217,8 @@ func (s *Store) CreateApp(ctx context.Context, app content.App) error {
 		return errors.New("create app: empty id")
 	}
 	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO apps (id, organization_id, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-		app.ID, app.OrganizationID, app.Name, formatTime(app.CreatedAt), formatTime(app.UpdatedAt))
+		`INSERT INTO apps (id, organization_id, name, doc, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		app.ID, app.OrganizationID, app.Name, docText(app.Doc), formatTime(app.CreatedAt), formatTime(app.UpdatedAt))
 	switch {
 	case isDuplicate(err):
 		return fmt.Errorf("app %q: %w", app.ID, content.ErrConflict)
@@ -390,11 +400,15 @@ func scanOrganization(r scanner) (content.Organization, error) {
 
 func scanApp(r scanner) (content.App, error) {
 	var (
-		app              content.App
-		created, updated string
+		app                   content.App
+		doc, created, updated string
 	)
-	if err := r.Scan(&app.ID, &app.OrganizationID, &app.Name, &created, &updated); err != nil {
+	if err := r.Scan(&app.ID, &app.OrganizationID, &app.Name, &doc, &created, &updated); err != nil {
 		return content.App{}, err
+	}
+	if doc != "" && doc != "{}" {
+		app.Doc = []byte(doc)
+		app.Channels = content.ChannelsOf(app.Doc)
 	}
 	var err error
 	if app.CreatedAt, err = parseTime(created); err != nil {
@@ -469,4 +483,11 @@ func nullTime(t time.Time) sql.NullString {
 
 func nullString(s string) sql.NullString {
 	return sql.NullString{String: s, Valid: s != ""}
+}
+
+func docText(doc []byte) string {
+	if len(doc) == 0 {
+		return "{}"
+	}
+	return string(doc)
 }

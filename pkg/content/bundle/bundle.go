@@ -1,0 +1,424 @@
+// Package bundle reads and writes content bundles: one JSON or YAML file
+// holding organizations, apps (with their channels), intents, handlers,
+// entities, FAQs and knowledge-base documents, as `api import` and
+// `api export` move them.
+package bundle
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/assistantcms/cms/pkg/content"
+)
+
+// Format is a bundle's file format.
+type Format string
+
+// The formats a bundle can be in.
+const (
+	JSON Format = "json"
+	YAML Format = "yaml"
+)
+
+// FormatOf picks the format from a file name, defaulting to JSON.
+func FormatOf(name string) Format {
+	switch {
+	case strings.HasSuffix(name, ".yaml"), strings.HasSuffix(name, ".yml"):
+		return YAML
+	}
+	return JSON
+}
+
+// recordLists maps each list of records in a file to its kind, in file order.
+var recordLists = [...]struct {
+	key  string
+	kind content.Kind
+}{
+	{"intents", content.KindIntent},
+	{"handlers", content.KindHandler},
+	{"entities", content.KindEntity},
+	{"faqs", content.KindFAQ},
+	{"documents", content.KindDocument},
+}
+
+func listOf(kind content.Kind) string {
+	for _, l := range recordLists {
+		if l.kind == kind {
+			return l.key
+		}
+	}
+	return string(kind)
+}
+
+// File is a bundle read from a file, with where each item came from.
+type File struct {
+	Bundle content.Bundle
+	// sources name each item as the file does, e.g. handlers[3]
+	// (intentId "OrderStatus"), per list of the Bundle.
+	orgSrc, appSrc, recSrc []string
+}
+
+// maxProblems bounds how many problems one read reports.
+const maxProblems = 50
+
+// Error lists what is wrong with a bundle, each problem naming the item and
+// the JSON path.
+type Error struct {
+	Problems []string
+	// More counts problems beyond those listed.
+	More int
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the bundle has %d problem(s):", len(e.Problems)+e.More)
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p)
+	}
+	if e.More > 0 {
+		fmt.Fprintf(&b, "\n  ... and %d more", e.More)
+	}
+	return b.String()
+}
+
+func (e *Error) add(p string) {
+	if len(e.Problems) < maxProblems {
+		e.Problems = append(e.Problems, p)
+	} else {
+		e.More++
+	}
+}
+
+// Read parses and checks a bundle. Every problem found is reported, not
+// only the first.
+func Read(r io.Reader, f Format) (*File, error) {
+	top, err := decode(r, f)
+	if err != nil {
+		return nil, err
+	}
+	root, ok := top.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("a bundle must be an object with lists organizations, apps, %s", strings.Join(recordKeys(), ", "))
+	}
+	var out File
+	var bad Error
+	for key := range root {
+		if key != "organizations" && key != "apps" && !isRecordKey(key) {
+			bad.add(fmt.Sprintf("%s: unknown list (expected organizations, apps, %s)", key, strings.Join(recordKeys(), ", ")))
+		}
+	}
+	each := func(key string, fn func(v any, path string)) {
+		v, present := root[key]
+		if !present || v == nil {
+			return
+		}
+		list, ok := v.([]any)
+		if !ok {
+			bad.add(key + ": must be a list")
+			return
+		}
+		for i, item := range list {
+			fn(item, fmt.Sprintf("%s[%d]", key, i))
+		}
+	}
+	report := func(src string, problems []content.Problem) {
+		for _, p := range problems {
+			bad.add(src + ": " + p.Error())
+		}
+	}
+	seen := map[string]string{}
+	unique := func(key, src string) bool {
+		if first, dup := seen[key]; dup {
+			bad.add(fmt.Sprintf("%s: same identifier as %s", src, first))
+			return false
+		}
+		seen[key] = src
+		return true
+	}
+	each("organizations", func(v any, path string) {
+		src := name(path, v, "id")
+		o, problems := content.ParseOrganization(v, "")
+		report(src, problems)
+		if len(problems) == 0 && unique("org\x00"+o.ID, src) {
+			out.Bundle.Organizations = append(out.Bundle.Organizations, o)
+			out.orgSrc = append(out.orgSrc, src)
+		}
+	})
+	each("apps", func(v any, path string) {
+		src := name(path, v, "appId")
+		a, problems := content.ParseApp(v, "")
+		report(src, problems)
+		if len(problems) == 0 && unique("app\x00"+a.ID, src) {
+			out.Bundle.Apps = append(out.Bundle.Apps, a)
+			out.appSrc = append(out.appSrc, src)
+		}
+	})
+	for _, l := range recordLists {
+		each(l.key, func(v any, path string) {
+			src := name(path, v, l.kind.IDField())
+			rec, problems := content.ParseRecord(l.kind, v, "", "")
+			report(src, problems)
+			if len(problems) == 0 && unique(string(l.kind)+"\x00"+rec.AppID+"\x00"+rec.ID, src) {
+				out.Bundle.Records = append(out.Bundle.Records, rec)
+				out.recSrc = append(out.recSrc, src)
+			}
+		})
+	}
+	if len(bad.Problems) > 0 {
+		return nil, &bad
+	}
+	return &out, nil
+}
+
+func recordKeys() []string {
+	var keys []string
+	for _, l := range recordLists {
+		keys = append(keys, l.key)
+	}
+	return keys
+}
+
+func isRecordKey(k string) bool {
+	for _, l := range recordLists {
+		if l.key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// name is how an item is named in messages: its path and, when it has
+// one, its identifier.
+func name(path string, v any, idField string) string {
+	if m, ok := v.(map[string]any); ok {
+		if id, ok := m[idField].(string); ok && id != "" {
+			return fmt.Sprintf("%s (%s %q)", path, idField, id)
+		}
+	}
+	return path
+}
+
+// Explain rewrites an import failure of one of f's items so that it names
+// the item as the file does.
+func (f *File) Explain(err error) error {
+	var ie *content.ItemError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	var src string
+	switch srcs := map[content.Section][]string{
+		content.SectionOrganizations: f.orgSrc, content.SectionApps: f.appSrc, content.SectionRecords: f.recSrc,
+	}[ie.Section]; {
+	case ie.Index >= 0 && ie.Index < len(srcs):
+		src = srcs[ie.Index]
+	default:
+		return err
+	}
+	var p content.Problem
+	if errors.As(ie.Err, &p) {
+		return fmt.Errorf("%s: %s", src, p.Error())
+	}
+	return fmt.Errorf("%s: %w", src, ie.Err)
+}
+
+// decode reads a JSON or YAML document into JSON-shaped values: objects
+// as map[string]any, arrays as []any, numbers as json.Number.
+func decode(r io.Reader, f Format) (any, error) {
+	if f == YAML {
+		var v any
+		dec := yaml.NewDecoder(bufio.NewReader(r))
+		if err := dec.Decode(&v); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, errors.New("the bundle is empty")
+			}
+			return nil, fmt.Errorf("read YAML: %w", err)
+		}
+		return fromYAML(v, "")
+	}
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<16))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("the bundle is empty")
+		}
+		return nil, fmt.Errorf("read JSON: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("read JSON: more than one value in the file")
+	}
+	return v, nil
+}
+
+// fromYAML turns what the YAML decoder produced into JSON-shaped values.
+func fromYAML(v any, path string) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			c, err := fromYAML(e, joinPath(path, k))
+			if err != nil {
+				return nil, err
+			}
+			x[k] = c
+		}
+		return x, nil
+	case map[any]any:
+		return nil, fmt.Errorf("%s: keys must be strings", orRoot(path))
+	case []any:
+		for i, e := range x {
+			c, err := fromYAML(e, fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			x[i] = c
+		}
+		return x, nil
+	case int:
+		return json.Number(strconv.Itoa(x)), nil
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10)), nil
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10)), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%s: %v is not a JSON number", orRoot(path), x)
+		}
+		return json.Number(strconv.FormatFloat(x, 'g', -1, 64)), nil
+	case time.Time:
+		// An unquoted date in YAML; JSON has no dates, so it stays text.
+		return x.UTC().Format(time.RFC3339Nano), nil
+	case nil, string, bool:
+		return x, nil
+	}
+	return nil, fmt.Errorf("%s: unsupported YAML value %T", orRoot(path), v)
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "(top level)"
+	}
+	return path
+}
+
+// Write writes b in the format, lists in file order, each item as it was
+// written plus appId (and organizationId for apps); createdAt and
+// updatedAt are left out, as an import would ignore them.
+func Write(w io.Writer, b *content.Bundle, f Format) error {
+	var buf bytes.Buffer
+	buf.WriteString("{\n")
+	section := func(key string, first bool, items [][]byte) {
+		if !first {
+			buf.WriteString(",\n")
+		}
+		fmt.Fprintf(&buf, "%q: [", key)
+		for i, it := range items {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.WriteString("\n  ")
+			buf.Write(it)
+		}
+		if len(items) > 0 {
+			buf.WriteString("\n")
+		}
+		buf.WriteString("]")
+	}
+	var orgs, apps [][]byte
+	for _, o := range b.Organizations {
+		j, err := json.Marshal(map[string]string{"id": o.ID, "name": o.Name})
+		if err != nil {
+			return err
+		}
+		orgs = append(orgs, j)
+	}
+	for _, a := range b.Apps {
+		apps = append(apps, exportJSON(a.AppendJSON(nil)))
+	}
+	section("organizations", true, orgs)
+	section("apps", false, apps)
+	for _, l := range recordLists {
+		var items [][]byte
+		for _, r := range b.Records {
+			if r.Kind == l.kind {
+				items = append(items, exportJSON(r.AppendJSON(nil, "")))
+			}
+		}
+		section(l.key, false, items)
+	}
+	buf.WriteString("\n}\n")
+	if f == JSON {
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	return writeYAML(w, buf.Bytes())
+}
+
+// exportJSON drops the fields an export leaves out from a rendered item.
+func exportJSON(item []byte) []byte {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(item, &m); err != nil {
+		return item
+	}
+	delete(m, "createdAt")
+	delete(m, "updatedAt")
+	if org, ok := m["organizationId"]; ok && string(org) == `""` {
+		delete(m, "organizationId")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(m) // raw messages of valid JSON always encode
+	return bytes.TrimSpace(buf.Bytes())
+}
+
+// writeYAML re-encodes a JSON bundle as YAML, keeping the list order.
+func writeYAML(w io.Writer, js []byte) error {
+	var node yaml.Node
+	if err := yaml.Unmarshal(js, &node); err != nil { // JSON is YAML
+		return fmt.Errorf("write YAML: %w", err)
+	}
+	plainStyle(&node)
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(&node); err != nil {
+		return fmt.Errorf("write YAML: %w", err)
+	}
+	return enc.Close()
+}
+
+// plainStyle drops the flow style a JSON source gives every node, so the
+// output reads as block YAML.
+func plainStyle(n *yaml.Node) {
+	n.Style &^= yaml.FlowStyle | yaml.DoubleQuotedStyle
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && needsQuotes(n.Value) {
+		n.Style |= yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		plainStyle(c)
+	}
+}
+
+// needsQuotes reports whether a string would read back as something else
+// unquoted; the encoder quotes most such strings itself, this covers the
+// ones it leaves plain.
+func needsQuotes(s string) bool {
+	return s == "" || strings.ContainsAny(s, "\n\t") || strings.TrimSpace(s) != s
+}
