@@ -1,0 +1,112 @@
+package contentapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assistantcms/cms/pkg/httpjson"
+)
+
+const (
+	requestIDKey = "cms.request_id"
+	logAppKey    = "cms.app_id"
+)
+
+// Metrics are the API's request metrics.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// NewMetrics registers the metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "api", Name: "requests_total",
+			Help: "HTTP requests by route, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "cms", Subsystem: "api", Name: "request_duration_seconds",
+			Help:    "Time to answer HTTP requests, by route and method.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route", "method"}),
+	}
+	reg.MustRegister(m.requests, m.latency)
+	return m
+}
+
+// validRequestID accepts a caller's request ID only when it is short and
+// plain, so that it cannot forge log lines or headers.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail on supported systems
+	return hex.EncodeToString(b[:])
+}
+
+// observe assigns the request ID, then records and logs the request.
+func observe(m *Metrics, log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		id := c.GetHeader("X-Request-Id")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		c.Set(requestIDKey, id)
+		c.Writer.Header().Set("X-Request-Id", id)
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Writer.Status()
+		elapsed := time.Since(start)
+		m.requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
+		m.latency.WithLabelValues(route, c.Request.Method).Observe(elapsed.Seconds())
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		if log.Enabled(c.Request.Context(), level) {
+			log.LogAttrs(c.Request.Context(), level, "request",
+				slog.String("request_id", id), slog.String("method", c.Request.Method), slog.String("route", route),
+				slog.Int("status", status), slog.Duration("elapsed", elapsed), slog.String("app_id", c.GetString(logAppKey)))
+		}
+	}
+}
+
+// recovery answers 500 with the error body instead of a bare response when
+// a handler panics.
+func recovery(log *slog.Logger) gin.HandlerFunc {
+	return gin.CustomRecoveryWithWriter(io.Discard, func(c *gin.Context, err any) {
+		log.Error("handler panicked", "panic", err, "request_id", c.GetString(requestIDKey), "path", c.Request.URL.Path)
+		abort(c, http.StatusInternalServerError, "", "Internal error.")
+	})
+}
+
+// notFound and notAllowed keep errors in the JSON shape for unknown routes.
+func notFound(c *gin.Context) { httpjson.Error(c.Writer, http.StatusNotFound, "", "Not found.") }
+
+func notAllowed(c *gin.Context) {
+	httpjson.Error(c.Writer, http.StatusMethodNotAllowed, "", "Method not allowed.")
+}

@@ -1,0 +1,122 @@
+package contentapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/health"
+	"github.com/assistantcms/cms/pkg/ratelimit"
+)
+
+// ServiceConfig is everything the api process serves with.
+type ServiceConfig struct {
+	API             Config
+	TokenCacheTTL   time.Duration
+	RateLimitRPS    float64
+	RateLimitBurst  int
+	ShutdownTimeout time.Duration
+}
+
+// ServiceStore is what the service needs from the content database.
+type ServiceStore interface {
+	Store
+	Ping(ctx context.Context) error
+}
+
+// Service is a running api process: the content routes plus /metrics,
+// /healthz and /readyz.
+type Service struct {
+	cfg     ServiceConfig
+	log     *slog.Logger
+	server  *http.Server
+	checker *health.Checker
+	api     *API
+	engine  *gin.Engine
+}
+
+// NewService builds the HTTP server.
+func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Service, error) {
+	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL})
+	if err != nil {
+		return nil, err
+	}
+	var limiter *ratelimit.Limiter
+	if cfg.RateLimitRPS > 0 {
+		limiter = ratelimit.New(cfg.RateLimitRPS, cfg.RateLimitBurst, nil)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := NewMetrics(reg)
+
+	checker := health.New()
+	checker.Add("content_db", store.Ping)
+
+	api := New(cfg.API, store, authn, limiter, log)
+	// Gin's debug mode prints every route to stdout; the mode is Gin's own
+	// process-wide setting.
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	engine.HandleMethodNotAllowed = true
+	engine.Use(observe(metrics, log), recovery(log))
+	engine.NoRoute(notFound)
+	engine.NoMethod(notAllowed)
+	api.Register(engine)
+	engine.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	engine.GET("/healthz", gin.WrapH(health.LiveHandler()))
+	engine.GET("/readyz", gin.WrapH(checker.ReadyHandler()))
+
+	srv := &http.Server{
+		Handler:           engine,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine}, nil
+}
+
+// Handler is the service's HTTP handler, for tests and for serving on
+// listeners the caller owns.
+func (s *Service) Handler() http.Handler { return s.engine }
+
+// API is the content endpoints, for callers that change content and must
+// make the change visible at once.
+func (s *Service) API() *API { return s.api }
+
+// Serve answers requests on ln until ctx is cancelled, then shuts down
+// gracefully: readiness fails at once and requests in flight finish.
+func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.server.Serve(ln) }()
+	s.log.Info("api listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	timeout := s.cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	s.log.Info("api shutting down", "timeout", timeout.String())
+	s.checker.SetStopping()
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := s.server.Shutdown(sctx); err != nil {
+		return fmt.Errorf("drain HTTP requests: %w", err)
+	}
+	s.log.Info("api stopped")
+	return nil
+}
