@@ -1,5 +1,6 @@
-// Command api administers the content database: organizations, apps and
-// access tokens. Global flags go before the command:
+// Command api serves the content API ("api serve") and administers the
+// content database: organizations, apps, access tokens and content
+// bundles. Global flags go before the command:
 //
 //	api [-content-db PATH] [-log-level LEVEL] <command> [flags]
 //
@@ -66,6 +67,15 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	case len(rest) == 1 && rest[0] == "help":
 		usage(ctx, fs.FlagSet, stdout)
 		return admin.ExitOK
+	case rest[0] == "serve":
+		if err := serve(ctx, rest[1:], lookupEnv, *contentDB, *logLevel, stderr); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return admin.ExitOK
+			}
+			fmt.Fprintln(stderr, "api:", err)
+			return admin.ExitFailure
+		}
+		return admin.ExitOK
 	}
 
 	open := func(ctx context.Context) (content.Store, error) {
@@ -87,6 +97,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 // usage prints the command list followed by the global flags.
 func usage(ctx context.Context, fs *flag.FlagSet, w io.Writer) {
 	admin.Run(ctx, []string{"help"}, w, w, nil)
+	fmt.Fprintln(w, "\nServing:\n  serve [flags]\n        serve the content API (api serve -h lists its flags)")
 	fmt.Fprintln(w, "\nGlobal flags (before the command):")
 	out := fs.Output()
 	fs.SetOutput(w)

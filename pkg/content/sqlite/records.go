@@ -82,6 +82,21 @@ type importer struct {
 	appKnown map[string]bool
 	done     int
 	progress func(int)
+	// stmts holds the statements prepared in tx, by text: an import runs
+	// the same few statements up to hundreds of thousands of times.
+	stmts map[string]*sql.Stmt
+}
+
+func (im *importer) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, ok := im.stmts[query]
+	if !ok {
+		var err error
+		if st, err = im.tx.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		im.stmts[query] = st
+	}
+	return st.ExecContext(ctx, args...)
 }
 
 func (im *importer) tick() {
@@ -102,7 +117,12 @@ func (s *Store) Import(ctx context.Context, b *content.Bundle, progress func(don
 			err = errors.Join(err, ignoreDone(tx.Rollback()))
 		}
 	}()
-	im := &importer{tx: tx, now: formatTime(time.Now()), changed: map[string]bool{}, appKnown: map[string]bool{}, progress: progress}
+	im := &importer{tx: tx, now: formatTime(time.Now()), changed: map[string]bool{}, appKnown: map[string]bool{}, progress: progress, stmts: map[string]*sql.Stmt{}}
+	defer func() {
+		for _, st := range im.stmts {
+			_ = st.Close()
+		}
+	}()
 	for i, o := range b.Organizations {
 		if err := im.organization(ctx, o); err != nil {
 			return stats, &content.ItemError{Section: content.SectionOrganizations, Index: i, Err: err}
@@ -138,7 +158,7 @@ func (s *Store) Import(ctx context.Context, b *content.Bundle, progress func(don
 // upsert inserts with insert, or else runs update, which must change no
 // row when the stored item is equal; it counts the outcome.
 func (im *importer) upsert(ctx context.Context, insert string, insertArgs []any, update string, updateArgs []any) (changed bool, err error) {
-	res, err := im.tx.ExecContext(ctx, insert, insertArgs...)
+	res, err := im.exec(ctx, insert, insertArgs...)
 	if err != nil {
 		return false, err
 	}
@@ -146,7 +166,7 @@ func (im *importer) upsert(ctx context.Context, insert string, insertArgs []any,
 		im.stats.Created++
 		return true, nil
 	}
-	res, err = im.tx.ExecContext(ctx, update, updateArgs...)
+	res, err = im.exec(ctx, update, updateArgs...)
 	if err != nil {
 		return false, err
 	}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/contentapi"
+	"github.com/assistantcms/cms/pkg/envflag"
+	"github.com/assistantcms/cms/pkg/health"
+	"github.com/assistantcms/cms/pkg/logging"
+)
+
+// serve runs the content API until ctx ends.
+func serve(ctx context.Context, args []string, lookupEnv func(string) (string, bool), contentDB, logLevel string, stderr io.Writer) error {
+	fs := envflag.New(flag.NewFlagSet("api serve", flag.ContinueOnError), lookupEnv)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "API_ADDR", ":8080", "HTTP listen address")
+	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
+	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
+	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
+	refresh := fs.Duration("refresh-interval", "CONTENT_REFRESH_INTERVAL", contentapi.DefaultRefreshInterval, "longest time before changes written by other processes show")
+	maxAge := fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
+	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
+	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	log, err := logging.JSON(stderr, logLevel)
+	if err != nil {
+		return err
+	}
+	store, err := sqlite.Open(ctx, contentDB)
+	if err != nil {
+		return fmt.Errorf("open content database: %w", err)
+	}
+	defer store.Close()
+	svc, err := contentapi.NewService(contentapi.ServiceConfig{
+		API:             contentapi.Config{RefreshInterval: *refresh, CacheMaxAge: *maxAge},
+		TokenCacheTTL:   *tokenTTL,
+		RateLimitRPS:    *rateRPS,
+		RateLimitBurst:  *rateBurst,
+		ShutdownTimeout: *shutdown,
+	}, store, log)
+	if err != nil {
+		return err
+	}
+	if *debugAddr != "" {
+		go health.ServeDebug(log, *debugAddr)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	return svc.Serve(ctx, ln)
+}

@@ -1,0 +1,194 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/sqlite"
+)
+
+const demoBundle = "../../deploy/demo/content.yaml"
+
+// decodeAny reads a bundle file as plain JSON-shaped values.
+func decodeAny(t *testing.T, path string) map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	file, err := bundle.Read(f, bundle.FormatOf(path))
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	// Re-encode through Write so both sides have the same shape.
+	var sb strings.Builder
+	if err := bundle.Write(&sb, &file.Bundle, bundle.JSON); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(sb.String()), &m); err != nil {
+		t.Fatal(err)
+	}
+	// Exports list records by ID; a file may hold them in any order.
+	for k, v := range m {
+		list, _ := v.([]any)
+		sort.Slice(list, func(i, j int) bool {
+			a, _ := json.Marshal(list[i])
+			b, _ := json.Marshal(list[j])
+			return string(a) < string(b)
+		})
+		m[k] = list
+	}
+	return m
+}
+
+func TestImportExportRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	out := e.must("import", demoBundle)
+	if !regexp.MustCompile(`imported .* \d+ created, 0 updated, 0 unchanged`).MatchString(out) {
+		t.Errorf("import output %q", out)
+	}
+	// A second import changes nothing.
+	if out := e.must("import", demoBundle); !strings.Contains(out, " 0 created, 0 updated,") {
+		t.Errorf("second import %q", out)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"out.json", "out.yaml"} {
+		path := filepath.Join(dir, name)
+		e.must("export", "-o", path)
+		got, want := decodeAny(t, path), decodeAny(t, demoBundle)
+		if !jsonSame(got, want) {
+			gj, _ := json.MarshalIndent(got, "", " ")
+			wj, _ := json.MarshalIndent(want, "", " ")
+			t.Errorf("%s differs from the imported bundle:\n%.2000s\nwant\n%.2000s", name, gj, wj)
+		}
+	}
+	// The exported file imports back as unchanged.
+	if out := e.must("import", filepath.Join(dir, "out.json")); !strings.Contains(out, " 0 created, 0 updated,") {
+		t.Errorf("import of the export %q", out)
+	}
+	// Standard output, one app.
+	stdout := e.must("export", "--app", "demo-app", "--format", "yaml")
+	if !strings.Contains(stdout, "intentId: LaunchRequest") {
+		t.Errorf("YAML export of demo-app lacks its handlers:\n%.500s", stdout)
+	}
+	if r := e.run("export", "--app", "ghost"); r.code != ExitFailure || !strings.Contains(r.stderr, "ghost") {
+		t.Errorf("export of a missing app: %d %q", r.code, r.stderr)
+	}
+}
+
+func jsonSame(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+func TestImportErrorsNameRecordAndPath(t *testing.T) {
+	e := newEnv(t)
+	e.must("import", demoBundle)
+	before := e.must("export")
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, file, content string
+		want                []string
+	}{
+		{"bad field", "bad.json", `{"handlers":[{"appId":"demo-app","intentId":"Ok"},{"appId":"demo-app","intentId":"X","content":{"X":"hello"}}]}`,
+			[]string{`handlers[1] (intentId "X"): content.X: must be an array`}},
+		{"several problems", "bad.yaml", "faqs:\n  - appId: demo-app\n    id: f1\n    questions: []\n  - appId: demo-app\n    answer: 42\n",
+			[]string{`faqs[0] (id "f1"): questions: must hold at least one question`, `faqs[0] (id "f1"): answer: is required`,
+				`faqs[1]: id: is required`, `faqs[1]: answer: must be a string, not a number`}},
+		{"unknown app", "ghost.json", `{"handlers":[{"appId":"demo-app","intentId":"New"},{"appId":"ghost","intentId":"X"}]}`,
+			[]string{`handlers[1] (intentId "X"): appId: app "ghost" does not exist`, "nothing was changed"}},
+		{"duplicate", "dup.json", `{"entities":[{"appId":"demo-app","entityId":"E"},{"appId":"demo-app","entityId":"E"}]}`,
+			[]string{`entities[1] (entityId "E"): same identifier as entities[0]`}},
+		{"unknown list", "list.json", `{"handler":[]}`, []string{"handler: unknown list"}},
+		{"not JSON", "broken.json", `{"handlers":[`, []string{"read JSON"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, tt.file)
+			if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := e.run("import", path)
+			if r.code != ExitFailure {
+				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+				}
+			}
+		})
+	}
+	if after := e.must("export"); after != before {
+		t.Errorf("failed imports changed the database")
+	}
+}
+
+// BenchmarkImport100k imports a bundle of 100,000 records (handlers,
+// intents and FAQs of 20 apps) into a new database, as `api import` does:
+// read, check, write in one transaction.
+//
+//	go test -run XXX -bench Import100k -benchtime 3x ./pkg/admin
+func BenchmarkImport100k(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "big.json")
+	var sb strings.Builder
+	sb.WriteString(`{"organizations":[{"id":"o","name":"O"}],"apps":[`)
+	for a := range 20 {
+		if a > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"appId":"app-%d","organizationId":"o","name":"App %d"}`, a, a)
+	}
+	sb.WriteString(`],"handlers":[`)
+	const perKind = 33_333
+	for i := range perKind {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"appId":"app-%d","intentId":"Intent%d","name":"Intent %d","type":"InSessionIntent",`+
+			`"content":{"Intent%d":[{"outputSpeech":{"displayText":"Answer %d","ssml":"<speak>Answer %d</speak>"}}]},`+
+			`"forward":{"HelpIntent":[{"intentId":"HelpIntent","type":"START"}]},"data":{"n":%d}}`, i%20, i, i, i, i, i, i)
+	}
+	sb.WriteString(`],"intents":[`)
+	for i := range perKind {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"appId":"app-%d","intentId":"Intent%d","utterancePatterns":["say %d","tell me %d"]}`, i%20, i, i, i)
+	}
+	sb.WriteString(`],"faqs":[`)
+	for i := range 100_000 - 2*perKind {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"appId":"app-%d","id":"faq-%d","questions":["question %d?"],"answer":"answer %d"}`, i%20, i, i, i)
+	}
+	sb.WriteString(`]}`)
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		db := filepath.Join(dir, fmt.Sprintf("db-%d", i))
+		var stdout, stderr strings.Builder
+		code := Run(b.Context(), []string{"import", path}, &stdout, &stderr, func(ctx context.Context) (content.Store, error) {
+			return sqlite.Open(ctx, db)
+		})
+		if code != ExitOK || !strings.Contains(stdout.String(), "100021 created") {
+			b.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/import")
+}
