@@ -38,6 +38,9 @@ type HTTPConfig struct {
 	// Client is reused across runs so connections stay warm; nil makes one
 	// sized for Concurrency.
 	Client *http.Client
+	// GetURLs, when set, makes a read run instead: GET requests to these
+	// URLs in turn, a 200 counting as success. URL and Bodies are unused.
+	GetURLs []string
 }
 
 // Report is the outcome of one load run.
@@ -170,8 +173,8 @@ func merge(mode string, conc int, start time.Time, eventsPer int, tallies []*tal
 // happened. Requests still in flight when the window closes are waited
 // for; cancelling ctx stops the run early.
 func RunHTTP(ctx context.Context, cfg HTTPConfig) (*Report, error) {
-	if cfg.URL == "" || len(cfg.Bodies) == 0 || cfg.Concurrency <= 0 || cfg.Duration <= 0 {
-		return nil, errors.New("load run needs a URL, bodies, a positive concurrency and a positive duration")
+	if (len(cfg.GetURLs) == 0 && (cfg.URL == "" || len(cfg.Bodies) == 0)) || cfg.Concurrency <= 0 || cfg.Duration <= 0 {
+		return nil, errors.New("load run needs a URL and bodies (or URLs to get), a positive concurrency and a positive duration")
 	}
 	if cfg.EventsPerBody <= 0 {
 		cfg.EventsPerBody = DefaultBatch
@@ -223,7 +226,7 @@ func closedWorker(ctx context.Context, cfg *HTTPConfig, t *tally, w int, end tim
 		if !begin.Before(end) {
 			return
 		}
-		outcome, ok, rejected := put(ctx, cfg, cfg.Bodies[i%len(cfg.Bodies)])
+		outcome, ok, rejected := send(ctx, cfg, i)
 		t.record(begin, time.Now(), outcome, ok, rejected)
 	}
 }
@@ -251,7 +254,7 @@ func openWorker(ctx context.Context, cfg *HTTPConfig, t *tally, start, end time.
 			continue
 		}
 		t.maxLag = max(t.maxLag, now.Sub(at))
-		outcome, ok, rejected := put(ctx, cfg, cfg.Bodies[int(i%int64(len(cfg.Bodies)))])
+		outcome, ok, rejected := send(ctx, cfg, int(i))
 		// From the scheduled start, not the actual one: a request that
 		// had to wait for a free worker was still delayed by the server.
 		t.record(at, time.Now(), outcome, ok, rejected)
@@ -285,6 +288,37 @@ func plannedRequests(rate float64, d time.Duration) int64 {
 type ingestAnswer struct {
 	Accepted int `json:"accepted"`
 	Rejected int `json:"rejected"`
+}
+
+// send makes request i of a run and classifies the outcome.
+func send(ctx context.Context, cfg *HTTPConfig, i int) (outcome string, ok bool, rejected int) {
+	if len(cfg.GetURLs) > 0 {
+		return get(ctx, cfg, cfg.GetURLs[i%len(cfg.GetURLs)])
+	}
+	return put(ctx, cfg, cfg.Bodies[i%len(cfg.Bodies)])
+}
+
+// get fetches one URL; a 200 is a success.
+func get(ctx context.Context, cfg *HTTPConfig, url string) (outcome string, ok bool, rejected int) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "error: " + err.Error(), false, 0
+	}
+	if cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.Token)
+	}
+	resp, err := cfg.Client.Do(req)
+	if err != nil {
+		return errorOutcome(err), false, 0
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return "error: read answer: " + errorOutcome(err), false, 0
+	}
+	return strconv.Itoa(resp.StatusCode), resp.StatusCode == http.StatusOK, 0
 }
 
 // put sends one body and classifies the outcome.

@@ -190,3 +190,29 @@ func TestLateGrace(t *testing.T) {
 		}
 	}
 }
+
+func TestRunHTTPGet(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.Method != http.MethodGet || r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if r.URL.Path == "/missing" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	defer srv.Close()
+	r, err := RunHTTP(t.Context(), HTTPConfig{GetURLs: []string{srv.URL + "/a", srv.URL + "/missing"}, Token: "tok",
+		Concurrency: 2, Duration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests == 0 || r.Requests != hits.Load() || r.Outcomes["200"] == 0 || r.Outcomes["404"] == 0 ||
+		r.OK != r.Outcomes["200"] || r.Failed != r.Outcomes["404"] {
+		t.Errorf("report %+v (server saw %d)", r, hits.Load())
+	}
+}
