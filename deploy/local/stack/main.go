@@ -1,6 +1,7 @@
 // Command stack runs the product locally on one machine without Docker: the
 // development Kafka-protocol broker, a private ClickHouse, the ingest
-// service and the consumer, with a demo app and a ready-made token. Ctrl-C
+// service, the consumer and the content API, with the demo content and a
+// ready-made token. Ctrl-C
 // stops everything it started.
 //
 //	go run ./deploy/local/stack
@@ -38,6 +39,8 @@ func run() error {
 	brokerPort := flag.Int("broker-port", 19092, "loopback port of the Kafka-protocol broker")
 	ingestPort := flag.Int("ingest-port", 18081, "loopback port of the ingest service")
 	consumerPort := flag.Int("consumer-port", 18082, "loopback port of the consumer's metrics and health endpoints")
+	apiPort := flag.Int("api-port", 18080, "loopback port of the content API")
+	demoContent := flag.String("content", "deploy/demo/content.yaml", "content bundle loaded into the content database at start")
 	clickhousePort := flag.Int("clickhouse-port", 19000, "loopback port of ClickHouse's native protocol")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -73,6 +76,13 @@ func run() error {
 	log.Info("broker ready", "addr", broker.Addr())
 
 	db := filepath.Join(abs, "cms.db")
+	if *demoContent != "" {
+		load := exec.CommandContext(ctx, filepath.Join(bin, "api"), "-content-db", db, "import", *demoContent)
+		load.Stdout, load.Stderr = os.Stderr, os.Stderr
+		if err := load.Run(); err != nil {
+			return fmt.Errorf("load the demo content: %w", err)
+		}
+	}
 	var tokenOut bytes.Buffer
 	demo := exec.CommandContext(ctx, filepath.Join(bin, "api"), "-content-db", db, "demo", "--quiet")
 	demo.Stdout, demo.Stderr = &tokenOut, os.Stderr
@@ -98,21 +108,23 @@ func run() error {
 	// Services stop in reverse order of start, each before what it uses.
 	ingestAddr := fmt.Sprintf("127.0.0.1:%d", *ingestPort)
 	consumerAddr := fmt.Sprintf("127.0.0.1:%d", *consumerPort)
-	exited := make(chan string, 2)
+	apiAddr := fmt.Sprintf("127.0.0.1:%d", *apiPort)
+	exited := make(chan string, 3)
 	for _, svc := range []struct {
 		name, addr string
-		env        []string
+		args, env  []string
 	}{
-		{"ingest", ingestAddr, []string{"INGEST_ADDR=" + ingestAddr, "KAFKA_BROKERS=" + broker.Addr(), "CONTENT_DB=" + db}},
-		{"consumer", consumerAddr, []string{"CONSUMER_ADDR=" + consumerAddr, "KAFKA_BROKERS=" + broker.Addr(), "CLICKHOUSE_ADDR=" + ch.Addr()}},
+		{"ingest", ingestAddr, nil, []string{"INGEST_ADDR=" + ingestAddr, "KAFKA_BROKERS=" + broker.Addr(), "CONTENT_DB=" + db}},
+		{"consumer", consumerAddr, nil, []string{"CONSUMER_ADDR=" + consumerAddr, "KAFKA_BROKERS=" + broker.Addr(), "CLICKHOUSE_ADDR=" + ch.Addr()}},
+		{"api", apiAddr, []string{"serve"}, []string{"API_ADDR=" + apiAddr, "CONTENT_DB=" + db}},
 	} {
-		stop, err := startService(ctx, svc.name, filepath.Join(bin, svc.name), svc.env, "http://"+svc.addr+"/readyz", exited)
+		stop, err := startService(ctx, svc.name, filepath.Join(bin, svc.name), svc.args, svc.env, "http://"+svc.addr+"/readyz", exited)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	base := "http://" + ingestAddr
+	base, apiBase := "http://"+ingestAddr, "http://"+apiAddr
 
 	fmt.Printf(`
 Local stack is up.
@@ -120,7 +132,8 @@ Local stack is up.
   clickhouse  %s (native protocol; data in %s)
   ingest      %s   readiness %s/readyz   metrics %s/metrics
   consumer    readiness http://%s/readyz   metrics http://%s/metrics
-  content db  %s
+  api         %s   readiness %s/readyz   metrics %s/metrics
+  content db  %s (demo content from %s)
   demo token  %s   (app demo-app of organization demo-org)
 
 Send events:
@@ -128,11 +141,16 @@ Send events:
     -H 'Content-Type: application/json' \
     -d '{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web","platform":"web","sessionId":"s1","userId":"u1","selectedHandler":"LaunchRequest"}]}'
 
-Query them (docs/analytics.md has more):
+Read content:
+  curl %s/cms/handler/OpeningHours -H 'Authorization: Bearer %s'
+  curl %s/cms/app -H 'Authorization: Bearer %s'
+
+Query events (docs/analytics.md has more):
   clickhouse-client --port %d -q 'SELECT event_time, name, session_id FROM events ORDER BY event_time DESC LIMIT 10'
 
 Press Ctrl-C to stop everything.
-`, broker.Addr(), filepath.Join(abs, "kafka"), ch.Addr(), chDir, base, base, base, consumerAddr, consumerAddr, db, token, base, token, *clickhousePort)
+`, broker.Addr(), filepath.Join(abs, "kafka"), ch.Addr(), chDir, base, base, base, consumerAddr, consumerAddr,
+		apiBase, apiBase, apiBase, db, *demoContent, token, base, token, apiBase, token, apiBase, token, *clickhousePort)
 
 	select {
 	case <-ctx.Done():
@@ -146,8 +164,8 @@ Press Ctrl-C to stop everything.
 // startService runs one of the project's binaries (in its own process
 // group, so Ctrl-C reaches only this process, which stops the services in
 // order) and waits until it is ready. stop ends it with SIGTERM.
-func startService(ctx context.Context, name, bin string, env []string, readyURL string, exited chan<- string) (stop func(), err error) {
-	cmd := exec.Command(bin)
+func startService(ctx context.Context, name, bin string, args, env []string, readyURL string, exited chan<- string) (stop func(), err error) {
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = prefixed(name), prefixed(name)
 	proc, err := childproc.Start(name, cmd)

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's logger and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeConfiguredByEnvironmentStopsCleanly(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "cms.db")
+	var out bytes.Buffer
+	if code := run(t.Context(), []string{"-content-db", db, "import", "../../deploy/demo/content.yaml"}, noEnv, &out, &out); code != 0 {
+		t.Fatalf("import: %d %s", code, out.String())
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"-content-db", db, "demo", "--quiet"}, noEnv, &out, &out); code != 0 {
+		t.Fatalf("demo: %d %s", code, out.String())
+	}
+	token := strings.TrimSpace(out.String())
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	env := map[string]string{"CONTENT_DB": db, "API_ADDR": addr, "RATE_LIMIT_RPS": "0", "LOG_LEVEL": "info"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve"}, lookup, &logs, &logs) }()
+
+	get := func(path string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		return http.DefaultClient.Do(req)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := get("/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready within 10s: %v\n%s", err, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := get("/cms/handler/OpeningHours")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("demo handler: %d", resp.StatusCode)
+	}
+	id := resp.Header.Get("X-Request-Id")
+
+	cancel() // as SIGTERM does
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit code %d\n%s", code, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("api serve did not stop within 15s")
+	}
+	for _, want := range []string{`"msg":"api listening"`, `"request_id":"` + id + `"`, `"msg":"api stopped"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %s:\n%s", want, logs.String())
+		}
+	}
+}
+
+func noEnv(string) (string, bool) { return "", false }

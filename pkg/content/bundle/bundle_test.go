@@ -1,0 +1,115 @@
+package bundle
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/assistantcms/cms/pkg/content"
+)
+
+func TestReadYAML(t *testing.T) {
+	src := `
+organizations:
+  - {id: o, name: O}
+apps:
+  - appId: a
+    organizationId: o
+    name: "A"
+    launched: 2024-05-01
+handlers:
+  - appId: a
+    intentId: I
+    data: {n: 3, f: 1.5, big: 12345678901234, yes: "yes", flag: true, none: null}
+`
+	f, err := Read(strings.NewReader(src), YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Bundle.Organizations) != 1 || len(f.Bundle.Apps) != 1 || len(f.Bundle.Records) != 1 {
+		t.Fatalf("bundle %+v", f.Bundle)
+	}
+	if got := string(f.Bundle.Records[0].Doc); got != `{"data":{"big":12345678901234,"f":1.5,"flag":true,"n":3,"none":null,"yes":"yes"},"intentId":"I"}` {
+		t.Errorf("handler doc %s", got)
+	}
+	// A YAML date stays text, as JSON has no dates.
+	if got := string(f.Bundle.Apps[0].Doc); got != `{"launched":"2024-05-01T00:00:00Z"}` {
+		t.Errorf("app doc %s", got)
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		f         Format
+		want      string
+	}{
+		{"empty", "", JSON, "the bundle is empty"},
+		{"not an object", `[]`, JSON, "a bundle must be an object"},
+		{"two values", `{} {}`, JSON, "more than one value"},
+		{"list not a list", `{"handlers":{}}`, JSON, "handlers: must be a list"},
+		{"NaN", "handlers:\n  - {appId: a, intentId: I, data: {x: .nan}}\n", YAML, "handlers[0].data.x: NaN is not a JSON number"},
+		{"non-string key", "handlers:\n  - {appId: a, intentId: I, data: {1: x}}\n", YAML, "keys must be strings"},
+		{"organization field", `{"organizations":[{"id":"o","name":"O","extra":1}]}`, JSON, `organizations[0] (id "o"): extra: is not a field of an organization`},
+		{"duplicate app", `{"apps":[{"appId":"a","organizationId":"o","name":"A"},{"appId":"a","organizationId":"o","name":"B"}]}`, JSON,
+			`apps[1] (appId "a"): same identifier as apps[0] (appId "a")`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(tt.src), tt.f)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Read = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestManyProblemsAreCapped(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"faqs":[`)
+	for i := range 120 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"appId":"a"}`)
+	}
+	sb.WriteString(`]}`)
+	_, err := Read(strings.NewReader(sb.String()), JSON)
+	e, ok := err.(*Error)
+	if !ok || len(e.Problems) != maxProblems || e.More != 3*120-maxProblems {
+		t.Fatalf("err %v", err)
+	}
+	if !strings.Contains(e.Error(), "and 310 more") {
+		t.Errorf("message %q", e.Error())
+	}
+}
+
+func TestWriteYAMLReadsBack(t *testing.T) {
+	src := `{"organizations":[{"id":"o","name":"O"}],"apps":[{"appId":"a","organizationId":"o","name":"A"}],
+	"handlers":[{"appId":"a","intentId":"I","data":{"s":"123","t":"true","e":"","sp":" lead","nl":"a\nb","n":1.50}}]}`
+	f, err := Read(strings.NewReader(src), JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := Write(&out, &f.Bundle, YAML); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(strings.NewReader(out.String()), YAML)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	// Strings that look like numbers or booleans stay strings.
+	if got, want := string(back.Bundle.Records[0].Doc), `{"data":{"e":"","n":1.5,"nl":"a\nb","s":"123","sp":" lead","t":"true"},"intentId":"I"}`; got != want {
+		t.Errorf("after YAML round trip %s, want %s\n%s", got, want, out.String())
+	}
+}
+
+func TestExplain(t *testing.T) {
+	f, err := Read(strings.NewReader(`{"intents":[{"appId":"a","intentId":"X"},{"appId":"b","intentId":"Y"}]}`), JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Explain(&content.ItemError{Section: content.SectionRecords, Index: 1, Err: content.Problem{Path: "appId", Message: "no such app"}})
+	if err.Error() != `intents[1] (intentId "Y"): appId: no such app` {
+		t.Errorf("Explain = %q", err)
+	}
+}
