@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content/sqlite"
@@ -52,12 +51,9 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	if err != nil {
 		return err
 	}
-	if *debugAddr != "" {
-		go health.ServeDebug(log, *debugAddr)
-	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := health.Listen(log, *addr, *debugAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *addr, err)
+		return err
 	}
 	return svc.Serve(ctx, ln)
 }

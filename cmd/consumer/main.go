@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -80,12 +79,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *debugAddr != "" {
-		go health.ServeDebug(log, *debugAddr)
-	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := health.Listen(log, *addr, *debugAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *addr, err)
+		return err
 	}
 	return svc.Run(ctx, ln)
 }

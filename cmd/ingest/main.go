@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -92,12 +91,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *debugAddr != "" {
-		go health.ServeDebug(log, *debugAddr)
-	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := health.Listen(log, *addr, *debugAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *addr, err)
+		return err
 	}
 	return svc.Serve(ctx, ln)
 }

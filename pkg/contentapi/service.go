@@ -50,10 +50,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	if err != nil {
 		return nil, err
 	}
-	var limiter *ratelimit.Limiter
-	if cfg.RateLimitRPS > 0 {
-		limiter = ratelimit.New(cfg.RateLimitRPS, cfg.RateLimitBurst, nil)
-	}
+	limiter := ratelimit.Optional(cfg.RateLimitRPS, cfg.RateLimitBurst)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := NewMetrics(reg)

@@ -3,7 +3,9 @@ package health
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"sync"
@@ -103,4 +105,17 @@ func ServeDebug(log *slog.Logger, addr string) {
 	if err := srv.ListenAndServe(); err != nil {
 		log.Error("debug endpoints stopped", "err", err)
 	}
+}
+
+// Listen opens a service's listener on addr, first starting the profiling
+// endpoints on debugAddr when it is set.
+func Listen(log *slog.Logger, addr, debugAddr string) (net.Listener, error) {
+	if debugAddr != "" {
+		go ServeDebug(log, debugAddr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
 }

@@ -83,10 +83,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	var limiter *ratelimit.Limiter
-	if cfg.RateLimitRPS > 0 {
-		limiter = ratelimit.New(cfg.RateLimitRPS, cfg.RateLimitBurst, nil)
-	}
+	limiter := ratelimit.Optional(cfg.RateLimitRPS, cfg.RateLimitBurst)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

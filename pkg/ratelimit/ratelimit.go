@@ -71,3 +71,12 @@ func (l *Limiter) maybeSweep(now time.Time) {
 		}
 	}
 }
+
+// Optional returns a limiter for rate requests per second, or nil (no
+// limit) when rate is not positive.
+func Optional(rate float64, burst int) *Limiter {
+	if rate <= 0 {
+		return nil
+	}
+	return New(rate, burst, nil)
+}

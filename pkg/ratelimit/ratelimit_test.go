@@ -58,3 +58,19 @@ func TestLimiterSweepsIdleKeys(t *testing.T) {
 		t.Error("idle bucket kept after a sweep")
 	}
 }
+
+func TestOptional(t *testing.T) {
+	if Optional(0, 10) != nil || Optional(-1, 10) != nil {
+		t.Error("a non-positive rate must mean no limiter")
+	}
+	l := Optional(1, 2)
+	if l == nil {
+		t.Fatal("a positive rate gave no limiter")
+	}
+	ok1, _ := l.Allow("k")
+	ok2, _ := l.Allow("k")
+	ok3, _ := l.Allow("k")
+	if !ok1 || !ok2 || ok3 {
+		t.Errorf("burst of 2: %v %v %v", ok1, ok2, ok3)
+	}
+}
