@@ -109,5 +109,17 @@ type Store interface {
 	// the order listings use.
 	Export(ctx context.Context, f ExportFilter) (*Bundle, error)
 
+	// CreateRecord stores a new record and returns it with its times. It
+	// fails with ErrConflict when the app already has a record of that kind
+	// and ID, and with ErrNotFound when the app does not exist.
+	CreateRecord(ctx context.Context, r Record) (Record, error)
+	// UpdateRecord replaces a record with what change makes of it, reading
+	// and writing in one transaction; an error from change aborts it. It
+	// fails with ErrNotFound when there is no such record.
+	UpdateRecord(ctx context.Context, appID string, kind Kind, id string, change func(Record) (Record, error)) (Record, error)
+	// DeleteRecord removes a record and returns it as it was. It fails
+	// with ErrNotFound when there is no such record.
+	DeleteRecord(ctx context.Context, appID string, kind Kind, id string) (Record, error)
+
 	Close() error
 }

@@ -43,6 +43,8 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"ImportIsAtomic", testImportIsAtomic},
 		{"ImportErrors", testImportErrors},
 		{"Export", testExport},
+		{"RecordWrites", testRecordWrites},
+		{"UpdateIsAtomic", testUpdateIsAtomic},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -262,3 +262,113 @@ func jsonEqual(got []byte, want string) bool {
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
 }
+
+func testRecordWrites(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	importOK(t, s, bundle(t))
+	rev0, err := s.Revision(ctx, "app-a")
+	must(t, err, "Revision")
+
+	created, err := s.CreateRecord(ctx, rec(t, content.KindIntent, `{"appId":"app-a","intentId":"New","name":"n"}`))
+	must(t, err, "CreateRecord")
+	if created.CreatedAt.IsZero() || !created.UpdatedAt.Equal(created.CreatedAt) {
+		t.Errorf("created times %v %v", created.CreatedAt, created.UpdatedAt)
+	}
+	rev1, _ := s.Revision(ctx, "app-a")
+	if rev1 == rev0 {
+		t.Errorf("CreateRecord did not move the revision")
+	}
+	got, err := s.Record(ctx, "app-a", content.KindIntent, "New")
+	must(t, err, "Record")
+	if !jsonEqual(got.Doc, `{"intentId":"New","name":"n"}`) {
+		t.Errorf("created doc %s", got.Doc)
+	}
+	if _, err := s.CreateRecord(ctx, rec(t, content.KindIntent, `{"appId":"app-a","intentId":"New"}`)); !errors.Is(err, content.ErrConflict) {
+		t.Errorf("second CreateRecord = %v, want ErrConflict", err)
+	}
+	if _, err := s.CreateRecord(ctx, rec(t, content.KindIntent, `{"appId":"ghost","intentId":"X"}`)); !errors.Is(err, content.ErrNotFound) {
+		t.Errorf("CreateRecord for a missing app = %v, want ErrNotFound", err)
+	}
+
+	updated, err := s.UpdateRecord(ctx, "app-a", content.KindIntent, "New", func(cur content.Record) (content.Record, error) {
+		if !jsonEqual(cur.Doc, `{"intentId":"New","name":"n"}`) {
+			t.Errorf("change saw %s", cur.Doc)
+		}
+		cur.Doc = []byte(`{"intentId":"New","name":"m"}`)
+		return cur, nil
+	})
+	must(t, err, "UpdateRecord")
+	if !updated.CreatedAt.Equal(created.CreatedAt) || updated.UpdatedAt.Before(created.UpdatedAt) {
+		t.Errorf("updated times %v %v", updated.CreatedAt, updated.UpdatedAt)
+	}
+	if rev2, _ := s.Revision(ctx, "app-a"); rev2 == rev1 {
+		t.Errorf("UpdateRecord did not move the revision")
+	}
+	got, _ = s.Record(ctx, "app-a", content.KindIntent, "New")
+	if !jsonEqual(got.Doc, `{"intentId":"New","name":"m"}`) {
+		t.Errorf("updated doc %s", got.Doc)
+	}
+	if _, err := s.UpdateRecord(ctx, "app-a", content.KindIntent, "Nope", func(r content.Record) (content.Record, error) { return r, nil }); !errors.Is(err, content.ErrNotFound) {
+		t.Errorf("UpdateRecord of a missing record = %v", err)
+	}
+
+	deleted, err := s.DeleteRecord(ctx, "app-a", content.KindIntent, "New")
+	must(t, err, "DeleteRecord")
+	if deleted.ID != "New" || !jsonEqual(deleted.Doc, `{"intentId":"New","name":"m"}`) {
+		t.Errorf("deleted %+v", deleted)
+	}
+	if _, err := s.Record(ctx, "app-a", content.KindIntent, "New"); !errors.Is(err, content.ErrNotFound) {
+		t.Errorf("record still there after DeleteRecord: %v", err)
+	}
+	if _, err := s.DeleteRecord(ctx, "app-a", content.KindIntent, "New"); !errors.Is(err, content.ErrNotFound) {
+		t.Errorf("second DeleteRecord = %v", err)
+	}
+	// Another app's record of the same ID is untouched.
+	if _, err := s.Record(ctx, "app-b", content.KindHandler, "Hello"); err != nil {
+		t.Errorf("app-b's handler: %v", err)
+	}
+}
+
+func testUpdateIsAtomic(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	importOK(t, s, bundle(t))
+	rev, _ := s.Revision(ctx, "app-a")
+	refused := errors.New("refused")
+	_, err := s.UpdateRecord(ctx, "app-a", content.KindEntity, "COLOR", func(cur content.Record) (content.Record, error) {
+		return content.Record{}, refused
+	})
+	if !errors.Is(err, refused) {
+		t.Errorf("UpdateRecord = %v, want the change's error", err)
+	}
+	if r, _ := s.Revision(ctx, "app-a"); r != rev {
+		t.Errorf("a refused change moved the revision")
+	}
+	// Concurrent read-modify-write updates lose nothing: each appends one
+	// value to the entity.
+	const n = 20
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := s.UpdateRecord(ctx, "app-a", content.KindEntity, "COLOR", func(cur content.Record) (content.Record, error) {
+				var doc map[string]any
+				if err := json.Unmarshal(cur.Doc, &doc); err != nil {
+					return cur, err
+				}
+				doc["values"] = append(doc["values"].([]any), map[string]any{"name": "v" + string(rune('a'+i))})
+				b, err := json.Marshal(doc)
+				cur.Doc = b
+				return cur, err
+			})
+			errs <- err
+		}()
+	}
+	for range n {
+		must(t, <-errs, "concurrent UpdateRecord")
+	}
+	got, err := s.Record(ctx, "app-a", content.KindEntity, "COLOR")
+	must(t, err, "Record")
+	var doc struct{ Values []any }
+	if err := json.Unmarshal(got.Doc, &doc); err != nil || len(doc.Values) != n+1 {
+		t.Errorf("after %d concurrent updates the entity has %d values (want %d): %v", n, len(doc.Values), n+1, err)
+	}
+}

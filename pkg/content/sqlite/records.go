@@ -322,3 +322,96 @@ func (s *Store) Export(ctx context.Context, f content.ExportFilter) (*content.Bu
 	}
 	return &b, nil
 }
+
+// write runs fn in a transaction and moves the app's revision with it.
+func (s *Store) write(ctx context.Context, appID, what string, fn func(tx *sql.Tx) error) (err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: begin: %w", what, err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, ignoreDone(tx.Rollback()))
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE apps SET revision = revision + 1 WHERE id = ?`, appID); err != nil {
+		return fmt.Errorf("%s: move revision: %w", what, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: commit: %w", what, err)
+	}
+	return nil
+}
+
+// CreateRecord implements content.Store.
+func (s *Store) CreateRecord(ctx context.Context, r content.Record) (content.Record, error) {
+	now := time.Now().UTC()
+	r.CreatedAt, r.UpdatedAt = now, now
+	err := s.write(ctx, r.AppID, fmt.Sprintf("create %s %q", r.Kind, r.ID), func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			r.AppID, string(r.Kind), r.ID, string(r.Doc), nullString(r.Location), formatTime(now), formatTime(now))
+		switch {
+		case isDuplicate(err):
+			return fmt.Errorf("%s %q of app %q: %w", r.Kind, r.ID, r.AppID, content.ErrConflict)
+		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY):
+			return fmt.Errorf("app %q: %w", r.AppID, content.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("create %s %q: %w", r.Kind, r.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return content.Record{}, err
+	}
+	return r, nil
+}
+
+// UpdateRecord implements content.Store.
+func (s *Store) UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, change func(content.Record) (content.Record, error)) (content.Record, error) {
+	var out content.Record
+	err := s.write(ctx, appID, fmt.Sprintf("update %s %q", kind, id), func(tx *sql.Tx) error {
+		cur, err := scanRecord(tx.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`, appID, string(kind), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%s %q of app %q: %w", kind, id, appID, content.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("read %s %q: %w", kind, id, err)
+		}
+		next, err := change(cur)
+		if err != nil {
+			return err
+		}
+		next.Kind, next.AppID, next.ID, next.CreatedAt = kind, appID, id, cur.CreatedAt
+		next.UpdatedAt = time.Now().UTC()
+		if _, err := tx.ExecContext(ctx, `UPDATE records SET doc = ?, location = ?, updated_at = ? WHERE app_id = ? AND kind = ? AND id = ?`,
+			string(next.Doc), nullString(next.Location), formatTime(next.UpdatedAt), appID, string(kind), id); err != nil {
+			return fmt.Errorf("update %s %q: %w", kind, id, err)
+		}
+		out = next
+		return nil
+	})
+	return out, err
+}
+
+// DeleteRecord implements content.Store.
+func (s *Store) DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error) {
+	var out content.Record
+	err := s.write(ctx, appID, fmt.Sprintf("delete %s %q", kind, id), func(tx *sql.Tx) error {
+		cur, err := scanRecord(tx.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`, appID, string(kind), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%s %q of app %q: %w", kind, id, appID, content.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("read %s %q: %w", kind, id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM records WHERE app_id = ? AND kind = ? AND id = ?`, appID, string(kind), id); err != nil {
+			return fmt.Errorf("delete %s %q: %w", kind, id, err)
+		}
+		out = cur
+		return nil
+	})
+	return out, err
+}
