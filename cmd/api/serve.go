@@ -10,6 +10,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/contentapi"
 	"github.com/assistantcms/cms/pkg/envflag"
+	"github.com/assistantcms/cms/pkg/graphql"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/logging"
 )
@@ -24,6 +25,9 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
 	refresh := fs.Duration("refresh-interval", "CONTENT_REFRESH_INTERVAL", contentapi.DefaultRefreshInterval, "longest time before changes written by other processes show")
 	maxAge := fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
+	gqlBody := fs.Int64("graphql-max-body-bytes", "GRAPHQL_MAX_BODY_BYTES", graphql.DefaultMaxBodyBytes, "largest GraphQL request body")
+	gqlDepth := fs.Int("graphql-max-depth", "GRAPHQL_MAX_DEPTH", graphql.DefaultMaxDepth, "deepest nesting of fields in a GraphQL request")
+	gqlFields := fs.Int("graphql-max-fields", "GRAPHQL_MAX_FIELDS", graphql.DefaultMaxFields, "most fields one GraphQL request may select, fragments spread")
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
 	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
 	if err := fs.Parse(args); err != nil {
@@ -43,6 +47,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	defer store.Close()
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
 		API:             contentapi.Config{RefreshInterval: *refresh, CacheMaxAge: *maxAge},
+		GraphQL:         graphql.Limits{MaxBodyBytes: *gqlBody, MaxDepth: *gqlDepth, MaxFields: *gqlFields},
 		TokenCacheTTL:   *tokenTTL,
 		RateLimitRPS:    *rateRPS,
 		RateLimitBurst:  *rateBurst,

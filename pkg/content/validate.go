@@ -367,3 +367,18 @@ func sortedKeys(m map[string]any) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// builtinSlotTypes are slot types that name no entity of the app: common
+// system types of NLU services.
+var builtinSlotTypes = map[string]bool{
+	"NUMBER": true, "DATE": true, "TIME": true, "DATETIME": true, "DURATION": true,
+	"EMAIL": true, "PHONE_NUMBER": true, "URL": true, "ANY": true, "TEXT": true,
+}
+
+// IsBuiltinSlotType reports whether a slot type is a built-in one rather
+// than an entityId: one of NUMBER, DATE, TIME, DATETIME, DURATION, EMAIL,
+// PHONE_NUMBER, URL, ANY, TEXT, or a name with an AMAZON., @sys. or sys.
+// prefix.
+func IsBuiltinSlotType(t string) bool {
+	return builtinSlotTypes[t] || strings.HasPrefix(t, "AMAZON.") || strings.HasPrefix(t, "@sys.") || strings.HasPrefix(t, "sys.")
+}

@@ -431,3 +431,29 @@ func TestStoreDownAnswers503(t *testing.T) {
 		t.Errorf("with the database closed: %d %s", r.status, r.body)
 	}
 }
+
+func TestGraphQLChangesShowInRESTAtOnce(t *testing.T) {
+	e := newEnv(t, ServiceConfig{API: Config{RefreshInterval: time.Hour}})
+	before := e.get("/cms/entity/COLOR", "app1")
+	body := `{"query":"mutation { replaceEntityValues(entityId: \"COLOR\", values: [{name: \"blue\"}]) { entityId } }"}`
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/cms/graphql", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e.tokens["app1"])
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Contains(string(answer), "errors") {
+		t.Fatalf("mutation: %d %s", resp.StatusCode, answer)
+	}
+	after := e.get("/cms/entity/COLOR", "app1", "If-None-Match", before.header.Get("ETag"))
+	if after.status != 200 || after.header.Get("ETag") == before.header.Get("ETag") || !strings.Contains(after.body, `"blue"`) {
+		t.Errorf("REST after the mutation: %d %q %s", after.status, after.header.Get("ETag"), after.body)
+	}
+	// The endpoint counts in the request metrics like any route.
+	if m := e.get("/metrics", ""); !strings.Contains(m.body, `cms_api_requests_total{code="200",method="POST",route="/cms/graphql"} 1`) {
+		t.Errorf("metrics lack the GraphQL request")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/graphql"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/ratelimit"
 )
@@ -21,6 +22,7 @@ import (
 // ServiceConfig is everything the api process serves with.
 type ServiceConfig struct {
 	API             Config
+	GraphQL         graphql.Limits
 	TokenCacheTTL   time.Duration
 	RateLimitRPS    float64
 	RateLimitBurst  int
@@ -30,6 +32,7 @@ type ServiceConfig struct {
 // ServiceStore is what the service needs from the content database.
 type ServiceStore interface {
 	Store
+	graphql.Store
 	Ping(ctx context.Context) error
 }
 
@@ -42,7 +45,11 @@ type Service struct {
 	checker *health.Checker
 	api     *API
 	engine  *gin.Engine
+	graphql *graphql.Handler
 }
+
+// GraphQL is the GraphQL endpoint, for printing its schema.
+func (s *Service) GraphQL() *graphql.Handler { return s.graphql }
 
 // NewService builds the HTTP server.
 func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Service, error) {
@@ -68,6 +75,13 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.NoRoute(notFound)
 	engine.NoMethod(notAllowed)
 	api.Register(engine)
+	gh, err := graphql.New(cfg.GraphQL, store, authn, limiter, api.Invalidate, log)
+	if err != nil {
+		return nil, err
+	}
+	engine.POST("/cms/graphql", gin.WrapH(gh))
+	engine.GET("/cms/graphql", gin.WrapH(gh))
+	engine.GET(graphql.AssetsPath+"*file", gin.WrapH(graphql.Assets()))
 	engine.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	engine.GET("/healthz", gin.WrapH(health.LiveHandler()))
 	engine.GET("/readyz", gin.WrapH(checker.ReadyHandler()))
@@ -81,7 +95,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	return &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine}, nil
+	return &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, graphql: gh}, nil
 }
 
 // Handler is the service's HTTP handler, for tests and for serving on

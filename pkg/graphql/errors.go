@@ -1,0 +1,117 @@
+package graphql
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/graphql-go/graphql/gqlerrors"
+
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
+)
+
+// Error codes, in extensions.code of every error.
+const (
+	CodeUnauthenticated    = "UNAUTHENTICATED"
+	CodeForbidden          = "FORBIDDEN"
+	CodeBadAppID           = "BAD_APP_ID"
+	CodeBadUserInput       = "BAD_USER_INPUT"
+	CodeNotFound           = "NOT_FOUND"
+	CodeAlreadyExists      = "ALREADY_EXISTS"
+	CodeMissingReference   = "MISSING_REFERENCE"
+	CodeParseFailed        = "GRAPHQL_PARSE_FAILED"
+	CodeValidationFailed   = "GRAPHQL_VALIDATION_FAILED"
+	CodeQueryTooDeep       = "QUERY_TOO_DEEP"
+	CodeQueryTooComplex    = "QUERY_TOO_COMPLEX"
+	CodeMutationNotAllowed = "MUTATION_NOT_ALLOWED"
+	CodeBadRequest         = "BAD_REQUEST"
+	CodeRequestTooLarge    = "REQUEST_TOO_LARGE"
+	CodeRateLimited        = "RATE_LIMITED"
+	CodeUnavailable        = "UNAVAILABLE"
+	CodeInternal           = "INTERNAL"
+)
+
+// codedError is one GraphQL error with its code and the argument path at
+// fault.
+type codedError struct {
+	code, field, msg string
+}
+
+func (e *codedError) Error() string { return e.msg }
+
+func (e *codedError) Extensions() map[string]any {
+	ext := map[string]any{"code": e.code}
+	if e.field != "" {
+		ext["field"] = e.field
+	}
+	return ext
+}
+
+func errorf(code, field, format string, a ...any) *codedError {
+	return &codedError{code: code, field: field, msg: fmt.Sprintf(format, a...)}
+}
+
+// problems is several errors from one resolver; the handler reports each
+// as an error of its own.
+type problems []*codedError
+
+func (p problems) Error() string { return p[0].Error() }
+
+func (p problems) Extensions() map[string]any { return p[0].Extensions() }
+
+// fromProblems turns validation problems into errors under the argument.
+func fromProblems(arg string, ps []content.Problem) error {
+	out := make(problems, 0, len(ps))
+	for _, p := range ps {
+		field := arg
+		switch {
+		case arg == "":
+			field = p.Path
+		case p.Path != "":
+			field = arg + "." + p.Path
+		}
+		out = append(out, errorf(CodeBadUserInput, field, "%s: %s", field, p.Message))
+	}
+	return out
+}
+
+// fromAuth maps an app resolution failure.
+func fromAuth(err error) error {
+	var ae *auth.Error
+	if !errors.As(err, &ae) {
+		return errorf(CodeUnavailable, "", "the content store is unavailable; try again later")
+	}
+	switch ae.Status {
+	case http.StatusBadRequest:
+		return errorf(CodeBadAppID, "appId", "%s", ae.Message)
+	case http.StatusForbidden:
+		return errorf(CodeForbidden, "appId", "%s", ae.Message)
+	case http.StatusUnauthorized:
+		return errorf(CodeUnauthenticated, "", "Unauthorized")
+	}
+	return errorf(CodeUnavailable, "", "the content store is unavailable; try again later")
+}
+
+// expand replaces each error that stands for several problems by one
+// error per problem, keeping its locations and path.
+func expand(errs []gqlerrors.FormattedError) []gqlerrors.FormattedError {
+	out := make([]gqlerrors.FormattedError, 0, len(errs))
+	for _, fe := range errs {
+		var ps problems
+		if ge, ok := fe.OriginalError().(*gqlerrors.Error); ok && errors.As(ge.OriginalError, &ps) && len(ps) > 1 {
+			for _, p := range ps {
+				e := fe
+				e.Message, e.Extensions = p.Error(), p.Extensions()
+				out = append(out, e)
+			}
+			continue
+		}
+		if fe.Extensions == nil {
+			// Errors raised by graphql-go itself while executing.
+			fe.Extensions = map[string]any{"code": CodeInternal}
+		}
+		out = append(out, fe)
+	}
+	return out
+}

@@ -1,0 +1,475 @@
+package graphql
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/ratelimit"
+)
+
+// The tests run the endpoint on the real SQLite store and the real token
+// checks.
+
+const fixture = `{
+ "organizations": [{"id": "org-1", "name": "One"}, {"id": "org-2", "name": "Two"}],
+ "apps": [
+  {"appId": "app-1", "organizationId": "org-1", "name": "App one"},
+  {"appId": "app-2", "organizationId": "org-1", "name": "App two"},
+  {"appId": "app-3", "organizationId": "org-2", "name": "App three"}
+ ],
+ "intents": [{"appId": "app-1", "intentId": "OrderStatus", "utterancePatterns": ["where is my order"], "slots": [{"name": "color", "type": "COLOR"}], "custom": {"x": 1}}],
+ "handlers": [
+  {"appId": "app-1", "intentId": "LaunchRequest", "name": "Launch", "type": "InSessionIntent",
+   "content": {"LaunchRequest": [{"outputSpeech": {"displayText": "Hi", "ssml": "<speak>Hi</speak>"}}], "Again": [{"outputSpeech": "Hello again"}]},
+   "forward": {"HelpIntent": [{"intentId": "HelpIntent", "type": "START"}]}, "data": {"n": 1.50}, "futureField": true},
+  {"appId": "app-2", "intentId": "OtherApp"},
+  {"appId": "app-3", "intentId": "OtherOrg"}
+ ],
+ "entities": [{"appId": "app-1", "entityId": "COLOR", "displayName": "Color", "values": [{"name": "red", "synonyms": ["crimson"], "hex": "#f00"}]}]
+}`
+
+type env struct {
+	t       testing.TB
+	store   *sqlite.Store
+	srv     *httptest.Server
+	tokens  map[string]string
+	mu      sync.Mutex
+	changed []string
+}
+
+func newEnv(t testing.TB, limits Limits, limiter *ratelimit.Limiter) *env {
+	t.Helper()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cms.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	f, err := bundle.Read(strings.NewReader(fixture), bundle.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Import(ctx, &f.Bundle, nil); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, store: store, tokens: map[string]string{}}
+	for name, tok := range map[string]content.Token{
+		"app1": {OrganizationID: "org-1", AppID: "app-1"},
+		"org1": {OrganizationID: "org-1"},
+		"org2": {OrganizationID: "org-2"},
+	} {
+		secret, id, err := auth.NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok.ID, tok.Hash, tok.CreatedAt = id, auth.HashToken(secret), time.Now()
+		if err := store.CreateToken(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		e.tokens[name] = secret
+	}
+	authn, err := auth.NewAuthenticator(store, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(limits, store, authn, limiter, func(app string) {
+		e.mu.Lock()
+		e.changed = append(e.changed, app)
+		e.mu.Unlock()
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/cms/graphql", h)
+	mux.Handle(AssetsPath, Assets())
+	e.srv = httptest.NewServer(mux)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+type gqlError struct {
+	Message    string         `json:"message"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+type answer struct {
+	status int
+	Data   map[string]any `json:"data"`
+	Errors []gqlError     `json:"errors"`
+	raw    string
+}
+
+func (a answer) codes() []string {
+	var out []string
+	for _, e := range a.Errors {
+		c, _ := e.Extensions["code"].(string)
+		f, _ := e.Extensions["field"].(string)
+		out = append(out, c+"@"+f)
+	}
+	return out
+}
+
+func (e *env) post(token, query string, vars map[string]any) answer {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	return e.send(http.MethodPost, "/cms/graphql", token, bytes.NewReader(body))
+}
+
+func (e *env) send(method, path, token string, body io.Reader) answer {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.tokens[token])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, raw: string(raw)}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		e.t.Fatalf("answer %q is not JSON: %v", raw, err)
+	}
+	return a
+}
+
+func (e *env) stored(app string, kind content.Kind, id string) map[string]any {
+	e.t.Helper()
+	r, err := e.store.Record(context.Background(), app, kind, id)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(r.Doc, &m); err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestQueries(t *testing.T) {
+	e := newEnv(t, Limits{}, nil)
+	a := e.post("app1", `{
+		handler(intentId: "LaunchRequest") { appId organizationId intentId name type createdAt updatedAt
+			content { key handlerResponse } forward { key paths } redirect { key } data utterancePatterns document }
+		handlers { intentId }
+		intent(intentId: "OrderStatus") { intentId utterancePatterns slots { name type } document }
+		intents { intentId }
+		entity(entityId: "COLOR") { entityId displayName values { name synonyms canonicalId } document }
+		entities { entityId }
+		missing: handler(intentId: "Nope") { intentId }
+	}`, nil)
+	if a.status != 200 || len(a.Errors) > 0 {
+		t.Fatalf("%d %s", a.status, a.raw)
+	}
+	h := a.Data["handler"].(map[string]any)
+	if h["appId"] != "app-1" || h["organizationId"] != "org-1" || h["type"] != "InSessionIntent" || h["createdAt"] == "" {
+		t.Errorf("handler %v", h)
+	}
+	if got := jsonOf(h["content"]); got != `[{"handlerResponse":[{"outputSpeech":"Hello again"}],"key":"Again"},{"handlerResponse":[{"outputSpeech":{"displayText":"Hi","ssml":"\u003cspeak\u003eHi\u003c/speak\u003e"}}],"key":"LaunchRequest"}]` {
+		t.Errorf("content as a list %s", got)
+	}
+	if got := jsonOf(h["forward"]); got != `[{"key":"HelpIntent","paths":[{"intentId":"HelpIntent","type":"START"}]}]` {
+		t.Errorf("forward as a list %s", got)
+	}
+	if got := jsonOf(h["redirect"]); got != `[]` {
+		t.Errorf("missing redirect %s", got)
+	}
+	if jsonOf(h["data"]) != `{"n":1.5}` || jsonOf(h["utterancePatterns"]) != `[]` {
+		t.Errorf("data %s, utterancePatterns %s", jsonOf(h["data"]), jsonOf(h["utterancePatterns"]))
+	}
+	doc := h["document"].(map[string]any)
+	if doc["futureField"] != true || doc["appId"] != "app-1" || doc["updatedAt"] != h["updatedAt"] {
+		t.Errorf("document %v", doc)
+	}
+	if got := jsonOf(a.Data["handlers"]); got != `[{"intentId":"LaunchRequest"}]` {
+		t.Errorf("handlers of app-1 %s", got)
+	}
+	in := a.Data["intent"].(map[string]any)
+	if jsonOf(in["slots"]) != `[{"name":"color","type":"COLOR"}]` || in["document"].(map[string]any)["custom"] == nil {
+		t.Errorf("intent %v", in)
+	}
+	ent := a.Data["entity"].(map[string]any)
+	if jsonOf(ent["values"]) != `[{"canonicalId":null,"name":"red","synonyms":["crimson"]}]` || ent["document"].(map[string]any)["values"].([]any)[0].(map[string]any)["hex"] != "#f00" {
+		t.Errorf("entity %v", ent)
+	}
+	if a.Data["missing"] != nil {
+		t.Errorf("a missing handler is %v, want null", a.Data["missing"])
+	}
+	// An organization token names the app.
+	a = e.post("org1", `query Q($app: ID) { handlers(appId: $app) { intentId appId } }`, map[string]any{"app": "app-2"})
+	if got := jsonOf(a.Data["handlers"]); got != `[{"appId":"app-2","intentId":"OtherApp"}]` {
+		t.Errorf("org token, app-2: %s", a.raw)
+	}
+}
+
+func TestMutations(t *testing.T) {
+	e := newEnv(t, Limits{}, nil)
+	ctx := context.Background()
+	rev0, _ := e.store.Revision(ctx, "app-1")
+	a := e.post("app1", `mutation($h: AddHandlerInput!) { addHandler(handler: $h) { intentId content { key } createdAt updatedAt document } }`,
+		map[string]any{"h": map[string]any{
+			"intentId": "Hours", "name": "Hours", "type": "InSessionIntent",
+			"content":  []any{map[string]any{"key": "Hours", "handlerResponse": []any{map[string]any{"outputSpeech": "9 to 5"}}}},
+			"forward":  []any{map[string]any{"key": "Help", "paths": []any{map[string]any{"intentId": "Help"}}}},
+			"slots":    []any{map[string]any{"name": "c", "type": "COLOR"}, map[string]any{"name": "n", "type": "NUMBER"}},
+			"data":     map[string]any{"price": 12.50},
+			"extra":    map[string]any{"permissions2": []any{"a"}},
+		}})
+	if len(a.Errors) > 0 {
+		t.Fatalf("addHandler: %s", a.raw)
+	}
+	if got := jsonOf(e.stored("app-1", content.KindHandler, "Hours")); got != `{"content":{"Hours":[{"outputSpeech":"9 to 5"}]},"data":{"price":12.5},"forward":{"Help":[{"intentId":"Help"}]},"intentId":"Hours","name":"Hours","permissions2":["a"],"slots":[{"name":"c","type":"COLOR"},{"name":"n","type":"NUMBER"}],"type":"InSessionIntent"}` {
+		t.Errorf("stored handler %s", got)
+	}
+	if rev, _ := e.store.Revision(ctx, "app-1"); rev == rev0 {
+		t.Errorf("addHandler did not move the app's revision")
+	}
+	if len(e.changed) != 1 || e.changed[0] != "app-1" {
+		t.Errorf("change notifications %v", e.changed)
+	}
+
+	// Update replaces the fields given and keeps the others.
+	a = e.post("app1", `mutation { updateHandler(handlerId: "Hours", handler: {name: "Opening hours", content: [{key: "Hours", handlerResponse: [{outputSpeech: "Nine to five"}]}]}) { name content { key handlerResponse } data } }`, nil)
+	if len(a.Errors) > 0 {
+		t.Fatalf("updateHandler: %s", a.raw)
+	}
+	if got := jsonOf(a.Data["updateHandler"]); got != `{"content":[{"handlerResponse":[{"outputSpeech":"Nine to five"}],"key":"Hours"}],"data":{"price":12.5},"name":"Opening hours"}` {
+		t.Errorf("updated handler %s", got)
+	}
+	a = e.post("app1", `mutation { deleteHandler(handlerId: "Hours") { intentId name } }`, nil)
+	if jsonOf(a.Data["deleteHandler"]) != `{"intentId":"Hours","name":"Opening hours"}` || e.stored("app-1", content.KindHandler, "Hours") != nil {
+		t.Errorf("deleteHandler: %s", a.raw)
+	}
+
+	// Intents.
+	a = e.post("app1", `mutation { addIntent(intent: {intentId: "Hello", utterancePatterns: ["hi", "hello"]}) { intentId utterancePatterns } }`, nil)
+	if jsonOf(a.Data["addIntent"]) != `{"intentId":"Hello","utterancePatterns":["hi","hello"]}` {
+		t.Errorf("addIntent: %s", a.raw)
+	}
+	a = e.post("app1", `mutation { updateIntent(intentId: "Hello", intent: {name: "Greeting"}) { name utterancePatterns } }`, nil)
+	if jsonOf(a.Data["updateIntent"]) != `{"name":"Greeting","utterancePatterns":["hi","hello"]}` {
+		t.Errorf("updateIntent: %s", a.raw)
+	}
+	a = e.post("app1", `mutation { deleteIntent(intentId: "Hello") { intentId } }`, nil)
+	if len(a.Errors) > 0 || e.stored("app-1", content.KindIntent, "Hello") != nil {
+		t.Errorf("deleteIntent: %s", a.raw)
+	}
+
+	// Entities: addEntity takes its app inside the input.
+	a = e.post("org1", `mutation { addEntity(entity: {appId: "app-2", entityId: "SIZE", type: "VALUE_SYNONYMS", values: [{name: "small", synonyms: ["s"], extra: {rank: 1}}]}) { appId entityId values { name } } }`, nil)
+	if jsonOf(a.Data["addEntity"]) != `{"appId":"app-2","entityId":"SIZE","values":[{"name":"small"}]}` {
+		t.Errorf("addEntity: %s", a.raw)
+	}
+	if got := jsonOf(e.stored("app-2", content.KindEntity, "SIZE")); got != `{"entityId":"SIZE","type":"VALUE_SYNONYMS","values":[{"name":"small","rank":1,"synonyms":["s"]}]}` {
+		t.Errorf("stored entity %s", got)
+	}
+	a = e.post("org1", `mutation { updateEntity(appId: "app-2", entityId: "SIZE", entity: {displayName: "Size"}) { displayName values { name } } }`, nil)
+	if jsonOf(a.Data["updateEntity"]) != `{"displayName":"Size","values":[{"name":"small"}]}` {
+		t.Errorf("updateEntity: %s", a.raw)
+	}
+	a = e.post("org1", `mutation { replaceEntityValues(appId: "app-2", entityId: "SIZE", values: [{name: "large"}, {name: "medium", synonyms: ["m"]}]) { values { name synonyms } displayName } }`, nil)
+	if jsonOf(a.Data["replaceEntityValues"]) != `{"displayName":"Size","values":[{"name":"large","synonyms":[]},{"name":"medium","synonyms":["m"]}]}` {
+		t.Errorf("replaceEntityValues: %s", a.raw)
+	}
+	a = e.post("org1", `mutation { deleteEntity(appId: "app-2", entityId: "SIZE") { entityId } }`, nil)
+	if len(a.Errors) > 0 || e.stored("app-2", content.KindEntity, "SIZE") != nil {
+		t.Errorf("deleteEntity: %s", a.raw)
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	e := newEnv(t, Limits{MaxBodyBytes: 4096}, nil)
+	for _, tt := range []struct {
+		name, token, query string
+		status             int
+		want               []string // code@field of each error
+	}{
+		{"no token", "", `{ handlers { intentId } }`, 401, []string{"UNAUTHENTICATED@"}},
+		{"org token without appId", "org1", `{ handlers { intentId } }`, 200, []string{"BAD_APP_ID@appId"}},
+		{"app token, foreign app", "app1", `{ handlers(appId: "app-2") { intentId } }`, 200, []string{"FORBIDDEN@appId"}},
+		{"org token, other organization", "org2", `{ handler(appId: "app-1", intentId: "LaunchRequest") { intentId } }`, 200, []string{"FORBIDDEN@appId"}},
+		{"org token, unknown app", "org1", `{ handlers(appId: "ghost") { intentId } }`, 200, []string{"FORBIDDEN@appId"}},
+		{"mutation on a foreign app", "org2", `mutation { deleteHandler(appId: "app-1", handlerId: "LaunchRequest") { intentId } }`, 200, []string{"FORBIDDEN@appId"}},
+		{"duplicate", "app1", `mutation { addHandler(handler: {intentId: "LaunchRequest"}) { intentId } }`, 200, []string{"ALREADY_EXISTS@handler.intentId"}},
+		{"update missing", "app1", `mutation { updateIntent(intentId: "Nope", intent: {name: "x"}) { intentId } }`, 200, []string{"NOT_FOUND@intentId"}},
+		{"delete missing", "app1", `mutation { deleteEntity(entityId: "NOPE") { entityId } }`, 200, []string{"NOT_FOUND@entityId"}},
+		{"several problems", "app1", `mutation { addHandler(handler: {intentId: "X", content: [{key: "a", handlerResponse: ["x"]}, {key: "a", handlerResponse: []}], extra: {name: "n", intentId: "Y"}}) { intentId } }`, 200,
+			[]string{"BAD_USER_INPUT@handler.content[1].key", "BAD_USER_INPUT@handler.extra.intentId"}},
+		{"invalid record", "app1", `mutation { addIntent(intent: {intentId: "a/b", slots: [{name: "", type: "NUMBER"}]}) { intentId } }`, 200,
+			[]string{"BAD_USER_INPUT@intent.intentId", "BAD_USER_INPUT@intent.slots[0].name"}},
+		{"bad entity type", "app1", `mutation { updateEntity(entityId: "COLOR", entity: {type: "LIST"}) { entityId } }`, 200, []string{"BAD_USER_INPUT@entity.type"}},
+		{"slot type names no entity", "app1", `mutation { addIntent(intent: {intentId: "I", slots: [{name: "a", type: "COLOR"}, {name: "b", type: "SHAPE"}, {name: "c", type: "AMAZON.Number"}]}) { intentId } }`, 200,
+			[]string{"MISSING_REFERENCE@intent.slots[1].type"}},
+		{"syntax", "app1", `{ handlers { intentId }`, 400, []string{"GRAPHQL_PARSE_FAILED@"}},
+		{"unknown field", "app1", `{ handlers { nope } }`, 400, []string{"GRAPHQL_VALIDATION_FAILED@"}},
+		{"missing required argument", "app1", `{ handler { intentId } }`, 400, []string{"GRAPHQL_VALIDATION_FAILED@"}},
+		{"two operations, none named", "app1", `query A { handlers { intentId } } query B { intents { intentId } }`, 400, []string{"BAD_REQUEST@operationName"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := e.store
+			_ = before
+			a := e.post(tt.token, tt.query, nil)
+			if a.status != tt.status || strings.Join(a.codes(), ",") != strings.Join(tt.want, ",") {
+				t.Errorf("%d %v, want %d %v\n%s", a.status, a.codes(), tt.status, tt.want, a.raw)
+			}
+			for _, err := range a.Errors {
+				if err.Message == "" {
+					t.Errorf("an error without a message: %s", a.raw)
+				}
+			}
+		})
+	}
+	// Failed mutations wrote nothing and told nobody.
+	if len(e.changed) != 0 {
+		t.Errorf("failed mutations notified changes to %v", e.changed)
+	}
+	if e.stored("app-1", content.KindHandler, "X") != nil || e.stored("app-1", content.KindIntent, "I") != nil {
+		t.Errorf("a failed mutation wrote a record")
+	}
+	if got := jsonOf(e.stored("app-1", content.KindEntity, "COLOR")["displayName"]); got != `"Color"` {
+		t.Errorf("a failed update changed the entity: %s", got)
+	}
+
+	// Request-level errors.
+	big := e.send(http.MethodPost, "/cms/graphql", "app1", strings.NewReader(`{"query":"{ handlers { intentId } }","variables":{"x":"`+strings.Repeat("x", 5000)+`"}}`))
+	if big.status != http.StatusRequestEntityTooLarge || strings.Join(big.codes(), "") != "REQUEST_TOO_LARGE@" {
+		t.Errorf("large body: %d %s", big.status, big.raw)
+	}
+	bad := e.send(http.MethodPost, "/cms/graphql", "app1", strings.NewReader(`{"query":`))
+	if bad.status != 400 || strings.Join(bad.codes(), "") != "BAD_REQUEST@" {
+		t.Errorf("broken JSON: %d %s", bad.status, bad.raw)
+	}
+	get := e.send(http.MethodGet, "/cms/graphql?query="+url.QueryEscape(`mutation { deleteIntent(intentId: "OrderStatus") { intentId } }`), "app1", nil)
+	if get.status != http.StatusMethodNotAllowed || strings.Join(get.codes(), "") != "MUTATION_NOT_ALLOWED@" || e.stored("app-1", content.KindIntent, "OrderStatus") == nil {
+		t.Errorf("mutation over GET: %d %s", get.status, get.raw)
+	}
+	q := e.send(http.MethodGet, "/cms/graphql?query="+url.QueryEscape(`query Q($id: ID!) { intent(intentId: $id) { intentId } }`)+"&variables="+url.QueryEscape(`{"id":"OrderStatus"}`)+"&operationName=Q", "app1", nil)
+	if q.status != 200 || jsonOf(q.Data) != `{"intent":{"intentId":"OrderStatus"}}` {
+		t.Errorf("query over GET: %d %s", q.status, q.raw)
+	}
+}
+
+func TestComplexityLimits(t *testing.T) {
+	e := newEnv(t, Limits{}, nil)
+	var aliases strings.Builder
+	aliases.WriteString("{")
+	for i := range 300 {
+		fmt.Fprintf(&aliases, " a%d: handlers { intentId }", i)
+	}
+	aliases.WriteString(" }")
+	if a := e.post("app1", aliases.String(), nil); a.status != 400 || strings.Join(a.codes(), "") != "QUERY_TOO_COMPLEX@" {
+		t.Errorf("600 fields through aliases: %d %s", a.status, a.raw)
+	}
+	// Fragments spread into each other multiply the fields selected.
+	bomb := `{ handlers { ...F3 } }
+	fragment F0 on Handler { intentId name type createdAt updatedAt }
+	fragment F1 on Handler { ...F0 a: content { key } b: forward { key } ...F0 }
+	fragment F2 on Handler { ...F1 ...F1 ...F1 ...F1 ...F1 ...F1 ...F1 ...F1 }
+	fragment F3 on Handler { ...F2 ...F2 ...F2 ...F2 ...F2 ...F2 ...F2 ...F2 ...F2 ...F2 }`
+	if a := e.post("app1", bomb, nil); a.status != 400 || strings.Join(a.codes(), "") != "QUERY_TOO_COMPLEX@" {
+		t.Errorf("fragment bomb: %d %s", a.status, a.raw)
+	}
+	// Introspection, as GraphiQL sends it, passes.
+	if a := e.post("app1", introspection, nil); a.status != 200 || len(a.Errors) > 0 {
+		t.Errorf("introspection: %d %s", a.status, a.raw[:min(len(a.raw), 300)])
+	}
+
+	shallow := newEnv(t, Limits{MaxDepth: 1}, nil)
+	if a := shallow.post("app1", `{ handlers { content { key } } }`, nil); a.status != 400 || strings.Join(a.codes(), "") != "QUERY_TOO_DEEP@" {
+		t.Errorf("depth 2 with a limit of 1: %d %s", a.status, a.raw)
+	}
+	if a := shallow.post("app1", `{ handlers { intentId } }`, nil); a.status != 400 {
+		t.Errorf("depth 2 (handlers, intentId) with a limit of 1 passed: %d %s", a.status, a.raw)
+	}
+}
+
+func TestRateLimitAndUnavailable(t *testing.T) {
+	e := newEnv(t, Limits{}, ratelimit.New(1, 2, nil))
+	var last answer
+	for range 4 {
+		last = e.post("app1", `{ intents { intentId } }`, nil)
+	}
+	if last.status != http.StatusTooManyRequests || strings.Join(last.codes(), "") != "RATE_LIMITED@" {
+		t.Errorf("over the limit: %d %s", last.status, last.raw)
+	}
+
+	d := newEnv(t, Limits{}, nil)
+	d.post("org1", `{ intents(appId: "app-1") { intentId } }`, nil) // caches the token and the app
+	d.store.Close()
+	a := d.post("org1", `{ intents(appId: "app-1") { intentId } }`, nil)
+	if strings.Join(a.codes(), "") != "UNAVAILABLE@" {
+		t.Errorf("store closed: %d %s", a.status, a.raw)
+	}
+}
+
+func TestGraphiQL(t *testing.T) {
+	e := newEnv(t, Limits{}, nil)
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/cms/graphql", nil)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(page), AssetsPath+"graphiql.min.js") {
+		t.Fatalf("GraphiQL page: %d %s", resp.StatusCode, page)
+	}
+	// Every file the page loads is served, compressed or not.
+	for _, name := range []string{"graphiql.min.js", "graphiql.min.css", "react.production.min.js", "react-dom.production.min.js"} {
+		if !strings.Contains(string(page), AssetsPath+name) {
+			t.Errorf("the page does not load %s", name)
+		}
+		for _, gz := range []bool{true, false} {
+			req, _ := http.NewRequest(http.MethodGet, e.srv.URL+AssetsPath+name, nil)
+			req.Header.Set("Accept-Encoding", map[bool]string{true: "gzip", false: "identity"}[gz])
+			tr := &http.Transport{DisableCompression: true}
+			resp, err := (&http.Client{Transport: tr}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r io.Reader = resp.Body
+			if resp.Header.Get("Content-Encoding") == "gzip" {
+				if r, err = gzip.NewReader(resp.Body); err != nil {
+					t.Fatal(err)
+				}
+			}
+			body, err := io.ReadAll(r)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || len(body) < 1000 || (resp.Header.Get("Content-Encoding") == "gzip") != gz {
+				t.Errorf("%s (gzip %v): %d, %d bytes, %v", name, gz, resp.StatusCode, len(body), err)
+			}
+		}
+	}
+	if resp, _ := http.Get(e.srv.URL + AssetsPath + "nope.js"); resp.StatusCode != 404 {
+		t.Errorf("unknown asset: %d", resp.StatusCode)
+	}
+}

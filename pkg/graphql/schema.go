@@ -1,0 +1,235 @@
+package graphql
+
+import (
+	"encoding/json"
+	"strconv"
+
+	gql "github.com/graphql-go/graphql"
+	"github.com/graphql-go/graphql/language/ast"
+)
+
+// newJSONScalar carries free-form parts (data, nlu, responses, paths) as
+// plain JSON values.
+func newJSONScalar() *gql.Scalar {
+	return gql.NewScalar(gql.ScalarConfig{
+		Name:        "JSON",
+		Description: "Any JSON value: free-form parts such as data, nlu, responses and paths.",
+		Serialize:   func(v any) any { return v },
+		ParseValue:  func(v any) any { return v },
+		ParseLiteral: func(v ast.Value) any {
+			return literal(v)
+		},
+	})
+}
+
+// literal turns an inline GraphQL value into the JSON value it spells.
+func literal(v ast.Value) any {
+	switch v := v.(type) {
+	case *ast.ObjectValue:
+		m := make(map[string]any, len(v.Fields))
+		for _, f := range v.Fields {
+			m[f.Name.Value] = literal(f.Value)
+		}
+		return m
+	case *ast.ListValue:
+		out := make([]any, 0, len(v.Values))
+		for _, e := range v.Values {
+			out = append(out, literal(e))
+		}
+		return out
+	case *ast.IntValue:
+		return json.Number(v.Value)
+	case *ast.FloatValue:
+		if _, err := strconv.ParseFloat(v.Value, 64); err == nil {
+			return json.Number(v.Value)
+		}
+		return nil
+	case *ast.StringValue:
+		return v.Value
+	case *ast.BooleanValue:
+		return v.Value
+	case *ast.EnumValue:
+		return v.Value
+	}
+	return nil
+}
+
+// The schema mirrors schemas/graphql/schema.graphql; a test holds the two
+// together.
+
+func nonNull(t gql.Type) gql.Type { return gql.NewNonNull(t) }
+
+func listOf(t gql.Type) gql.Type { return gql.NewNonNull(gql.NewList(gql.NewNonNull(t))) }
+
+func field(t gql.Type, desc string) *gql.Field { return &gql.Field{Type: t, Description: desc} }
+
+func input(t gql.Type, desc string) *gql.InputObjectFieldConfig {
+	return &gql.InputObjectFieldConfig{Type: t, Description: desc}
+}
+
+// intentFields are the fields a handler shares with its intent.
+func intentFields(jsonScalar *gql.Scalar, slot *gql.Object) gql.Fields {
+	return gql.Fields{
+		"appId":             field(nonNull(gql.ID), "The app the record belongs to."),
+		"organizationId":    field(nonNull(gql.ID), "The organization owning the app."),
+		"intentId":          field(nonNull(gql.ID), "The identifier, unique within the app."),
+		"name":              field(gql.String, ""),
+		"utterancePatterns": field(listOf(gql.String), "Phrasings that select the intent; ${slot} marks a slot."),
+		"slots":             field(listOf(slot), ""),
+		"langCode":          field(gql.String, ""),
+		"defaultLocale":     field(gql.String, ""),
+		"locales":           field(jsonScalar, ""),
+		"contexts":          field(jsonScalar, ""),
+		"substitutions":     field(jsonScalar, ""),
+		"nlu":               field(jsonScalar, ""),
+		"graphCoords":       field(jsonScalar, ""),
+		"createdAt":         field(nonNull(gql.String), "When the record was created (RFC 3339, UTC)."),
+		"updatedAt":         field(nonNull(gql.String), "When the record last changed (RFC 3339, UTC)."),
+		"document":          field(nonNull(jsonScalar), "The whole record as stored, every field included, as REST answers it."),
+	}
+}
+
+func intentInputFields(jsonScalar *gql.Scalar, slotInput *gql.InputObject, withID bool) gql.InputObjectConfigFieldMap {
+	f := gql.InputObjectConfigFieldMap{
+		"name":              input(gql.String, ""),
+		"utterancePatterns": input(gql.NewList(gql.NewNonNull(gql.String)), ""),
+		"slots":             input(gql.NewList(gql.NewNonNull(slotInput)), "Each slot's type is an entityId of the app or a built-in type."),
+		"langCode":          input(gql.String, ""),
+		"defaultLocale":     input(gql.String, ""),
+		"locales":           input(jsonScalar, ""),
+		"contexts":          input(jsonScalar, ""),
+		"substitutions":     input(jsonScalar, ""),
+		"nlu":               input(jsonScalar, ""),
+		"graphCoords":       input(jsonScalar, ""),
+		"extra":             input(jsonScalar, "Further fields of the record, as a JSON object; kept as they are."),
+	}
+	if withID {
+		f["intentId"] = input(nonNull(gql.ID), "")
+	}
+	return f
+}
+
+func merge(a, b gql.Fields) gql.Fields {
+	out := gql.Fields{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func mergeInput(a, b gql.InputObjectConfigFieldMap) gql.InputObjectConfigFieldMap {
+	out := gql.InputObjectConfigFieldMap{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// types are the schema's named types, for the resolvers to refer to.
+type types struct {
+	intent, handler, entity *gql.Object
+}
+
+func buildTypes() (types, map[string]*gql.InputObject) {
+	jsonScalar := newJSONScalar()
+	slot := gql.NewObject(gql.ObjectConfig{Name: "Slot", Fields: gql.Fields{
+		"name":   field(nonNull(gql.String), ""),
+		"type":   field(nonNull(gql.String), "An entityId of the app or a built-in type."),
+		"isList": field(gql.Boolean, ""),
+		"nlu":    field(jsonScalar, ""),
+	}})
+	slotInput := gql.NewInputObject(gql.InputObjectConfig{Name: "SlotInput", Fields: gql.InputObjectConfigFieldMap{
+		"name":   input(nonNull(gql.String), ""),
+		"type":   input(nonNull(gql.String), ""),
+		"isList": input(gql.Boolean, ""),
+		"nlu":    input(jsonScalar, ""),
+	}})
+	contentEntry := gql.NewObject(gql.ObjectConfig{Name: "ContentEntry", Description: "One key of a handler's content map.",
+		Fields: gql.Fields{
+			"key":             field(nonNull(gql.String), ""),
+			"handlerResponse": field(listOf(jsonScalar), "The responses under the key."),
+		}})
+	pathsEntry := gql.NewObject(gql.ObjectConfig{Name: "PathsEntry", Description: "One key of a handler's forward or redirect map.",
+		Fields: gql.Fields{
+			"key":   field(nonNull(gql.String), ""),
+			"paths": field(listOf(jsonScalar), "Paths, each an object with at least an intentId."),
+		}})
+	contentEntryInput := gql.NewInputObject(gql.InputObjectConfig{Name: "ContentEntryInput", Fields: gql.InputObjectConfigFieldMap{
+		"key":             input(nonNull(gql.String), ""),
+		"handlerResponse": input(listOf(jsonScalar), ""),
+	}})
+	pathsEntryInput := gql.NewInputObject(gql.InputObjectConfig{Name: "PathsEntryInput", Fields: gql.InputObjectConfigFieldMap{
+		"key":   input(nonNull(gql.String), ""),
+		"paths": input(listOf(jsonScalar), ""),
+	}})
+	handlerOnly := gql.Fields{
+		"type":        field(gql.String, "For example InSessionIntent or ConversationHandler."),
+		"content":     field(listOf(contentEntry), "The content map as a list of keys."),
+		"forward":     field(listOf(pathsEntry), "The forward map as a list of keys."),
+		"redirect":    field(listOf(pathsEntry), "The redirect map as a list of keys."),
+		"data":        field(jsonScalar, ""),
+		"permissions": field(jsonScalar, ""),
+	}
+	handlerOnlyInput := gql.InputObjectConfigFieldMap{
+		"type":        input(gql.String, ""),
+		"content":     input(gql.NewList(gql.NewNonNull(contentEntryInput)), "Replaces the whole content map; keys must be unique."),
+		"forward":     input(gql.NewList(gql.NewNonNull(pathsEntryInput)), "Replaces the whole forward map; keys must be unique."),
+		"redirect":    input(gql.NewList(gql.NewNonNull(pathsEntryInput)), "Replaces the whole redirect map; keys must be unique."),
+		"data":        input(jsonScalar, ""),
+		"permissions": input(jsonScalar, ""),
+	}
+	value := gql.NewObject(gql.ObjectConfig{Name: "EntityValue", Fields: gql.Fields{
+		"name":        field(nonNull(gql.String), ""),
+		"canonicalId": field(gql.String, ""),
+		"synonyms":    field(listOf(gql.String), ""),
+	}})
+	valueInput := gql.NewInputObject(gql.InputObjectConfig{Name: "EntityValueInput", Fields: gql.InputObjectConfigFieldMap{
+		"name":        input(nonNull(gql.String), ""),
+		"canonicalId": input(gql.String, ""),
+		"synonyms":    input(gql.NewList(gql.NewNonNull(gql.String)), ""),
+		"extra":       input(jsonScalar, "Further fields of the value, as a JSON object."),
+	}})
+	entityInput := gql.InputObjectConfigFieldMap{
+		"displayName": input(gql.String, ""),
+		"type":        input(gql.String, "REGEX or VALUE_SYNONYMS."),
+		"values":      input(gql.NewList(gql.NewNonNull(valueInput)), "Replaces all values."),
+		"nlu":         input(jsonScalar, ""),
+		"extra":       input(jsonScalar, "Further fields of the record, as a JSON object; kept as they are."),
+	}
+
+	t := types{}
+	t.intent = gql.NewObject(gql.ObjectConfig{Name: "Intent", Description: "An intent of the app's model.", Fields: intentFields(jsonScalar, slot)})
+	t.handler = gql.NewObject(gql.ObjectConfig{Name: "Handler", Description: "An intent plus how to respond to it.",
+		Fields: merge(intentFields(jsonScalar, slot), handlerOnly)})
+	t.entity = gql.NewObject(gql.ObjectConfig{Name: "Entity", Description: "An entity of the app's model.", Fields: gql.Fields{
+		"appId":          field(nonNull(gql.ID), ""),
+		"organizationId": field(nonNull(gql.ID), ""),
+		"entityId":       field(nonNull(gql.ID), ""),
+		"displayName":    field(gql.String, ""),
+		"type":           field(gql.String, "REGEX or VALUE_SYNONYMS."),
+		"values":         field(listOf(value), ""),
+		"nlu":            field(jsonScalar, ""),
+		"createdAt":      field(nonNull(gql.String), ""),
+		"updatedAt":      field(nonNull(gql.String), ""),
+		"document":       field(nonNull(jsonScalar), "The whole record as stored, every field included, as REST answers it."),
+	}})
+	inputs := map[string]*gql.InputObject{
+		"AddIntentInput":     gql.NewInputObject(gql.InputObjectConfig{Name: "AddIntentInput", Fields: intentInputFields(jsonScalar, slotInput, true)}),
+		"UpdateIntentInput":  gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateIntentInput", Description: "Fields given replace the stored ones; others stay.", Fields: intentInputFields(jsonScalar, slotInput, false)}),
+		"AddHandlerInput":    gql.NewInputObject(gql.InputObjectConfig{Name: "AddHandlerInput", Fields: mergeInput(intentInputFields(jsonScalar, slotInput, true), handlerOnlyInput)}),
+		"UpdateHandlerInput": gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateHandlerInput", Description: "Fields given replace the stored ones; others stay.", Fields: mergeInput(intentInputFields(jsonScalar, slotInput, false), handlerOnlyInput)}),
+		"AddEntityInput": gql.NewInputObject(gql.InputObjectConfig{Name: "AddEntityInput", Fields: mergeInput(entityInput, gql.InputObjectConfigFieldMap{
+			"appId":    input(gql.ID, "The app; may be left out with an app token."),
+			"entityId": input(nonNull(gql.ID), ""),
+		})}),
+		"UpdateEntityInput": gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateEntityInput", Description: "Fields given replace the stored ones; others stay.", Fields: entityInput}),
+		"EntityValueInput":  valueInput,
+	}
+	return t, inputs
+}
