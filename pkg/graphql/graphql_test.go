@@ -237,11 +237,11 @@ func TestMutations(t *testing.T) {
 	a := e.post("app1", `mutation($h: AddHandlerInput!) { addHandler(handler: $h) { intentId content { key } createdAt updatedAt document } }`,
 		map[string]any{"h": map[string]any{
 			"intentId": "Hours", "name": "Hours", "type": "InSessionIntent",
-			"content":  []any{map[string]any{"key": "Hours", "handlerResponse": []any{map[string]any{"outputSpeech": "9 to 5"}}}},
-			"forward":  []any{map[string]any{"key": "Help", "paths": []any{map[string]any{"intentId": "Help"}}}},
-			"slots":    []any{map[string]any{"name": "c", "type": "COLOR"}, map[string]any{"name": "n", "type": "NUMBER"}},
-			"data":     map[string]any{"price": 12.50},
-			"extra":    map[string]any{"permissions2": []any{"a"}},
+			"content": []any{map[string]any{"key": "Hours", "handlerResponse": []any{map[string]any{"outputSpeech": "9 to 5"}}}},
+			"forward": []any{map[string]any{"key": "Help", "paths": []any{map[string]any{"intentId": "Help"}}}},
+			"slots":   []any{map[string]any{"name": "c", "type": "COLOR"}, map[string]any{"name": "n", "type": "NUMBER"}},
+			"data":    map[string]any{"price": 12.50},
+			"extra":   map[string]any{"permissions2": []any{"a"}},
 		}})
 	if len(a.Errors) > 0 {
 		t.Fatalf("addHandler: %s", a.raw)

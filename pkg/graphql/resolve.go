@@ -437,7 +437,7 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 		"deleteEntity": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id}), Resolve: r.remove(content.KindEntity, "entityId")},
 		"replaceEntityValues": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "values": values}),
 			Description: "Replaces all values of an entity at once, as a refresh from an external catalogue does; readers see the old values or the new ones, never a mix.",
-			Resolve: r.update(content.KindEntity, "entityId", "", replaceValues)},
+			Resolve:     r.update(content.KindEntity, "entityId", "", replaceValues)},
 	}})
 	return gql.NewSchema(gql.SchemaConfig{Query: query, Mutation: mutation})
 }

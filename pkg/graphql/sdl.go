@@ -83,7 +83,7 @@ func (h *Handler) SDL(ctx context.Context) (string, error) {
 	}
 	var data struct {
 		Schema struct {
-			QueryType    struct{ Name string } `json:"queryType"`
+			QueryType    struct{ Name string }  `json:"queryType"`
 			MutationType *struct{ Name string } `json:"mutationType"`
 			Types        []typeDef              `json:"types"`
 		} `json:"__schema"`
