@@ -1,0 +1,124 @@
+// Package search is full-text search over an app's knowledge base: an
+// in-memory BM25 index with English stemming, accent and case folding,
+// typo-tolerant and prefix matching, highlights and answer passages. It
+// also ranks FAQs by their question variants and matches autocomplete
+// suggestions.
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+	"golang.org/x/text/unicode/norm"
+)
+
+// token is one word of a text with where it stands, in UTF-16 code units
+// (the offsets JavaScript clients index strings by).
+type token struct {
+	word       string // folded: lower case, accents removed
+	term       string // stemmed
+	stop       bool
+	start, end int
+}
+
+// fold lowers case and strips accents: "Élan" and "elan" match.
+func fold(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range norm.NFD.String(s) {
+		if unicode.Is(unicode.Mn, r) {
+			continue
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+func isApostrophe(r rune) bool { return r == '\'' || r == '’' }
+
+// tokens splits text into words. Apostrophes inside words are dropped
+// ("don't" is "dont"), so contractions and possessives match loosely.
+func tokens(text string) []token {
+	var out []token
+	pos := 0 // UTF-16 offset of the rune at i
+	start, startPos := -1, 0
+	flush := func(end, endPos int) {
+		if start < 0 {
+			return
+		}
+		w := strings.Map(func(r rune) rune {
+			if isApostrophe(r) {
+				return -1
+			}
+			return r
+		}, fold(text[start:end]))
+		if w != "" {
+			out = append(out, token{word: w, term: stem(w), stop: english.IsStopWord(w), start: startPos, end: endPos})
+		}
+		start = -1
+	}
+	for i, r := range text {
+		inWord := isWordRune(r)
+		if isApostrophe(r) && start >= 0 {
+			next, _ := utf8.DecodeRuneInString(text[i+utf8.RuneLen(r):])
+			inWord = unicode.IsLetter(next)
+		}
+		switch {
+		case inWord && start < 0:
+			start, startPos = i, pos
+		case !inWord:
+			flush(i, pos)
+		}
+		pos += utf16.RuneLen(r)
+	}
+	flush(len(text), pos)
+	return out
+}
+
+// stem reduces a folded word to its English stem; words with digits or
+// letters beyond ASCII stay as they are.
+func stem(w string) string {
+	for _, r := range w {
+		if r > unicode.MaxASCII || unicode.IsDigit(r) {
+			return w
+		}
+	}
+	return english.Stem(w, true)
+}
+
+// query is an analysed query: its distinct content terms (stop words
+// count only when there is nothing else), and its last word when the text
+// may stop in the middle of it.
+type query struct {
+	terms   []string
+	partial string // folded last word, when unfinished
+}
+
+func parseQuery(q string) query {
+	toks := tokens(q)
+	var out query
+	if len(toks) == 0 {
+		return out
+	}
+	allStop := true
+	for _, t := range toks {
+		allStop = allStop && t.stop
+	}
+	seen := map[string]bool{}
+	for _, t := range toks {
+		if (t.stop && !allStop) || seen[t.term] {
+			continue
+		}
+		seen[t.term] = true
+		out.terms = append(out.terms, t.term)
+	}
+	if r, _ := utf8.DecodeLastRuneInString(q); isWordRune(r) {
+		out.partial = toks[len(toks)-1].word
+	}
+	return out
+}

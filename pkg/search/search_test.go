@@ -1,0 +1,113 @@
+package search
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTokens(t *testing.T) {
+	toks := tokens("Élan’s e-bike: 2 Batteries! 😀 don't")
+	var got []string
+	for _, tk := range toks {
+		got = append(got, tk.word+"/"+tk.term)
+	}
+	if want := "elans/elan e/e bike/bike 2/2 batteries/batteri dont/dont"; strings.Join(got, " ") != want {
+		t.Errorf("tokens %q, want %q", strings.Join(got, " "), want)
+	}
+	// Offsets are UTF-16 code units: the emoji counts two.
+	last := toks[len(toks)-1]
+	if last.start != 31 || last.end != 36 {
+		t.Errorf("offsets of %q: %d-%d", last.word, last.start, last.end)
+	}
+}
+
+func TestDamerau1(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"puncture", "puncture", true}, {"punctre", "puncture", true}, {"puncture", "punctures", true},
+		{"puncutre", "puncture", true}, {"punctore", "puncture", true}, {"pncutre", "puncture", false},
+		{"tubless", "tubeless", true}, {"warrenty", "warranty", true}, {"abc", "abcde", false}, {"ab", "ba", true},
+	} {
+		if got := damerau1(tt.a, tt.b); got != tt.want {
+			t.Errorf("damerau1(%q, %q) = %v", tt.a, tt.b, got)
+		}
+	}
+}
+
+var corpus = []Doc{
+	{ID: "puncture", Title: "How to fix a puncture", Body: "Remove the wheel. Find the hole in the inner tube.\n\nPatch the tube or fit a new one, then inflate the tyre to the pressure on its sidewall."},
+	{ID: "tubeless", Title: "Setting up tubeless tyres", Body: "Tubeless tyres seal small punctures with sealant. Add 60 ml of sealant per tyre and seat the bead."},
+	{ID: "hours-downtown", Title: "Downtown store", Body: "Our downtown store opens at 9 am on weekdays.", Location: "downtown"},
+	{ID: "hours-riverside", Title: "Riverside store", Body: "The riverside store opens at 10 am on weekdays and has free parking.", Location: "riverside"},
+	{ID: "battery", Title: "E-bike battery care", Body: "Store the battery at half charge in winter. Keep batteries away from frost."},
+}
+
+func ids(rs []Result) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Doc.ID)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestSearch(t *testing.T) {
+	ix := Build(corpus)
+	for _, tt := range []struct {
+		q, location, want string
+	}{
+		{"fix a puncture", "", "puncture,tubeless"},
+		{"punctre", "", "puncture,tubeless"},                  // one typo
+		{"tubless sealant", "", "tubeless"},                   // typo in a rarer word
+		{"ebike batt", "", "battery"},                         // unfinished word
+		{"BATTERIES in Winter", "", "battery"},                // case, stemming
+		{"store opening hours", "downtown", "hours-downtown"}, // location filter
+		{"parking", "downtown", ""},
+		{"", "", ""},
+	} {
+		got := ids(ix.Search(tt.q, Options{Location: tt.location}))
+		if !strings.HasPrefix(got, tt.want) || (tt.want == "" && got != "") {
+			t.Errorf("Search(%q, %q) = %q, want it to start with %q", tt.q, tt.location, got, tt.want)
+		}
+	}
+	r := ix.Search("fix a puncture", Options{})
+	if r[0].Confidence != 1 || r[1].Confidence >= 1 || r[1].Confidence <= 0 {
+		t.Errorf("confidences %v %v", r[0].Confidence, r[1].Confidence)
+	}
+}
+
+func TestGroups(t *testing.T) {
+	ix := Build([]Doc{
+		{ID: "q1", Group: "returns", Title: "Can I return a bike?"},
+		{ID: "q2", Group: "returns", Title: "What is your return policy?"},
+		{ID: "q3", Group: "hours", Title: "When do you open?"},
+	})
+	if got := ids(ix.Search("return policy", Options{})); got != "q2" {
+		t.Errorf("groups: %q, want the best variant once", got)
+	}
+}
+
+func TestHighlightsAndPassages(t *testing.T) {
+	ix := Build(corpus)
+	rs := ix.Search("inflate tyre pressure", Options{})
+	if len(rs) == 0 || rs[0].Doc.ID != "puncture" {
+		t.Fatalf("results %q", ids(rs))
+	}
+	body := rs[0].Doc.Body
+	hs := Highlights(body, rs[0].Terms)
+	var words []string
+	for _, h := range hs {
+		words = append(words, body[h.Start:h.End]) // ASCII: UTF-16 offsets are byte offsets
+	}
+	if strings.Join(words, ",") != "inflate,tyre,pressure" {
+		t.Errorf("highlights %v", words)
+	}
+	ps := ix.Passages("inflate tyre pressure", rs[:1], 3)
+	if len(ps) != 1 || !strings.HasPrefix(ps[0].Text, "Patch the tube") || body[ps[0].Start:ps[0].End] != ps[0].Text {
+		t.Fatalf("passages %+v", ps)
+	}
+	if s := ps[0].Text[ps[0].Sentence.Start:ps[0].Sentence.End]; !strings.HasPrefix(s, "Patch the tube") {
+		t.Errorf("best sentence %q", s)
+	}
+}
