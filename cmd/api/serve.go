@@ -7,11 +7,13 @@ import (
 	"io"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/chstore"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/contentapi"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/graphql"
 	"github.com/assistantcms/cms/pkg/health"
+	"github.com/assistantcms/cms/pkg/knowledge"
 	"github.com/assistantcms/cms/pkg/logging"
 )
 
@@ -28,6 +30,14 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	gqlBody := fs.Int64("graphql-max-body-bytes", "GRAPHQL_MAX_BODY_BYTES", graphql.DefaultMaxBodyBytes, "largest GraphQL request body")
 	gqlDepth := fs.Int("graphql-max-depth", "GRAPHQL_MAX_DEPTH", graphql.DefaultMaxDepth, "deepest nesting of fields in a GraphQL request")
 	gqlFields := fs.Int("graphql-max-fields", "GRAPHQL_MAX_FIELDS", graphql.DefaultMaxFields, "most fields one GraphQL request may select, fragments spread")
+	chAddr := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", "", "ClickHouse native-protocol addresses for HISTORICAL suggestions (empty: none)")
+	chDB := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", "ClickHouse database holding query_counts")
+	chUser := fs.String("clickhouse-user", "CLICKHOUSE_USER", "default", "ClickHouse user")
+	chPassword := fs.String("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
+	historyRefresh := fs.Duration("history-refresh", "HISTORY_REFRESH", contentapi.DefaultHistoryRefresh, "how long past queries are kept before being read again")
+	llmURL := fs.String("rag-llm-url", "RAG_LLM_URL", "", "OpenAI-compatible API root (…/v1) that writes RAG answers; empty: extractive answers")
+	llmModel := fs.String("rag-llm-model", "RAG_LLM_MODEL", "", "model name sent to the RAG generator")
+	llmKey := fs.String("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
 	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
 	if err := fs.Parse(args); err != nil {
@@ -45,8 +55,17 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		return fmt.Errorf("open content database: %w", err)
 	}
 	defer store.Close()
+	apiCfg := contentapi.Config{RefreshInterval: *refresh, CacheMaxAge: *maxAge, HistoryRefresh: *historyRefresh}
+	if *chAddr != "" {
+		h := contentapi.NewClickHouseHistory(chstore.Config{Addrs: envflag.List(*chAddr), Database: *chDB, Username: *chUser, Password: *chPassword})
+		defer h.Close()
+		apiCfg.History = h
+	}
+	if *llmURL != "" {
+		apiCfg.Generator = &knowledge.OpenAI{BaseURL: *llmURL, Model: *llmModel, APIKey: *llmKey}
+	}
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
-		API:             contentapi.Config{RefreshInterval: *refresh, CacheMaxAge: *maxAge},
+		API:             apiCfg,
 		GraphQL:         graphql.Limits{MaxBodyBytes: *gqlBody, MaxDepth: *gqlDepth, MaxFields: *gqlFields},
 		TokenCacheTTL:   *tokenTTL,
 		RateLimitRPS:    *rateRPS,

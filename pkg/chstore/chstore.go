@@ -149,3 +149,29 @@ func (s *Store) AppliedVersions(ctx context.Context) (map[int]bool, error) {
 	}
 	return done, rows.Err()
 }
+
+// QueryCount is how often a normalised raw query was asked.
+type QueryCount struct {
+	Query string
+	Asked uint64
+}
+
+// TopQueries returns the most asked queries of an app's channel from the
+// query-count view, most asked first.
+func (s *Store) TopQueries(ctx context.Context, appID, channel string, limit int) ([]QueryCount, error) {
+	rows, err := s.conn.Query(s.Context(ctx), "SELECT query, sum(asked) AS n FROM `"+s.cfg.Database+"`.query_counts "+
+		"WHERE app_id = ? AND channel = ? GROUP BY query ORDER BY n DESC, query LIMIT ?", appID, channel, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read top queries of %s/%s: %w", appID, channel, err)
+	}
+	defer rows.Close()
+	var out []QueryCount
+	for rows.Next() {
+		var q QueryCount
+		if err := rows.Scan(&q.Query, &q.Asked); err != nil {
+			return nil, fmt.Errorf("read top queries of %s/%s: %w", appID, channel, err)
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}

@@ -130,4 +130,14 @@ func TestQueryCountsView(t *testing.T) {
 	if len(got) != 2 || got["where is my order"] != 6 || got["opening hours"] != 2 {
 		t.Errorf("query counts %v", got)
 	}
+	top, err := s.TopQueries(ctx, "app-1", "web", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top) != 2 || top[0] != (QueryCount{"where is my order", 6}) || top[1] != (QueryCount{"opening hours", 2}) {
+		t.Errorf("TopQueries %v", top)
+	}
+	if top, err := s.TopQueries(ctx, "app-1", "other", 10); err != nil || len(top) != 0 {
+		t.Errorf("TopQueries of another channel: %v %v", top, err)
+	}
 }

@@ -81,6 +81,9 @@ type Store interface {
 	// CreateApp fails with ErrNotFound when the organization does not exist.
 	CreateApp(ctx context.Context, app App) error
 	App(ctx context.Context, id string) (App, error)
+	// AppByChannelKey returns the app with a channel of that key, and the
+	// channel's ID.
+	AppByChannelKey(ctx context.Context, key string) (App, string, error)
 	ListApps(ctx context.Context, organizationID string) ([]App, error)
 
 	// CreateToken fails with ErrNotFound when the organization or app does

@@ -18,6 +18,7 @@ import (
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/httpjson"
+	"github.com/assistantcms/cms/pkg/knowledge"
 	"github.com/assistantcms/cms/pkg/ratelimit"
 )
 
@@ -25,6 +26,7 @@ import (
 type Store interface {
 	auth.Store
 	RevisionSource
+	AppByChannelKey(ctx context.Context, key string) (content.App, string, error)
 	Record(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error)
 	ListRecords(ctx context.Context, appID string, kind content.Kind) ([]content.Record, error)
 }
@@ -43,6 +45,15 @@ type Config struct {
 	// CacheMaxAge is the max-age clients may cache responses for; zero
 	// means the default, negative means none.
 	CacheMaxAge time.Duration
+	// History is where HISTORICAL suggestions come from; nil leaves them
+	// out (and says so in a header).
+	History History
+	// HistoryRefresh is how long past queries are kept before being read
+	// again.
+	HistoryRefresh time.Duration
+	// Generator, when set, writes RAG answers from the retrieved passages;
+	// the extractive answer stands in when it fails.
+	Generator knowledge.Generator
 }
 
 // Defaults for Config.
@@ -53,6 +64,8 @@ const (
 
 // API is the content endpoints.
 type API struct {
+	cfg          Config
+	history      *historyCache
 	store        Store
 	authn        Authenticator
 	limiter      *ratelimit.Limiter
@@ -76,7 +89,7 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 	// keep them; must-revalidate makes it ask again (cheaply, with the
 	// ETag) once they are older than max-age.
 	cc := "private, max-age=" + strconv.Itoa(int(cfg.CacheMaxAge/time.Second)) + ", must-revalidate"
-	return &API{store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval), log: log, cacheControl: cc}
+	return &API{cfg: cfg, history: newHistoryCache(cfg.History, cfg.HistoryRefresh), store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval), log: log, cacheControl: cc}
 }
 
 // Invalidate makes the next read of the app see changes at once.
@@ -90,37 +103,58 @@ func (a *API) Register(r gin.IRouter) {
 	g.GET("/entity", a.list(content.KindEntity, "entities"))
 	g.GET("/entity/:id", a.one(content.KindEntity, "entity", "Entity not found."))
 	g.GET("/app", a.app)
+	g.GET("/search", a.search)
+	g.GET("/faq/query", a.faq)
+	g.GET("/rag", a.rag)
+	// The channel key names the app, so this route resolves it itself.
+	r.GET("/cms/suggestions", a.suggestions)
 }
 
 const targetKey = "cms.target"
 
 // authenticate resolves the token and the app, and applies the rate limit.
 func (a *API) authenticate(c *gin.Context) {
-	ctx := c.Request.Context()
-	p, err := a.authn.Authenticate(ctx, c.Request.Header)
-	if err != nil {
-		a.authError(c, err)
+	p, ok := a.principal(c)
+	if !ok {
 		return
-	}
-	if a.limiter != nil {
-		if ok, wait := a.limiter.Allow(p.TokenID); !ok {
-			httpjson.RetryAfter(c.Writer, wait.Seconds())
-			abort(c, http.StatusTooManyRequests, "", "Too many requests for this token; retry after the time in Retry-After.")
-			return
-		}
 	}
 	appID, present := c.GetQuery("appId")
 	if present && strings.TrimSpace(appID) == "" {
 		abort(c, http.StatusBadRequest, "appId", "appId must not be empty.")
 		return
 	}
-	t, err := a.authn.Resolve(ctx, p, appID)
+	a.resolve(c, p, appID)
+}
+
+// principal checks the token and the token's rate limit; on failure it
+// has answered.
+func (a *API) principal(c *gin.Context) (auth.Principal, bool) {
+	p, err := a.authn.Authenticate(c.Request.Context(), c.Request.Header)
 	if err != nil {
 		a.authError(c, err)
-		return
+		return p, false
+	}
+	if a.limiter != nil {
+		if ok, wait := a.limiter.Allow(p.TokenID); !ok {
+			httpjson.RetryAfter(c.Writer, wait.Seconds())
+			abort(c, http.StatusTooManyRequests, "", "Too many requests for this token; retry after the time in Retry-After.")
+			return p, false
+		}
+	}
+	return p, true
+}
+
+// resolve decides the app the request acts for; on failure it has
+// answered.
+func (a *API) resolve(c *gin.Context, p auth.Principal, appID string) bool {
+	t, err := a.authn.Resolve(c.Request.Context(), p, appID)
+	if err != nil {
+		a.authError(c, err)
+		return false
 	}
 	c.Set(targetKey, t)
 	c.Set(logAppKey, t.AppID)
+	return true
 }
 
 func (a *API) authError(c *gin.Context, err error) {
@@ -158,7 +192,7 @@ func target(c *gin.Context) auth.Target {
 func (a *API) list(kind content.Kind, wrapper string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		t := target(c)
-		b, err := a.cache.get(c.Request.Context(), t.AppID, wrapper, func(ctx context.Context) ([]byte, error) {
+		b, err := a.cache.body(c.Request.Context(), t.AppID, wrapper, func(ctx context.Context) ([]byte, error) {
 			recs, err := a.store.ListRecords(ctx, t.AppID, kind)
 			if err != nil {
 				return nil, err
@@ -186,7 +220,7 @@ func (a *API) one(kind content.Kind, wrapper, notFound string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		t := target(c)
 		id := c.Param("id")
-		b, err := a.cache.get(c.Request.Context(), t.AppID, wrapper+"/"+id, func(ctx context.Context) ([]byte, error) {
+		b, err := a.cache.body(c.Request.Context(), t.AppID, wrapper+"/"+id, func(ctx context.Context) ([]byte, error) {
 			r, err := a.store.Record(ctx, t.AppID, kind, id)
 			if err != nil {
 				return nil, err
@@ -207,7 +241,7 @@ func (a *API) one(kind content.Kind, wrapper, notFound string) gin.HandlerFunc {
 
 func (a *API) app(c *gin.Context) {
 	t := target(c)
-	b, err := a.cache.get(c.Request.Context(), t.AppID, "app", func(ctx context.Context) ([]byte, error) {
+	b, err := a.cache.body(c.Request.Context(), t.AppID, "app", func(ctx context.Context) ([]byte, error) {
 		app, err := a.store.App(ctx, t.AppID)
 		if err != nil {
 			return nil, err

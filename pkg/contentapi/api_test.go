@@ -26,7 +26,24 @@ const fixture = `{
  "apps": [
   {"appId": "app-1", "organizationId": "org-1", "name": "App one", "channels": [{"id": "web", "type": "CHAT", "key": "k1"}], "invocationName": "one"},
   {"appId": "app-2", "organizationId": "org-1", "name": "App two"},
-  {"appId": "app-3", "organizationId": "org-2", "name": "App three"}
+  {"appId": "app-3", "organizationId": "org-2", "name": "App three", "channels": [{"id": "web", "key": "k3"}]}
+ ],
+ "documents": [
+  {"appId": "app-1", "id": "puncture", "title": "Fixing a puncture", "uri": "https://example.com/puncture",
+   "document": "Take the wheel out and find the hole.\n\nPatch the inner tube, or fit a new tube, then pump the tyre up to the pressure printed on its sidewall."},
+  {"appId": "app-1", "id": "riverside", "title": "Riverside store", "uri": "https://example.com/riverside", "location": "riverside",
+   "document": "The riverside store has free parking behind the building. It opens at 8 am at weekends."},
+  {"appId": "app-1", "id": "downtown", "title": "Downtown store", "uri": "https://example.com/downtown", "location": "downtown",
+   "document": "Parking downtown is in the Market Street garage, two minutes away."},
+  {"appId": "app-2", "id": "secret", "title": "Only app two", "document": "Puncture secrets of app two."}
+ ],
+ "faqs": [
+  {"appId": "app-1", "id": "returns", "name": "Return policy", "questions": ["Can I return a bike?", "What is your return policy?"],
+   "answer": "You can return an unridden bike within 30 days.", "url": "https://example.com/returns"},
+  {"appId": "app-1", "id": "hours", "name": "Opening hours", "questions": ["When do you open?"], "answer": "At nine on weekdays."}
+ ],
+ "intents": [
+  {"appId": "app-1", "intentId": "OrderStatus", "utterancePatterns": ["where is my order", "track order ${number}"]}
  ],
  "handlers": [
   {"appId": "app-1", "intentId": "LaunchRequest", "name": "Launch", "type": "InSessionIntent",

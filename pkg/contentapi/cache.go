@@ -42,7 +42,7 @@ type appCache struct {
 	mu      sync.Mutex
 	rev     int64
 	checked time.Time
-	bodies  map[string]*body
+	values  map[string]any
 }
 
 func newCache(revs RevisionSource, refresh time.Duration) *cache {
@@ -54,16 +54,32 @@ func (c *cache) app(appID string) *appCache {
 	defer c.mu.Unlock()
 	a, ok := c.apps[appID]
 	if !ok {
-		a = &appCache{bodies: map[string]*body{}}
+		a = &appCache{values: map[string]any{}}
 		c.apps[appID] = a
 	}
 	return a
 }
 
-// get returns the body cached under key for the app's current revision,
-// or renders it with load. Failed loads are not cached, so that unknown
+// body returns the response body cached under key for the app's current
+// revision, or renders it.
+func (c *cache) body(ctx context.Context, appID, key string, render func(ctx context.Context) ([]byte, error)) (*body, error) {
+	v, err := c.get(ctx, appID, key, func(ctx context.Context) (any, error) {
+		data, err := render(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return newBody(data), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*body), nil
+}
+
+// get returns the value cached under key for the app's current revision,
+// or builds it with load. Failed loads are not cached, so that unknown
 // IDs cannot grow the cache.
-func (c *cache) get(ctx context.Context, appID, key string, load func(ctx context.Context) ([]byte, error)) (*body, error) {
+func (c *cache) get(ctx context.Context, appID, key string, load func(ctx context.Context) (any, error)) (any, error) {
 	a := c.app(appID)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -75,21 +91,20 @@ func (c *cache) get(ctx context.Context, appID, key string, load func(ctx contex
 			return nil, err
 		}
 		if rev != a.rev || a.checked.IsZero() {
-			clear(a.bodies)
+			clear(a.values)
 			a.rev = rev
 		}
 		a.checked = now
 	}
-	if b, ok := a.bodies[key]; ok {
-		return b, nil
+	if v, ok := a.values[key]; ok {
+		return v, nil
 	}
-	data, err := load(ctx)
+	v, err := load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b := newBody(data)
-	a.bodies[key] = b
-	return b, nil
+	a.values[key] = v
+	return v, nil
 }
 
 // Invalidate makes the next read of the app check its revision.

@@ -111,3 +111,47 @@ func TestHighlightsAndPassages(t *testing.T) {
 		t.Errorf("best sentence %q", s)
 	}
 }
+
+func TestSuggester(t *testing.T) {
+	s := NewSuggester([]Candidate{
+		{Text: "When do you open?", Kind: "FAQ", Answer: "At nine."},
+		{Text: "where is my order", Kind: "HISTORICAL", Weight: 3},
+		{Text: "where is the riverside store", Kind: "HISTORICAL", Weight: 9},
+		{Text: "Opening hours", Kind: "INTENT"},
+		{Text: "Café  opening times", Kind: "INTENT"},
+	})
+	texts := func(ss []Suggestion) string {
+		var out []string
+		for _, x := range ss {
+			out = append(out, x.Text)
+		}
+		return strings.Join(out, "|")
+	}
+	for _, tt := range []struct {
+		q     string
+		kinds []string
+		want  string
+	}{
+		{"where", nil, "where is the riverside store|where is my order"},      // by weight
+		{"WHERE IS M", nil, "where is my order|where is the riverside store"}, // exact first, then one edit
+		{"wehre is", nil, "where is the riverside store|where is my order"},   // transposed letters
+		{"open", nil, "Opening hours|Café  opening times|When do you open?"},  // at the start first
+		{"cafe op", nil, "Café  opening times"},
+		{"open", []string{"INTENT"}, "Opening hours|Café  opening times"},
+		{"opn", nil, ""}, // too short for an edit
+		{"wher", nil, "where is the riverside store|where is my order"}, // "when" is one edit away, but four letters are too few
+		{"  ", nil, ""},
+	} {
+		kinds := map[string]bool{}
+		for _, k := range tt.kinds {
+			kinds[k] = true
+		}
+		if got := texts(s.Match(tt.q, kinds, 5)); got != tt.want {
+			t.Errorf("Match(%q, %v) = %q, want %q", tt.q, tt.kinds, got, tt.want)
+		}
+	}
+	m := s.Match("cafe op", nil, 1)[0]
+	if m.Bold != (Span{0, 8}) {
+		t.Errorf("bold %+v, want 0-8 (UTF-16 units of %q)", m.Bold, "Café  op")
+	}
+}

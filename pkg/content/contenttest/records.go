@@ -98,6 +98,14 @@ func testImportAndRead(t *testing.T, s content.Store) {
 	if !jsonEqual(hb.Doc, `{"intentId":"Hello","name":"B's hello"}`) {
 		t.Errorf("app-b handler %s", hb.Doc)
 	}
+	ka, ch, err := s.AppByChannelKey(ctx, "key-a")
+	must(t, err, "AppByChannelKey")
+	if ka.ID != "app-a" || ch != "web" {
+		t.Errorf("AppByChannelKey(key-a) = %s, %s", ka.ID, ch)
+	}
+	if _, _, err := s.AppByChannelKey(ctx, "nope"); !errors.Is(err, content.ErrNotFound) {
+		t.Errorf("AppByChannelKey of an unknown key: %v", err)
+	}
 	d, err := s.Record(ctx, "app-a", content.KindDocument, "d1")
 	must(t, err, "Record")
 	if d.Location != "north" {

@@ -415,3 +415,17 @@ func (s *Store) DeleteRecord(ctx context.Context, appID string, kind content.Kin
 	})
 	return out, err
 }
+
+// AppByChannelKey implements content.Store.
+func (s *Store) AppByChannelKey(ctx context.Context, key string) (content.App, string, error) {
+	var appID, channelID string
+	err := s.db.QueryRowContext(ctx, `SELECT app_id, channel_id FROM channel_keys WHERE key = ?`, key).Scan(&appID, &channelID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return content.App{}, "", fmt.Errorf("channel key %q: %w", key, content.ErrNotFound)
+	}
+	if err != nil {
+		return content.App{}, "", fmt.Errorf("look up channel key %q: %w", key, err)
+	}
+	app, err := s.App(ctx, appID)
+	return app, channelID, err
+}

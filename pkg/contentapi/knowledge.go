@@ -1,0 +1,297 @@
+package contentapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/knowledge"
+	"github.com/assistantcms/cms/pkg/search"
+)
+
+// History reads how often past queries were asked on an app's channel,
+// most asked first.
+type History interface {
+	TopQueries(ctx context.Context, appID, channel string, limit int) ([]knowledge.QueryCount, error)
+}
+
+// Limits of the knowledge endpoints.
+const (
+	maxQuestionRunes      = 1000
+	defaultSuggestions    = 5
+	maxSuggestions        = 50
+	defaultFAQs           = 10
+	maxFAQs               = 100
+	historyQueries        = 5000
+	DefaultHistoryRefresh = 30 * time.Second
+	// historyRetry is how long a failed read of past queries is not
+	// tried again, so that an unreachable ClickHouse costs little.
+	historyRetry = 5 * time.Second
+	// OmittedHeader names suggestion types left out of an answer.
+	OmittedHeader = "X-Suggestions-Omitted"
+)
+
+// base returns the app's knowledge base at its current revision, built
+// once per revision.
+func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
+	v, err := a.cache.get(ctx, appID, "knowledge", func(ctx context.Context) (any, error) {
+		var lists [3][]content.Record
+		for i, k := range []content.Kind{content.KindDocument, content.KindFAQ, content.KindIntent} {
+			recs, err := a.store.ListRecords(ctx, appID, k)
+			if err != nil {
+				return nil, err
+			}
+			lists[i] = recs
+		}
+		return knowledge.Build(lists[0], lists[1], lists[2])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*knowledge.Base), nil
+}
+
+// question reads the required question parameter; on failure it has
+// answered.
+func question(c *gin.Context, name string) (string, bool) {
+	q := strings.TrimSpace(c.Query(name))
+	switch {
+	case q == "":
+		abort(c, http.StatusBadRequest, name, name+" is required.")
+		return "", false
+	case utf8.RuneCountInString(q) > maxQuestionRunes:
+		abort(c, http.StatusBadRequest, name, fmt.Sprintf("%s is longer than %d characters.", name, maxQuestionRunes))
+		return "", false
+	}
+	return q, true
+}
+
+// intParam reads an optional integer parameter within [1, max].
+func intParam(c *gin.Context, name string, def, max int) (int, bool) {
+	v := c.Query(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		abort(c, http.StatusBadRequest, name, fmt.Sprintf("%s must be a whole number from 1 to %d.", name, max))
+		return 0, false
+	}
+	return n, true
+}
+
+func (a *API) search(c *gin.Context) {
+	q, ok := question(c, "question")
+	if !ok {
+		return
+	}
+	b, err := a.base(c.Request.Context(), target(c).AppID)
+	if err != nil {
+		a.serverError(c, "build the knowledge base", err)
+		return
+	}
+	c.JSON(http.StatusOK, b.Search(q, c.Query("locationId")))
+}
+
+func (a *API) faq(c *gin.Context) {
+	q, ok := question(c, "question")
+	if !ok {
+		return
+	}
+	size, ok := intParam(c, "size", defaultFAQs, maxFAQs)
+	if !ok {
+		return
+	}
+	b, err := a.base(c.Request.Context(), target(c).AppID)
+	if err != nil {
+		a.serverError(c, "build the knowledge base", err)
+		return
+	}
+	c.JSON(http.StatusOK, b.FAQs(q, size))
+}
+
+// temperature reads the parameter leniently: the reference client may
+// send "undefined"; anything that is not a number in [0, 2] means the
+// default.
+func temperature(v string) float64 {
+	t, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || t < 0 || t > 2 || t != t {
+		return 0.5
+	}
+	return t
+}
+
+func (a *API) rag(c *gin.Context) {
+	q, ok := question(c, "question")
+	if !ok {
+		return
+	}
+	b, err := a.base(c.Request.Context(), target(c).AppID)
+	if err != nil {
+		a.serverError(c, "build the knowledge base", err)
+		return
+	}
+	// useRetrievalApi ("retrieve" or "query") chooses between two
+	// retrieval services in the reference client; here both retrieve the
+	// same way, so it is accepted and not needed.
+	ans, genErr := b.Answer(c.Request.Context(), q, c.Query("locationId"), a.cfg.Generator, temperature(c.Query("temperature")))
+	if genErr != nil {
+		a.log.Warn("answer generator failed; answered extractively", "err", genErr, "request_id", c.GetString(requestIDKey))
+		c.Header("X-Answer-Generator", "fallback")
+	}
+	c.JSON(http.StatusOK, ans)
+}
+
+// suggestionKinds parses the type parameter.
+func suggestionKinds(v string) (map[string]bool, error) {
+	kinds := map[string]bool{}
+	if strings.TrimSpace(v) == "" {
+		for _, k := range knowledge.SuggestionKinds() {
+			kinds[k] = true
+		}
+		return kinds, nil
+	}
+	for _, part := range strings.Split(v, ",") {
+		k := strings.ToUpper(strings.TrimSpace(part))
+		switch k {
+		case knowledge.KindIntent, knowledge.KindFAQ, knowledge.KindHistorical:
+			kinds[k] = true
+		case "":
+		default:
+			return nil, fmt.Errorf("type %q is not a suggestion type; use INTENT, FAQ or HISTORICAL, comma-separated", strings.TrimSpace(part))
+		}
+	}
+	if len(kinds) == 0 {
+		return nil, fmt.Errorf("type names no suggestion type; use INTENT, FAQ or HISTORICAL, comma-separated")
+	}
+	return kinds, nil
+}
+
+func (a *API) suggestions(c *gin.Context) {
+	p, ok := a.principal(c)
+	if !ok {
+		return
+	}
+	key := strings.TrimSpace(c.Query("key"))
+	if key == "" {
+		abort(c, http.StatusBadRequest, "key", "key is required.")
+		return
+	}
+	text := c.Query("queryText")
+	if strings.TrimSpace(text) == "" {
+		abort(c, http.StatusBadRequest, "queryText", "queryText is required.")
+		return
+	}
+	if utf8.RuneCountInString(text) > maxQuestionRunes {
+		abort(c, http.StatusBadRequest, "queryText", fmt.Sprintf("queryText is longer than %d characters.", maxQuestionRunes))
+		return
+	}
+	kinds, err := suggestionKinds(c.Query("type"))
+	if err != nil {
+		abort(c, http.StatusBadRequest, "type", err.Error()+".")
+		return
+	}
+	size, ok := intParam(c, "size", defaultSuggestions, maxSuggestions)
+	if !ok {
+		return
+	}
+	app, channel, err := a.store.AppByChannelKey(c.Request.Context(), key)
+	switch {
+	case err != nil && isNotFound(err):
+		abort(c, http.StatusNotFound, "key", "No channel has this key.")
+		return
+	case err != nil:
+		a.serverError(c, "look up the channel key", err)
+		return
+	}
+	// A key of an app the token cannot reach is refused like a foreign
+	// appId.
+	if p.AppID != "" && p.AppID != app.ID || p.OrganizationID != app.OrganizationID {
+		abort(c, http.StatusForbidden, "key", "This channel key belongs to an app this token cannot reach.")
+		return
+	}
+	if !a.resolve(c, p, app.ID) {
+		return
+	}
+	b, err := a.base(c.Request.Context(), app.ID)
+	if err != nil {
+		a.serverError(c, "build the knowledge base", err)
+		return
+	}
+	var history *search.Suggester
+	if kinds[knowledge.KindHistorical] {
+		if history = a.history.get(c.Request.Context(), app.ID, channel); history == nil {
+			c.Header(OmittedHeader, knowledge.KindHistorical)
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"suggestions": b.Suggest(text, kinds, history, size)})
+}
+
+// historyCache keeps each channel's past queries for a while, so that
+// suggestions need no ClickHouse round trip per keystroke.
+type historyCache struct {
+	src     History
+	refresh time.Duration
+	mu      sync.Mutex
+	entries map[string]*historyEntry
+}
+
+type historyEntry struct {
+	mu       sync.Mutex
+	at       time.Time
+	failedAt time.Time
+	sugg     *search.Suggester
+}
+
+func newHistoryCache(src History, refresh time.Duration) *historyCache {
+	if refresh <= 0 {
+		refresh = DefaultHistoryRefresh
+	}
+	return &historyCache{src: src, refresh: refresh, entries: map[string]*historyEntry{}}
+}
+
+// get returns the channel's past queries, or nil when they cannot be read
+// now: no history store, or it failed on the last try.
+func (h *historyCache) get(ctx context.Context, appID, channel string) *search.Suggester {
+	if h.src == nil {
+		return nil
+	}
+	h.mu.Lock()
+	e, ok := h.entries[appID+"\x00"+channel]
+	if !ok {
+		e = &historyEntry{}
+		h.entries[appID+"\x00"+channel] = e
+	}
+	h.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	if e.sugg != nil && now.Sub(e.at) < h.refresh {
+		return e.sugg
+	}
+	if !e.failedAt.IsZero() && now.Sub(e.failedAt) < historyRetry {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	qs, err := h.src.TopQueries(ctx, appID, channel, historyQueries)
+	if err != nil {
+		// Stale counts are not served: the answer says HISTORICAL is
+		// missing instead.
+		e.failedAt, e.sugg = now, nil
+		return nil
+	}
+	e.at, e.failedAt, e.sugg = now, time.Time{}, knowledge.History(qs)
+	return e.sugg
+}
+
+func isNotFound(err error) bool { return errors.Is(err, content.ErrNotFound) }

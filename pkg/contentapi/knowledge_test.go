@@ -1,0 +1,273 @@
+package contentapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/chstore"
+	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/devclickhouse"
+	"github.com/assistantcms/cms/pkg/event"
+	"github.com/assistantcms/cms/pkg/knowledge"
+)
+
+func TestSearchEndpoint(t *testing.T) {
+	e := newEnv(t, ServiceConfig{})
+	r := e.get("/cms/search?question=how+to+patch+an+innr+tube", "app1") // with a typo
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	var res knowledge.SearchResult
+	if err := json.Unmarshal([]byte(r.body), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Documents) == 0 || res.Documents[0].Title != "Fixing a puncture" || len(res.Documents[0].Highlights) == 0 {
+		t.Fatalf("documents %+v", res.Documents)
+	}
+	d := res.Documents[0]
+	var words []string
+	for _, h := range d.Highlights {
+		words = append(words, d.Document[h.BeginOffset:h.EndOffset]) // ASCII: UTF-16 offsets are byte offsets
+	}
+	if strings.Join(words, ",") != "Patch,inner,tube,tube" {
+		t.Errorf("highlights cover %q", words)
+	}
+	for _, doc := range res.Documents {
+		if doc.Title == "Only app two" {
+			t.Errorf("a document of another app was found")
+		}
+	}
+	if len(res.Suggested) == 0 || res.Suggested[0].TopAnswer == "" || res.Suggested[0].MatchConfidence <= 0 {
+		t.Errorf("suggested %+v", res.Suggested)
+	}
+	// The location filter keeps only documents of that location.
+	var loc knowledge.SearchResult
+	_ = json.Unmarshal([]byte(e.get("/cms/search?question=parking&locationId=riverside", "app1").body), &loc)
+	if len(loc.Documents) != 1 || loc.Documents[0].Title != "Riverside store" || loc.Documents[0].Attributes["location"] != "riverside" {
+		t.Errorf("riverside parking: %+v", loc.Documents)
+	}
+	if r := e.get("/cms/search?question=puncture&locationId=riverside", "app1"); !strings.Contains(r.body, `"documents":[]`) {
+		t.Errorf("documents without a location are left out when filtering: %s", r.body)
+	}
+	for _, path := range []string{"/cms/search", "/cms/search?question=+", "/cms/search?question=" + strings.Repeat("x", 1001)} {
+		if r := e.get(path, "app1"); r.status != 400 || !strings.Contains(r.body, `"field":"question"`) {
+			t.Errorf("%s: %d %s", path, r.status, r.body)
+		}
+	}
+	if r := e.get("/cms/search?question=x", "org1"); r.status != 400 {
+		t.Errorf("org token without appId: %d", r.status)
+	}
+	if r := e.get("/cms/search?question=puncture&appId=app-2", "org1"); !strings.Contains(r.body, "Only app two") {
+		t.Errorf("org token with appId: %s", r.body)
+	}
+}
+
+func TestFAQEndpoint(t *testing.T) {
+	e := newEnv(t, ServiceConfig{})
+	r := e.get("/cms/faq/query?question=whats+your+returns+policy", "app1")
+	var res knowledge.FAQResult
+	if err := json.Unmarshal([]byte(r.body), &res); err != nil || r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if res.Total < 1 || res.FAQ[0].Name != "Return policy" || len(res.FAQ[0].Questions) != 2 || res.FAQ[0].Score <= 0 || res.FAQ[0].Created == "" {
+		t.Errorf("faq %+v", res)
+	}
+	if r := e.get("/cms/faq/query?question=zebra", "app1"); r.body != `{"total":0,"faq":[]}` {
+		t.Errorf("no match: %s", r.body)
+	}
+	if r := e.get("/cms/faq/query?question=return&size=0", "app1"); r.status != 400 {
+		t.Errorf("size=0: %d", r.status)
+	}
+}
+
+func TestRAGEndpoint(t *testing.T) {
+	var calls int
+	gen := generatorFunc(func(ctx context.Context, q string, ps []knowledge.Passage, temp float64) (string, error) {
+		calls++
+		if temp != 0.5 {
+			t.Errorf("temperature %v, want the default for 'undefined'", temp)
+		}
+		return "Generated from " + ps[0].Title + " [1]", nil
+	})
+	e := newEnv(t, ServiceConfig{API: Config{Generator: gen}})
+	r := e.get("/cms/rag?question=can+i+return+a+bike&temperature=undefined&useRetrievalApi=retrieve", "app1")
+	var ans knowledge.Answer
+	if err := json.Unmarshal([]byte(r.body), &ans); err != nil || r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if !ans.HasAnswer || ans.Result != "Generated from Return policy [1]" || len(ans.Sources) == 0 || ans.Sources[0].URL != "https://example.com/returns" || calls != 1 {
+		t.Errorf("answer %+v", ans)
+	}
+	// Nothing relevant: no answer, and the generator is not asked.
+	r = e.get("/cms/rag?question=zebra+migration", "app1")
+	if err := json.Unmarshal([]byte(r.body), &ans); err != nil || ans.HasAnswer || calls != 1 {
+		t.Errorf("irrelevant question: %s (generator called %d times)", r.body, calls)
+	}
+
+	// A failing generator falls back to the extractive answer.
+	failing := newEnv(t, ServiceConfig{API: Config{Generator: generatorFunc(func(context.Context, string, []knowledge.Passage, float64) (string, error) {
+		return "", context.DeadlineExceeded
+	})}})
+	r = failing.get("/cms/rag?question=where+is+riverside+parking&temperature=0.2", "app1")
+	if err := json.Unmarshal([]byte(r.body), &ans); err != nil || !ans.HasAnswer || !strings.Contains(ans.Result, "free parking") || r.header.Get("X-Answer-Generator") != "fallback" {
+		t.Errorf("fallback: %s %v", r.body, r.header)
+	}
+}
+
+type generatorFunc func(ctx context.Context, q string, ps []knowledge.Passage, temp float64) (string, error)
+
+func (f generatorFunc) Generate(ctx context.Context, q string, ps []knowledge.Passage, temp float64) (string, error) {
+	return f(ctx, q, ps, temp)
+}
+
+func TestSuggestionsEndpoint(t *testing.T) {
+	e := newEnv(t, ServiceConfig{})
+	get := func(query, token string) (response, []knowledge.Suggestion) {
+		r := e.get("/cms/suggestions?"+query, token)
+		var body struct{ Suggestions []knowledge.Suggestion }
+		_ = json.Unmarshal([]byte(r.body), &body)
+		return r, body.Suggestions
+	}
+	r, s := get("key=k1&queryText=wher", "app1")
+	if r.status != 200 || len(s) != 1 || s[0].Suggestion != "where is my order" || s[0].Type != "INTENT" || s[0].Format[0]["bold"] != (knowledge.Bold{Start: 0, End: 4}) {
+		t.Errorf("INTENT: %d %s", r.status, r.body)
+	}
+	if r.header.Get(OmittedHeader) != "HISTORICAL" {
+		t.Errorf("without a history store HISTORICAL must be reported missing: %v", r.header)
+	}
+	r, s = get("key=k1&queryText=can+i+ret&type=faq", "app1")
+	if len(s) != 1 || s[0].Type != "FAQ" || s[0].Answer == "" || r.header.Get(OmittedHeader) != "" {
+		t.Errorf("FAQ only: %s %v", r.body, r.header)
+	}
+	if _, s = get("key=k1&queryText=track", "app1"); len(s) != 1 || s[0].Suggestion != "track order" {
+		t.Errorf("slot references are dropped from patterns: %+v", s)
+	}
+	for _, tt := range []struct {
+		query, token string
+		status       int
+		field        string
+	}{
+		{"key=nope&queryText=a", "app1", 404, "key"},
+		{"key=k3&queryText=a", "app1", 403, "key"},
+		{"key=k3&queryText=a", "org1", 403, "key"},
+		{"key=k1&queryText=a", "org2", 403, "key"},
+		{"key=k1&queryText=wher", "org1", 200, ""},
+		{"key=k1&queryText=a&type=intent,bogus", "app1", 400, "type"},
+		{"key=k1", "app1", 400, "queryText"},
+		{"queryText=a", "app1", 400, "key"},
+		{"key=k1&queryText=a&size=51", "app1", 400, "size"},
+		{"key=k1&queryText=a", "", 401, ""},
+	} {
+		r, _ := get(tt.query, tt.token)
+		if r.status != tt.status || (tt.field != "" && !strings.Contains(r.body, `"field":"`+tt.field+`"`)) {
+			t.Errorf("%s as %q: %d %s", tt.query, tt.token, r.status, r.body)
+		}
+	}
+	if r, _ := get("key=k1&queryText=a&type=intent,bogus", "app1"); !strings.Contains(r.body, "INTENT, FAQ or HISTORICAL") {
+		t.Errorf("the 400 must name the valid types: %s", r.body)
+	}
+}
+
+func TestKnowledgeFollowsContentChanges(t *testing.T) {
+	e := newEnv(t, ServiceConfig{API: Config{RefreshInterval: time.Millisecond}})
+	if r := e.get("/cms/faq/query?question=gift+cards", "app1"); r.body != `{"total":0,"faq":[]}` {
+		t.Fatalf("before: %s", r.body)
+	}
+	f, err := bundle.Read(strings.NewReader(`{"faqs":[{"appId":"app-1","id":"gift","questions":["Do you sell gift cards?"],"answer":"Yes, from 10 to 500."}],
+		"intents":[{"appId":"app-1","intentId":"Gift","utterancePatterns":["buy a gift card"]}]}`), bundle.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Import(context.Background(), &f.Bundle, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(e.get("/cms/faq/query?question=gift+cards", "app1").body, "Yes, from 10") {
+		if time.Now().After(deadline) {
+			t.Fatal("the new FAQ was not found within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !strings.Contains(e.get("/cms/suggestions?key=k1&queryText=buy+a", "app1").body, "buy a gift card") {
+		t.Errorf("the new intent's pattern is not suggested")
+	}
+}
+
+func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
+	srv := devclickhouse.StartForTest(t)
+	ctx := context.Background()
+	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "hist"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	var rows []chstore.Row
+	add := func(q, channel string, times int) {
+		for range times {
+			rows = append(rows, chstore.Row{Decoded: event.Decoded{EventID: "e" + string(rune('a'+len(rows))), AppID: "app-1",
+				EventTime: now, ReceivedAt: now, Channel: channel, RawQuery: q}})
+		}
+	}
+	add("Where is my parcel", "web", 3)
+	add("where is the riverside store", "web", 5)
+	add("where is my order", "web", 1) // also an intent pattern: suggested once, as HISTORICAL
+	add("where else", "phone", 9)     // another channel
+	if err := s.InsertEvents(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	hist := NewClickHouseHistory(chstore.Config{Addrs: []string{srv.Addr()}, Database: "hist"})
+	defer hist.Close()
+	e := newEnv(t, ServiceConfig{API: Config{History: hist, HistoryRefresh: time.Millisecond}})
+	var body struct{ Suggestions []knowledge.Suggestion }
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the view's rows land just after the events'
+		r := e.get("/cms/suggestions?key=k1&queryText=where+is", "app1")
+		body.Suggestions = nil
+		_ = json.Unmarshal([]byte(r.body), &body)
+		if len(body.Suggestions) >= 3 && r.header.Get(OmittedHeader) == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no HISTORICAL suggestions within 10s: %s %v", r.body, r.header)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var got []string
+	for _, s := range body.Suggestions {
+		got = append(got, s.Type+":"+s.Suggestion)
+	}
+	if want := "HISTORICAL:where is the riverside store|HISTORICAL:where is my parcel|HISTORICAL:where is my order"; strings.Join(got, "|") != want {
+		t.Errorf("suggestions %q, want %q", strings.Join(got, "|"), want)
+	}
+	// ClickHouse down: the endpoint still answers, without HISTORICAL,
+	// and says so.
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		r := e.get("/cms/suggestions?key=k1&queryText=where+is&type="+url.QueryEscape("historical,intent"), "app1")
+		if r.status != http.StatusOK {
+			t.Fatalf("with ClickHouse down: %d %s", r.status, r.body)
+		}
+		if r.header.Get(OmittedHeader) == "HISTORICAL" {
+			if !strings.Contains(r.body, `"INTENT"`) || strings.Contains(r.body, "HISTORICAL") {
+				t.Errorf("with ClickHouse down: %s", r.body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("HISTORICAL still served 10s after ClickHouse stopped: %s", r.body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,328 @@
+// Package knowledge answers questions from an app's content: ranked
+// search over its knowledge-base documents with answer passages, FAQ
+// matching over every question variant, retrieval-augmented answers, and
+// autocomplete suggestions. It builds on package search and knows the
+// shapes the reference client reads.
+package knowledge
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/search"
+)
+
+// Base is the searchable content of one app at one revision. It is
+// immutable and safe for concurrent use.
+type Base struct {
+	docs    *search.Index
+	faqs    *search.Index
+	faqList map[string]faq
+	suggest *search.Suggester
+}
+
+type faq struct {
+	ID, Name, Answer, URL, Created string
+	Questions                      []string
+}
+
+type docFields struct {
+	Title    string `json:"title"`
+	URI      string `json:"uri"`
+	Document string `json:"document"`
+	Location string `json:"location"`
+}
+
+type faqFields struct {
+	Name      string   `json:"name"`
+	Questions []string `json:"questions"`
+	Answer    string   `json:"answer"`
+	URL       string   `json:"url"`
+	Created   string   `json:"created"`
+}
+
+// Build indexes an app's documents, FAQs and intents.
+func Build(docs, faqs, intents []content.Record) (*Base, error) {
+	b := &Base{faqList: make(map[string]faq, len(faqs))}
+	sdocs := make([]search.Doc, 0, len(docs))
+	for _, r := range docs {
+		var f docFields
+		if err := json.Unmarshal(r.Doc, &f); err != nil {
+			return nil, fmt.Errorf("document %q: %w", r.ID, err)
+		}
+		sdocs = append(sdocs, search.Doc{ID: r.ID, Title: f.Title, Body: f.Document, URI: f.URI, Location: f.Location})
+	}
+	b.docs = search.Build(sdocs)
+
+	var variants []search.Doc
+	var cands []search.Candidate
+	for i, r := range faqs {
+		var f faqFields
+		if err := json.Unmarshal(r.Doc, &f); err != nil {
+			return nil, fmt.Errorf("FAQ %q: %w", r.ID, err)
+		}
+		created := f.Created
+		if created == "" {
+			created = r.CreatedAt.UTC().Format(content.TimeLayout)
+		}
+		b.faqList[r.ID] = (faq{ID: r.ID, Name: f.Name, Answer: f.Answer, URL: f.URL, Created: created, Questions: f.Questions})
+		// Each question variant is an item of its own; the answer helps a
+		// little, through the body.
+		for j, q := range f.Questions {
+			variants = append(variants, search.Doc{ID: fmt.Sprintf("%d/%d", i, j), Group: r.ID, Title: q, Body: f.Answer})
+			cands = append(cands, search.Candidate{Text: q, Kind: KindFAQ, Answer: f.Answer})
+		}
+	}
+	b.faqs = search.Build(variants)
+
+	seen := map[string]bool{}
+	for _, r := range intents {
+		var f struct {
+			UtterancePatterns []string `json:"utterancePatterns"`
+		}
+		if err := json.Unmarshal(r.Doc, &f); err != nil {
+			return nil, fmt.Errorf("intent %q: %w", r.ID, err)
+		}
+		for _, p := range f.UtterancePatterns {
+			text := plainPattern(p)
+			if text != "" && !seen[strings.ToLower(text)] {
+				seen[strings.ToLower(text)] = true
+				cands = append(cands, search.Candidate{Text: text, Kind: KindIntent})
+			}
+		}
+	}
+	b.suggest = search.NewSuggester(cands)
+	return b, nil
+}
+
+var slotRef = regexp.MustCompile(`\$\{[^}]*\}|\{[^}]*\}`)
+
+// plainPattern is an utterance pattern without its slot references: the
+// words a user types before filling a slot in.
+func plainPattern(p string) string {
+	return strings.Join(strings.Fields(slotRef.ReplaceAllString(p, " ")), " ")
+}
+
+// Highlight is a matched word in a document, in UTF-16 code units.
+type Highlight struct {
+	BeginOffset int  `json:"beginOffset"`
+	EndOffset   int  `json:"endOffset"`
+	TopAnswer   bool `json:"topAnswer,omitempty"`
+}
+
+// Document is a KnowledgeBaseDocument.
+type Document struct {
+	Title      string            `json:"title,omitempty"`
+	URI        string            `json:"uri,omitempty"`
+	Document   string            `json:"document"`
+	Highlights []Highlight       `json:"highlights"`
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// Suggested is a KnowledgeBaseSuggested: a passage with its best
+// sentence as the top answer.
+type Suggested struct {
+	Document
+	TopAnswer       string  `json:"topAnswer,omitempty"`
+	MatchConfidence float64 `json:"matchConfidence"`
+}
+
+// SearchResult is the body of GET /cms/search.
+type SearchResult struct {
+	Documents []Document  `json:"documents"`
+	Suggested []Suggested `json:"suggested"`
+}
+
+// Limits of the answers.
+const (
+	maxDocuments  = 10
+	maxSuggested  = 3
+	maxHighlights = 50
+)
+
+// Search ranks the app's documents for question. With location, only
+// documents whose location is exactly that are searched.
+func (b *Base) Search(question, location string) SearchResult {
+	res := b.docs.Search(question, search.Options{Limit: maxDocuments, Location: location})
+	out := SearchResult{Documents: []Document{}, Suggested: []Suggested{}}
+	passages := b.docs.Passages(question, res[:min(len(res), maxSuggested)], maxSuggested)
+	top := map[int]search.Span{} // best passage's sentence per result, in body offsets
+	if len(passages) > 0 {
+		p := passages[0]
+		top[p.Result.Index] = search.Span{Start: p.Start + p.Sentence.Start, End: p.Start + p.Sentence.End}
+	}
+	for _, r := range res {
+		d := document(r.Doc, r.Terms)
+		if s, ok := top[r.Index]; ok {
+			for i, h := range d.Highlights {
+				d.Highlights[i].TopAnswer = h.BeginOffset >= s.Start && h.EndOffset <= s.End
+			}
+		}
+		out.Documents = append(out.Documents, d)
+	}
+	for _, p := range passages {
+		d := Document{Title: p.Result.Doc.Title, URI: p.Result.Doc.URI, Document: p.Text, Highlights: highlights(p.Text, p.Result.Terms)}
+		for i, h := range d.Highlights {
+			d.Highlights[i].TopAnswer = h.BeginOffset >= p.Sentence.Start && h.EndOffset <= p.Sentence.End
+		}
+		out.Suggested = append(out.Suggested, Suggested{Document: d, TopAnswer: utf16Slice(p.Text, p.Sentence), MatchConfidence: round(p.Confidence)})
+	}
+	return out
+}
+
+func document(d *search.Doc, terms map[string]bool) Document {
+	out := Document{Title: d.Title, URI: d.URI, Document: d.Body, Highlights: highlights(d.Body, terms)}
+	if d.Location != "" {
+		out.Attributes = map[string]string{"location": d.Location}
+	}
+	return out
+}
+
+func highlights(text string, terms map[string]bool) []Highlight {
+	spans := search.Highlights(text, terms)
+	out := make([]Highlight, 0, min(len(spans), maxHighlights))
+	for _, s := range spans[:min(len(spans), maxHighlights)] {
+		out = append(out, Highlight{BeginOffset: s.Start, EndOffset: s.End})
+	}
+	return out
+}
+
+// utf16Slice cuts text by UTF-16 offsets.
+func utf16Slice(text string, s search.Span) string {
+	u := utf16.Encode([]rune(text))
+	if s.Start < 0 || s.End > len(u) || s.Start > s.End {
+		return ""
+	}
+	return strings.TrimSpace(string(utf16.Decode(u[s.Start:s.End])))
+}
+
+func round(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
+
+// FAQ is a StudioFAQ with its score.
+type FAQ struct {
+	Created   string   `json:"created"`
+	Questions []string `json:"questions"`
+	Name      string   `json:"name"`
+	Answer    string   `json:"answer"`
+	URL       string   `json:"url,omitempty"`
+	Score     float64  `json:"_score"`
+}
+
+// FAQResult is the body of GET /cms/faq/query.
+type FAQResult struct {
+	Total int   `json:"total"`
+	FAQ   []FAQ `json:"faq"`
+}
+
+// FAQs matches question against every question variant of every FAQ.
+func (b *Base) FAQs(question string, limit int) FAQResult {
+	res := b.faqs.Search(question, search.Options{Limit: limit})
+	out := FAQResult{FAQ: []FAQ{}}
+	for _, r := range res {
+		f := b.faqList[r.Doc.Group]
+		out.FAQ = append(out.FAQ, FAQ{Created: f.Created, Questions: f.Questions, Name: f.Name, Answer: f.Answer, URL: f.URL, Score: round(r.Score)})
+	}
+	out.Total = len(out.FAQ)
+	return out
+}
+
+// Kinds of suggestions.
+const (
+	KindIntent     = "INTENT"
+	KindFAQ        = "FAQ"
+	KindHistorical = "HISTORICAL"
+)
+
+// SuggestionKinds lists the kinds in merge priority.
+func SuggestionKinds() []string { return []string{KindHistorical, KindFAQ, KindIntent} }
+
+// Bold is the matched part of a suggestion.
+type Bold struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Suggestion is one autocomplete suggestion.
+type Suggestion struct {
+	Suggestion string            `json:"suggestion"`
+	Type       string            `json:"type"`
+	Answer     string            `json:"answer,omitempty"`
+	Format     []map[string]Bold `json:"format"`
+}
+
+// Suggest merges the matches of history (past queries, most asked first)
+// and of the app's FAQ questions and intent patterns, each text once, at
+// most size. Exact matches come before matches with one edit; within
+// each, HISTORICAL before FAQ before INTENT; then texts that start with
+// the typed text before those with a later word that does.
+func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Suggester, size int) []Suggestion {
+	var all []search.Suggestion
+	priority := map[string]int{}
+	for i, kind := range SuggestionKinds() {
+		priority[kind] = i
+		if !kinds[kind] {
+			continue
+		}
+		src := b.suggest
+		if kind == KindHistorical {
+			src = history
+		}
+		if src == nil {
+			continue
+		}
+		all = append(all, src.Match(text, map[string]bool{kind: true}, size*2)...)
+	}
+	tier := func(s search.Suggestion) int {
+		if s.Exact {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(all, func(x, y search.Suggestion) int {
+		return cmp.Or(cmp.Compare(tier(x), tier(y)), cmp.Compare(priority[x.Kind], priority[y.Kind]), compareBool(y.AtStart, x.AtStart))
+	})
+	out := []Suggestion{}
+	seen := map[string]bool{}
+	for _, s := range all {
+		key := strings.ToLower(strings.Join(strings.Fields(s.Text), " "))
+		if seen[key] || len(out) >= size {
+			continue
+		}
+		seen[key] = true
+		out = append(out, Suggestion{Suggestion: s.Text, Type: s.Kind, Answer: s.Answer,
+			Format: []map[string]Bold{{"bold": {Start: s.Bold.Start, End: s.Bold.End}}}})
+	}
+	return out
+}
+
+// History builds the suggester of past queries from their counts.
+func History(queries []QueryCount) *search.Suggester {
+	cands := make([]search.Candidate, 0, len(queries))
+	for _, q := range queries {
+		cands = append(cands, search.Candidate{Text: q.Query, Kind: KindHistorical, Weight: float64(q.Asked)})
+	}
+	return search.NewSuggester(cands)
+}
+
+// QueryCount is how often a normalised query was asked.
+type QueryCount struct {
+	Query string
+	Asked uint64
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
