@@ -220,7 +220,7 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 	add("Where is my parcel", "web", 3)
 	add("where is the riverside store", "web", 5)
 	add("where is my order", "web", 1) // also an intent pattern: suggested once, as HISTORICAL
-	add("where else", "phone", 9)     // another channel
+	add("where else", "phone", 9)      // another channel
 	if err := s.InsertEvents(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
