@@ -116,7 +116,7 @@ func run() error {
 	}{
 		{"ingest", ingestAddr, nil, []string{"INGEST_ADDR=" + ingestAddr, "KAFKA_BROKERS=" + broker.Addr(), "CONTENT_DB=" + db}},
 		{"consumer", consumerAddr, nil, []string{"CONSUMER_ADDR=" + consumerAddr, "KAFKA_BROKERS=" + broker.Addr(), "CLICKHOUSE_ADDR=" + ch.Addr()}},
-		{"api", apiAddr, []string{"serve"}, []string{"API_ADDR=" + apiAddr, "CONTENT_DB=" + db}},
+		{"api", apiAddr, []string{"serve"}, []string{"API_ADDR=" + apiAddr, "CONTENT_DB=" + db, "CLICKHOUSE_ADDR=" + ch.Addr()}},
 	} {
 		stop, err := startService(ctx, svc.name, filepath.Join(bin, svc.name), svc.args, svc.env, "http://"+svc.addr+"/readyz", exited)
 		if err != nil {
