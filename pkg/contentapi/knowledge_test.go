@@ -271,3 +271,33 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestLenientParameters(t *testing.T) {
+	for in, want := range map[string]float64{"0.2": 0.2, "undefined": 0.5, "": 0.5, "NaN": 0.5, "3": 0.5, "-1": 0.5, " 1.5 ": 1.5, "0": 0} {
+		if got := temperature(in); got != want {
+			t.Errorf("temperature(%q) = %v, want %v", in, got, want)
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		want string
+		err  bool
+	}{
+		{"", "FAQ,HISTORICAL,INTENT", false},
+		{"intent", "INTENT", false},
+		{" Faq , HISTORICAL ,", "FAQ,HISTORICAL", false},
+		{"INTENT,nope", "", true},
+		{",", "", true},
+	} {
+		kinds, err := suggestionKinds(tt.in)
+		var got []string
+		for _, k := range []string{"FAQ", "HISTORICAL", "INTENT"} {
+			if kinds[k] {
+				got = append(got, k)
+			}
+		}
+		if (err != nil) != tt.err || strings.Join(got, ",") != tt.want {
+			t.Errorf("suggestionKinds(%q) = %v, %v", tt.in, got, err)
+		}
+	}
+}
