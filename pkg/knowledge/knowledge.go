@@ -75,7 +75,7 @@ func Build(docs, faqs, intents []content.Record) (*Base, error) {
 		// Each question variant is an item of its own; the answer helps a
 		// little, through the body.
 		for j, q := range f.Questions {
-			variants = append(variants, search.Doc{ID: fmt.Sprintf("%d/%d", i, j), Group: r.ID, Title: q, Body: f.Answer})
+			variants = append(variants, search.Doc{ID: fmt.Sprintf("%d/%d", i, j), Group: r.ID, Title: q, Body: f.Name + ". " + f.Answer})
 			cands = append(cands, search.Candidate{Text: q, Kind: KindFAQ, Answer: f.Answer})
 		}
 	}

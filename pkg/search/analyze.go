@@ -22,6 +22,8 @@ type token struct {
 	term       string // stemmed
 	stop       bool
 	start, end int
+	// bstart and bend are the same bounds in bytes.
+	bstart, bend int
 }
 
 // fold lowers case and strips accents: "Élan" and "elan" match.
@@ -42,12 +44,29 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) 
 func isApostrophe(r rune) bool { return r == '\'' || r == '’' }
 
 // tokens splits text into words. Apostrophes inside words are dropped
-// ("don't" is "dont"), so contractions and possessives match loosely.
+// ("don't" is "dont"), so contractions and possessives match loosely. A
+// word joined to the next by a hyphen also yields the two joined ("e-bike"
+// gives "e", "bike" and "ebike"), so both spellings match.
 func tokens(text string) []token {
+	toks := words(text)
+	out := toks
+	for i := 0; i+1 < len(toks); i++ {
+		a, b := toks[i], toks[i+1]
+		if b.bstart == a.bend+1 && text[a.bend] == '-' {
+			w := a.word + b.word
+			out = append(out, token{word: w, term: stem(w), start: a.start, end: b.end, bstart: a.bstart, bend: b.bend})
+		}
+	}
+	return out
+}
+
+// words splits text into its words.
+func words(text string) []token {
 	var out []token
 	pos := 0 // UTF-16 offset of the rune at i
 	start, startPos := -1, 0
 	flush := func(end, endPos int) {
+		bstart := start
 		if start < 0 {
 			return
 		}
@@ -58,7 +77,7 @@ func tokens(text string) []token {
 			return r
 		}, fold(text[start:end]))
 		if w != "" {
-			out = append(out, token{word: w, term: stem(w), stop: english.IsStopWord(w), start: startPos, end: endPos})
+			out = append(out, token{word: w, term: stem(w), stop: english.IsStopWord(w), start: startPos, end: endPos, bstart: bstart, bend: end})
 		}
 		start = -1
 	}

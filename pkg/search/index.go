@@ -129,7 +129,7 @@ type expansion struct {
 
 // Weights of inexact matches.
 const (
-	typoWeight   = 0.7
+	typoWeight   = 0.9
 	prefixWeight = 0.8
 	maxPrefixes  = 30
 )
@@ -278,10 +278,9 @@ func (ix *Index) Search(q string, o Options) []Result {
 	// Best member per group.
 	byGroup := map[string]Result{}
 	for d, s := range scores {
-		// Items matching more of the query rank above those matching one
-		// word many times.
+		// Ranking is plain BM25F: weighting it further by the share of the
+		// query matched scored worse on the evaluation set.
 		conf := covered[d] / total
-		s *= 0.5 + conf
 		g := ix.docs[d].group()
 		if cur, ok := byGroup[g]; !ok || s > cur.Score || (s == cur.Score && int(d) < cur.Index) {
 			byGroup[g] = Result{Index: int(d), Doc: &ix.docs[d], Score: s, Confidence: math.Min(1, conf), Terms: matched[d]}
@@ -303,7 +302,8 @@ func (ix *Index) Search(q string, o Options) []Result {
 // Span is a stretch of text in UTF-16 code units.
 type Span struct{ Start, End int }
 
-// Highlights are where the matched terms stand in text.
+// Highlights are where the matched terms stand in text, in order, not
+// overlapping (a hyphenated pair matched as one word is one highlight).
 func Highlights(text string, terms map[string]bool) []Span {
 	var out []Span
 	for _, t := range tokens(text) {
@@ -311,5 +311,14 @@ func Highlights(text string, terms map[string]bool) []Span {
 			out = append(out, Span{t.start, t.end})
 		}
 	}
-	return out
+	slices.SortFunc(out, func(a, b Span) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End)) })
+	merged := out[:0]
+	for _, s := range out {
+		if n := len(merged); n > 0 && s.Start < merged[n-1].End {
+			merged[n-1].End = max(merged[n-1].End, s.End)
+			continue
+		}
+		merged = append(merged, s)
+	}
+	return merged
 }

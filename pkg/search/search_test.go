@@ -11,11 +11,11 @@ func TestTokens(t *testing.T) {
 	for _, tk := range toks {
 		got = append(got, tk.word+"/"+tk.term)
 	}
-	if want := "elans/elan e/e bike/bike 2/2 batteries/batteri dont/dont"; strings.Join(got, " ") != want {
+	if want := "elans/elan e/e bike/bike 2/2 batteries/batteri dont/dont ebike/ebik"; strings.Join(got, " ") != want {
 		t.Errorf("tokens %q, want %q", strings.Join(got, " "), want)
 	}
 	// Offsets are UTF-16 code units: the emoji counts two.
-	last := toks[len(toks)-1]
+	last := toks[len(toks)-2]
 	if last.start != 31 || last.end != 36 {
 		t.Errorf("offsets of %q: %d-%d", last.word, last.start, last.end)
 	}
@@ -153,5 +153,18 @@ func TestSuggester(t *testing.T) {
 	m := s.Match("cafe op", nil, 1)[0]
 	if m.Bold != (Span{0, 8}) {
 		t.Errorf("bold %+v, want 0-8 (UTF-16 units of %q)", m.Bold, "Café  op")
+	}
+}
+
+func TestHyphenatedWords(t *testing.T) {
+	ix := Build([]Doc{{ID: "e", Title: "E-bike battery care", Body: "Charge the e-bike battery."}, {ID: "b", Title: "Bike care"}})
+	for _, q := range []string{"ebike battery", "e-bike battery", "e bike battery"} {
+		if got := ids(ix.Search(q, Options{})); !strings.HasPrefix(got, "e") {
+			t.Errorf("Search(%q) = %q", q, got)
+		}
+	}
+	rs := ix.Search("ebike", Options{})
+	if hs := Highlights("Charge the e-bike battery.", rs[0].Terms); len(hs) != 1 || hs[0] != (Span{11, 17}) {
+		t.Errorf("highlights %v, want the hyphenated word once", hs)
 	}
 }

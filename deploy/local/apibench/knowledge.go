@@ -17,8 +17,8 @@ const (
 	goalSuggestionsP99 = 5 * time.Millisecond
 	knowledgeDocs      = 10_000
 	knowledgeFAQs      = 1_000
-	evalContent        = "pkg/search/testdata/eval/content.json"
-	evalQuestions      = "pkg/search/testdata/eval/questions.json"
+	evalContent        = "pkg/knowledge/testdata/eval/content.json"
+	evalQuestions      = "pkg/knowledge/testdata/eval/questions.json"
 )
 
 type evalBundle struct {

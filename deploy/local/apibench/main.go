@@ -6,7 +6,7 @@
 //
 // The content suite (the default) is described below. The knowledge suite
 // imports 10,000 documents and 1,000 FAQs made from the evaluation corpus
-// in pkg/search/testdata/eval and measures GET /cms/search, GET
+// in pkg/knowledge/testdata/eval and measures GET /cms/search, GET
 // /cms/faq/query and GET /cms/suggestions with the labelled questions
 // (prefixes of them for suggestions), each against a bare Gin route
 // answering a body of the same size, and reports p99 at that concurrency.

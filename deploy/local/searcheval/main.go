@@ -22,8 +22,8 @@ import (
 )
 
 func main() {
-	contentPath := flag.String("content", "pkg/search/testdata/eval/content.json", "content bundle of one app")
-	questionsPath := flag.String("questions", "pkg/search/testdata/eval/questions.json", "labelled questions")
+	contentPath := flag.String("content", "pkg/knowledge/testdata/eval/content.json", "content bundle of one app")
+	questionsPath := flag.String("questions", "pkg/knowledge/testdata/eval/questions.json", "labelled questions")
 	misses := flag.Bool("misses", false, "list the questions with no relevant result in the top 10")
 	flag.Parse()
 	if err := run(*contentPath, *questionsPath, *misses); err != nil {
