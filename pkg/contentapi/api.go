@@ -66,6 +66,7 @@ const (
 type API struct {
 	cfg          Config
 	history      *historyCache
+	keys         *keyCache
 	store        Store
 	authn        Authenticator
 	limiter      *ratelimit.Limiter
@@ -89,7 +90,9 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 	// keep them; must-revalidate makes it ask again (cheaply, with the
 	// ETag) once they are older than max-age.
 	cc := "private, max-age=" + strconv.Itoa(int(cfg.CacheMaxAge/time.Second)) + ", must-revalidate"
-	return &API{cfg: cfg, history: newHistoryCache(cfg.History, cfg.HistoryRefresh), store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval), log: log, cacheControl: cc}
+	return &API{cfg: cfg, history: newHistoryCache(cfg.History, cfg.HistoryRefresh),
+		keys:  &keyCache{store: store, ttl: cfg.RefreshInterval, entries: map[string]keyEntry{}},
+		store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval), log: log, cacheControl: cc}
 }
 
 // Invalidate makes the next read of the app see changes at once.

@@ -204,7 +204,7 @@ func (a *API) suggestions(c *gin.Context) {
 	if !ok {
 		return
 	}
-	app, channel, err := a.store.AppByChannelKey(c.Request.Context(), key)
+	app, channel, err := a.keys.lookup(c.Request.Context(), key)
 	switch {
 	case err != nil && isNotFound(err):
 		abort(c, http.StatusNotFound, "key", "No channel has this key.")
@@ -295,3 +295,45 @@ func (h *historyCache) get(ctx context.Context, appID, channel string) *search.S
 }
 
 func isNotFound(err error) bool { return errors.Is(err, content.ErrNotFound) }
+
+// keyCache remembers channel keys for a refresh interval, as the other
+// caches do, so that a keystroke costs no database query.
+type keyCache struct {
+	store interface {
+		AppByChannelKey(ctx context.Context, key string) (content.App, string, error)
+	}
+	ttl     time.Duration
+	mu      sync.Mutex
+	entries map[string]keyEntry
+}
+
+type keyEntry struct {
+	app     content.App
+	channel string
+	err     error // ErrNotFound is cached too; other errors are not
+	at      time.Time
+}
+
+// maxKeys bounds the cache, which unknown keys could otherwise grow.
+const maxKeys = 10_000
+
+func (k *keyCache) lookup(ctx context.Context, key string) (content.App, string, error) {
+	now := time.Now()
+	k.mu.Lock()
+	e, ok := k.entries[key]
+	k.mu.Unlock()
+	if ok && now.Sub(e.at) < k.ttl {
+		return e.app, e.channel, e.err
+	}
+	app, channel, err := k.store.AppByChannelKey(ctx, key)
+	if err != nil && !isNotFound(err) {
+		return app, channel, err
+	}
+	k.mu.Lock()
+	if len(k.entries) >= maxKeys {
+		clear(k.entries)
+	}
+	k.entries[key] = keyEntry{app: app, channel: channel, err: err, at: now}
+	k.mu.Unlock()
+	return app, channel, err
+}

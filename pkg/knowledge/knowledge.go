@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -158,7 +159,7 @@ func (b *Base) Search(question, location string) SearchResult {
 		top[p.Result.Index] = search.Span{Start: p.Start + p.Sentence.Start, End: p.Start + p.Sentence.End}
 	}
 	for _, r := range res {
-		d := document(r.Doc, r.Terms)
+		d := b.document(r)
 		if s, ok := top[r.Index]; ok {
 			for i, h := range d.Highlights {
 				d.Highlights[i].TopAnswer = h.BeginOffset >= s.Start && h.EndOffset <= s.End
@@ -167,7 +168,7 @@ func (b *Base) Search(question, location string) SearchResult {
 		out.Documents = append(out.Documents, d)
 	}
 	for _, p := range passages {
-		d := Document{Title: p.Result.Doc.Title, URI: p.Result.Doc.URI, Document: p.Text, Highlights: highlights(p.Text, p.Result.Terms)}
+		d := Document{Title: p.Result.Doc.Title, URI: p.Result.Doc.URI, Document: p.Text, Highlights: b.highlights(p.Result.Index, p.Result.Terms, p.Start, p.End)}
 		for i, h := range d.Highlights {
 			d.Highlights[i].TopAnswer = h.BeginOffset >= p.Sentence.Start && h.EndOffset <= p.Sentence.End
 		}
@@ -176,16 +177,17 @@ func (b *Base) Search(question, location string) SearchResult {
 	return out
 }
 
-func document(d *search.Doc, terms map[string]bool) Document {
-	out := Document{Title: d.Title, URI: d.URI, Document: d.Body, Highlights: highlights(d.Body, terms)}
+func (b *Base) document(r search.Result) Document {
+	d := r.Doc
+	out := Document{Title: d.Title, URI: d.URI, Document: d.Body, Highlights: b.highlights(r.Index, r.Terms, 0, math.MaxInt32)}
 	if d.Location != "" {
 		out.Attributes = map[string]string{"location": d.Location}
 	}
 	return out
 }
 
-func highlights(text string, terms map[string]bool) []Highlight {
-	spans := search.Highlights(text, terms)
+func (b *Base) highlights(doc int, terms map[string]bool, from, to int) []Highlight {
+	spans := b.docs.HighlightsIn(doc, terms, from, to)
 	out := make([]Highlight, 0, min(len(spans), maxHighlights))
 	for _, s := range spans[:min(len(spans), maxHighlights)] {
 		out = append(out, Highlight{BeginOffset: s.Start, EndOffset: s.End})
@@ -266,17 +268,24 @@ func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Sugge
 	priority := map[string]int{}
 	for i, kind := range SuggestionKinds() {
 		priority[kind] = i
-		if !kinds[kind] {
-			continue
+	}
+	// Matches with one edit come after every exact one, so they are looked
+	// for only when the exact ones do not fill the answer.
+	for _, typos := range []bool{false, true} {
+		if typos && len(all) >= size {
+			break
 		}
-		src := b.suggest
-		if kind == KindHistorical {
-			src = history
+		all = all[:0]
+		for _, kind := range SuggestionKinds() {
+			src := b.suggest
+			if kind == KindHistorical {
+				src = history
+			}
+			if !kinds[kind] || src == nil {
+				continue
+			}
+			all = append(all, src.Match(text, map[string]bool{kind: true}, size*2, typos)...)
 		}
-		if src == nil {
-			continue
-		}
-		all = append(all, src.Match(text, map[string]bool{kind: true}, size*2)...)
 	}
 	tier := func(s search.Suggestion) int {
 		if s.Exact {

@@ -28,6 +28,16 @@ type token struct {
 
 // fold lowers case and strips accents: "Élan" and "elan" match.
 func fold(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(s)
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range norm.NFD.String(s) {
@@ -47,21 +57,46 @@ func isApostrophe(r rune) bool { return r == '\'' || r == '’' }
 // ("don't" is "dont"), so contractions and possessives match loosely. A
 // word joined to the next by a hyphen also yields the two joined ("e-bike"
 // gives "e", "bike" and "ebike"), so both spellings match.
-func tokens(text string) []token {
-	toks := words(text)
+func tokens(text string) []token { return tokensWith(text, nil) }
+
+// stems remembers the stems of words: stemming is most of the cost of
+// reading text, and words repeat. A frozen memo is only read, so that
+// concurrent readers may share it.
+type stems struct {
+	m      map[string]string
+	frozen bool
+}
+
+func (s *stems) of(w string) string {
+	if s == nil {
+		return stem(w)
+	}
+	if t, ok := s.m[w]; ok {
+		return t
+	}
+	t := stem(w)
+	if !s.frozen {
+		s.m[w] = t
+	}
+	return t
+}
+
+// tokensWith is tokens with a stem memo (nil for none).
+func tokensWith(text string, memo *stems) []token {
+	toks := words(text, memo)
 	out := toks
 	for i := 0; i+1 < len(toks); i++ {
 		a, b := toks[i], toks[i+1]
 		if b.bstart == a.bend+1 && text[a.bend] == '-' {
 			w := a.word + b.word
-			out = append(out, token{word: w, term: stem(w), start: a.start, end: b.end, bstart: a.bstart, bend: b.bend})
+			out = append(out, token{word: w, term: memo.of(w), start: a.start, end: b.end, bstart: a.bstart, bend: b.bend})
 		}
 	}
 	return out
 }
 
 // words splits text into its words.
-func words(text string) []token {
+func words(text string, memo *stems) []token {
 	var out []token
 	pos := 0 // UTF-16 offset of the rune at i
 	start, startPos := -1, 0
@@ -77,7 +112,7 @@ func words(text string) []token {
 			return r
 		}, fold(text[start:end]))
 		if w != "" {
-			out = append(out, token{word: w, term: stem(w), stop: english.IsStopWord(w), start: startPos, end: endPos, bstart: bstart, bend: end})
+			out = append(out, token{word: w, term: memo.of(w), stop: english.IsStopWord(w), start: startPos, end: endPos, bstart: bstart, bend: end})
 		}
 		start = -1
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Doc is one searchable item.
@@ -21,6 +22,9 @@ func (d *Doc) group() string { return cmp.Or(d.Group, d.ID) }
 type posting struct {
 	doc         int32
 	title, body uint16
+	// w is the item's BM25F term weight, tf*(k1+1)/(tf+k1) with tf the
+	// length-normalised title and body counts: fixed once built.
+	w float32
 }
 
 // Index is an immutable BM25F index over docs; it is safe for concurrent
@@ -38,6 +42,41 @@ type Index struct {
 	// deletions maps every term with one letter deleted to the terms it
 	// came from: for matching with one typo.
 	deletions map[string][]string
+	// stems are the stems of every indexed word, read-only after Build.
+	stems *stems
+	// termIDs number the indexed terms; bodySpans are where each item's
+	// body words stand, by start, so that highlights and passages need not
+	// read the text again.
+	termIDs   map[string]uint32
+	bodySpans [][]tokSpan
+	// groupOf numbers each item's group, for ranking a group once.
+	groupOf []int32
+	groups  int
+	// scratch holds per-search arrays for reuse: a search allocates
+	// nothing in proportion to the index.
+	scratch sync.Pool
+}
+
+// tokSpan is one word of a body: its term and where it stands (UTF-16).
+type tokSpan struct {
+	term       uint32
+	start, end uint32
+}
+
+// scratch is the working memory of one search: one accumulator per
+// item, together so that an item's fields share a cache line.
+type scratch struct {
+	acc       []acc
+	groupBest []int32
+}
+
+type acc struct {
+	score, covered  float64 // over the query's terms so far
+	best, bestCover float64 // of the current term's expansions
+	// matched has bit i set when expansion i matched the item; the terms
+	// are spelled out for the results only.
+	matched uint64
+	seen    bool
 }
 
 type wordStem struct{ word, term string }
@@ -52,7 +91,8 @@ const (
 // Build indexes docs.
 func Build(docs []Doc) *Index {
 	ix := &Index{docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
-		postings: map[string][]posting{}, deletions: map[string][]string{}}
+		postings: map[string][]posting{}, deletions: map[string][]string{}, stems: &stems{m: map[string]string{}},
+		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs))}
 	words := map[string]string{}
 	var titleSum, bodySum int
 	for i := range docs {
@@ -72,7 +112,18 @@ func Build(docs []Doc) *Index {
 				}
 			}
 		}
-		tt, bt := tokens(docs[i].Title), tokens(docs[i].Body)
+		tt, bt := tokensWith(docs[i].Title, ix.stems), tokensWith(docs[i].Body, ix.stems)
+		spans := make([]tokSpan, 0, len(bt))
+		for _, t := range bt {
+			id, ok := ix.termIDs[t.term]
+			if !ok {
+				id = uint32(len(ix.termIDs))
+				ix.termIDs[t.term] = id
+			}
+			spans = append(spans, tokSpan{term: id, start: uint32(t.start), end: uint32(t.end)})
+		}
+		slices.SortStableFunc(spans, func(a, b tokSpan) int { return cmp.Compare(a.start, b.start) })
+		ix.bodySpans[i] = spans
 		add(tt, true)
 		add(bt, false)
 		ix.titleLen[i], ix.bodyLen[i] = uint16(min(len(tt), math.MaxUint16)), uint32(len(bt))
@@ -87,7 +138,36 @@ func Build(docs []Doc) *Index {
 	for w, t := range words {
 		ix.words = append(ix.words, wordStem{w, t})
 	}
+	ix.stems.frozen = true
+	groupIDs := map[string]int32{}
+	ix.groupOf = make([]int32, len(docs))
+	for i := range docs {
+		g := docs[i].group()
+		id, ok := groupIDs[g]
+		if !ok {
+			id = int32(len(groupIDs))
+			groupIDs[g] = id
+		}
+		ix.groupOf[i] = id
+	}
+	ix.groups = len(groupIDs)
+	ix.scratch.New = func() any {
+		n := len(docs)
+		gb := make([]int32, ix.groups)
+		for i := range gb {
+			gb[i] = -1
+		}
+		return &scratch{acc: make([]acc, n), groupBest: gb}
+	}
 	slices.SortFunc(ix.words, func(a, b wordStem) int { return strings.Compare(a.word, b.word) })
+	for _, ps := range ix.postings {
+		for i := range ps {
+			p, d := &ps[i], ps[i].doc
+			tf := titleWeight*float64(p.title)/(1-bParam+bParam*float64(ix.titleLen[d])/ix.avgTitle) +
+				float64(p.body)/(1-bParam+bParam*float64(ix.bodyLen[d])/ix.avgBody)
+			p.w = float32(tf * (k1 + 1) / (tf + k1))
+		}
+	}
 	for term := range ix.postings {
 		for _, d := range deletes(term) {
 			ix.deletions[d] = append(ix.deletions[d], term)
@@ -172,8 +252,10 @@ func (ix *Index) expand(term string, partial string) []expansion {
 
 // damerau1 reports whether a and b are at most one insertion, deletion,
 // substitution or transposition apart.
-func damerau1(a, b string) bool {
-	x, y := []rune(a), []rune(b)
+func damerau1(a, b string) bool { return damerau1Runes([]rune(a), []rune(b)) }
+
+// damerau1Runes is damerau1 on runes, without allocating.
+func damerau1Runes(x, y []rune) bool {
 	if len(x) > len(y) {
 		x, y = y, x
 	}
@@ -188,11 +270,11 @@ func damerau1(a, b string) bool {
 	case i == len(x):
 		return true // equal, or one letter added at the end
 	case len(x) < len(y):
-		return string(x[i:]) == string(y[i+1:])
-	case string(x[i+1:]) == string(y[i+1:]):
+		return slices.Equal(x[i:], y[i+1:])
+	case slices.Equal(x[i+1:], y[i+1:]):
 		return true // one letter replaced
 	}
-	return i+1 < len(x) && x[i] == y[i+1] && x[i+1] == y[i] && string(x[i+2:]) == string(y[i+2:])
+	return i+1 < len(x) && x[i] == y[i+1] && x[i+1] == y[i] && slices.Equal(x[i+2:], y[i+2:])
 }
 
 // Options narrow a search.
@@ -226,16 +308,28 @@ func (ix *Index) Search(q string, o Options) []Result {
 	if len(pq.terms) == 0 || len(ix.docs) == 0 {
 		return nil
 	}
-	scores := map[int32]float64{}
-	covered := map[int32]float64{}
-	matched := map[int32]map[string]bool{}
+	n := len(ix.docs)
+	// Dense per-item accumulators: cheaper than maps when common words
+	// match most items.
+	sc := ix.scratch.Get().(*scratch)
+	as := sc.acc
+	var allExps []string
+	var touched []int32
 	var total float64
+	expsOf := make([][]expansion, len(pq.terms))
+	rare := false // some term is in at most half the items
 	for i, term := range pq.terms {
 		partial := ""
 		if i == len(pq.terms)-1 && pq.partial != "" && stem(pq.partial) == term {
 			partial = pq.partial
 		}
-		exps := ix.expand(term, partial)
+		expsOf[i] = ix.expand(term, partial)
+		for _, e := range expsOf[i] {
+			rare = rare || 2*len(ix.postings[e.term]) <= n
+		}
+	}
+	for i, term := range pq.terms {
+		exps := expsOf[i]
 		weight := ix.idf(term)
 		if _, ok := ix.postings[term]; !ok {
 			// An unknown word weighs what its best stand-in weighs.
@@ -244,59 +338,112 @@ func (ix *Index) Search(q string, o Options) []Result {
 				weight = math.Max(weight, ix.idf(e.term))
 			}
 			if weight == 0 {
-				weight = math.Log(1 + float64(len(ix.docs))) // matched nowhere
+				weight = math.Log(1 + float64(n)) // matched nowhere
 			}
 		}
 		total += weight
-		best := map[int32]float64{}
-		bestCover := map[int32]float64{}
+		var termDocs []int32
 		for _, e := range exps {
+			bit := uint64(0)
+			if len(allExps) < 64 {
+				bit = 1 << len(allExps)
+			}
+			allExps = append(allExps, e.term)
 			idf := ix.idf(e.term)
+			ew, cover := e.weight*idf, e.weight*weight
+			if rare && 2*len(ix.postings[e.term]) > n {
+				// A word in most items adds little to any score, and
+				// reading its postings costs the most; with rarer words
+				// in the query, it is left out (and not highlighted).
+				continue
+			}
 			for _, p := range ix.postings[e.term] {
 				d := p.doc
 				if o.Location != "" && ix.docs[d].Location != o.Location {
 					continue
 				}
-				tf := titleWeight*float64(p.title)/(1-bParam+bParam*float64(ix.titleLen[d])/ix.avgTitle) +
-					float64(p.body)/(1-bParam+bParam*float64(ix.bodyLen[d])/ix.avgBody)
-				s := e.weight * idf * tf * (k1 + 1) / (tf + k1)
-				if s > best[d] {
-					best[d] = s
+				a := &as[d]
+				if a.bestCover == 0 {
+					termDocs = append(termDocs, d)
 				}
-				bestCover[d] = math.Max(bestCover[d], e.weight*weight)
-				if matched[d] == nil {
-					matched[d] = map[string]bool{}
-				}
-				matched[d][e.term] = true
+				a.best = max(a.best, ew*float64(p.w))
+				a.bestCover = max(a.bestCover, cover)
+				a.matched |= bit
 			}
 		}
-		for d, s := range best {
-			scores[d] += s
-			covered[d] += bestCover[d]
+		for _, d := range termDocs {
+			a := &as[d]
+			a.score += a.best
+			a.covered += a.bestCover
+			a.best, a.bestCover = 0, 0
+			if !a.seen {
+				a.seen = true
+				touched = append(touched, d)
+			}
 		}
 	}
-	// Best member per group.
-	byGroup := map[string]Result{}
-	for d, s := range scores {
-		// Ranking is plain BM25F: weighting it further by the share of the
-		// query matched scored worse on the evaluation set.
-		conf := covered[d] / total
-		g := ix.docs[d].group()
-		if cur, ok := byGroup[g]; !ok || s > cur.Score || (s == cur.Score && int(d) < cur.Index) {
-			byGroup[g] = Result{Index: int(d), Doc: &ix.docs[d], Score: s, Confidence: math.Min(1, conf), Terms: matched[d]}
+	// Best member per group. Ranking is plain BM25F: weighting it further
+	// by the share of the query matched scored worse on the evaluation set.
+	gb := sc.groupBest
+	top := make([]int32, 0, len(touched))
+	for _, d := range touched {
+		g := ix.groupOf[d]
+		switch cur := gb[g]; {
+		case cur < 0:
+			gb[g] = d
+			top = append(top, d)
+		case as[d].score > as[cur].score || (as[d].score == as[cur].score && d < cur):
+			gb[g] = d
 		}
 	}
-	out := make([]Result, 0, len(byGroup))
-	for _, r := range byGroup {
-		out = append(out, r)
+	for i, d := range top {
+		top[i] = gb[ix.groupOf[d]]
 	}
-	slices.SortFunc(out, func(a, b Result) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+	less := func(a, b int32) int {
+		if c := cmp.Compare(as[b].score, as[a].score); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Doc.group(), b.Doc.group())
-	})
-	return out[:min(len(out), o.Limit)]
+		return strings.Compare(ix.docs[a].group(), ix.docs[b].group())
+	}
+	top = topK(top, o.Limit, less)
+	out := make([]Result, 0, len(top))
+	for _, d := range top {
+		terms := map[string]bool{}
+		for i, t := range allExps[:min(len(allExps), 64)] {
+			if as[d].matched&(1<<i) != 0 {
+				terms[t] = true
+			}
+		}
+		out = append(out, Result{Index: int(d), Doc: &ix.docs[d], Score: as[d].score, Confidence: math.Min(1, as[d].covered/total), Terms: terms})
+	}
+	// Clean only what this search touched before the next one.
+	for _, d := range touched {
+		as[d] = acc{}
+		gb[ix.groupOf[d]] = -1
+	}
+	ix.scratch.Put(sc)
+	return out
+}
+
+// topK returns the k best of items, in order, without sorting them all.
+func topK(items []int32, k int, cmpFn func(a, b int32) int) []int32 {
+	if len(items) > 4*k {
+		// Keep a sorted window of the k best seen so far.
+		window := make([]int32, 0, k+1)
+		for _, it := range items {
+			if len(window) == k && cmpFn(it, window[k-1]) >= 0 {
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(window, it, cmpFn)
+			window = slices.Insert(window, i, it)
+			if len(window) > k {
+				window = window[:k]
+			}
+		}
+		return window
+	}
+	slices.SortFunc(items, cmpFn)
+	return items[:min(len(items), k)]
 }
 
 // Span is a stretch of text in UTF-16 code units.
@@ -304,9 +451,9 @@ type Span struct{ Start, End int }
 
 // Highlights are where the matched terms stand in text, in order, not
 // overlapping (a hyphenated pair matched as one word is one highlight).
-func Highlights(text string, terms map[string]bool) []Span {
+func (ix *Index) Highlights(text string, terms map[string]bool) []Span {
 	var out []Span
-	for _, t := range tokens(text) {
+	for _, t := range ix.tokens(text) {
 		if terms[t.term] {
 			out = append(out, Span{t.start, t.end})
 		}
@@ -321,4 +468,45 @@ func Highlights(text string, terms map[string]bool) []Span {
 		merged = append(merged, s)
 	}
 	return merged
+}
+
+// tokens reads text with the index's stems (frozen after Build).
+func (ix *Index) tokens(text string) []token { return tokensWith(text, ix.stems) }
+
+// termSet turns matched terms into the index's term numbers.
+func (ix *Index) termSet(terms map[string]bool) map[uint32]bool {
+	out := make(map[uint32]bool, len(terms))
+	for t := range terms {
+		if id, ok := ix.termIDs[t]; ok {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// spansIn returns the words of item doc's body that start in [from, to).
+func (ix *Index) spansIn(doc int, from, to int) []tokSpan {
+	sp := ix.bodySpans[doc]
+	lo, _ := slices.BinarySearchFunc(sp, uint32(from), func(s tokSpan, v uint32) int { return cmp.Compare(s.start, v) })
+	hi, _ := slices.BinarySearchFunc(sp, uint32(to), func(s tokSpan, v uint32) int { return cmp.Compare(s.start, v) })
+	return sp[lo:hi]
+}
+
+// HighlightsIn are where the matched terms stand in item doc's body
+// between from and to (UTF-16), relative to from, not overlapping.
+func (ix *Index) HighlightsIn(doc int, terms map[string]bool, from, to int) []Span {
+	ids := ix.termSet(terms)
+	var out []Span
+	for _, s := range ix.spansIn(doc, from, to) {
+		if !ids[s.term] || int(s.end) > to {
+			continue
+		}
+		sp := Span{int(s.start) - from, int(s.end) - from}
+		if n := len(out); n > 0 && sp.Start < out[n-1].End {
+			out[n-1].End = max(out[n-1].End, sp.End)
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
 }

@@ -112,31 +112,36 @@ func splitLong(para string) []string {
 // first, at most limit.
 func (ix *Index) Passages(q string, results []Result, limit int) []Passage {
 	pq := parseQuery(q)
+	var total float64
+	for _, t := range pq.terms {
+		total += ix.idf(t)
+	}
 	var out []Passage
 	for _, r := range results {
-		// The terms the item matched stand in for the query's.
-		var total float64
-		for _, t := range pq.terms {
-			total += ix.idf(t)
+		ids := ix.termSet(r.Terms)
+		idf := map[uint32]float64{}
+		for t := range r.Terms {
+			if id, ok := ix.termIDs[t]; ok {
+				idf[id] = ix.idf(t)
+			}
 		}
 		for _, c := range paragraphs(r.Doc.Body) {
-			counts := map[string]int{}
-			toks := tokens(c.text)
-			for _, t := range toks {
-				if r.Terms[t.term] {
-					counts[t.term]++
+			spans := ix.spansIn(r.Index, c.ustart, c.uend)
+			counts := map[uint32]int{}
+			for _, s := range spans {
+				if ids[s.term] {
+					counts[s.term]++
 				}
 			}
 			if len(counts) == 0 {
 				continue
 			}
 			var score, cover float64
-			norm := 1 - bParam + bParam*float64(len(toks))/float64(maxPassageWords/2)
-			for term, tf := range counts {
-				idf := ix.idf(term)
+			norm := 1 - bParam + bParam*float64(len(spans))/float64(maxPassageWords/2)
+			for id, tf := range counts {
 				f := float64(tf) / norm
-				score += idf * f * (k1 + 1) / (f + k1)
-				cover += idf
+				score += idf[id] * f * (k1 + 1) / (f + k1)
+				cover += idf[id]
 			}
 			conf := r.Confidence
 			if total > 0 {
@@ -144,30 +149,29 @@ func (ix *Index) Passages(q string, results []Result, limit int) []Passage {
 			}
 			score *= 0.5 + conf
 			out = append(out, Passage{Result: r, Text: c.text, Start: c.ustart, End: c.uend,
-				Sentence: bestSentence(c.text, r.Terms), Score: score, Confidence: conf})
+				Sentence: ix.bestSentence(r.Index, c, ids), Score: score, Confidence: conf})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Passage) int { return cmp.Compare(b.Score, a.Score) })
 	return out[:min(len(out), limit)]
 }
 
-// bestSentence is the sentence of text holding the most matched terms.
-func bestSentence(text string, terms map[string]bool) Span {
-	best, bestN := Span{0, utf16Len(text)}, -1
+// bestSentence is the sentence of the chunk holding the most matched
+// terms, relative to the chunk.
+func (ix *Index) bestSentence(doc int, c chunk, ids map[uint32]bool) Span {
+	best, bestN := Span{0, c.uend - c.ustart}, -1
 	u := 0
-	for _, s := range sentences(text) {
-		n := 0
-		seen := map[string]bool{}
-		for _, t := range tokens(s) {
-			if terms[t.term] && !seen[t.term] {
-				seen[t.term] = true
-				n++
+	for _, s := range sentences(c.text) {
+		lead := utf16Len(s[:len(s)-len(strings.TrimLeft(s, " \n"))])
+		l := utf16Len(s)
+		seen := map[uint32]bool{}
+		for _, sp := range ix.spansIn(doc, c.ustart+u, c.ustart+u+l) {
+			if ids[sp.term] {
+				seen[sp.term] = true
 			}
 		}
-		lead := len(s) - len(strings.TrimLeft(s, " \n"))
-		l := utf16Len(s)
-		if n > bestN {
-			best, bestN = Span{u + utf16Len(s[:lead]), u + l}, n
+		if len(seen) > bestN {
+			best, bestN = Span{u + lead, u + l}, len(seen)
 		}
 		u += l
 	}

@@ -95,7 +95,7 @@ func TestHighlightsAndPassages(t *testing.T) {
 		t.Fatalf("results %q", ids(rs))
 	}
 	body := rs[0].Doc.Body
-	hs := Highlights(body, rs[0].Terms)
+	hs := ix.Highlights(body, rs[0].Terms)
 	var words []string
 	for _, h := range hs {
 		words = append(words, body[h.Start:h.End]) // ASCII: UTF-16 offsets are byte offsets
@@ -146,11 +146,11 @@ func TestSuggester(t *testing.T) {
 		for _, k := range tt.kinds {
 			kinds[k] = true
 		}
-		if got := texts(s.Match(tt.q, kinds, 5)); got != tt.want {
+		if got := texts(s.Match(tt.q, kinds, 5, true)); got != tt.want {
 			t.Errorf("Match(%q, %v) = %q, want %q", tt.q, tt.kinds, got, tt.want)
 		}
 	}
-	m := s.Match("cafe op", nil, 1)[0]
+	m := s.Match("cafe op", nil, 1, true)[0]
 	if m.Bold != (Span{0, 8}) {
 		t.Errorf("bold %+v, want 0-8 (UTF-16 units of %q)", m.Bold, "Café  op")
 	}
@@ -164,7 +164,28 @@ func TestHyphenatedWords(t *testing.T) {
 		}
 	}
 	rs := ix.Search("ebike", Options{})
-	if hs := Highlights("Charge the e-bike battery.", rs[0].Terms); len(hs) != 1 || hs[0] != (Span{11, 17}) {
+	if hs := ix.Highlights("Charge the e-bike battery.", rs[0].Terms); len(hs) != 1 || hs[0] != (Span{11, 17}) {
 		t.Errorf("highlights %v, want the hyphenated word once", hs)
+	}
+}
+
+func TestOneEditPrefix(t *testing.T) {
+	for _, tt := range []struct {
+		q, text string
+		n       int
+		ok      bool
+	}{
+		{"where", "where is", 0, false}, // exact: not an edit
+		{"wehre", "where is", 5, true},  // swapped
+		{"whare", "where is", 5, true},  // replaced
+		{"wher i", "where is", 7, true}, // a letter dropped from the typed text
+		{"wheere", "where is", 5, true}, // a letter added
+		{"wxxre", "where is", 0, false},
+		{"where is my", "where", 0, false},
+	} {
+		n, ok := oneEditPrefix([]rune(tt.q), []rune(tt.text))
+		if n != tt.n || ok != tt.ok {
+			t.Errorf("oneEditPrefix(%q, %q) = %d, %v; want %d, %v", tt.q, tt.text, n, ok, tt.n, tt.ok)
+		}
 	}
 }

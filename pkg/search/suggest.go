@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Candidate is a text that may be suggested.
@@ -37,16 +38,24 @@ type Suggestion struct {
 type folded struct {
 	runes []rune
 	at    []int // at[i] is where folded rune i starts; at[len] is the end
+	// starts are where words begin in runes.
+	starts []int32
 }
 
 func foldMap(s string) folded {
 	var f folded
 	u := 0
 	space := true
+	var one [1]rune
 	for _, r := range s {
-		fr := []rune(fold(string(r)))
-		if unicode.IsSpace(r) {
-			fr = []rune{' '}
+		var fr []rune
+		switch {
+		case unicode.IsSpace(r):
+			one[0], fr = ' ', one[:]
+		case r < utf8.RuneSelf:
+			one[0], fr = unicode.ToLower(r), one[:]
+		default:
+			fr = []rune(fold(string(r)))
 		}
 		for _, x := range fr {
 			if x == ' ' && space {
@@ -62,81 +71,121 @@ func foldMap(s string) folded {
 		f.runes, f.at = f.runes[:len(f.runes)-1], f.at[:len(f.at)-1]
 	}
 	f.at = append(f.at, u)
+	for i := range f.runes {
+		if f.runes[i] != ' ' && (i == 0 || f.runes[i-1] == ' ') {
+			f.starts = append(f.starts, int32(i))
+		}
+	}
 	return f
 }
 
 // Suggester matches typed text against candidates. It is immutable and
 // safe for concurrent use.
 type Suggester struct {
-	cands []Candidate
-	folds []folded
+	cands  []Candidate
+	folds  []folded
+	byKind map[string][]entry
+}
+
+// entry is one word start of a candidate: the folded text from there to
+// the end. Entries are sorted by text, so the candidates with a word that
+// begins with the typed text are one range of them.
+type entry struct {
+	text  []rune
+	cand  int32
+	start int32
 }
 
 // NewSuggester indexes candidates.
 func NewSuggester(cands []Candidate) *Suggester {
-	s := &Suggester{cands: cands, folds: make([]folded, len(cands))}
+	s := &Suggester{cands: cands, folds: make([]folded, len(cands)), byKind: map[string][]entry{}}
 	for i, c := range cands {
 		s.folds[i] = foldMap(c.Text)
+		f := &s.folds[i]
+		for _, st := range f.starts {
+			s.byKind[c.Kind] = append(s.byKind[c.Kind], entry{text: f.runes[st:], cand: int32(i), start: st})
+		}
+	}
+	for _, es := range s.byKind {
+		slices.SortFunc(es, func(a, b entry) int { return slices.Compare(a.text, b.text) })
 	}
 	return s
 }
 
-// match tells how q matches c: at the start of the text (best), at the
-// start of a later word, exactly or with one edit; ok is false when it
-// does not. end is the length of c's matched part, in runes.
-func match(q, c []rune) (start, end int, exact, ok bool) {
-	for start = 0; start < len(c); start++ {
-		if start > 0 && c[start-1] != ' ' {
-			continue
-		}
-		rest := c[start:]
-		if len(rest) >= len(q) && string(rest[:len(q)]) == string(q) {
-			return start, start + len(q), true, true
-		}
-		if len(q) >= 5 { // one edit in a short prefix matches too much
-			for _, n := range []int{len(q) - 1, len(q), len(q) + 1} {
-				if n <= len(rest) && damerau1(string(q), string(rest[:n])) {
-					return start, start + n, false, true
-				}
-			}
-		}
+// prefixRange is the range of es whose text begins with p.
+func prefixRange(es []entry, p []rune) []entry {
+	lo, _ := slices.BinarySearchFunc(es, p, func(e entry, p []rune) int { return slices.Compare(e.text, p) })
+	hi := lo
+	for hi < len(es) && len(es[hi].text) >= len(p) && slices.Equal(es[hi].text[:len(p)], p) {
+		hi++
 	}
-	return 0, 0, false, false
+	return es[lo:hi]
 }
+
+// minTypoRunes is the shortest typed text matched with one edit: one
+// edit in a shorter one matches too much.
+const minTypoRunes = 5
 
 // Match returns the candidates of the given kinds (all when kinds is
 // empty) that q begins: candidates that start with q first, then those
 // with a word that does, exact matches before those with one edit, then
-// by weight and text.
-func (s *Suggester) Match(q string, kinds map[string]bool, limit int) []Suggestion {
+// by weight and text. typos allows matches with one edit after the first
+// letter (people rarely mistype the first letter, and requiring it keeps
+// the search to one range of the index).
+func (s *Suggester) Match(q string, kinds map[string]bool, limit int, typos bool) []Suggestion {
 	fq := foldMap(q).runes
 	if len(fq) == 0 {
 		return nil
+	}
+	type hit struct {
+		start, end int
+		exact      bool
+	}
+	hits := map[int32]hit{}
+	better := func(a, b hit) bool { // a better than b
+		if a.exact != b.exact {
+			return a.exact
+		}
+		return a.start < b.start
+	}
+	add := func(c int32, h hit) {
+		if cur, ok := hits[c]; !ok || better(h, cur) {
+			hits[c] = h
+		}
+	}
+	for kind, es := range s.byKind {
+		if len(kinds) > 0 && !kinds[kind] {
+			continue
+		}
+		for _, e := range prefixRange(es, fq) {
+			add(e.cand, hit{int(e.start), int(e.start) + len(fq), true})
+		}
+		if !typos || len(fq) < minTypoRunes {
+			continue
+		}
+		for _, e := range prefixRange(es, fq[:1]) {
+			if n, ok := oneEditPrefix(fq, e.text); ok {
+				add(e.cand, hit{int(e.start), int(e.start) + n, false})
+			}
+		}
 	}
 	type scored struct {
 		Suggestion
 		rank int
 	}
-	var out []scored
-	for i, c := range s.cands {
-		if len(kinds) > 0 && !kinds[c.Kind] {
-			continue
-		}
-		f := s.folds[i]
-		start, end, exact, ok := match(fq, f.runes)
-		if !ok {
-			continue
-		}
+	out := make([]scored, 0, len(hits))
+	for c, h := range hits {
+		f := &s.folds[c]
 		rank := 0
-		if start > 0 {
+		if h.start > 0 {
 			rank += 2
 		}
-		if !exact {
+		if !h.exact {
 			rank++
 		}
-		out = append(out, scored{Suggestion{Candidate: c, Bold: Span{f.at[start], f.at[end]}, Exact: exact, AtStart: start == 0}, rank})
+		out = append(out, scored{Suggestion{Candidate: s.cands[c], Bold: Span{f.at[h.start], f.at[h.end]}, Exact: h.exact, AtStart: h.start == 0}, rank})
 	}
-	slices.SortStableFunc(out, func(a, b scored) int {
+	slices.SortFunc(out, func(a, b scored) int {
 		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(b.Weight, a.Weight), strings.Compare(a.Text, b.Text))
 	})
 	res := make([]Suggestion, 0, min(len(out), limit))
@@ -144,4 +193,29 @@ func (s *Suggester) Match(q string, kinds map[string]bool, limit int) []Suggesti
 		res = append(res, o.Suggestion)
 	}
 	return res
+}
+
+// oneEditPrefix reports whether some prefix of t is one edit from q
+// (a letter replaced, added, dropped, or two swapped), and its length. An
+// exact prefix is not reported: the exact pass has it.
+func oneEditPrefix(q, t []rune) (n int, ok bool) {
+	l := 0
+	for l < len(q) && l < len(t) && q[l] == t[l] {
+		l++
+	}
+	if l == len(q) {
+		return 0, false // exact
+	}
+	rest := func(a, b []rune) bool { return len(b) >= len(a) && slices.Equal(a, b[:len(a)]) }
+	switch {
+	case l+1 <= len(t) && rest(q[l+1:], t[l+1:]): // replaced
+		return len(q), true
+	case l+1 < len(q) && l+1 < len(t) && q[l] == t[l+1] && q[l+1] == t[l] && rest(q[l+2:], t[l+2:]): // swapped
+		return len(q), true
+	case rest(q[l+1:], t[l:]): // a letter too many typed
+		return len(q) - 1, true
+	case l+1 <= len(t) && rest(q[l:], t[l+1:]): // a letter left out
+		return len(q) + 1, true
+	}
+	return 0, false
 }
