@@ -474,3 +474,17 @@ func TestGraphQLChangesShowInRESTAtOnce(t *testing.T) {
 		t.Errorf("metrics lack the GraphQL request")
 	}
 }
+
+func TestRequestIDsAreUnique(t *testing.T) {
+	a, b := newRequestIDs(), newRequestIDs()
+	seen := map[string]bool{}
+	for range 1000 {
+		for _, g := range []*requestIDs{a, b} {
+			id := g.next()
+			if len(id) != 24 || !validRequestID(id) || seen[id] {
+				t.Fatalf("request ID %q (length %d) is invalid or repeated", id, len(id))
+			}
+			seen[id] = true
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -58,19 +59,38 @@ func validRequestID(id string) bool {
 	return true
 }
 
-func newRequestID() string {
-	var b [12]byte
+// requestIDs makes request IDs: a random prefix per process and a
+// counter, unique without a system call per request.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	var b [6]byte
 	_, _ = rand.Read(b[:]) // crypto/rand does not fail on supported systems
-	return hex.EncodeToString(b[:])
+	return &requestIDs{prefix: hex.EncodeToString(b[:])}
+}
+
+func (r *requestIDs) next() string {
+	var buf [24]byte
+	out := append(buf[:0], r.prefix...)
+	n := r.n.Add(1)
+	const digits = "0123456789abcdef"
+	for shift := 44; shift >= 0; shift -= 4 {
+		out = append(out, digits[(n>>uint(shift))&0xf])
+	}
+	return string(out)
 }
 
 // observe assigns the request ID, then records and logs the request.
 func observe(m *Metrics, log *slog.Logger) gin.HandlerFunc {
+	ids := newRequestIDs()
 	return func(c *gin.Context) {
 		start := time.Now()
 		id := c.GetHeader("X-Request-Id")
 		if !validRequestID(id) {
-			id = newRequestID()
+			id = ids.next()
 		}
 		c.Set(requestIDKey, id)
 		c.Writer.Header().Set("X-Request-Id", id)

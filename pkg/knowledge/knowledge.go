@@ -276,15 +276,13 @@ func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Sugge
 			break
 		}
 		all = all[:0]
-		for _, kind := range SuggestionKinds() {
-			src := b.suggest
-			if kind == KindHistorical {
-				src = history
-			}
-			if !kinds[kind] || src == nil {
-				continue
-			}
-			all = append(all, src.Match(text, map[string]bool{kind: true}, size*2, typos)...)
+		own := map[string]bool{}
+		for k := range kinds {
+			own[k] = k != KindHistorical
+		}
+		all = append(all, b.suggest.Match(text, own, math.MaxInt, typos)...)
+		if kinds[KindHistorical] && history != nil {
+			all = append(all, history.Match(text, map[string]bool{KindHistorical: true}, size*2, typos)...)
 		}
 	}
 	tier := func(s search.Suggestion) int {

@@ -49,6 +49,8 @@ type Index struct {
 	// read the text again.
 	termIDs   map[string]uint32
 	bodySpans [][]tokSpan
+	// paras are each body's passages, split once.
+	paras [][]chunk
 	// groupOf numbers each item's group, for ranking a group once.
 	groupOf []int32
 	groups  int
@@ -92,7 +94,7 @@ const (
 func Build(docs []Doc) *Index {
 	ix := &Index{docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
 		postings: map[string][]posting{}, deletions: map[string][]string{}, stems: &stems{m: map[string]string{}},
-		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs))}
+		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs)), paras: make([][]chunk, len(docs))}
 	words := map[string]string{}
 	var titleSum, bodySum int
 	for i := range docs {
@@ -124,6 +126,7 @@ func Build(docs []Doc) *Index {
 		}
 		slices.SortStableFunc(spans, func(a, b tokSpan) int { return cmp.Compare(a.start, b.start) })
 		ix.bodySpans[i] = spans
+		ix.paras[i] = paragraphs(docs[i].Body)
 		add(tt, true)
 		add(bt, false)
 		ix.titleLen[i], ix.bodyLen[i] = uint16(min(len(tt), math.MaxUint16)), uint32(len(bt))

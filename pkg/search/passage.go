@@ -125,7 +125,7 @@ func (ix *Index) Passages(q string, results []Result, limit int) []Passage {
 				idf[id] = ix.idf(t)
 			}
 		}
-		for _, c := range paragraphs(r.Doc.Body) {
+		for _, c := range ix.paras[r.Index] {
 			spans := ix.spansIn(r.Index, c.ustart, c.uend)
 			counts := map[uint32]int{}
 			for _, s := range spans {

@@ -85,6 +85,10 @@ type Suggester struct {
 	cands  []Candidate
 	folds  []folded
 	byKind map[string][]entry
+	// skipped holds the same entries keyed by their text without its
+	// second letter: matches with an edit at the second letter are one
+	// range of it.
+	skipped map[string][]entry
 }
 
 // entry is one word start of a candidate: the folded text from there to
@@ -94,29 +98,39 @@ type entry struct {
 	text  []rune
 	cand  int32
 	start int32
+	// key is what the entry is sorted by: text, or in skipped, text
+	// without its second letter.
+	key []rune
 }
 
 // NewSuggester indexes candidates.
 func NewSuggester(cands []Candidate) *Suggester {
-	s := &Suggester{cands: cands, folds: make([]folded, len(cands)), byKind: map[string][]entry{}}
+	s := &Suggester{cands: cands, folds: make([]folded, len(cands)), byKind: map[string][]entry{}, skipped: map[string][]entry{}}
 	for i, c := range cands {
 		s.folds[i] = foldMap(c.Text)
 		f := &s.folds[i]
 		for _, st := range f.starts {
-			s.byKind[c.Kind] = append(s.byKind[c.Kind], entry{text: f.runes[st:], cand: int32(i), start: st})
+			text := f.runes[st:]
+			s.byKind[c.Kind] = append(s.byKind[c.Kind], entry{text: text, cand: int32(i), start: st, key: text})
+			if len(text) >= 2 {
+				key := append([]rune{text[0]}, text[2:]...)
+				s.skipped[c.Kind] = append(s.skipped[c.Kind], entry{text: text, cand: int32(i), start: st, key: key})
+			}
 		}
 	}
-	for _, es := range s.byKind {
-		slices.SortFunc(es, func(a, b entry) int { return slices.Compare(a.text, b.text) })
+	for _, m := range []map[string][]entry{s.byKind, s.skipped} {
+		for _, es := range m {
+			slices.SortFunc(es, func(a, b entry) int { return slices.Compare(a.key, b.key) })
+		}
 	}
 	return s
 }
 
-// prefixRange is the range of es whose text begins with p.
+// prefixRange is the range of es whose key begins with p.
 func prefixRange(es []entry, p []rune) []entry {
-	lo, _ := slices.BinarySearchFunc(es, p, func(e entry, p []rune) int { return slices.Compare(e.text, p) })
+	lo, _ := slices.BinarySearchFunc(es, p, func(e entry, p []rune) int { return slices.Compare(e.key, p) })
 	hi := lo
-	for hi < len(es) && len(es[hi].text) >= len(p) && slices.Equal(es[hi].text[:len(p)], p) {
+	for hi < len(es) && len(es[hi].key) >= len(p) && slices.Equal(es[hi].key[:len(p)], p) {
 		hi++
 	}
 	return es[lo:hi]
@@ -163,9 +177,23 @@ func (s *Suggester) Match(q string, kinds map[string]bool, limit int, typos bool
 		if !typos || len(fq) < minTypoRunes {
 			continue
 		}
-		for _, e := range prefixRange(es, fq[:1]) {
-			if n, ok := oneEditPrefix(fq, e.text); ok {
-				add(e.cand, hit{int(e.start), int(e.start) + n, false})
+		// The ranges that can hold a match with one edit after the first
+		// letter: an edit after the second letter; the second letter
+		// replaced, or one left out there; the second letter typed too
+		// many, or swapped with the third.
+		q0 := fq[:1]
+		swapped := append([]rune{fq[0], fq[2], fq[1]}, fq[3:]...)
+		for _, r := range [][]entry{
+			prefixRange(es, fq[:2]),
+			prefixRange(s.skipped[kind], append(slices.Clip(q0), fq[2:]...)),
+			prefixRange(s.skipped[kind], append(slices.Clip(q0), fq[1:]...)),
+			prefixRange(es, append(slices.Clip(q0), fq[2:]...)),
+			prefixRange(es, swapped),
+		} {
+			for _, e := range r {
+				if n, ok := oneEditPrefix(fq, e.text); ok {
+					add(e.cand, hit{int(e.start), int(e.start) + n, false})
+				}
 			}
 		}
 	}
