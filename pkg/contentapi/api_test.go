@@ -7,21 +7,20 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/fixture"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 )
 
 // The tests run the API on the real SQLite store and the real token
 // checks; only the listener is in-process.
 
-const fixture = `{
+const fixtureBundle = `{
  "organizations": [{"id": "org-1", "name": "One"}, {"id": "org-2", "name": "Two"}],
  "apps": [
   {"appId": "app-1", "organizationId": "org-1", "name": "App one", "channels": [{"id": "web", "type": "CHAT", "key": "k1"}], "invocationName": "one"},
@@ -68,36 +67,14 @@ type env struct {
 
 func newEnv(t *testing.T, cfg ServiceConfig) *env {
 	t.Helper()
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cms.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	f, err := bundle.Read(strings.NewReader(fixture), bundle.JSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Import(ctx, &f.Bundle, nil); err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, store: store, tokens: map[string]string{}}
-	for name, tok := range map[string]content.Token{
+	store, tokens := fixture.Open(t, fixtureBundle, map[string]content.Token{
 		"app1": {OrganizationID: "org-1", AppID: "app-1"},
 		"app2": {OrganizationID: "org-1", AppID: "app-2"},
 		"org1": {OrganizationID: "org-1"},
 		"org2": {OrganizationID: "org-2"},
-	} {
-		secret, id, err := auth.NewToken()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok.ID, tok.Hash, tok.CreatedAt = id, auth.HashToken(secret), time.Now()
-		if err := store.CreateToken(ctx, tok); err != nil {
-			t.Fatal(err)
-		}
-		e.tokens[name] = secret
-	}
+	})
+	e := &env{t: t, store: store, tokens: tokens}
+	var err error
 	e.svc, err = NewService(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

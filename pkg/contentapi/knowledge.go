@@ -89,34 +89,35 @@ func intParam(c *gin.Context, name string, def, max int) (int, bool) {
 	return n, true
 }
 
-func (a *API) search(c *gin.Context) {
+// asked reads the question and the app's knowledge base; on failure it
+// has answered.
+func (a *API) asked(c *gin.Context) (string, *knowledge.Base, bool) {
 	q, ok := question(c, "question")
 	if !ok {
-		return
+		return "", nil, false
 	}
 	b, err := a.base(c.Request.Context(), target(c).AppID)
 	if err != nil {
 		a.serverError(c, "build the knowledge base", err)
-		return
+		return "", nil, false
 	}
-	c.JSON(http.StatusOK, b.Search(q, c.Query("locationId")))
+	return q, b, true
+}
+
+func (a *API) search(c *gin.Context) {
+	if q, b, ok := a.asked(c); ok {
+		c.JSON(http.StatusOK, b.Search(q, c.Query("locationId")))
+	}
 }
 
 func (a *API) faq(c *gin.Context) {
-	q, ok := question(c, "question")
-	if !ok {
-		return
-	}
 	size, ok := intParam(c, "size", defaultFAQs, maxFAQs)
 	if !ok {
 		return
 	}
-	b, err := a.base(c.Request.Context(), target(c).AppID)
-	if err != nil {
-		a.serverError(c, "build the knowledge base", err)
-		return
+	if q, b, ok := a.asked(c); ok {
+		c.JSON(http.StatusOK, b.FAQs(q, size))
 	}
-	c.JSON(http.StatusOK, b.FAQs(q, size))
 }
 
 // temperature reads the parameter leniently: the reference client may
@@ -131,13 +132,8 @@ func temperature(v string) float64 {
 }
 
 func (a *API) rag(c *gin.Context) {
-	q, ok := question(c, "question")
+	q, b, ok := a.asked(c)
 	if !ok {
-		return
-	}
-	b, err := a.base(c.Request.Context(), target(c).AppID)
-	if err != nil {
-		a.serverError(c, "build the knowledge base", err)
 		return
 	}
 	// useRetrievalApi ("retrieve" or "query") chooses between two

@@ -11,15 +11,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/fixture"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/ratelimit"
 )
@@ -27,7 +25,7 @@ import (
 // The tests run the endpoint on the real SQLite store and the real token
 // checks.
 
-const fixture = `{
+const fixtureBundle = `{
  "organizations": [{"id": "org-1", "name": "One"}, {"id": "org-2", "name": "Two"}],
  "apps": [
   {"appId": "app-1", "organizationId": "org-1", "name": "App one"},
@@ -56,35 +54,12 @@ type env struct {
 
 func newEnv(t testing.TB, limits Limits, limiter *ratelimit.Limiter) *env {
 	t.Helper()
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cms.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	f, err := bundle.Read(strings.NewReader(fixture), bundle.JSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Import(ctx, &f.Bundle, nil); err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, store: store, tokens: map[string]string{}}
-	for name, tok := range map[string]content.Token{
+	store, tokens := fixture.Open(t, fixtureBundle, map[string]content.Token{
 		"app1": {OrganizationID: "org-1", AppID: "app-1"},
 		"org1": {OrganizationID: "org-1"},
 		"org2": {OrganizationID: "org-2"},
-	} {
-		secret, id, err := auth.NewToken()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok.ID, tok.Hash, tok.CreatedAt = id, auth.HashToken(secret), time.Now()
-		if err := store.CreateToken(ctx, tok); err != nil {
-			t.Fatal(err)
-		}
-		e.tokens[name] = secret
-	}
+	})
+	e := &env{t: t, store: store, tokens: tokens}
 	authn, err := auth.NewAuthenticator(store, auth.Options{})
 	if err != nil {
 		t.Fatal(err)

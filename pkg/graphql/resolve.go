@@ -370,15 +370,20 @@ func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p g
 			}
 			return r.checked(p.Context, kind, doc, t.AppID, arg)
 		})
-		switch {
-		case errors.Is(err, content.ErrNotFound):
-			return nil, errorf(CodeNotFound, idArg, "app %q has no %s %q", t.AppID, kind, id)
-		case err != nil:
-			return nil, storeError(err)
-		}
-		r.changed(t.AppID)
-		return view(kind, rec, t.OrganizationID)
+		return r.written(t, kind, idArg, id, rec, err)
 	}
+}
+
+// written answers a write to an existing record: the record, or why not.
+func (r *resolvers) written(t auth.Target, kind content.Kind, idArg, id string, rec content.Record, err error) (any, error) {
+	switch {
+	case errors.Is(err, content.ErrNotFound):
+		return nil, errorf(CodeNotFound, idArg, "app %q has no %s %q", t.AppID, kind, id)
+	case err != nil:
+		return nil, storeError(err)
+	}
+	r.changed(t.AppID)
+	return view(kind, rec, t.OrganizationID)
 }
 
 func (r *resolvers) remove(kind content.Kind, idArg string) gql.FieldResolveFn {
@@ -389,14 +394,7 @@ func (r *resolvers) remove(kind content.Kind, idArg string) gql.FieldResolveFn {
 		}
 		id := p.Args[idArg].(string)
 		rec, err := r.store.DeleteRecord(p.Context, t.AppID, kind, id)
-		switch {
-		case errors.Is(err, content.ErrNotFound):
-			return nil, errorf(CodeNotFound, idArg, "app %q has no %s %q", t.AppID, kind, id)
-		case err != nil:
-			return nil, storeError(err)
-		}
-		r.changed(t.AppID)
-		return view(kind, rec, t.OrganizationID)
+		return r.written(t, kind, idArg, id, rec, err)
 	}
 }
 
