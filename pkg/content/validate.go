@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -337,7 +338,7 @@ func ChannelsOf(doc json.RawMessage) []Channel {
 func canonical(obj map[string]any, drop []string) (json.RawMessage, error) {
 	m := make(map[string]any, len(obj))
 	for k, v := range obj {
-		if !IsServerField(k) && !contains(drop, k) {
+		if !IsServerField(k) && !slices.Contains(drop, k) {
 			m[k] = v
 		}
 	}
@@ -350,23 +351,7 @@ func canonical(obj map[string]any, drop []string) (json.RawMessage, error) {
 	return bytes.TrimSpace(buf.Bytes()), nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 // builtinSlotTypes are slot types that name no entity of the app: common
 // system types of NLU services.

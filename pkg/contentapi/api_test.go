@@ -57,12 +57,11 @@ const fixtureBundle = `{
 }`
 
 type env struct {
-	t       *testing.T
-	srv     *httptest.Server
-	store   *sqlite.Store
-	svc     *Service
-	tokens  map[string]string // name -> secret
-	refresh time.Duration
+	t      *testing.T
+	srv    *httptest.Server
+	store  *sqlite.Store
+	svc    *Service
+	tokens map[string]string // name -> secret
 }
 
 func newEnv(t *testing.T, cfg ServiceConfig) *env {

@@ -3,10 +3,11 @@ package knowledge
 import (
 	"fmt"
 
-	"github.com/assistantcms/cms/pkg/search"
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/assistantcms/cms/pkg/search"
 )
 
 // Question is a labelled question of an evaluation set.

@@ -60,12 +60,8 @@ func isApostrophe(r rune) bool { return r == '\'' || r == '’' }
 func tokens(text string) []token { return tokensWith(text, nil) }
 
 // stems remembers the stems of words: stemming is most of the cost of
-// reading text, and words repeat. A frozen memo is only read, so that
-// concurrent readers may share it.
-type stems struct {
-	m      map[string]string
-	frozen bool
-}
+// reading text, and words repeat.
+type stems struct{ m map[string]string }
 
 func (s *stems) of(w string) string {
 	if s == nil {
@@ -75,9 +71,7 @@ func (s *stems) of(w string) string {
 		return t
 	}
 	t := stem(w)
-	if !s.frozen {
-		s.m[w] = t
-	}
+	s.m[w] = t
 	return t
 }
 

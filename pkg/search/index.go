@@ -42,8 +42,6 @@ type Index struct {
 	// deletions maps every term with one letter deleted to the terms it
 	// came from: for matching with one typo.
 	deletions map[string][]string
-	// stems are the stems of every indexed word, read-only after Build.
-	stems *stems
 	// termIDs number the indexed terms; bodySpans are where each item's
 	// body words stand, by start, so that highlights and passages need not
 	// read the text again.
@@ -92,8 +90,9 @@ const (
 
 // Build indexes docs.
 func Build(docs []Doc) *Index {
+	memo := &stems{m: map[string]string{}}
 	ix := &Index{docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
-		postings: map[string][]posting{}, deletions: map[string][]string{}, stems: &stems{m: map[string]string{}},
+		postings: map[string][]posting{}, deletions: map[string][]string{},
 		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs)), paras: make([][]chunk, len(docs))}
 	words := map[string]string{}
 	var titleSum, bodySum int
@@ -114,7 +113,7 @@ func Build(docs []Doc) *Index {
 				}
 			}
 		}
-		tt, bt := tokensWith(docs[i].Title, ix.stems), tokensWith(docs[i].Body, ix.stems)
+		tt, bt := tokensWith(docs[i].Title, memo), tokensWith(docs[i].Body, memo)
 		spans := make([]tokSpan, 0, len(bt))
 		for _, t := range bt {
 			id, ok := ix.termIDs[t.term]
@@ -141,7 +140,6 @@ func Build(docs []Doc) *Index {
 	for w, t := range words {
 		ix.words = append(ix.words, wordStem{w, t})
 	}
-	ix.stems.frozen = true
 	groupIDs := map[string]int32{}
 	ix.groupOf = make([]int32, len(docs))
 	for i := range docs {
@@ -178,12 +176,6 @@ func Build(docs []Doc) *Index {
 	}
 	return ix
 }
-
-// Len is the number of indexed items.
-func (ix *Index) Len() int { return len(ix.docs) }
-
-// Doc returns the indexed item i.
-func (ix *Index) Doc(i int) *Doc { return &ix.docs[i] }
 
 // deletes lists s with each one of its letters removed.
 func deletes(s string) []string {
@@ -451,30 +443,6 @@ func topK(items []int32, k int, cmpFn func(a, b int32) int) []int32 {
 
 // Span is a stretch of text in UTF-16 code units.
 type Span struct{ Start, End int }
-
-// Highlights are where the matched terms stand in text, in order, not
-// overlapping (a hyphenated pair matched as one word is one highlight).
-func (ix *Index) Highlights(text string, terms map[string]bool) []Span {
-	var out []Span
-	for _, t := range ix.tokens(text) {
-		if terms[t.term] {
-			out = append(out, Span{t.start, t.end})
-		}
-	}
-	slices.SortFunc(out, func(a, b Span) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End)) })
-	merged := out[:0]
-	for _, s := range out {
-		if n := len(merged); n > 0 && s.Start < merged[n-1].End {
-			merged[n-1].End = max(merged[n-1].End, s.End)
-			continue
-		}
-		merged = append(merged, s)
-	}
-	return merged
-}
-
-// tokens reads text with the index's stems (frozen after Build).
-func (ix *Index) tokens(text string) []token { return tokensWith(text, ix.stems) }
 
 // termSet turns matched terms into the index's term numbers.
 func (ix *Index) termSet(terms map[string]bool) map[uint32]bool {

@@ -25,10 +25,9 @@ type Passage struct {
 // sentence ends.
 const maxPassageWords = 80
 
-// chunk is a piece of a body with its byte and UTF-16 bounds.
+// chunk is a piece of a body with its UTF-16 bounds.
 type chunk struct {
 	text         string
-	start, end   int // bytes
 	ustart, uend int // UTF-16
 }
 
@@ -51,7 +50,7 @@ func paragraphs(body string) []chunk {
 			off := strings.Index(para, c)
 			if text != "" && off >= 0 {
 				ustart := u + utf16Len(para[:off+lead])
-				out = append(out, chunk{text: text, start: i + off + lead, end: i + off + lead + len(text), ustart: ustart, uend: ustart + utf16Len(text)})
+				out = append(out, chunk{text: text, ustart: ustart, uend: ustart + utf16Len(text)})
 			}
 		}
 		u += utf16Len(body[i:end])

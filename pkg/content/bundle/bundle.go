@@ -51,15 +51,6 @@ var recordLists = [...]struct {
 	{"documents", content.KindDocument},
 }
 
-func listOf(kind content.Kind) string {
-	for _, l := range recordLists {
-		if l.kind == kind {
-			return l.key
-		}
-	}
-	return string(kind)
-}
-
 // File is a bundle read from a file, with where each item came from.
 type File struct {
 	Bundle content.Bundle
