@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -73,6 +74,8 @@ type API struct {
 	cache        *cache
 	log          *slog.Logger
 	cacheControl string
+	// buffers hold encoded answers (*[]byte) between requests.
+	buffers sync.Pool
 }
 
 // New returns the API. limiter may be nil to disable rate limiting.

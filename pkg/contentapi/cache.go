@@ -3,6 +3,7 @@ package contentapi
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"sync"
 	"time"
 
@@ -29,6 +30,9 @@ func newBody(data []byte) *body {
 // The revision is read at most once per refresh interval per app, so a
 // change made by another process shows within that interval; Invalidate
 // makes a change made through this process show at once.
+//
+// A value is loaded once however many requests want it, and loading one
+// key does not hold up requests for the app's other keys.
 type cache struct {
 	revs    RevisionSource
 	refresh time.Duration
@@ -42,7 +46,28 @@ type appCache struct {
 	mu      sync.Mutex
 	rev     int64
 	checked time.Time
-	values  map[string]any
+	entries map[string]*entry
+	// stale holds the last good values, from earlier revisions, of keys
+	// that may be answered while their new value loads.
+	stale map[string]*entry
+}
+
+// entry is a value being loaded or loaded; v and err are set before done
+// is closed.
+type entry struct {
+	done    chan struct{}
+	v       any
+	err     error
+	staleOK bool
+}
+
+func (e *entry) loaded() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func newCache(revs RevisionSource, refresh time.Duration) *cache {
@@ -54,7 +79,7 @@ func (c *cache) app(appID string) *appCache {
 	defer c.mu.Unlock()
 	a, ok := c.apps[appID]
 	if !ok {
-		a = &appCache{values: map[string]any{}}
+		a = &appCache{entries: map[string]*entry{}, stale: map[string]*entry{}}
 		c.apps[appID] = a
 	}
 	return a
@@ -77,34 +102,88 @@ func (c *cache) body(ctx context.Context, appID, key string, render func(ctx con
 }
 
 // get returns the value cached under key for the app's current revision,
-// or builds it with load. Failed loads are not cached, so that unknown
-// IDs cannot grow the cache.
+// or loads it. Failed loads are not cached, so that unknown IDs cannot
+// grow the cache.
 func (c *cache) get(ctx context.Context, appID, key string, load func(ctx context.Context) (any, error)) (any, error) {
+	return c.lookup(ctx, appID, key, load, false)
+}
+
+// getOrStale is get, except that while a new value loads after the
+// revision moved, the last good value is returned: for values that take
+// long to build, such as search indexes, where answering from the last
+// revision for a moment is better than making every request wait.
+func (c *cache) getOrStale(ctx context.Context, appID, key string, load func(ctx context.Context) (any, error)) (any, error) {
+	return c.lookup(ctx, appID, key, load, true)
+}
+
+func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx context.Context) (any, error), staleOK bool) (any, error) {
 	a := c.app(appID)
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if now := c.now(); a.checked.IsZero() || now.Sub(a.checked) >= c.refresh {
 		// The revision is read before anything is loaded, so what is
 		// cached is never older than the revision it is filed under.
 		rev, err := c.revs.Revision(ctx, appID)
 		if err != nil {
+			a.mu.Unlock()
 			return nil, err
 		}
 		if rev != a.rev || a.checked.IsZero() {
-			clear(a.values)
+			for k, e := range a.entries {
+				if e.staleOK && e.loaded() && e.err == nil {
+					a.stale[k] = e
+				}
+			}
+			a.entries = map[string]*entry{}
 			a.rev = rev
 		}
 		a.checked = now
 	}
-	if v, ok := a.values[key]; ok {
-		return v, nil
+	e, found := a.entries[key]
+	if !found {
+		e = &entry{done: make(chan struct{}), staleOK: staleOK}
+		a.entries[key] = e
 	}
-	v, err := load(ctx)
-	if err != nil {
-		return nil, err
+	old := a.stale[key]
+	a.mu.Unlock()
+	// The load outlives the request that started it: others may be
+	// waiting for it.
+	lctx := context.WithoutCancel(ctx)
+	switch {
+	case !found && staleOK && old != nil:
+		go c.fill(lctx, a, key, e, load)
+		return old.v, nil
+	case !found:
+		c.fill(lctx, a, key, e, load)
+	case staleOK && old != nil && !e.loaded():
+		return old.v, nil
 	}
-	a.values[key] = v
-	return v, nil
+	select {
+	case <-e.done:
+		return e.v, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fill loads e's value. A load that panics fails its waiters rather than
+// leaving them waiting.
+func (c *cache) fill(ctx context.Context, a *appCache, key string, e *entry, load func(ctx context.Context) (any, error)) {
+	var v any
+	err := errors.New("loading the value panicked")
+	defer func() {
+		a.mu.Lock()
+		e.v, e.err = v, err
+		if a.entries[key] == e {
+			if err != nil {
+				delete(a.entries, key)
+			} else {
+				delete(a.stale, key)
+			}
+		}
+		a.mu.Unlock()
+		close(e.done)
+	}()
+	v, err = load(ctx)
 }
 
 // Invalidate makes the next read of the app check its revision.

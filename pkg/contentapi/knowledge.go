@@ -36,6 +36,9 @@ const (
 	// historyRetry is how long a failed read of past queries is not
 	// tried again, so that an unreachable ClickHouse costs little.
 	historyRetry = 5 * time.Second
+	// maxPooledBuffer bounds the answer buffers kept for reuse.
+	maxPooledBuffer = 1 << 20
+	jsonContentType = "application/json; charset=utf-8"
 	// OmittedHeader names suggestion types left out of an answer.
 	OmittedHeader = "X-Suggestions-Omitted"
 )
@@ -43,7 +46,7 @@ const (
 // base returns the app's knowledge base at its current revision, built
 // once per revision.
 func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
-	v, err := a.cache.get(ctx, appID, "knowledge", func(ctx context.Context) (any, error) {
+	v, err := a.cache.getOrStale(ctx, appID, "knowledge", func(ctx context.Context) (any, error) {
 		var lists [3][]content.Record
 		for i, k := range []content.Kind{content.KindDocument, content.KindFAQ, content.KindIntent} {
 			recs, err := a.store.ListRecords(ctx, appID, k)
@@ -106,7 +109,15 @@ func (a *API) asked(c *gin.Context) (string, *knowledge.Base, bool) {
 
 func (a *API) search(c *gin.Context) {
 	if q, b, ok := a.asked(c); ok {
-		c.JSON(http.StatusOK, b.Search(q, c.Query("locationId")))
+		buf, _ := a.buffers.Get().(*[]byte)
+		if buf == nil {
+			buf = new([]byte)
+		}
+		*buf = b.Search(q, c.Query("locationId")).AppendJSON((*buf)[:0])
+		c.Data(http.StatusOK, jsonContentType, *buf)
+		if cap(*buf) <= maxPooledBuffer {
+			a.buffers.Put(buf)
+		}
 	}
 }
 

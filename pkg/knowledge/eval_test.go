@@ -13,6 +13,23 @@ import (
 // the labelled set: a change that makes answers worse fails here.
 // go run ./deploy/local/searcheval prints the full report.
 func TestEvaluationSet(t *testing.T) {
+	b, qs := evalSet(t)
+	ev, err := b.Evaluate(qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("search MRR %.3f nDCG@5 %.3f; FAQ MRR %.3f nDCG@5 %.3f; suggestion hit rate@5 %.3f",
+		ev.Search.MRR, ev.Search.NDCG5, ev.FAQ.MRR, ev.FAQ.NDCG5, ev.SuggestionHitRate)
+	const goal = 0.8
+	if ev.Search.MRR < goal || ev.FAQ.MRR < goal {
+		t.Errorf("MRR below %.1f: search %.3f, FAQ %.3f", goal, ev.Search.MRR, ev.FAQ.MRR)
+	}
+}
+
+// evalSet builds the evaluation corpus's base and reads its labelled
+// questions, checking the set's size.
+func evalSet(t *testing.T) (*Base, []Question) {
+	t.Helper()
 	f, err := os.Open("testdata/eval/content.json")
 	if err != nil {
 		t.Fatal(err)
@@ -44,16 +61,7 @@ func TestEvaluationSet(t *testing.T) {
 	if len(qs) < 60 {
 		t.Fatalf("%d labelled questions; the set needs at least 60", len(qs))
 	}
-	ev, err := b.Evaluate(qs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("search MRR %.3f nDCG@5 %.3f; FAQ MRR %.3f nDCG@5 %.3f; suggestion hit rate@5 %.3f",
-		ev.Search.MRR, ev.Search.NDCG5, ev.FAQ.MRR, ev.FAQ.NDCG5, ev.SuggestionHitRate)
-	const goal = 0.8
-	if ev.Search.MRR < goal || ev.FAQ.MRR < goal {
-		t.Errorf("MRR below %.1f: search %.3f, FAQ %.3f", goal, ev.Search.MRR, ev.FAQ.MRR)
-	}
+	return b, qs
 }
 
 func TestRank(t *testing.T) {

@@ -22,10 +22,13 @@ import (
 // Base is the searchable content of one app at one revision. It is
 // immutable and safe for concurrent use.
 type Base struct {
-	docs    *search.Index
-	faqs    *search.Index
-	faqList map[string]faq
-	suggest *search.Suggester
+	docs *search.Index
+	// docHeads are each document's title, uri and document fields as
+	// JSON, by index number.
+	docHeads []string
+	faqs     *search.Index
+	faqList  map[string]faq
+	suggest  *search.Suggester
 }
 
 type faq struct {
@@ -60,6 +63,10 @@ func Build(docs, faqs, intents []content.Record) (*Base, error) {
 		sdocs = append(sdocs, search.Doc{ID: r.ID, Title: f.Title, Body: f.Document, URI: f.URI, Location: f.Location})
 	}
 	b.docs = search.Build(sdocs)
+	b.docHeads = make([]string, len(sdocs))
+	for i, d := range sdocs {
+		b.docHeads[i] = string(appendHead(nil, d.Title, d.URI, d.Body))
+	}
 
 	var variants []search.Doc
 	var cands []search.Candidate
@@ -124,6 +131,8 @@ type Document struct {
 	Document   string            `json:"document"`
 	Highlights []Highlight       `json:"highlights"`
 	Attributes map[string]string `json:"attributes,omitempty"`
+	// head is Title, URI and Document as JSON, when known.
+	head string
 }
 
 // Suggested is a KnowledgeBaseSuggested: a passage with its best
@@ -168,7 +177,7 @@ func (b *Base) Search(question, location string) SearchResult {
 		out.Documents = append(out.Documents, d)
 	}
 	for _, p := range passages {
-		d := Document{Title: p.Result.Doc.Title, URI: p.Result.Doc.URI, Document: p.Text, Highlights: b.highlights(p.Result.Index, p.Result.Terms, p.Start, p.End)}
+		d := Document{Title: p.Result.Doc.Title, URI: p.Result.Doc.URI, Document: p.Text, Highlights: b.highlights(p.Result, p.Start, p.End)}
 		for i, h := range d.Highlights {
 			d.Highlights[i].TopAnswer = h.BeginOffset >= p.Sentence.Start && h.EndOffset <= p.Sentence.End
 		}
@@ -179,15 +188,15 @@ func (b *Base) Search(question, location string) SearchResult {
 
 func (b *Base) document(r search.Result) Document {
 	d := r.Doc
-	out := Document{Title: d.Title, URI: d.URI, Document: d.Body, Highlights: b.highlights(r.Index, r.Terms, 0, math.MaxInt32)}
+	out := Document{Title: d.Title, URI: d.URI, Document: d.Body, Highlights: b.highlights(r, 0, math.MaxInt32), head: b.docHeads[r.Index]}
 	if d.Location != "" {
 		out.Attributes = map[string]string{"location": d.Location}
 	}
 	return out
 }
 
-func (b *Base) highlights(doc int, terms map[string]bool, from, to int) []Highlight {
-	spans := b.docs.HighlightsIn(doc, terms, from, to)
+func (b *Base) highlights(r search.Result, from, to int) []Highlight {
+	spans := b.docs.HighlightsIn(r, from, to)
 	out := make([]Highlight, 0, min(len(spans), maxHighlights))
 	for _, s := range spans[:min(len(spans), maxHighlights)] {
 		out = append(out, Highlight{BeginOffset: s.Start, EndOffset: s.End})
@@ -195,13 +204,33 @@ func (b *Base) highlights(doc int, terms map[string]bool, from, to int) []Highli
 	return out
 }
 
-// utf16Slice cuts text by UTF-16 offsets.
+// utf16Slice cuts text by UTF-16 offsets; offsets inside a character or
+// out of range give "".
 func utf16Slice(text string, s search.Span) string {
-	u := utf16.Encode([]rune(text))
-	if s.Start < 0 || s.End > len(u) || s.Start > s.End {
+	if s.Start < 0 || s.Start > s.End {
 		return ""
 	}
-	return strings.TrimSpace(string(utf16.Decode(u[s.Start:s.End])))
+	from, to, u := -1, -1, 0
+	for i, r := range text {
+		if u == s.Start {
+			from = i
+		}
+		if u == s.End {
+			to = i
+			break
+		}
+		u += utf16.RuneLen(r)
+	}
+	if u == s.End && to < 0 {
+		to = len(text)
+	}
+	if u == s.Start && from < 0 {
+		from = len(text)
+	}
+	if from < 0 || to < 0 {
+		return ""
+	}
+	return strings.TrimSpace(text[from:to])
 }
 
 func round(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }

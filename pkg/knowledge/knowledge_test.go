@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/search"
 )
 
 func rec(kind content.Kind, id, doc string) content.Record {
@@ -156,5 +157,28 @@ func TestOpenAIGenerator(t *testing.T) {
 	a, err = b.Answer(context.Background(), "can I return a bike", "", bad, 0.2)
 	if err == nil || a.Result != "Within 30 days." || !a.HasAnswer {
 		t.Errorf("failing generator: %+v %v", a, err)
+	}
+}
+
+func TestUTF16Slice(t *testing.T) {
+	const text = "Café 😀 ok" // é is one unit, the emoji two
+	for _, tt := range []struct {
+		start, end int
+		want       string
+	}{
+		{0, 4, "Café"},
+		{5, 7, "😀"},
+		{8, 10, "ok"},
+		{4, 10, "😀 ok"}, // trimmed
+		{10, 10, ""},
+		{0, 0, ""},
+		{6, 8, ""},  // inside the emoji
+		{8, 11, ""}, // past the end
+		{-1, 2, ""},
+		{3, 2, ""},
+	} {
+		if got := utf16Slice(text, search.Span{Start: tt.start, End: tt.end}); got != tt.want {
+			t.Errorf("utf16Slice(%d, %d) = %q, want %q", tt.start, tt.end, got, tt.want)
+		}
 	}
 }

@@ -60,8 +60,12 @@ func isApostrophe(r rune) bool { return r == '\'' || r == '’' }
 func tokens(text string) []token { return tokensWith(text, nil) }
 
 // stems remembers the stems of words: stemming is most of the cost of
-// reading text, and words repeat.
-type stems struct{ m map[string]string }
+// reading text, and words repeat. A read-only memo (an index's, shared by
+// concurrent searches) only answers what it holds.
+type stems struct {
+	m        map[string]string
+	readOnly bool
+}
 
 func (s *stems) of(w string) string {
 	if s == nil {
@@ -71,7 +75,9 @@ func (s *stems) of(w string) string {
 		return t
 	}
 	t := stem(w)
-	s.m[w] = t
+	if !s.readOnly {
+		s.m[w] = t
+	}
 	return t
 }
 
@@ -147,8 +153,9 @@ type query struct {
 	partial string // folded last word, when unfinished
 }
 
-func parseQuery(q string) query {
-	toks := tokens(q)
+// parseQuery analyses q, stemming with memo (nil for none).
+func parseQuery(q string, memo *stems) query {
+	toks := tokensWith(q, memo)
 	var out query
 	if len(toks) == 0 {
 		return out

@@ -3,6 +3,7 @@ package search
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -36,6 +37,11 @@ type Index struct {
 	avgTitle float64
 	avgBody  float64
 	postings map[string][]posting
+	// maxW is each term's highest posting weight: with the term's IDF, the
+	// most it can add to any item's score.
+	maxW map[string]float32
+	// stems are the stems of the words seen, read at query time.
+	stems *stems
 	// words are the folded words seen, sorted, each with its stem: for
 	// prefix matching of an unfinished last word.
 	words []wordStem
@@ -46,6 +52,7 @@ type Index struct {
 	// body words stand, by start, so that highlights and passages need not
 	// read the text again.
 	termIDs   map[string]uint32
+	termText  []string
 	bodySpans [][]tokSpan
 	// paras are each body's passages, split once.
 	paras [][]chunk
@@ -68,6 +75,9 @@ type tokSpan struct {
 type scratch struct {
 	acc       []acc
 	groupBest []int32
+	// touched, termDocs and top are lists of item numbers.
+	touched, termDocs, top []int32
+	best                   []float64
 }
 
 type acc struct {
@@ -92,7 +102,7 @@ const (
 func Build(docs []Doc) *Index {
 	memo := &stems{m: map[string]string{}}
 	ix := &Index{docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
-		postings: map[string][]posting{}, deletions: map[string][]string{},
+		postings: map[string][]posting{}, maxW: map[string]float32{}, deletions: map[string][]string{},
 		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs)), paras: make([][]chunk, len(docs))}
 	words := map[string]string{}
 	var titleSum, bodySum int
@@ -120,6 +130,7 @@ func Build(docs []Doc) *Index {
 			if !ok {
 				id = uint32(len(ix.termIDs))
 				ix.termIDs[t.term] = id
+				ix.termText = append(ix.termText, t.term)
 			}
 			spans = append(spans, tokSpan{term: id, start: uint32(t.start), end: uint32(t.end)})
 		}
@@ -140,6 +151,7 @@ func Build(docs []Doc) *Index {
 	for w, t := range words {
 		ix.words = append(ix.words, wordStem{w, t})
 	}
+	ix.stems = &stems{m: words, readOnly: true}
 	groupIDs := map[string]int32{}
 	ix.groupOf = make([]int32, len(docs))
 	for i := range docs {
@@ -161,13 +173,16 @@ func Build(docs []Doc) *Index {
 		return &scratch{acc: make([]acc, n), groupBest: gb}
 	}
 	slices.SortFunc(ix.words, func(a, b wordStem) int { return strings.Compare(a.word, b.word) })
-	for _, ps := range ix.postings {
+	for term, ps := range ix.postings {
+		var maxW float32
 		for i := range ps {
 			p, d := &ps[i], ps[i].doc
 			tf := titleWeight*float64(p.title)/(1-bParam+bParam*float64(ix.titleLen[d])/ix.avgTitle) +
 				float64(p.body)/(1-bParam+bParam*float64(ix.bodyLen[d])/ix.avgBody)
 			p.w = float32(tf * (k1 + 1) / (tf + k1))
+			maxW = max(maxW, p.w)
 		}
+		ix.maxW[term] = maxW
 	}
 	for term := range ix.postings {
 		for _, d := range deletes(term) {
@@ -289,17 +304,30 @@ type Result struct {
 	// Confidence is the share of the query's weight (its terms' IDF) the
 	// item matched, from 0 to 1; typos and prefixes count partly.
 	Confidence float64
-	// Terms are the indexed terms that matched, for highlights.
-	Terms map[string]bool
+	// terms are the numbers of the indexed terms that matched, for
+	// highlights and passages.
+	terms []uint32
+}
+
+// termPlan is how one query term is looked up: the indexed terms standing
+// for it, its weight in the query, and the most it can add to any score.
+type termPlan struct {
+	exps          []expansion
+	weight, bound float64
 }
 
 // Search ranks the items for q. Items of one group count once, by their
 // best member.
+//
+// Terms are read most weighty first. Once the k-th best score so far is
+// above the most the remaining terms could give an item not yet seen, no
+// new item can reach the results, and the remaining (common, long) terms
+// only update the items already seen.
 func (ix *Index) Search(q string, o Options) []Result {
 	if o.Limit <= 0 {
 		o.Limit = 10
 	}
-	pq := parseQuery(q)
+	pq := parseQuery(q, ix.stems)
 	if len(pq.terms) == 0 || len(ix.docs) == 0 {
 		return nil
 	}
@@ -307,63 +335,88 @@ func (ix *Index) Search(q string, o Options) []Result {
 	// Dense per-item accumulators: cheaper than maps when common words
 	// match most items.
 	sc := ix.scratch.Get().(*scratch)
+	defer ix.scratch.Put(sc)
 	as := sc.acc
-	var allExps []string
-	var touched []int32
-	var total float64
-	expsOf := make([][]expansion, len(pq.terms))
+	plans := make([]termPlan, len(pq.terms))
 	rare := false // some term is in at most half the items
 	for i, term := range pq.terms {
 		partial := ""
 		if i == len(pq.terms)-1 && pq.partial != "" && stem(pq.partial) == term {
 			partial = pq.partial
 		}
-		expsOf[i] = ix.expand(term, partial)
-		for _, e := range expsOf[i] {
+		plans[i].exps = ix.expand(term, partial)
+		for _, e := range plans[i].exps {
 			rare = rare || 2*len(ix.postings[e.term]) <= n
 		}
 	}
+	var total, rest float64
 	for i, term := range pq.terms {
-		exps := expsOf[i]
-		weight := ix.idf(term)
+		p := &plans[i]
+		p.weight = ix.idf(term)
 		if _, ok := ix.postings[term]; !ok {
 			// An unknown word weighs what its best stand-in weighs.
-			weight = 0
-			for _, e := range exps {
-				weight = math.Max(weight, ix.idf(e.term))
+			p.weight = 0
+			for _, e := range p.exps {
+				p.weight = math.Max(p.weight, ix.idf(e.term))
 			}
-			if weight == 0 {
-				weight = math.Log(1 + float64(n)) // matched nowhere
+			if p.weight == 0 {
+				p.weight = math.Log(1 + float64(n)) // matched nowhere
 			}
 		}
-		total += weight
-		var termDocs []int32
-		for _, e := range exps {
+		total += p.weight
+		// A word in most items adds little to any score, and reading its
+		// postings costs the most; with rarer words in the query, it is
+		// left out (and not highlighted).
+		p.exps = slices.DeleteFunc(p.exps, func(e expansion) bool { return rare && 2*len(ix.postings[e.term]) > n })
+		for _, e := range p.exps {
+			p.bound = math.Max(p.bound, e.weight*ix.idf(e.term)*float64(ix.maxW[e.term]))
+		}
+		rest += p.bound
+	}
+	slices.SortStableFunc(plans, func(a, b termPlan) int { return cmp.Compare(b.bound, a.bound) })
+
+	var allExps []string
+	touched := sc.touched[:0]
+	var maxScore float64
+	closed := false // no new item can reach the results
+	for _, p := range plans {
+		if !closed && rest < maxScore && len(touched) >= o.Limit {
+			closed = ix.kthBest(sc, touched, o.Limit) > rest
+		}
+		rest -= p.bound
+		termDocs := sc.termDocs[:0]
+		for _, e := range p.exps {
 			bit := uint64(0)
 			if len(allExps) < 64 {
 				bit = 1 << len(allExps)
 			}
 			allExps = append(allExps, e.term)
-			idf := ix.idf(e.term)
-			ew, cover := e.weight*idf, e.weight*weight
-			if rare && 2*len(ix.postings[e.term]) > n {
-				// A word in most items adds little to any score, and
-				// reading its postings costs the most; with rarer words
-				// in the query, it is left out (and not highlighted).
-				continue
-			}
-			for _, p := range ix.postings[e.term] {
-				d := p.doc
-				if o.Location != "" && ix.docs[d].Location != o.Location {
-					continue
-				}
+			ew, cover := e.weight*ix.idf(e.term), e.weight*p.weight
+			add := func(d int32, w float32) {
 				a := &as[d]
 				if a.bestCover == 0 {
 					termDocs = append(termDocs, d)
 				}
-				a.best = max(a.best, ew*float64(p.w))
+				a.best = max(a.best, ew*float64(w))
 				a.bestCover = max(a.bestCover, cover)
 				a.matched |= bit
+			}
+			ps := ix.postings[e.term]
+			if closed && len(touched)*bits.Len(uint(len(ps))) < len(ps) {
+				// Few items are still in the running: look them up.
+				for _, d := range touched {
+					if i, ok := slices.BinarySearchFunc(ps, d, func(p posting, d int32) int { return cmp.Compare(p.doc, d) }); ok {
+						add(d, ps[i].w)
+					}
+				}
+				continue
+			}
+			for _, p := range ps {
+				d := p.doc
+				if (closed && !as[d].seen) || (o.Location != "" && ix.docs[d].Location != o.Location) {
+					continue
+				}
+				add(d, p.w)
 			}
 		}
 		for _, d := range termDocs {
@@ -371,16 +424,55 @@ func (ix *Index) Search(q string, o Options) []Result {
 			a.score += a.best
 			a.covered += a.bestCover
 			a.best, a.bestCover = 0, 0
+			maxScore = max(maxScore, a.score)
 			if !a.seen {
 				a.seen = true
 				touched = append(touched, d)
 			}
 		}
+		sc.termDocs = termDocs
 	}
-	// Best member per group. Ranking is plain BM25F: weighting it further
-	// by the share of the query matched scored worse on the evaluation set.
-	gb := sc.groupBest
-	top := make([]int32, 0, len(touched))
+	sc.touched = touched
+	top := ix.groupBests(sc, touched)
+	less := func(a, b int32) int {
+		if as[a].score != as[b].score {
+			if as[a].score > as[b].score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(ix.docs[a].group(), ix.docs[b].group())
+	}
+	top = topK(top, o.Limit, func(d int32) float64 { return as[d].score }, less)
+	out := make([]Result, 0, len(top))
+	for _, d := range top {
+		var terms []uint32
+		for i, t := range allExps[:min(len(allExps), 64)] {
+			if as[d].matched&(1<<i) != 0 {
+				if id, ok := ix.termIDs[t]; ok && !slices.Contains(terms, id) {
+					terms = append(terms, id)
+				}
+			}
+		}
+		out = append(out, Result{Index: int(d), Doc: &ix.docs[d], Score: as[d].score, Confidence: math.Min(1, as[d].covered/total), terms: terms})
+	}
+	// Clean only what this search touched before the next one.
+	for _, d := range touched {
+		as[d] = acc{}
+	}
+	return out
+}
+
+// groupBests returns the best item of each group among touched, in the
+// scratch's top list. Ranking is plain BM25F: weighting it further by the
+// share of the query matched scored worse on the evaluation set.
+func (ix *Index) groupBests(sc *scratch, touched []int32) []int32 {
+	as, gb := sc.acc, sc.groupBest
+	top := sc.top[:0]
+	if ix.groups == len(ix.docs) { // every item is its own group
+		sc.top = append(top, touched...)
+		return sc.top
+	}
 	for _, d := range touched {
 		g := ix.groupOf[d]
 		switch cur := gb[g]; {
@@ -394,39 +486,43 @@ func (ix *Index) Search(q string, o Options) []Result {
 	for i, d := range top {
 		top[i] = gb[ix.groupOf[d]]
 	}
-	less := func(a, b int32) int {
-		if c := cmp.Compare(as[b].score, as[a].score); c != 0 {
-			return c
-		}
-		return strings.Compare(ix.docs[a].group(), ix.docs[b].group())
-	}
-	top = topK(top, o.Limit, less)
-	out := make([]Result, 0, len(top))
 	for _, d := range top {
-		terms := map[string]bool{}
-		for i, t := range allExps[:min(len(allExps), 64)] {
-			if as[d].matched&(1<<i) != 0 {
-				terms[t] = true
-			}
-		}
-		out = append(out, Result{Index: int(d), Doc: &ix.docs[d], Score: as[d].score, Confidence: math.Min(1, as[d].covered/total), Terms: terms})
-	}
-	// Clean only what this search touched before the next one.
-	for _, d := range touched {
-		as[d] = acc{}
 		gb[ix.groupOf[d]] = -1
 	}
-	ix.scratch.Put(sc)
-	return out
+	sc.top = top
+	return top
+}
+
+// kthBest is the k-th best score among the groups of touched, or zero
+// when fewer groups were touched.
+func (ix *Index) kthBest(sc *scratch, touched []int32, k int) float64 {
+	best := sc.best[:0] // the k best, best first
+	for _, d := range ix.groupBests(sc, touched) {
+		s := sc.acc[d].score
+		if len(best) == k && s <= best[k-1] {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(best, s, func(a, b float64) int { return cmp.Compare(b, a) })
+		best = slices.Insert(best, i, s)
+		if len(best) > k {
+			best = best[:k]
+		}
+	}
+	sc.best = best
+	if len(best) < k {
+		return 0
+	}
+	return best[k-1]
 }
 
 // topK returns the k best of items, in order, without sorting them all.
-func topK(items []int32, k int, cmpFn func(a, b int32) int) []int32 {
+// cmpFn orders items best first; score is what it orders by first.
+func topK(items []int32, k int, score func(int32) float64, cmpFn func(a, b int32) int) []int32 {
 	if len(items) > 4*k {
 		// Keep a sorted window of the k best seen so far.
 		window := make([]int32, 0, k+1)
 		for _, it := range items {
-			if len(window) == k && cmpFn(it, window[k-1]) >= 0 {
+			if len(window) == k && (score(it) < score(window[k-1]) || cmpFn(it, window[k-1]) >= 0) {
 				continue
 			}
 			i, _ := slices.BinarySearchFunc(window, it, cmpFn)
@@ -444,15 +540,14 @@ func topK(items []int32, k int, cmpFn func(a, b int32) int) []int32 {
 // Span is a stretch of text in UTF-16 code units.
 type Span struct{ Start, End int }
 
-// termSet turns matched terms into the index's term numbers.
-func (ix *Index) termSet(terms map[string]bool) map[uint32]bool {
-	out := make(map[uint32]bool, len(terms))
-	for t := range terms {
-		if id, ok := ix.termIDs[t]; ok {
-			out[id] = true
-		}
+// termMask has bit t%64 set for each term t: most words of a text are
+// ruled out by it without a search of the terms.
+func termMask(terms []uint32) uint64 {
+	var m uint64
+	for _, t := range terms {
+		m |= 1 << (t & 63)
 	}
-	return out
+	return m
 }
 
 // spansIn returns the words of item doc's body that start in [from, to).
@@ -463,13 +558,13 @@ func (ix *Index) spansIn(doc int, from, to int) []tokSpan {
 	return sp[lo:hi]
 }
 
-// HighlightsIn are where the matched terms stand in item doc's body
-// between from and to (UTF-16), relative to from, not overlapping.
-func (ix *Index) HighlightsIn(doc int, terms map[string]bool, from, to int) []Span {
-	ids := ix.termSet(terms)
+// HighlightsIn are where the terms r matched stand in its body between
+// from and to (UTF-16), relative to from, not overlapping.
+func (ix *Index) HighlightsIn(r Result, from, to int) []Span {
 	var out []Span
-	for _, s := range ix.spansIn(doc, from, to) {
-		if !ids[s.term] || int(s.end) > to {
+	mask := termMask(r.terms)
+	for _, s := range ix.spansIn(r.Index, from, to) {
+		if mask&(1<<(s.term&63)) == 0 || !slices.Contains(r.terms, s.term) || int(s.end) > to {
 			continue
 		}
 		sp := Span{int(s.start) - from, int(s.end) - from}

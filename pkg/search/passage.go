@@ -3,6 +3,7 @@ package search
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"unicode/utf16"
@@ -110,67 +111,83 @@ func splitLong(para string) []string {
 // Passages finds the best passages for q in the bodies of results, best
 // first, at most limit.
 func (ix *Index) Passages(q string, results []Result, limit int) []Passage {
-	pq := parseQuery(q)
+	pq := parseQuery(q, ix.stems)
 	var total float64
 	for _, t := range pq.terms {
 		total += ix.idf(t)
 	}
 	var out []Passage
 	for _, r := range results {
-		ids := ix.termSet(r.Terms)
-		idf := map[uint32]float64{}
-		for t := range r.Terms {
-			if id, ok := ix.termIDs[t]; ok {
-				idf[id] = ix.idf(t)
-			}
+		// Per matched term, by its place in r.terms: IDF and count.
+		idf := make([]float64, len(r.terms))
+		for i, id := range r.terms {
+			idf[i] = ix.idf(ix.termText[id])
 		}
+		counts := make([]int, len(r.terms))
+		mask := termMask(r.terms)
 		for _, c := range ix.paras[r.Index] {
 			spans := ix.spansIn(r.Index, c.ustart, c.uend)
-			counts := map[uint32]int{}
+			clear(counts)
+			found := false
 			for _, s := range spans {
-				if ids[s.term] {
-					counts[s.term]++
+				if mask&(1<<(s.term&63)) == 0 {
+					continue
+				}
+				if i := slices.Index(r.terms, s.term); i >= 0 {
+					counts[i]++
+					found = true
 				}
 			}
-			if len(counts) == 0 {
+			if !found {
 				continue
 			}
 			var score, cover float64
 			norm := 1 - bParam + bParam*float64(len(spans))/float64(maxPassageWords/2)
-			for id, tf := range counts {
+			for i, tf := range counts {
+				if tf == 0 {
+					continue
+				}
 				f := float64(tf) / norm
-				score += idf[id] * f * (k1 + 1) / (f + k1)
-				cover += idf[id]
+				score += idf[i] * f * (k1 + 1) / (f + k1)
+				cover += idf[i]
 			}
 			conf := r.Confidence
 			if total > 0 {
 				conf = math.Min(r.Confidence, cover/total) // a passage holds at most what its item matched
 			}
 			score *= 0.5 + conf
-			out = append(out, Passage{Result: r, Text: c.text, Start: c.ustart, End: c.uend,
-				Sentence: ix.bestSentence(r.Index, c, ids), Score: score, Confidence: conf})
+			out = append(out, Passage{Result: r, Text: c.text, Start: c.ustart, End: c.uend, Score: score, Confidence: conf})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Passage) int { return cmp.Compare(b.Score, a.Score) })
-	return out[:min(len(out), limit)]
+	out = out[:min(len(out), limit)]
+	for i := range out {
+		p := &out[i]
+		p.Sentence = ix.bestSentence(p.Result, chunk{text: p.Text, ustart: p.Start, uend: p.End})
+	}
+	return out
 }
 
-// bestSentence is the sentence of the chunk holding the most matched
-// terms, relative to the chunk.
-func (ix *Index) bestSentence(doc int, c chunk, ids map[uint32]bool) Span {
+// bestSentence is the sentence of the chunk holding the most of the terms
+// r matched, relative to the chunk.
+func (ix *Index) bestSentence(r Result, c chunk) Span {
 	best, bestN := Span{0, c.uend - c.ustart}, -1
+	mask := termMask(r.terms)
 	u := 0
 	for _, s := range sentences(c.text) {
 		lead := utf16Len(s[:len(s)-len(strings.TrimLeft(s, " \n"))])
 		l := utf16Len(s)
-		seen := map[uint32]bool{}
-		for _, sp := range ix.spansIn(doc, c.ustart+u, c.ustart+u+l) {
-			if ids[sp.term] {
-				seen[sp.term] = true
+		var seen uint64 // by place in r.terms; the first 64 count
+		for _, sp := range ix.spansIn(r.Index, c.ustart+u, c.ustart+u+l) {
+			if mask&(1<<(sp.term&63)) == 0 {
+				continue
+			}
+			if i := slices.Index(r.terms, sp.term); i >= 0 && i < 64 {
+				seen |= 1 << i
 			}
 		}
-		if len(seen) > bestN {
-			best, bestN = Span{u + lead, u + l}, len(seen)
+		if n := bits.OnesCount64(seen); n > bestN {
+			best, bestN = Span{u + lead, u + l}, n
 		}
 		u += l
 	}

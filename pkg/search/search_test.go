@@ -95,7 +95,7 @@ func TestHighlightsAndPassages(t *testing.T) {
 		t.Fatalf("results %q", ids(rs))
 	}
 	body := rs[0].Doc.Body
-	hs := ix.HighlightsIn(rs[0].Index, rs[0].Terms, 0, len(body))
+	hs := ix.HighlightsIn(rs[0], 0, len(body))
 	var words []string
 	for _, h := range hs {
 		words = append(words, body[h.Start:h.End]) // ASCII: UTF-16 offsets are byte offsets
@@ -164,7 +164,7 @@ func TestHyphenatedWords(t *testing.T) {
 		}
 	}
 	rs := ix.Search("ebike", Options{})
-	if hs := ix.HighlightsIn(rs[0].Index, rs[0].Terms, 0, 100); len(hs) != 1 || hs[0] != (Span{11, 17}) { // in "Charge the e-bike battery."
+	if hs := ix.HighlightsIn(rs[0], 0, 100); len(hs) != 1 || hs[0] != (Span{11, 17}) { // in "Charge the e-bike battery."
 		t.Errorf("highlights %v, want the hyphenated word once", hs)
 	}
 }

@@ -1,0 +1,164 @@
+package contentapi
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// revisions is a revision source the test moves by hand.
+type revisions struct{ rev atomic.Int64 }
+
+func (r *revisions) Revision(context.Context, string) (int64, error) { return r.rev.Load(), nil }
+
+// gate is a load that blocks until released, counting its calls.
+type gate struct {
+	calls   atomic.Int32
+	started chan struct{}
+	release chan struct{}
+	value   string
+	err     error
+}
+
+func newGate(value string) *gate {
+	return &gate{started: make(chan struct{}, 16), release: make(chan struct{}), value: value}
+}
+
+func (g *gate) load(context.Context) (any, error) {
+	g.calls.Add(1)
+	g.started <- struct{}{}
+	<-g.release
+	return g.value, g.err
+}
+
+func TestCacheLoadsOnceAndKeysApart(t *testing.T) {
+	ctx := context.Background()
+	c := newCache(&revisions{}, time.Hour)
+	slow := newGate("slow")
+	var wg sync.WaitGroup
+	got := make([]any, 4)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = c.get(ctx, "app", "slow", slow.load)
+		}()
+	}
+	<-slow.started
+	// Another key of the same app answers while "slow" loads.
+	v, err := c.get(ctx, "app", "fast", func(context.Context) (any, error) { return "fast", nil })
+	if err != nil || v != "fast" {
+		t.Fatalf("fast key: %v %v", v, err)
+	}
+	close(slow.release)
+	wg.Wait()
+	for i, v := range got {
+		if v != "slow" {
+			t.Errorf("waiter %d got %v", i, v)
+		}
+	}
+	if n := slow.calls.Load(); n != 1 {
+		t.Errorf("loaded %d times, want once", n)
+	}
+}
+
+func TestCacheFailedLoadsAreNotKept(t *testing.T) {
+	ctx := context.Background()
+	c := newCache(&revisions{}, time.Hour)
+	calls := 0
+	load := func(context.Context) (any, error) {
+		calls++
+		if calls == 1 {
+			return nil, errors.New("store down")
+		}
+		return "ok", nil
+	}
+	if _, err := c.get(ctx, "app", "k", load); err == nil {
+		t.Fatal("the first load's error was not returned")
+	}
+	if v, err := c.get(ctx, "app", "k", load); err != nil || v != "ok" || calls != 2 {
+		t.Errorf("after a failure: %v %v, %d loads", v, err, calls)
+	}
+}
+
+func TestCacheStaleWhileLoading(t *testing.T) {
+	ctx := context.Background()
+	revs := &revisions{}
+	c := newCache(revs, 0) // the revision is read on every call
+	v1 := func(context.Context) (any, error) { return "v1", nil }
+	if v, _ := c.getOrStale(ctx, "app", "index", v1); v != "v1" {
+		t.Fatalf("first build: %v", v)
+	}
+	revs.rev.Store(2)
+	g := newGate("v2")
+	// The new build starts, and until it ends the last good value answers.
+	if v, _ := c.getOrStale(ctx, "app", "index", g.load); v != "v1" {
+		t.Errorf("while building: %v, want v1", v)
+	}
+	<-g.started
+	if v, _ := c.getOrStale(ctx, "app", "index", g.load); v != "v1" {
+		t.Errorf("while building, again: %v, want v1", v)
+	}
+	// A key that may not answer stale waits for the build.
+	done := make(chan any)
+	go func() {
+		v, _ := c.get(ctx, "app", "index", g.load)
+		done <- v
+	}()
+	close(g.release)
+	if v := <-done; v != "v2" {
+		t.Errorf("waiting get: %v, want v2", v)
+	}
+	if v, _ := c.getOrStale(ctx, "app", "index", g.load); v != "v2" {
+		t.Errorf("after the build: %v, want v2", v)
+	}
+	if n := g.calls.Load(); n != 1 {
+		t.Errorf("built %d times, want once", n)
+	}
+}
+
+func TestCacheStaleKeptAfterFailedBuild(t *testing.T) {
+	ctx := context.Background()
+	revs := &revisions{}
+	c := newCache(revs, 0)
+	if _, err := c.getOrStale(ctx, "app", "index", func(context.Context) (any, error) { return "v1", nil }); err != nil {
+		t.Fatal(err)
+	}
+	revs.rev.Store(2)
+	g := newGate("")
+	g.err = errors.New("bad content")
+	if v, _ := c.getOrStale(ctx, "app", "index", g.load); v != "v1" {
+		t.Fatalf("while building: %v", v)
+	}
+	<-g.started
+	close(g.release)
+	// Once the failed build is over, the next call starts another and is
+	// answered from the last good value meanwhile.
+	g2 := newGate("v2")
+	deadline := time.Now().Add(5 * time.Second)
+	for g2.calls.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no new build was started after the failed one")
+		}
+		if v, _ := c.getOrStale(ctx, "app", "index", g2.load); v != "v1" {
+			t.Fatalf("after a failed build: %v, want v1", v)
+		}
+	}
+	close(g2.release)
+}
+
+func TestCacheWaiterGivesUpWithItsContext(t *testing.T) {
+	c := newCache(&revisions{}, time.Hour)
+	g := newGate("v")
+	go c.get(context.Background(), "app", "k", g.load)
+	<-g.started
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.get(ctx, "app", "k", g.load); !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want context.Canceled", err)
+	}
+	close(g.release)
+}
