@@ -240,7 +240,9 @@ func (a *API) suggestions(c *gin.Context) {
 			c.Header(OmittedHeader, knowledge.KindHistorical)
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"suggestions": b.Suggest(text, kinds, history, size)})
+	c.JSON(http.StatusOK, struct {
+		Suggestions []knowledge.Suggestion `json:"suggestions"`
+	}{b.Suggest(text, kinds, history, size)})
 }
 
 // historyCache keeps each channel's past queries for a while, so that

@@ -293,27 +293,34 @@ type Suggestion struct {
 // each, HISTORICAL before FAQ before INTENT; then texts that start with
 // the typed text before those with a later word that does.
 func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Suggester, size int) []Suggestion {
-	var all []search.Suggestion
-	priority := map[string]int{}
-	for i, kind := range SuggestionKinds() {
-		priority[kind] = i
-	}
+	var out []Suggestion
 	// Matches with one edit come after every exact one, so they are looked
 	// for only when the exact ones do not fill the answer.
 	for _, typos := range []bool{false, true} {
-		if typos && len(all) >= size {
-			break
-		}
-		all = all[:0]
 		own := map[string]bool{}
 		for k := range kinds {
 			own[k] = k != KindHistorical
 		}
-		all = append(all, b.suggest.Match(text, own, math.MaxInt, typos)...)
+		all := b.suggest.Match(text, own, math.MaxInt, typos)
 		if kinds[KindHistorical] && history != nil {
-			all = append(all, history.Match(text, map[string]bool{KindHistorical: true}, size*2, typos)...)
+			// Past queries are distinct texts; each of them hides at most
+			// one of the app's own.
+			all = append(all, history.Match(text, map[string]bool{KindHistorical: true}, size, typos)...)
+		}
+		if out = merge(all, size); len(out) >= size {
+			break
 		}
 	}
+	return out
+}
+
+// priority is where a kind stands in merge priority.
+func priority(kind string) int { return slices.Index(SuggestionKinds(), kind) }
+
+// merge orders matches, exact ones first, then by kind in merge priority,
+// then those at the start of their text first, and keeps each text once,
+// at most size.
+func merge(all []search.Suggestion, size int) []Suggestion {
 	tier := func(s search.Suggestion) int {
 		if s.Exact {
 			return 0
@@ -321,12 +328,12 @@ func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Sugge
 		return 1
 	}
 	slices.SortStableFunc(all, func(x, y search.Suggestion) int {
-		return cmp.Or(cmp.Compare(tier(x), tier(y)), cmp.Compare(priority[x.Kind], priority[y.Kind]), compareBool(y.AtStart, x.AtStart))
+		return cmp.Or(cmp.Compare(tier(x), tier(y)), cmp.Compare(priority(x.Kind), priority(y.Kind)), compareBool(y.AtStart, x.AtStart))
 	})
 	out := []Suggestion{}
 	seen := map[string]bool{}
 	for _, s := range all {
-		key := strings.ToLower(strings.Join(strings.Fields(s.Text), " "))
+		key := search.NormalText(s.Text)
 		if seen[key] || len(out) >= size {
 			continue
 		}

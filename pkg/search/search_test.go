@@ -1,6 +1,9 @@
 package search
 
 import (
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -188,4 +191,66 @@ func TestOneEditPrefix(t *testing.T) {
 			t.Errorf("oneEditPrefix(%q, %q) = %d, %v; want %d, %v", tt.q, tt.text, n, ok, tt.n, tt.ok)
 		}
 	}
+}
+
+// TestOneEditRangesFindAll checks the narrowing search for matches with
+// one edit against checking every entry, on texts of few letters, where
+// near misses abound.
+func TestOneEditRangesFindAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	word := func() string {
+		b := make([]byte, 2+rng.IntN(6))
+		for i := range b {
+			b[i] = "abcde"[rng.IntN(5)]
+		}
+		return string(b)
+	}
+	var cands []Candidate
+	for range 400 {
+		cands = append(cands, Candidate{Text: word() + " " + word() + " " + word(), Kind: "K"})
+	}
+	s := NewSuggester(cands)
+	for range 300 {
+		q := word() + word()[:1]
+		if len(q) < minTypoRunes {
+			q += word()
+		}
+		fq := []rune(q)
+		want := map[string]bool{}
+		for _, e := range s.byKind["K"] {
+			if _, ok := oneEditPrefix(fq, e.text); ok || (len(e.text) >= len(fq) && slices.Equal(e.text[:len(fq)], fq)) {
+				want[s.cands[e.cand].Text] = true
+			}
+		}
+		got := map[string]bool{}
+		for _, m := range s.Match(q, nil, math.MaxInt, true) {
+			got[m.Text] = true
+		}
+		// Match leaves out edits at the first letter; so does want, but
+		// only for its word-start entries' first letters.
+		for text := range want {
+			if !got[text] && hasEditAfterFirst(fq, s, text) {
+				t.Errorf("%q: %q not matched", q, text)
+			}
+		}
+		for text := range got {
+			if !want[text] {
+				t.Errorf("%q: %q matched, but no prefix of its words is one edit away", q, text)
+			}
+		}
+	}
+}
+
+// hasEditAfterFirst reports whether a word start of text begins with
+// q's first letter and has a prefix at most one edit from q.
+func hasEditAfterFirst(q []rune, s *Suggester, text string) bool {
+	for _, e := range s.byKind["K"] {
+		if s.cands[e.cand].Text != text || len(e.text) == 0 || e.text[0] != q[0] {
+			continue
+		}
+		if _, ok := oneEditPrefix(q, e.text); ok || (len(e.text) >= len(q) && slices.Equal(e.text[:len(q)], q)) {
+			return true
+		}
+	}
+	return false
 }

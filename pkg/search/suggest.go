@@ -3,6 +3,7 @@ package search
 import (
 	"cmp"
 	"slices"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -42,8 +43,13 @@ type folded struct {
 	starts []int32
 }
 
-func foldMap(s string) folded {
+// foldMap folds s; with offsets false, only runes are filled in (all a
+// typed query needs).
+func foldMap(s string, offsets bool) folded {
 	var f folded
+	if !offsets {
+		f.runes = make([]rune, 0, len(s))
+	}
 	u := 0
 	space := true
 	var one [1]rune
@@ -63,14 +69,19 @@ func foldMap(s string) folded {
 			}
 			space = x == ' '
 			f.runes = append(f.runes, x)
-			f.at = append(f.at, u)
+			if offsets {
+				f.at = append(f.at, u)
+			}
 		}
 		u += utf16.RuneLen(r)
 	}
 	for len(f.runes) > 0 && f.runes[len(f.runes)-1] == ' ' {
-		f.runes, f.at = f.runes[:len(f.runes)-1], f.at[:len(f.at)-1]
+		f.runes = f.runes[:len(f.runes)-1]
 	}
-	f.at = append(f.at, u)
+	if !offsets {
+		return f
+	}
+	f.at = append(f.at[:len(f.runes)], u)
 	for i := range f.runes {
 		if f.runes[i] != ' ' && (i == 0 || f.runes[i-1] == ' ') {
 			f.starts = append(f.starts, int32(i))
@@ -85,10 +96,6 @@ type Suggester struct {
 	cands  []Candidate
 	folds  []folded
 	byKind map[string][]entry
-	// skipped holds the same entries keyed by their text without its
-	// second letter: matches with an edit at the second letter are one
-	// range of it.
-	skipped map[string][]entry
 }
 
 // entry is one word start of a candidate: the folded text from there to
@@ -98,41 +105,51 @@ type entry struct {
 	text  []rune
 	cand  int32
 	start int32
-	// key is what the entry is sorted by: text, or in skipped, text
-	// without its second letter.
-	key []rune
 }
 
-// NewSuggester indexes candidates.
+// NormalText is the form under which texts count as one: lower case,
+// single spaces.
+func NormalText(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+// NewSuggester indexes candidates. Candidates of one kind whose texts are
+// the same (see NormalText) are one: the one of highest weight, or else
+// the first.
 func NewSuggester(cands []Candidate) *Suggester {
-	s := &Suggester{cands: cands, folds: make([]folded, len(cands)), byKind: map[string][]entry{}, skipped: map[string][]entry{}}
-	for i, c := range cands {
-		s.folds[i] = foldMap(c.Text)
+	s := &Suggester{byKind: map[string][]entry{}}
+	type key struct{ kind, text string }
+	first := map[key]int{}
+	for _, c := range cands {
+		k := key{c.Kind, NormalText(c.Text)}
+		if i, ok := first[k]; ok {
+			if c.Weight > s.cands[i].Weight {
+				s.cands[i] = c
+			}
+			continue
+		}
+		first[k] = len(s.cands)
+		s.cands = append(s.cands, c)
+	}
+	s.folds = make([]folded, len(s.cands))
+	for i, c := range s.cands {
+		s.folds[i] = foldMap(c.Text, true)
 		f := &s.folds[i]
 		for _, st := range f.starts {
-			text := f.runes[st:]
-			s.byKind[c.Kind] = append(s.byKind[c.Kind], entry{text: text, cand: int32(i), start: st, key: text})
-			if len(text) >= 2 {
-				key := append([]rune{text[0]}, text[2:]...)
-				s.skipped[c.Kind] = append(s.skipped[c.Kind], entry{text: text, cand: int32(i), start: st, key: key})
-			}
+			s.byKind[c.Kind] = append(s.byKind[c.Kind], entry{text: f.runes[st:], cand: int32(i), start: st})
 		}
 	}
-	for _, m := range []map[string][]entry{s.byKind, s.skipped} {
-		for _, es := range m {
-			slices.SortFunc(es, func(a, b entry) int { return slices.Compare(a.key, b.key) })
-		}
+	for _, es := range s.byKind {
+		slices.SortFunc(es, func(a, b entry) int { return slices.Compare(a.text, b.text) })
 	}
 	return s
 }
 
-// prefixRange is the range of es whose key begins with p.
+// prefixRange is the range of es whose text begins with p.
 func prefixRange(es []entry, p []rune) []entry {
-	lo, _ := slices.BinarySearchFunc(es, p, func(e entry, p []rune) int { return slices.Compare(e.key, p) })
-	hi := lo
-	for hi < len(es) && len(es[hi].key) >= len(p) && slices.Equal(es[hi].key[:len(p)], p) {
-		hi++
-	}
+	lo, _ := slices.BinarySearchFunc(es, p, func(e entry, p []rune) int { return slices.Compare(e.text, p) })
+	hi := lo + sort.Search(len(es)-lo, func(i int) bool {
+		t := es[lo+i].text
+		return len(t) < len(p) || !slices.Equal(t[:len(p)], p)
+	})
 	return es[lo:hi]
 }
 
@@ -140,14 +157,65 @@ func prefixRange(es []entry, p []rune) []entry {
 // edit in a shorter one matches too much.
 const minTypoRunes = 5
 
+// scanRange is the size under which a range's entries are all checked
+// for a match with one edit rather than narrowed further.
+const scanRange = 16
+
+// oneEditRanges calls visit with ranges of es that hold every entry with
+// a prefix one edit from q, the edit after q's first letter (people
+// rarely mistype the first letter). The ranges may hold other entries
+// too. Entries beginning with q[:p] are one range; in it, the edits at
+// letter p are a few narrower ranges: q[p] typed too many, swapped with
+// the next letter, replaced by another, or another left out before it.
+// Then the search goes on in the range beginning with q[:p+1].
+func oneEditRanges(es []entry, q []rune, visit func([]entry)) {
+	buf := make([]rune, 0, len(q)+1)
+	with := func(parts ...[]rune) []rune {
+		buf = buf[:0]
+		for _, p := range parts {
+			buf = append(buf, p...)
+		}
+		return buf
+	}
+	r := prefixRange(es, q[:1])
+	for p := 1; p < len(q) && len(r) > 0; p++ {
+		if len(r) <= scanRange {
+			visit(r)
+			return
+		}
+		visit(prefixRange(r, with(q[:p], q[p+1:]))) // q[p] typed too many
+		if p+1 < len(q) {
+			visit(prefixRange(r, with(q[:p], q[p+1:p+2], q[p:p+1], q[p+2:]))) // swapped
+		}
+		// r is sorted by the letter at p; texts that end at p come first.
+		i := sort.Search(len(r), func(i int) bool { return len(r[i].text) > p })
+		next := r[:0]
+		for i < len(r) {
+			c := r[i].text[p]
+			j := i + sort.Search(len(r)-i, func(k int) bool { return r[i+k].text[p] > c })
+			run := r[i:j]
+			switch {
+			case c == q[p]:
+				next = run
+			case len(run) <= scanRange:
+				visit(run)
+			default:
+				visit(prefixRange(run, with(q[:p], []rune{c}, q[p+1:]))) // replaced
+				visit(prefixRange(run, with(q[:p], []rune{c}, q[p:])))   // c left out of q
+			}
+			i = j
+		}
+		r = next
+	}
+}
+
 // Match returns the candidates of the given kinds (all when kinds is
-// empty) that q begins: candidates that start with q first, then those
-// with a word that does, exact matches before those with one edit, then
-// by weight and text. typos allows matches with one edit after the first
-// letter (people rarely mistype the first letter, and requiring it keeps
-// the search to one range of the index).
+// empty) that q begins, at most limit: exact matches before those with one
+// edit; within each, candidates that start with q before those with a
+// later word that does; then by weight and text. typos allows matches
+// with one edit after the first letter.
 func (s *Suggester) Match(q string, kinds map[string]bool, limit int, typos bool) []Suggestion {
-	fq := foldMap(q).runes
+	fq := foldMap(q, false).runes
 	if len(fq) == 0 {
 		return nil
 	}
@@ -177,25 +245,13 @@ func (s *Suggester) Match(q string, kinds map[string]bool, limit int, typos bool
 		if !typos || len(fq) < minTypoRunes {
 			continue
 		}
-		// The ranges that can hold a match with one edit after the first
-		// letter: an edit after the second letter; the second letter
-		// replaced, or one left out there; the second letter typed too
-		// many, or swapped with the third.
-		q0 := fq[:1]
-		swapped := append([]rune{fq[0], fq[2], fq[1]}, fq[3:]...)
-		for _, r := range [][]entry{
-			prefixRange(es, fq[:2]),
-			prefixRange(s.skipped[kind], append(slices.Clip(q0), fq[2:]...)),
-			prefixRange(s.skipped[kind], append(slices.Clip(q0), fq[1:]...)),
-			prefixRange(es, append(slices.Clip(q0), fq[2:]...)),
-			prefixRange(es, swapped),
-		} {
+		oneEditRanges(es, fq, func(r []entry) {
 			for _, e := range r {
 				if n, ok := oneEditPrefix(fq, e.text); ok {
 					add(e.cand, hit{int(e.start), int(e.start) + n, false})
 				}
 			}
-		}
+		})
 	}
 	type scored struct {
 		Suggestion
@@ -205,10 +261,10 @@ func (s *Suggester) Match(q string, kinds map[string]bool, limit int, typos bool
 	for c, h := range hits {
 		f := &s.folds[c]
 		rank := 0
-		if h.start > 0 {
+		if !h.exact {
 			rank += 2
 		}
-		if !h.exact {
+		if h.start > 0 {
 			rank++
 		}
 		out = append(out, scored{Suggestion{Candidate: s.cands[c], Bold: Span{f.at[h.start], f.at[h.end]}, Exact: h.exact, AtStart: h.start == 0}, rank})
