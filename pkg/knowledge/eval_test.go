@@ -28,7 +28,21 @@ func TestEvaluationSet(t *testing.T) {
 
 // evalSet builds the evaluation corpus's base and reads its labelled
 // questions, checking the set's size.
-func evalSet(t *testing.T) (*Base, []Question) {
+func evalSet(t testing.TB) (*Base, []Question) {
+	t.Helper()
+	byKind := evalRecords(t)
+	if len(byKind[content.KindDocument]) < 300 || len(byKind[content.KindFAQ]) < 100 {
+		t.Fatalf("the corpus has %d documents and %d FAQs; the set needs at least 300 and 100", len(byKind[content.KindDocument]), len(byKind[content.KindFAQ]))
+	}
+	b, err := Build(byKind[content.KindDocument], byKind[content.KindFAQ], byKind[content.KindIntent])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, evalQuestions(t)
+}
+
+// evalRecords reads the evaluation corpus's records by kind.
+func evalRecords(t testing.TB) map[content.Kind][]content.Record {
 	t.Helper()
 	f, err := os.Open("testdata/eval/content.json")
 	if err != nil {
@@ -43,13 +57,12 @@ func evalSet(t *testing.T) (*Base, []Question) {
 	for _, r := range file.Bundle.Records {
 		byKind[r.Kind] = append(byKind[r.Kind], r)
 	}
-	if len(byKind[content.KindDocument]) < 300 || len(byKind[content.KindFAQ]) < 100 {
-		t.Fatalf("the corpus has %d documents and %d FAQs; the set needs at least 300 and 100", len(byKind[content.KindDocument]), len(byKind[content.KindFAQ]))
-	}
-	b, err := Build(byKind[content.KindDocument], byKind[content.KindFAQ], byKind[content.KindIntent])
-	if err != nil {
-		t.Fatal(err)
-	}
+	return byKind
+}
+
+// evalQuestions reads the labelled questions.
+func evalQuestions(t testing.TB) []Question {
+	t.Helper()
 	raw, err := os.ReadFile("testdata/eval/questions.json")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +74,7 @@ func evalSet(t *testing.T) (*Base, []Question) {
 	if len(qs) < 60 {
 		t.Fatalf("%d labelled questions; the set needs at least 60", len(qs))
 	}
-	return b, qs
+	return qs
 }
 
 func TestRank(t *testing.T) {

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/knowledge"
 )
 
 // The goals of the knowledge suite.
@@ -21,46 +25,6 @@ const (
 	evalQuestions      = "pkg/knowledge/testdata/eval/questions.json"
 )
 
-type evalBundle struct {
-	Organizations []map[string]any `json:"organizations"`
-	Apps          []map[string]any `json:"apps"`
-	Intents       []map[string]any `json:"intents"`
-	FAQs          []map[string]any `json:"faqs"`
-	Documents     []map[string]any `json:"documents"`
-}
-
-// grow makes n items from the corpus's: the originals, then copies with
-// new IDs whose paragraphs are shuffled and mixed with another item's, so
-// that the index holds n distinct texts of the corpus's vocabulary.
-func grow(items []map[string]any, n int, idKey, textKey string, rng *rand.Rand) []map[string]any {
-	out := make([]map[string]any, 0, n)
-	for i := range n {
-		src := items[i%len(items)]
-		item := map[string]any{}
-		for k, v := range src {
-			item[k] = v
-		}
-		if i >= len(items) {
-			round := i / len(items)
-			item[idKey] = fmt.Sprintf("%v-%d", src[idKey], round)
-			if text, ok := src[textKey].(string); ok {
-				paras := strings.Split(text, "\n\n")
-				other, _ := items[rng.IntN(len(items))][textKey].(string)
-				if op := strings.Split(other, "\n\n"); len(op) > 0 {
-					paras = append(paras, op[rng.IntN(len(op))])
-				}
-				rng.Shuffle(len(paras), func(a, b int) { paras[a], paras[b] = paras[b], paras[a] })
-				item[textKey] = strings.Join(paras, "\n\n")
-			}
-			if t, ok := item["title"].(string); ok {
-				item["title"] = fmt.Sprintf("%s (%d)", t, round)
-			}
-		}
-		out = append(out, item)
-	}
-	return out
-}
-
 func knowledgeSuite() suite {
 	var questions []struct {
 		Question string `json:"question"`
@@ -70,23 +34,39 @@ func knowledgeSuite() suite {
 		concurrency: 16,
 		app:         "eval-app",
 		bundle: func() ([]byte, error) {
-			raw, err := os.ReadFile(evalContent)
+			f, err := os.Open(evalContent)
 			if err != nil {
 				return nil, err
 			}
-			var b evalBundle
-			if err := json.Unmarshal(raw, &b); err != nil {
+			defer f.Close()
+			file, err := bundle.Read(f, bundle.JSON)
+			if err != nil {
 				return nil, fmt.Errorf("%s: %w", evalContent, err)
 			}
-			rng := rand.New(rand.NewPCG(1, 2))
-			b.Documents = grow(b.Documents, knowledgeDocs, "id", "document", rng)
-			b.FAQs = grow(b.FAQs, knowledgeFAQs, "id", "answer", rng)
+			b := file.Bundle
+			byKind := map[content.Kind][]content.Record{}
+			for _, r := range b.Records {
+				byKind[r.Kind] = append(byKind[r.Kind], r)
+			}
+			docs, err := knowledge.Grow(byKind[content.KindDocument], knowledgeDocs, "document", 1)
+			if err != nil {
+				return nil, err
+			}
+			faqs, err := knowledge.Grow(byKind[content.KindFAQ], knowledgeFAQs, "answer", 2)
+			if err != nil {
+				return nil, err
+			}
+			b.Records = append(append(byKind[content.KindIntent], docs...), faqs...)
 			if qraw, err := os.ReadFile(evalQuestions); err != nil {
 				return nil, err
 			} else if err := json.Unmarshal(qraw, &questions); err != nil {
 				return nil, fmt.Errorf("%s: %w", evalQuestions, err)
 			}
-			return json.Marshal(b)
+			var out bytes.Buffer
+			if err := bundle.Write(&out, &b, bundle.JSON); err != nil {
+				return nil, err
+			}
+			return out.Bytes(), nil
 		},
 		endpoints: func(apiURL string) ([]endpoint, error) {
 			var search, faq, suggest []string
