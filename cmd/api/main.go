@@ -67,8 +67,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	case len(rest) == 1 && rest[0] == "help":
 		usage(ctx, fs.FlagSet, stdout)
 		return admin.ExitOK
-	case rest[0] == "serve":
-		if err := serve(ctx, rest[1:], lookupEnv, *contentDB, *logLevel, stderr); err != nil {
+	case rest[0] == "serve" || rest[0] == "gateway":
+		run := func() error { return serve(ctx, rest[1:], lookupEnv, *contentDB, *logLevel, stderr) }
+		if rest[0] == "gateway" {
+			run = func() error { return runGateway(ctx, rest[1:], lookupEnv, *logLevel, stderr) }
+		}
+		if err := run(); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return admin.ExitOK
 			}
@@ -98,6 +102,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 func usage(ctx context.Context, fs *flag.FlagSet, w io.Writer) {
 	admin.Run(ctx, []string{"help"}, w, w, nil)
 	fmt.Fprintln(w, "\nServing:\n  serve [flags]\n        serve the content API (api serve -h lists its flags)")
+	fmt.Fprintln(w, "  gateway [flags]\n        serve one address for clients: event batches to ingest, the rest to the API (api gateway -h)")
 	fmt.Fprintln(w, "\nGlobal flags (before the command):")
 	out := fs.Output()
 	fs.SetOutput(w)

@@ -159,10 +159,13 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 	}
 	select {
 	case <-e.done:
-		return e.v, e.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	if e.err != nil && staleOK && old != nil {
+		return old.v, nil // the new value failed; the last good one stands
+	}
+	return e.v, e.err
 }
 
 // fill loads e's value. A load that panics fails its waiters rather than

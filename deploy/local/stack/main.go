@@ -40,6 +40,7 @@ func run() error {
 	ingestPort := flag.Int("ingest-port", 18081, "loopback port of the ingest service")
 	consumerPort := flag.Int("consumer-port", 18082, "loopback port of the consumer's metrics and health endpoints")
 	apiPort := flag.Int("api-port", 18080, "loopback port of the content API")
+	gatewayPort := flag.Int("gateway-port", 18000, "loopback port of the gateway, the one address for clients")
 	demoContent := flag.String("content", "deploy/demo/content.yaml", "content bundle loaded into the content database at start")
 	clickhousePort := flag.Int("clickhouse-port", 19000, "loopback port of ClickHouse's native protocol")
 	flag.Parse()
@@ -109,7 +110,8 @@ func run() error {
 	ingestAddr := fmt.Sprintf("127.0.0.1:%d", *ingestPort)
 	consumerAddr := fmt.Sprintf("127.0.0.1:%d", *consumerPort)
 	apiAddr := fmt.Sprintf("127.0.0.1:%d", *apiPort)
-	exited := make(chan string, 3)
+	gatewayAddr := fmt.Sprintf("127.0.0.1:%d", *gatewayPort)
+	exited := make(chan string, 4)
 	for _, svc := range []struct {
 		name, addr string
 		args, env  []string
@@ -117,22 +119,29 @@ func run() error {
 		{"ingest", ingestAddr, nil, []string{"INGEST_ADDR=" + ingestAddr, "KAFKA_BROKERS=" + broker.Addr(), "CONTENT_DB=" + db}},
 		{"consumer", consumerAddr, nil, []string{"CONSUMER_ADDR=" + consumerAddr, "KAFKA_BROKERS=" + broker.Addr(), "CLICKHOUSE_ADDR=" + ch.Addr()}},
 		{"api", apiAddr, []string{"serve"}, []string{"API_ADDR=" + apiAddr, "CONTENT_DB=" + db, "CLICKHOUSE_ADDR=" + ch.Addr()}},
+		{"gateway", gatewayAddr, []string{"gateway"}, []string{"GATEWAY_ADDR=" + gatewayAddr, "INGEST_URL=http://" + ingestAddr, "API_URL=http://" + apiAddr}},
 	} {
-		stop, err := startService(ctx, svc.name, filepath.Join(bin, svc.name), svc.args, svc.env, "http://"+svc.addr+"/readyz", exited)
+		binName := svc.name
+		if svc.name == "gateway" {
+			binName = "api" // "api gateway"
+		}
+		stop, err := startService(ctx, svc.name, filepath.Join(bin, binName), svc.args, svc.env, "http://"+svc.addr+"/readyz", exited)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	base, apiBase := "http://"+ingestAddr, "http://"+apiAddr
+	base, apiBase, one := "http://"+ingestAddr, "http://"+apiAddr, "http://"+gatewayAddr
 
 	fmt.Printf(`
-Local stack is up.
+Local stack is up. Clients use one address: %s
+(PUT /cms/app/events and /cms/apps/events go to ingest, everything else to the api).
   broker      %s (Kafka protocol; data in %s)
   clickhouse  %s (native protocol; data in %s)
   ingest      %s   readiness %s/readyz   metrics %s/metrics
   consumer    readiness http://%s/readyz   metrics http://%s/metrics
   api         %s   readiness %s/readyz   metrics %s/metrics
+  gateway     %s   readiness %s/readyz   metrics %s/metrics
   content db  %s (demo content from %s)
   demo token  %s   (app demo-app of organization demo-org)
 
@@ -149,8 +158,8 @@ Query events (docs/analytics.md has more):
   clickhouse-client --port %d -q 'SELECT event_time, name, session_id FROM events ORDER BY event_time DESC LIMIT 10'
 
 Press Ctrl-C to stop everything.
-`, broker.Addr(), filepath.Join(abs, "kafka"), ch.Addr(), chDir, base, base, base, consumerAddr, consumerAddr,
-		apiBase, apiBase, apiBase, db, *demoContent, token, base, token, apiBase, token, apiBase, token, *clickhousePort)
+`, one, broker.Addr(), filepath.Join(abs, "kafka"), ch.Addr(), chDir, base, base, base, consumerAddr, consumerAddr,
+		apiBase, apiBase, apiBase, one, one, one, db, *demoContent, token, one, token, one, token, one, token, *clickhousePort)
 
 	select {
 	case <-ctx.Done():
