@@ -6,7 +6,6 @@ package devclickhouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +20,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/assistantcms/cms/pkg/childproc"
+	"github.com/assistantcms/cms/pkg/debpkg"
 )
 
 // Packages are the Debian packages the server comes from.
@@ -29,38 +29,25 @@ const (
 	clientPackage = "clickhouse-client"
 )
 
+// binaries are where clickhouse-server may be.
+func binaries() []string {
+	return []string{"clickhouse-server", "/usr/bin/clickhouse-server", "/usr/sbin/clickhouse-server"}
+}
+
 // Binary returns the path of clickhouse-server, or an error saying how to
 // install it.
 func Binary() (string, error) {
-	for _, name := range []string{"clickhouse-server", "/usr/bin/clickhouse-server", "/usr/sbin/clickhouse-server"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
+	p, err := debpkg.Find(binaries()...)
+	if err != nil {
+		return "", fmt.Errorf("%w (apt-get install %s %s)", err, serverPackage, clientPackage)
 	}
-	return "", errors.New("clickhouse-server is not installed (apt-get install clickhouse-server clickhouse-client)")
+	return p, nil
 }
 
 // Install installs the server and client with apt when they are missing.
 // It needs root; out is where apt's output goes.
 func Install(ctx context.Context, out io.Writer) error {
-	if _, err := Binary(); err == nil {
-		return nil
-	}
-	if os.Geteuid() != 0 {
-		return errors.New("clickhouse-server is missing and installing it needs root: apt-get install clickhouse-server clickhouse-client")
-	}
-	for _, args := range [][]string{
-		{"apt-get", "update", "-qq"},
-		{"apt-get", "install", "-y", "-qq", "--no-install-recommends", serverPackage, clientPackage},
-	} {
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%v: %w", args, err)
-		}
-	}
-	_, err := Binary()
+	_, err := debpkg.Ensure(ctx, out, binaries(), serverPackage, clientPackage)
 	return err
 }
 

@@ -4,7 +4,8 @@
 //
 // The tests start their own Kafka-protocol broker and ClickHouse server
 // on loopback ports; ClickHouse comes from Debian's packages and is
-// installed with apt when missing (as root).
+// installed with apt when missing (as root), as is promtool (Debian's
+// prometheus package), which checks the alerting rules.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/assistantcms/cms/pkg/debpkg"
 	"github.com/assistantcms/cms/pkg/devclickhouse"
 )
 
@@ -23,6 +25,10 @@ func main() {
 	defer stop()
 	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "test: install ClickHouse:", err)
+		os.Exit(1)
+	}
+	if _, err := debpkg.Ensure(ctx, os.Stderr, []string{"promtool"}, "prometheus"); err != nil {
+		fmt.Fprintln(os.Stderr, "test: install promtool:", err)
 		os.Exit(1)
 	}
 	args := append([]string{"test", "-race", "-count=1"}, os.Args[1:]...)
