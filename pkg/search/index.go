@@ -335,7 +335,6 @@ func (ix *Index) Search(q string, o Options) []Result {
 	// Dense per-item accumulators: cheaper than maps when common words
 	// match most items.
 	sc := ix.scratch.Get().(*scratch)
-	defer ix.scratch.Put(sc)
 	as := sc.acc
 	plans := make([]termPlan, len(pq.terms))
 	rare := false // some term is in at most half the items
@@ -456,10 +455,12 @@ func (ix *Index) Search(q string, o Options) []Result {
 		}
 		out = append(out, Result{Index: int(d), Doc: &ix.docs[d], Score: as[d].score, Confidence: math.Min(1, as[d].covered/total), terms: terms})
 	}
-	// Clean only what this search touched before the next one.
+	// Clean only what this search touched before the next one. (A search
+	// that panicked does not return its scratch.)
 	for _, d := range touched {
 		as[d] = acc{}
 	}
+	ix.scratch.Put(sc)
 	return out
 }
 
