@@ -150,6 +150,9 @@ Send events:
     -H 'Content-Type: application/json' \
     -d '{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web","platform":"web","sessionId":"s1","userId":"u1","selectedHandler":"LaunchRequest"}]}'
 
+Send realistic conversations (live progress; Ctrl-C stops):
+  go run ./deploy/local/demo -token %s
+
 Read content:
   curl %s/cms/handler/OpeningHours -H 'Authorization: Bearer %s'
   curl %s/cms/app -H 'Authorization: Bearer %s'
@@ -159,7 +162,7 @@ Query events (docs/analytics.md has more):
 
 Press Ctrl-C to stop everything.
 `, one, broker.Addr(), filepath.Join(abs, "kafka"), ch.Addr(), chDir, base, base, base, consumerAddr, consumerAddr,
-		apiBase, apiBase, apiBase, one, one, one, db, *demoContent, token, one, token, one, token, one, token, *clickhousePort)
+		apiBase, apiBase, apiBase, one, one, one, db, *demoContent, token, one, token, token, one, token, one, token, *clickhousePort)
 
 	select {
 	case <-ctx.Done():
