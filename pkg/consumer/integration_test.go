@@ -2,7 +2,6 @@ package consumer_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -27,17 +26,7 @@ import (
 
 var brokerBin string
 
-func TestMain(m *testing.M) {
-	bin, cleanup, err := devbroker.BuildTemp()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	brokerBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(devbroker.RunTests(m, &brokerBin)) }
 
 func must(t *testing.T, err error) {
 	t.Helper()

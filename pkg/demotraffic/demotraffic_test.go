@@ -3,10 +3,6 @@ package demotraffic
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -20,23 +16,13 @@ import (
 	"github.com/assistantcms/cms/pkg/content/fixture"
 	"github.com/assistantcms/cms/pkg/devbroker"
 	"github.com/assistantcms/cms/pkg/event"
-	"github.com/assistantcms/cms/pkg/ingest"
+	"github.com/assistantcms/cms/pkg/ingest/ingesttest"
 )
 
 // brokerBin is the development broker, built once for the package.
 var brokerBin string
 
-func TestMain(m *testing.M) {
-	bin, cleanup, err := devbroker.BuildTemp()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	brokerBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(devbroker.RunTests(m, &brokerBin)) }
 
 func demoBundle(t *testing.T) *content.Bundle {
 	t.Helper()
@@ -105,35 +91,10 @@ func TestEventsValidate(t *testing.T) {
 // broker process: every event answered for is on the topic.
 func TestRunAgainstIngest(t *testing.T) {
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	broker, err := devbroker.Start(ctx, brokerBin, devbroker.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = broker.Stop() })
+	broker := devbroker.StartForTest(t, brokerBin)
 	store, tokens := fixture.Open(t, `{"organizations":[{"id":"demo-org","name":"Demo"}],"apps":[{"appId":"demo-app","organizationId":"demo-org","name":"Demo"}]}`,
 		map[string]content.Token{"app": {OrganizationID: "demo-org", AppID: "demo-app"}})
-	topic := fmt.Sprintf("demo-events-%d", os.Getpid())
-	svc, err := ingest.NewService(ctx, ingest.ServiceConfig{
-		Brokers: []string{broker.Addr()}, EventsTopic: topic, QuarantineTopic: topic + "-quarantine",
-		TopicPartitions: 1, TopicReplication: 1, ShutdownTimeout: 5 * time.Second,
-	}, store, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(sctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("ingest shutdown: %v", err)
-		}
-	})
+	ingestURL, topic := ingesttest.Serve(t, broker.Addr(), store, "demo-events")
 
 	turns, err := TurnsFrom(demoBundle(t), "demo-app")
 	if err != nil {
@@ -141,7 +102,7 @@ func TestRunAgainstIngest(t *testing.T) {
 	}
 	var reports atomic.Int32
 	s, err := Run(ctx, Config{
-		URL: "http://" + ln.Addr().String() + "/cms/app/events", Token: tokens["app"], Turns: turns,
+		URL: ingestURL + "/cms/app/events", Token: tokens["app"], Turns: turns,
 		Channels: []string{"web-chat", "alexa"}, SessionsPerSecond: 40, TurnsPerSession: 3, TurnGap: 20 * time.Millisecond,
 		Duration: time.Second,
 	}, func(Stats) { reports.Add(1) })

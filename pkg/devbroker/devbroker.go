@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/childproc"
@@ -179,6 +180,32 @@ func (b *Broker) signal(sig syscall.Signal) error {
 	}
 	defer func() { b.proc = nil }()
 	return b.proc.Stop(sig, 10*time.Second)
+}
+
+// RunTests builds the broker into a temporary directory, stores its path
+// in *bin, runs the package's tests and removes the directory. A test
+// package's TestMain is os.Exit(devbroker.RunTests(m, &brokerBin)).
+func RunTests(m interface{ Run() int }, bin *string) int {
+	b, cleanup, err := BuildTemp()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	*bin = b
+	return m.Run()
+}
+
+// StartForTest starts the broker built at bin on a new data directory and
+// stops it when the test ends.
+func StartForTest(t testing.TB, bin string) *Broker {
+	t.Helper()
+	b, err := Start(context.Background(), bin, Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Stop() })
+	return b
 }
 
 // BuildTemp builds the broker into a new temporary directory, for a test

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -20,24 +19,14 @@ import (
 	"github.com/assistantcms/cms/pkg/content/fixture"
 	"github.com/assistantcms/cms/pkg/contentapi"
 	"github.com/assistantcms/cms/pkg/devbroker"
-	"github.com/assistantcms/cms/pkg/ingest"
+	"github.com/assistantcms/cms/pkg/ingest/ingesttest"
 )
 
 // brokerBin is the development broker, built once for the package: the
 // test runs ingest against it over TCP.
 var brokerBin string
 
-func TestMain(m *testing.M) {
-	bin, cleanup, err := devbroker.BuildTemp()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	brokerBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(devbroker.RunTests(m, &brokerBin)) }
 
 const bundleJSON = `{
  "organizations": [{"id": "org-1", "name": "Org"}],
@@ -102,25 +91,11 @@ func do(t *testing.T, method, url, token string, body []byte, headers ...string)
 // TestOneAddress sends event batches and content reads to the gateway
 // alone, with ingest, the broker and the content API real behind it.
 func TestOneAddress(t *testing.T) {
-	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	broker, err := devbroker.Start(ctx, brokerBin, devbroker.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = broker.Stop() })
+	broker := devbroker.StartForTest(t, brokerBin)
 	store, tokens := fixture.Open(t, bundleJSON, map[string]content.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
 	token := tokens["app"]
-
-	topic := fmt.Sprintf("gateway-events-%d", os.Getpid())
-	ing, err := ingest.NewService(ctx, ingest.ServiceConfig{
-		Brokers: []string{broker.Addr()}, EventsTopic: topic, QuarantineTopic: topic + "-quarantine",
-		TopicPartitions: 1, TopicReplication: 1, ShutdownTimeout: 5 * time.Second,
-	}, store, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ingestURL, _ := serve(t, ing.Serve)
+	ingestURL, topic := ingesttest.Serve(t, broker.Addr(), store, "gateway-events")
 	api, err := contentapi.NewService(contentapi.ServiceConfig{ShutdownTimeout: 5 * time.Second}, store, log)
 	if err != nil {
 		t.Fatal(err)

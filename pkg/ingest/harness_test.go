@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,23 +23,14 @@ import (
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/devbroker"
 	"github.com/assistantcms/cms/pkg/ingest"
+	"github.com/assistantcms/cms/pkg/ingest/ingesttest"
 )
 
 // The integration tests run the development broker as its own process and
 // talk to it over TCP; brokerBin is built once for the package.
 var brokerBin string
 
-func TestMain(m *testing.M) {
-	bin, cleanup, err := devbroker.BuildTemp()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	brokerBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(devbroker.RunTests(m, &brokerBin)) }
 
 func startBroker(t *testing.T, dataDir string) *devbroker.Broker {
 	t.Helper()
@@ -117,24 +107,7 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 		ShutdownTimeout: 5 * time.Second,
 	}
 	cfg.Limits.MaxEvents = o.maxEvents
-	svc, err := ingest.NewService(ctx, cfg, store, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(sctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("service shutdown: %v", err)
-		}
-	})
-	h.url = "http://" + ln.Addr().String()
+	h.url = ingesttest.Start(t, cfg, store, log)
 	return h
 }
 
