@@ -2,7 +2,6 @@ package contentapi
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -109,24 +108,12 @@ func (s *Service) API() *API { return s.api }
 // Serve answers requests on ln until ctx is cancelled, then shuts down
 // gracefully: readiness fails at once and requests in flight finish.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
-	errc := make(chan error, 1)
-	go func() { errc <- s.server.Serve(ln) }()
-	s.log.Info("api listening", "addr", ln.Addr().String())
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve HTTP: %w", err)
-	case <-ctx.Done():
-	}
 	timeout := s.cfg.ShutdownTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	s.log.Info("api shutting down", "timeout", timeout.String())
-	s.checker.SetStopping()
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := s.server.Shutdown(sctx); err != nil {
-		return fmt.Errorf("drain HTTP requests: %w", err)
+	if err := health.Serve(ctx, s.log, "api", s.server, ln, s.checker, timeout); err != nil {
+		return err
 	}
 	s.log.Info("api stopped")
 	return nil

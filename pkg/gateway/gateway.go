@@ -207,20 +207,8 @@ func (g *Gateway) Handler() http.Handler { return g.mux }
 
 // Serve answers on ln until ctx ends, then drains requests in flight.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
-	errc := make(chan error, 1)
-	go func() { errc <- g.server.Serve(ln) }()
-	g.log.Info("gateway listening", "addr", ln.Addr().String(), "ingest", g.cfg.Ingest, "api", g.cfg.API)
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve HTTP: %w", err)
-	case <-ctx.Done():
-	}
-	g.log.Info("gateway shutting down", "timeout", g.cfg.ShutdownTimeout.String())
-	g.checker.SetStopping()
-	sctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
-	defer cancel()
-	if err := g.server.Shutdown(sctx); err != nil {
-		return fmt.Errorf("drain HTTP requests: %w", err)
+	if err := health.Serve(ctx, g.log, "gateway", g.server, ln, g.checker, g.cfg.ShutdownTimeout, "ingest", g.cfg.Ingest, "api", g.cfg.API); err != nil {
+		return err
 	}
 	g.log.Info("gateway stopped")
 	return nil

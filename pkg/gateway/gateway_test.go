@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -210,5 +211,34 @@ func TestNewRefusesBadUpstreams(t *testing.T) {
 		if _, err := New(c, log); err == nil {
 			t.Errorf("New(%+v) accepted", c)
 		}
+	}
+}
+
+// TestForwardedHeaders checks what an upstream sees of the client: its
+// address in X-Forwarded-For, and the body and headers as sent.
+func TestForwardedHeaders(t *testing.T) {
+	got := make(chan *http.Request, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		got <- r
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer upstream.Close()
+	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	defer gw.Close()
+	r := do(t, http.MethodPut, gw.URL+"/cms/app/events", "tok", []byte("zipped"), "Content-Encoding", "gzip")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("status %d", r.status)
+	}
+	req := <-got
+	body, _ := io.ReadAll(req.Body)
+	if req.Header.Get("X-Forwarded-For") != "127.0.0.1" || req.Header.Get("Authorization") != "Bearer tok" ||
+		req.Header.Get("Content-Encoding") != "gzip" || string(body) != "zipped" {
+		t.Errorf("upstream saw %v, body %q", req.Header, body)
 	}
 }

@@ -119,3 +119,26 @@ func Listen(log *slog.Logger, addr, debugAddr string) (net.Listener, error) {
 	}
 	return ln, nil
 }
+
+// Serve answers on ln with srv until ctx ends or serving fails. Then it
+// fails readiness, so that load balancers stop sending, and lets requests
+// in flight finish within drain. name prefixes the log lines; attrs are
+// logged with the listening line.
+func Serve(ctx context.Context, log *slog.Logger, name string, srv *http.Server, ln net.Listener, c *Checker, drain time.Duration, attrs ...any) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info(name+" listening", append([]any{"addr", ln.Addr().String()}, attrs...)...)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info(name+" shutting down", "timeout", drain.String())
+	c.SetStopping()
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("drain HTTP requests: %w", err)
+	}
+	return nil
+}

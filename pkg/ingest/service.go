@@ -124,26 +124,10 @@ func orDefault(d, def time.Duration) time.Duration {
 // gracefully: readiness fails at once, the listener closes, requests in
 // flight finish (their records acknowledged) and the producer flushes.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
-	errc := make(chan error, 1)
-	go func() { errc <- s.server.Serve(ln) }()
-	s.log.Info("ingest listening", "addr", ln.Addr().String(), "brokers", s.cfg.Brokers,
+	// A second of the shutdown time is kept for flushing the producer.
+	drain := orDefault(s.cfg.ShutdownTimeout, 10*time.Second) - time.Second
+	err := health.Serve(ctx, s.log, "ingest", s.server, ln, s.checker, drain, "brokers", s.cfg.Brokers,
 		"events_topic", s.cfg.EventsTopic, "quarantine_topic", s.cfg.QuarantineTopic)
-
-	select {
-	case err := <-errc:
-		_ = s.producer.Close()
-		return fmt.Errorf("serve HTTP: %w", err)
-	case <-ctx.Done():
-	}
-	timeout := orDefault(s.cfg.ShutdownTimeout, 10*time.Second)
-	s.log.Info("ingest shutting down", "timeout", timeout.String())
-	s.checker.SetStopping()
-	sctx, cancel := context.WithTimeout(context.Background(), timeout-time.Second)
-	defer cancel()
-	err := s.server.Shutdown(sctx)
-	if err != nil {
-		err = fmt.Errorf("drain HTTP requests: %w", err)
-	}
 	if cerr := s.producer.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("flush producer: %w", cerr))
 	}

@@ -314,8 +314,17 @@ func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Sugge
 	return out
 }
 
-// priority is where a kind stands in merge priority.
-func priority(kind string) int { return slices.Index(SuggestionKinds(), kind) }
+// priority is where a kind stands in merge priority (SuggestionKinds),
+// without building the list on every comparison.
+func priority(kind string) int {
+	switch kind {
+	case KindHistorical:
+		return 0
+	case KindFAQ:
+		return 1
+	}
+	return 2
+}
 
 // merge orders matches, exact ones first, then by kind in merge priority,
 // then those at the start of their text first, and keeps each text once,

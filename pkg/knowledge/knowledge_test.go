@@ -182,3 +182,11 @@ func TestUTF16Slice(t *testing.T) {
 		}
 	}
 }
+
+func TestPriorityFollowsSuggestionKinds(t *testing.T) {
+	for i, k := range SuggestionKinds() {
+		if priority(k) != i {
+			t.Errorf("priority(%s) = %d, want %d", k, priority(k), i)
+		}
+	}
+}
