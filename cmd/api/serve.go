@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/chstore"
@@ -15,6 +16,7 @@ import (
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/knowledge"
 	"github.com/assistantcms/cms/pkg/logging"
+	"github.com/assistantcms/cms/pkg/statuspage"
 )
 
 // serve runs the content API until ctx ends.
@@ -38,6 +40,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	llmURL := fs.String("rag-llm-url", "RAG_LLM_URL", "", "OpenAI-compatible API root (…/v1) that writes RAG answers; empty: extractive answers")
 	llmModel := fs.String("rag-llm-model", "RAG_LLM_MODEL", "", "model name sent to the RAG generator")
 	llmKey := fs.String("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
+	statusSources := fs.String("status-sources", "STATUS_SOURCES", "", "other services charted on /status, as name=metrics-URL,... (the api's own metrics are always there)")
+	statusInterval := fs.Duration("status-interval", "STATUS_INTERVAL", contentapi.DefaultStatusInterval, "how often /status reads its sources")
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
 	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +51,10 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
 	log, err := logging.JSON(stderr, logLevel)
+	if err != nil {
+		return err
+	}
+	sources, err := statuspage.ParseSources(*statusSources, &http.Client{Timeout: 10 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -71,6 +79,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		RateLimitRPS:    *rateRPS,
 		RateLimitBurst:  *rateBurst,
 		ShutdownTimeout: *shutdown,
+		StatusSources:   sources,
+		StatusInterval:  *statusInterval,
 	}, store, log)
 	if err != nil {
 		return err

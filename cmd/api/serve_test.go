@@ -102,3 +102,12 @@ func TestServeConfiguredByEnvironmentStopsCleanly(t *testing.T) {
 }
 
 func noEnv(string) (string, bool) { return "", false }
+
+func TestServeRefusesBadStatusSources(t *testing.T) {
+	env := map[string]string{"CONTENT_DB": filepath.Join(t.TempDir(), "cms.db"), "API_ADDR": "127.0.0.1:0", "STATUS_SOURCES": "ingest=ftp://127.0.0.1/metrics"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var out bytes.Buffer
+	if code := run(t.Context(), []string{"serve"}, lookup, &out, &out); code == 0 || !strings.Contains(out.String(), "status source ingest") {
+		t.Errorf("exit %d, output %q: want a failure naming the status source", code, out.String())
+	}
+}

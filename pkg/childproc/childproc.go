@@ -5,10 +5,14 @@
 package childproc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -57,5 +61,41 @@ func (p *Proc) Stop(sig syscall.Signal, wait time.Duration) error {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 		return fmt.Errorf("%s did not stop within %s; killed", p.name, wait)
+	}
+}
+
+// GoBuild compiles the module's packages (paths relative to the module
+// root, such as "./cmd/ingest") into dir, from wherever the caller runs:
+// tests run in their package's directory.
+func GoBuild(ctx context.Context, dir string, pkgs ...string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %w\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	return nil
+}
+
+// moduleRoot finds the directory holding go.mod, from this source file.
+func moduleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("locate module root: no caller information")
+	}
+	dir := filepath.Dir(file)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("locate module root: no go.mod above " + file)
+		}
+		dir = parent
 	}
 }

@@ -197,7 +197,7 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 		return nil
 	}
 	if len(b.dead) > 0 {
-		if err := c.retry(ctx, "dead-letter write", func(ctx context.Context) error {
+		if err := c.retry(ctx, opDeadLetter, func(ctx context.Context) error {
 			return c.dlq.WriteMessages(ctx, b.dead...)
 		}); err != nil {
 			return err
@@ -206,7 +206,7 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 		b.dead = b.dead[:0] // written; a retried flush must not send them again
 	}
 	if len(b.rows) > 0 {
-		err := c.retry(ctx, "insert", func(ctx context.Context) error {
+		err := c.retry(ctx, opInsert, func(ctx context.Context) error {
 			start := time.Now()
 			err := c.sink.InsertEvents(ctx, b.rows)
 			c.metrics.insertLatency.Observe(time.Since(start).Seconds())
@@ -218,6 +218,10 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 		}
 		c.metrics.rows.Add(float64(len(b.rows)))
 		c.metrics.batchSize.Observe(float64(len(b.rows)))
+		written := time.Now()
+		for i := range b.rows {
+			c.metrics.freshness.Observe(written.Sub(b.rows[i].ReceivedAt).Seconds())
+		}
 	}
 	if err := c.src.CommitMessages(ctx, b.msgs...); err != nil {
 		// The rows are written; if the commit is lost the messages come
@@ -231,6 +235,12 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 	b.reset()
 	return nil
 }
+
+// The operations retried, as named in cms_consumer_retries_total.
+const (
+	opInsert     = "insert"
+	opDeadLetter = "dead-letter write"
+)
 
 // retry runs op until it succeeds or ctx ends, backing off exponentially.
 func (c *Consumer) retry(ctx context.Context, what string, op func(context.Context) error) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/assistantcms/cms/pkg/chstore"
@@ -137,6 +138,16 @@ func TestFlushBySizeCommitsAfterInsert(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.rows); got != 25 {
 		t.Errorf("rows metric %v", got)
+	}
+	// Every row's age since ingest received it (the fixture's receivedAt)
+	// is observed once.
+	var h dto.Metric
+	if err := m.freshness.Write(&h); err != nil {
+		t.Fatal(err)
+	}
+	received, _ := time.Parse(time.RFC3339, "2026-11-21T10:00:00Z")
+	if n, sum := h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum(); n != 25 || sum/25 < time.Since(received).Seconds()-60 {
+		t.Errorf("freshness: %d samples, mean %.0fs; want 25 of at least %.0fs", n, sum/25, time.Since(received).Seconds()-60)
 	}
 	// Lag after the last message of each partition: offsets 23 and 24 of
 	// a high-water mark of 100.

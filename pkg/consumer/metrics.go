@@ -8,6 +8,7 @@ type Metrics struct {
 	rows          prometheus.Counter
 	batchSize     prometheus.Histogram
 	insertLatency prometheus.Histogram
+	freshness     prometheus.Histogram
 	retries       *prometheus.CounterVec
 	deadLetters   prometheus.Counter
 	commitErrors  prometheus.Counter
@@ -34,6 +35,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time of each insert attempt.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
 		}),
+		freshness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "cms", Subsystem: "consumer", Name: "freshness_seconds",
+			Help:    "Time from ingest accepting an event to its row being written to ClickHouse.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
+		}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "cms", Subsystem: "consumer", Name: "retries_total",
 			Help: "Failed attempts that were retried, by operation.",
@@ -47,6 +53,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Offset commits that failed after the rows were written.",
 		}),
 	}
-	reg.MustRegister(m.lag, m.rows, m.batchSize, m.insertLatency, m.retries, m.deadLetters, m.commitErrors)
+	reg.MustRegister(m.lag, m.rows, m.batchSize, m.insertLatency, m.freshness, m.retries, m.deadLetters, m.commitErrors)
+	// Retry series exist from the start, at zero, so that rates and
+	// alerts over them work before the first failure.
+	for _, op := range []string{opInsert, opDeadLetter} {
+		m.retries.WithLabelValues(op)
+	}
 	return m
 }

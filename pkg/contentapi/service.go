@@ -16,6 +16,7 @@ import (
 	"github.com/assistantcms/cms/pkg/graphql"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/ratelimit"
+	"github.com/assistantcms/cms/pkg/statuspage"
 )
 
 // ServiceConfig is everything the api process serves with.
@@ -26,7 +27,14 @@ type ServiceConfig struct {
 	RateLimitRPS    float64
 	RateLimitBurst  int
 	ShutdownTimeout time.Duration
+	// StatusSources are the other services charted on the status page,
+	// beside the api itself; StatusInterval is how often they are read.
+	StatusSources  []statuspage.Source
+	StatusInterval time.Duration
 }
+
+// DefaultStatusInterval is how often the status page's sources are read.
+const DefaultStatusInterval = 2 * time.Second
 
 // ServiceStore is what the service needs from the content database.
 type ServiceStore interface {
@@ -45,6 +53,7 @@ type Service struct {
 	api     *API
 	engine  *gin.Engine
 	graphql *graphql.Handler
+	status  *statuspage.Sampler
 }
 
 // GraphQL is the GraphQL endpoint, for printing its schema.
@@ -84,6 +93,15 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	engine.GET("/healthz", gin.WrapH(health.LiveHandler()))
 	engine.GET("/readyz", gin.WrapH(checker.ReadyHandler()))
+	interval := cfg.StatusInterval
+	if interval <= 0 {
+		interval = DefaultStatusInterval
+	}
+	// Five minutes of history, so the charts have data as the page opens.
+	status := statuspage.NewSampler(append([]statuspage.Source{statuspage.Local("api", reg)}, cfg.StatusSources...),
+		interval, int(5*time.Minute/interval)+1, log)
+	engine.GET(statuspage.Path, gin.WrapH(statuspage.PageHandler()))
+	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
 
 	srv := &http.Server{
 		Handler:           engine,
@@ -94,7 +112,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	return &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, graphql: gh}, nil
+	return &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, graphql: gh, status: status}, nil
 }
 
 // Handler is the service's HTTP handler, for tests and for serving on
@@ -112,6 +130,9 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go s.status.Run(sctx)
 	if err := health.Serve(ctx, s.log, "api", s.server, ln, s.checker, timeout); err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -25,36 +24,14 @@ import (
 
 // Build compiles the broker into dir and returns the binary's path.
 func Build(ctx context.Context, dir string) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
+	if err := childproc.GoBuild(ctx, dir, "./deploy/local/broker"); err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "cms-dev-broker")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./deploy/local/broker")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build broker: %w\n%s", err, out)
+	if err := os.Rename(filepath.Join(dir, "broker"), bin); err != nil {
+		return "", fmt.Errorf("name the broker binary: %w", err)
 	}
 	return bin, nil
-}
-
-// moduleRoot finds the directory holding go.mod, from this source file.
-func moduleRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("locate module root: no caller information")
-	}
-	dir := filepath.Dir(file)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("locate module root: no go.mod above " + file)
-		}
-		dir = parent
-	}
 }
 
 // FreePort asks the kernel for a loopback port that is free right now.

@@ -53,6 +53,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.events, m.rejected, m.batchSize, m.produceLatency, m.inFlight)
+	// Series of known label values exist from the start, at zero, so that
+	// rates and alerts over them work before the first event of each kind.
+	for _, outcome := range []string{"accepted", "rejected"} {
+		m.events.WithLabelValues(outcome)
+	}
+	for _, result := range []string{"ok", "error"} {
+		m.produceLatency.WithLabelValues(result)
+	}
 	return m
 }
 

@@ -12,19 +12,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
-	"time"
 
-	"github.com/assistantcms/cms/pkg/childproc"
-	"github.com/assistantcms/cms/pkg/devbroker"
-	"github.com/assistantcms/cms/pkg/devclickhouse"
+	"github.com/assistantcms/cms/pkg/localstack"
 )
 
 func main() {
@@ -48,96 +42,26 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	abs, err := filepath.Abs(*dir)
-	if err != nil {
-		return err
-	}
-	bin := filepath.Join(abs, "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", bin, err)
-	}
-	log.Info("building binaries", "dir", bin)
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/ingest", "./cmd/api", "./cmd/consumer")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build services: %w", err)
-	}
-	brokerBin, err := devbroker.Build(ctx, bin)
-	if err != nil {
-		return err
-	}
-
-	broker, err := devbroker.Start(ctx, brokerBin, devbroker.Options{
-		Port: *brokerPort, DataDir: filepath.Join(abs, "kafka"), Log: prefixed("broker"),
+	log.Info("building and starting", "dir", *dir)
+	st, err := localstack.Start(ctx, localstack.Options{
+		Dir: *dir,
+		Ports: localstack.Ports{Broker: *brokerPort, ClickHouse: *clickhousePort, Ingest: *ingestPort,
+			Consumer: *consumerPort, API: *apiPort, Gateway: *gatewayPort},
+		Content: *demoContent,
+		Log:     func(name string) io.Writer { return prefixed(name) },
 	})
 	if err != nil {
 		return err
 	}
-	defer broker.Stop()
-	log.Info("broker ready", "addr", broker.Addr())
-
-	db := filepath.Join(abs, "cms.db")
-	if *demoContent != "" {
-		load := exec.CommandContext(ctx, filepath.Join(bin, "api"), "-content-db", db, "import", *demoContent)
-		load.Stdout, load.Stderr = os.Stderr, os.Stderr
-		if err := load.Run(); err != nil {
-			return fmt.Errorf("load the demo content: %w", err)
-		}
-	}
-	var tokenOut bytes.Buffer
-	demo := exec.CommandContext(ctx, filepath.Join(bin, "api"), "-content-db", db, "demo", "--quiet")
-	demo.Stdout, demo.Stderr = &tokenOut, os.Stderr
-	if err := demo.Run(); err != nil {
-		return fmt.Errorf("create demo app and token: %w", err)
-	}
-	token := strings.TrimSpace(tokenOut.String())
-
-	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
-		return fmt.Errorf("install ClickHouse: %w", err)
-	}
-	chDir := filepath.Join(abs, "clickhouse")
-	if err := os.MkdirAll(chDir, 0o755); err != nil {
-		return err
-	}
-	ch, err := devclickhouse.Start(ctx, devclickhouse.Options{Dir: chDir, TCPPort: *clickhousePort, Log: prefixed("clickhouse")})
-	if err != nil {
-		return err
-	}
-	defer ch.Stop()
-	log.Info("clickhouse ready", "addr", ch.Addr())
-
-	// Services stop in reverse order of start, each before what it uses.
-	ingestAddr := fmt.Sprintf("127.0.0.1:%d", *ingestPort)
-	consumerAddr := fmt.Sprintf("127.0.0.1:%d", *consumerPort)
-	apiAddr := fmt.Sprintf("127.0.0.1:%d", *apiPort)
-	gatewayAddr := fmt.Sprintf("127.0.0.1:%d", *gatewayPort)
-	exited := make(chan string, 4)
-	for _, svc := range []struct {
-		name, addr string
-		args, env  []string
-	}{
-		{"ingest", ingestAddr, nil, []string{"INGEST_ADDR=" + ingestAddr, "KAFKA_BROKERS=" + broker.Addr(), "CONTENT_DB=" + db}},
-		{"consumer", consumerAddr, nil, []string{"CONSUMER_ADDR=" + consumerAddr, "KAFKA_BROKERS=" + broker.Addr(), "CLICKHOUSE_ADDR=" + ch.Addr()}},
-		{"api", apiAddr, []string{"serve"}, []string{"API_ADDR=" + apiAddr, "CONTENT_DB=" + db, "CLICKHOUSE_ADDR=" + ch.Addr()}},
-		{"gateway", gatewayAddr, []string{"gateway"}, []string{"GATEWAY_ADDR=" + gatewayAddr, "INGEST_URL=http://" + ingestAddr, "API_URL=http://" + apiAddr}},
-	} {
-		binName := svc.name
-		if svc.name == "gateway" {
-			binName = "api" // "api gateway"
-		}
-		stop, err := startService(ctx, svc.name, filepath.Join(bin, binName), svc.args, svc.env, "http://"+svc.addr+"/readyz", exited)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	base, apiBase, one := "http://"+ingestAddr, "http://"+apiAddr, "http://"+gatewayAddr
+	defer st.Stop()
+	base, apiBase, one := "http://"+st.Ingest, "http://"+st.API, "http://"+st.Gateway
 
 	fmt.Printf(`
 Local stack is up. Clients use one address: %s
 (PUT /cms/app/events and /cms/apps/events go to ingest, everything else to the api).
   broker      %s (Kafka protocol; data in %s)
   clickhouse  %s (native protocol; data in %s)
+  status      %s/status   (live counters and charts in a browser)
   ingest      %s   readiness %s/readyz   metrics %s/metrics
   consumer    readiness http://%s/readyz   metrics http://%s/metrics
   api         %s   readiness %s/readyz   metrics %s/metrics
@@ -161,63 +85,16 @@ Query events (docs/analytics.md has more):
   clickhouse-client --port %d -q 'SELECT event_time, name, session_id FROM events ORDER BY event_time DESC LIMIT 10'
 
 Press Ctrl-C to stop everything.
-`, one, broker.Addr(), filepath.Join(abs, "kafka"), ch.Addr(), chDir, base, base, base, consumerAddr, consumerAddr,
-		apiBase, apiBase, apiBase, one, one, one, db, *demoContent, token, one, token, token, one, token, one, token, *clickhousePort)
+`, one, st.Broker, st.BrokerData, st.ClickHouse, st.ClickHouseDir, one, base, base, base, st.Consumer, st.Consumer,
+		apiBase, apiBase, apiBase, one, one, one, st.DB, *demoContent, st.Token, one, st.Token, st.Token, one, st.Token, one, st.Token, *clickhousePort)
 
 	select {
 	case <-ctx.Done():
 		log.Info("stopping")
 		return nil
-	case name := <-exited:
+	case name := <-st.Exited():
 		return fmt.Errorf("%s exited", name)
 	}
-}
-
-// startService runs one of the project's binaries (in its own process
-// group, so Ctrl-C reaches only this process, which stops the services in
-// order) and waits until it is ready. stop ends it with SIGTERM.
-func startService(ctx context.Context, name, bin string, args, env []string, readyURL string, exited chan<- string) (stop func(), err error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = prefixed(name), prefixed(name)
-	proc, err := childproc.Start(name, cmd)
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		<-proc.Done()
-		select {
-		case exited <- name:
-		default:
-		}
-	}()
-	stop = func() { _ = proc.Stop(syscall.SIGTERM, 20*time.Second) }
-	if err := waitReady(ctx, name, readyURL, proc.Done()); err != nil {
-		stop()
-		return nil, err
-	}
-	return stop, nil
-}
-
-func waitReady(ctx context.Context, name, url string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("%s exited before it was ready", name)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s not ready after 60s", name)
 }
 
 // prefixed writes a child's output line by line under its name.

@@ -4,8 +4,9 @@
 //
 // The tests start their own Kafka-protocol broker and ClickHouse server
 // on loopback ports; ClickHouse comes from Debian's packages and is
-// installed with apt when missing (as root), as is promtool (Debian's
-// prometheus package), which checks the alerting rules.
+// installed with apt when missing (as root), as are promtool (Debian's
+// prometheus package), which checks the alerting rules and the dashboards'
+// queries, and Chromium, which renders the status page in its test.
 package main
 
 import (
@@ -27,9 +28,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "test: install ClickHouse:", err)
 		os.Exit(1)
 	}
-	if _, err := debpkg.Ensure(ctx, os.Stderr, []string{"promtool"}, "prometheus"); err != nil {
-		fmt.Fprintln(os.Stderr, "test: install promtool:", err)
-		os.Exit(1)
+	for _, tool := range []struct{ bin, pkg string }{
+		{"promtool", "prometheus"}, // checks the alerting rules and dashboard queries
+		{"chromium", "chromium"},   // renders the status page
+	} {
+		if _, err := debpkg.Ensure(ctx, os.Stderr, []string{tool.bin}, tool.pkg); err != nil {
+			fmt.Fprintf(os.Stderr, "test: install %s: %v\n", tool.bin, err)
+			os.Exit(1)
+		}
 	}
 	args := append([]string{"test", "-race", "-count=1"}, os.Args[1:]...)
 	if len(os.Args) == 1 {

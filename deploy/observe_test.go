@@ -1,0 +1,471 @@
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/debpkg"
+	"github.com/assistantcms/cms/pkg/demotraffic"
+	"github.com/assistantcms/cms/pkg/localstack"
+	"github.com/assistantcms/cms/pkg/statuspage"
+)
+
+// query is one PromQL expression of a dashboard panel or an alert.
+type query struct {
+	where, expr string
+}
+
+type dashboard struct {
+	UID    string  `json:"uid"`
+	Title  string  `json:"title"`
+	Panels []panel `json:"panels"`
+}
+
+type panel struct {
+	ID         int        `json:"id"`
+	Type       string     `json:"type"`
+	Title      string     `json:"title"`
+	Datasource datasource `json:"datasource"`
+	Targets    []struct {
+		RefID      string     `json:"refId"`
+		Expr       string     `json:"expr"`
+		Datasource datasource `json:"datasource"`
+	} `json:"targets"`
+}
+
+type datasource struct {
+	Type string `json:"type"`
+	UID  string `json:"uid"`
+}
+
+// dashboardQueries reads every dashboard in grafana/ and checks what can
+// be checked without Grafana: unique identifiers, the provisioned
+// datasource, at least one query per panel.
+func dashboardQueries(t *testing.T) []query {
+	t.Helper()
+	files, err := filepath.Glob("grafana/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards in grafana/: %v", err)
+	}
+	var out []query
+	uids := map[string]string{}
+	for _, f := range files {
+		var d dashboard
+		if err := json.Unmarshal([]byte(read(t, f)), &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if d.UID == "" || d.Title == "" {
+			t.Errorf("%s: uid %q, title %q: both are needed for provisioning", f, d.UID, d.Title)
+		}
+		if other, dup := uids[d.UID]; dup {
+			t.Errorf("%s and %s share uid %q", f, other, d.UID)
+		}
+		uids[d.UID] = f
+		ids := map[int]bool{}
+		for _, p := range d.Panels {
+			where := fmt.Sprintf("%s panel %d %q", f, p.ID, p.Title)
+			if ids[p.ID] {
+				t.Errorf("%s: panel id used twice", where)
+			}
+			ids[p.ID] = true
+			if p.Type == "row" {
+				continue
+			}
+			if p.Datasource.UID != "prometheus" || len(p.Targets) == 0 {
+				t.Errorf("%s: datasource %q with %d queries; want the provisioned prometheus and at least one", where, p.Datasource.UID, len(p.Targets))
+			}
+			for _, tg := range p.Targets {
+				if tg.Datasource.UID != "prometheus" || strings.TrimSpace(tg.Expr) == "" {
+					t.Errorf("%s query %s: datasource %q, expr %q", where, tg.RefID, tg.Datasource.UID, tg.Expr)
+				}
+				out = append(out, query{where + " query " + tg.RefID, tg.Expr})
+			}
+		}
+	}
+	return out
+}
+
+// alertQueries reads the expressions of prometheus/alerts.yml.
+func alertQueries(t *testing.T) []query {
+	t.Helper()
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal([]byte(read(t, "prometheus/alerts.yml")), &rules); err != nil {
+		t.Fatal(err)
+	}
+	var out []query
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			out = append(out, query{"alert " + r.Alert, r.Expr})
+		}
+	}
+	return out
+}
+
+// metricRE finds the metric names a query reads; the services' metrics,
+// and the Go and process metrics every one of them exports, have these
+// prefixes, and no PromQL keyword or label does.
+var metricRE = regexp.MustCompile(`\b(?:cms|go|process)_[a-z0-9_]+\b`)
+
+// grafanaVars stand for what Grafana substitutes before a query runs.
+var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
+
+// TestDashboardQueries holds every panel to a query Prometheus accepts
+// (promtool checks each one as a recording rule) that names a metric.
+func TestDashboardQueries(t *testing.T) {
+	queries := dashboardQueries(t)
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboards\n    rules:\n")
+	for i, q := range queries {
+		if len(metricRE.FindAllString(q.expr, -1)) == 0 {
+			t.Errorf("%s: %q names no metric", q.where, q.expr)
+		}
+		expr, _ := json.Marshal(grafanaVars.Replace(q.expr)) // a JSON string is a YAML string
+		fmt.Fprintf(&rules, "      - record: dashboard:query_%d\n        expr: %s\n", i, expr)
+	}
+	promtool, err := debpkg.Find("promtool")
+	if err != nil {
+		t.Fatalf("%v: go run ./deploy/local/test installs it (Debian's prometheus package)", err)
+	}
+	file := filepath.Join(t.TempDir(), "dashboards.yml")
+	if err := os.WriteFile(file, []byte(rules.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput(); err != nil || !strings.Contains(string(out), "SUCCESS") {
+		t.Errorf("promtool rejects a dashboard query: %v\n%s", err, out)
+	}
+}
+
+// TestLiveStack runs every service, sends traffic through the one address
+// and checks what watches them: every metric the dashboards and alerts
+// read is exported, and the status page draws its charts with data.
+func TestLiveStack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	logs := &syncBuffer{}
+	st, err := localstack.Start(ctx, localstack.Options{
+		Dir:     t.TempDir(),
+		Content: "demo/content.yaml",
+		Env: map[string][]string{
+			"api":      {"STATUS_INTERVAL=300ms"},
+			"consumer": {"FLUSH_INTERVAL=200ms"},
+		},
+		Log: func(string) io.Writer { return logs },
+	})
+	if err != nil {
+		t.Fatalf("start the local stack: %v\n%s", err, logs.String())
+	}
+	t.Cleanup(st.Stop)
+	one := "http://" + st.Gateway
+
+	accepted := sendTraffic(ctx, t, one, st.Token)
+	readContent(t, one, st.Token)
+	// Rows reach ClickHouse within a few flushes.
+	waitFor(t, 60*time.Second, "every accepted event written to ClickHouse", func() bool {
+		return scrapeValue(t, "http://"+st.Consumer+"/metrics", "cms_consumer_rows_inserted_total") >= float64(accepted)
+	})
+
+	t.Run("dashboards and alerts read exported metrics", func(t *testing.T) {
+		exported := map[string]bool{}
+		for _, addr := range []string{st.Ingest, st.Consumer, st.API, st.Gateway} {
+			for name := range scrapeNames(t, "http://"+addr+"/metrics") {
+				exported[name] = true
+			}
+		}
+		for _, q := range append(dashboardQueries(t), alertQueries(t)...) {
+			for _, name := range metricRE.FindAllString(q.expr, -1) {
+				if !exported[name] {
+					t.Errorf("%s reads %s, which no service exports", q.where, name)
+				}
+			}
+		}
+	})
+
+	t.Run("status page charts the traffic", func(t *testing.T) {
+		// The sampler has seen the traffic once the rates over it are in.
+		var snap statuspage.Snapshot
+		waitFor(t, 30*time.Second, "status data with events, rows and requests", func() bool {
+			snap = statusData(t, one)
+			return peak(snap, "Events per second", "accepted") > 0 &&
+				peak(snap, "Rows written to ClickHouse per second", "rows") > 0 &&
+				peak(snap, "Content API requests per second", "all") > 0
+		})
+		for _, s := range snap.Sources {
+			if !s.Up {
+				t.Errorf("source %s is down on the status page: %s", s.Name, s.Error)
+			}
+		}
+		shot := screenshot(ctx, t, one+statuspage.Path)
+		// Each chart shades the area under its series in the series'
+		// colour at 20%: a series with data covers many pixels, one at
+		// zero none (its line and legend are drawn at full strength).
+		for _, tc := range []struct {
+			series string
+			color  [3]uint8
+		}{
+			{"events accepted", [3]uint8{0x1a, 0x98, 0x50}},
+			{"rows written", [3]uint8{0x45, 0x75, 0xb4}},
+			{"api requests", [3]uint8{0x1b, 0x9e, 0x9e}},
+		} {
+			if n := shaded(shot, tc.color); n < 500 {
+				t.Errorf("%s: %d pixels shaded in its colour, want at least 500: the chart has no data", tc.series, n)
+			}
+		}
+		// A colour no series uses stays absent: the count means something.
+		if n := shaded(shot, [3]uint8{0x00, 0x00, 0xff}); n > 0 {
+			t.Errorf("%d pixels shaded in a colour no series has", n)
+		}
+	})
+}
+
+// sendTraffic sends demo conversations and one invalid event through the
+// one address and returns how many events ingest accepted.
+func sendTraffic(ctx context.Context, t *testing.T, base, token string) int64 {
+	t.Helper()
+	f, err := os.Open("demo/content.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	file, err := bundle.Read(f, bundle.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, err := demotraffic.TurnsFrom(&file.Bundle, "demo-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := demotraffic.Run(ctx, demotraffic.Config{
+		URL: base + "/cms/app/events", Token: token, Turns: turns, Channels: []string{"web-chat"},
+		SessionsPerSecond: 20, TurnsPerSession: 3, TurnGap: 50 * time.Millisecond, Duration: 2 * time.Second, Seed: 1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Accepted == 0 || len(stats.Failures) > 0 {
+		t.Fatalf("demo traffic: %d accepted, failures %v", stats.Accepted, stats.Failures)
+	}
+	// A rejected event gives the rejection series a reason.
+	body := `{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web","platform":"web","sessionId":7,"userId":"u1","selectedHandler":"LaunchRequest"}]}`
+	resp := do(t, http.MethodPut, base+"/cms/app/events", token, body)
+	if resp.code != http.StatusOK || !strings.Contains(resp.body, `"rejected":1`) {
+		t.Fatalf("invalid event: %d %s", resp.code, resp.body)
+	}
+	return stats.Accepted
+}
+
+// readContent calls the content API's read routes through the one
+// address, so that each has its series.
+func readContent(t *testing.T, base, token string) {
+	t.Helper()
+	q := url.QueryEscape
+	for _, path := range []string{
+		"/cms/app", "/cms/handler", "/cms/entity", "/cms/handler/OpeningHours",
+		"/cms/search?question=" + q("opening hours"), "/cms/faq/query?question=" + q("opening hours"),
+		"/cms/rag?question=" + q("when are you open"), "/cms/suggestions?key=demo-web-chat&queryText=open",
+	} {
+		if r := do(t, http.MethodGet, base+path, token, ""); r.code != http.StatusOK {
+			t.Errorf("GET %s: %d %s", path, r.code, r.body)
+		}
+	}
+	if r := do(t, http.MethodPost, base+"/cms/graphql", token, `{"query":"{ __typename }"}`); r.code != http.StatusOK {
+		t.Errorf("POST /cms/graphql: %d %s", r.code, r.body)
+	}
+}
+
+type response struct {
+	code int
+	body string
+}
+
+func do(t *testing.T, method, u, token, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read the body: %v", method, u, err)
+	}
+	return response{resp.StatusCode, string(b)}
+}
+
+// scrapeNames returns the names of every sample a /metrics page holds
+// (histograms as their _bucket, _sum and _count).
+func scrapeNames(t *testing.T, u string) map[string]float64 {
+	t.Helper()
+	r := do(t, http.MethodGet, u, "", "")
+	if r.code != http.StatusOK {
+		t.Fatalf("GET %s: %d", u, r.code)
+	}
+	names := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(r.body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		end := strings.IndexAny(line, "{ ")
+		if end < 0 {
+			continue
+		}
+		var v float64
+		fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
+		names[line[:end]] += v
+	}
+	return names
+}
+
+// scrapeValue is a metric's value summed over its series.
+func scrapeValue(t *testing.T, u, name string) float64 { return scrapeNames(t, u)[name] }
+
+func statusData(t *testing.T, base string) statuspage.Snapshot {
+	t.Helper()
+	r := do(t, http.MethodGet, base+statuspage.DataPath, "", "")
+	var snap statuspage.Snapshot
+	if err := json.Unmarshal([]byte(r.body), &snap); r.code != http.StatusOK || err != nil {
+		t.Fatalf("status data: %d %v", r.code, err)
+	}
+	return snap
+}
+
+// peak is a series' largest value, 0 when it has none.
+func peak(snap statuspage.Snapshot, chart, series string) float64 {
+	var hi float64
+	for _, c := range snap.Charts {
+		for _, s := range c.Series {
+			if c.Title == chart && s.Label == series {
+				for _, v := range s.Values {
+					if v != nil && *v > hi {
+						hi = *v
+					}
+				}
+			}
+		}
+	}
+	return hi
+}
+
+// screenshot renders u in headless Chromium, giving its scripts time to
+// fetch and draw.
+func screenshot(ctx context.Context, t *testing.T, u string) image.Image {
+	t.Helper()
+	chromium, err := debpkg.Find("chromium")
+	if err != nil {
+		t.Fatalf("%v: go run ./deploy/local/test installs it (Debian's chromium package)", err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "status.png")
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--no-first-run", "--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1280,1100",
+		"--virtual-time-budget=5000", "--screenshot="+out, u)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, b)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decode the screenshot: %v", err)
+	}
+	if keep := os.Getenv("STATUS_SCREENSHOT"); keep != "" {
+		// For a person looking at the page: STATUS_SCREENSHOT=path.png.
+		if b, err := os.ReadFile(out); err != nil || os.WriteFile(keep, b, 0o644) != nil {
+			t.Logf("could not keep the screenshot in %s", keep)
+		}
+	}
+	return img
+}
+
+// shaded counts the pixels of the colour c laid at 20% over white, as the
+// page shades the area under a series.
+func shaded(img image.Image, c [3]uint8) int {
+	want := [3]int{}
+	for i, v := range c {
+		want[i] = 255 - (255-int(v))*20/100
+	}
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			got := [3]int{int(r >> 8), int(g >> 8), int(bl >> 8)}
+			if slices.IndexFunc([]int{0, 1, 2}, func(i int) bool { return abs(got[i]-want[i]) > 3 }) < 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func abs(v int) int { return max(v, -v) }
+
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// syncBuffer lets the components share one log buffer.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

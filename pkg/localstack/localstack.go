@@ -1,0 +1,217 @@
+// Package localstack runs the whole product on one machine without Docker:
+// the development Kafka-protocol broker, a private ClickHouse, ingest, the
+// consumer, the content API and the gateway, each as its own process on
+// loopback ports, with demo content and a token. The local stack command
+// uses it, and so do the tests of the deployment files, which need every
+// service running and exporting its metrics.
+package localstack
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/childproc"
+	"github.com/assistantcms/cms/pkg/devbroker"
+	"github.com/assistantcms/cms/pkg/devclickhouse"
+)
+
+// Ports are the loopback ports of the components; 0 picks a free one.
+type Ports struct {
+	Broker, ClickHouse, Ingest, Consumer, API, Gateway int
+}
+
+// Options configure Start.
+type Options struct {
+	// Dir holds the binaries, the content database and the servers' data.
+	Dir   string
+	Ports Ports
+	// Content is a content bundle loaded at start; empty loads none.
+	Content string
+	// Env adds environment variables to a service, by name: "ingest",
+	// "consumer", "api" or "gateway".
+	Env map[string][]string
+	// Log returns where a component's output goes; nil discards it.
+	Log func(component string) io.Writer
+	// ReadyTimeout bounds the wait for each service; 0 means 60s.
+	ReadyTimeout time.Duration
+}
+
+// Stack is a running local stack. Addresses are host:port on loopback.
+type Stack struct {
+	Dir, DB, Token                 string
+	Broker, ClickHouse             string
+	Ingest, Consumer, API, Gateway string
+	BrokerData, ClickHouseDir      string
+	exited                         chan string
+	stops                          []func()
+}
+
+// Exited receives the name of a service that ended before Stop.
+func (s *Stack) Exited() <-chan string { return s.exited }
+
+// Stop ends every component, each before what it uses.
+func (s *Stack) Stop() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
+	}
+	s.stops = nil
+}
+
+// Start builds the services, starts every component and returns once each
+// is ready. On error it stops what it started.
+func Start(ctx context.Context, o Options) (st *Stack, err error) {
+	if o.Log == nil {
+		o.Log = func(string) io.Writer { return io.Discard }
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 60 * time.Second
+	}
+	abs, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("locate %s: %w", o.Dir, err)
+	}
+	s := &Stack{Dir: abs, DB: filepath.Join(abs, "cms.db"), exited: make(chan string, 4),
+		BrokerData: filepath.Join(abs, "kafka"), ClickHouseDir: filepath.Join(abs, "clickhouse")}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	bin := filepath.Join(abs, "bin")
+	for _, dir := range []string{bin, s.ClickHouseDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
+	if err := childproc.GoBuild(ctx, bin, "./cmd/ingest", "./cmd/api", "./cmd/consumer"); err != nil {
+		return nil, fmt.Errorf("build the services: %w", err)
+	}
+	brokerBin, err := devbroker.Build(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	broker, err := devbroker.Start(ctx, brokerBin, devbroker.Options{Port: o.Ports.Broker, DataDir: s.BrokerData, Log: o.Log("broker")})
+	if err != nil {
+		return nil, err
+	}
+	s.stops = append(s.stops, func() { _ = broker.Stop() })
+	s.Broker = broker.Addr()
+
+	api := filepath.Join(bin, "api")
+	if o.Content != "" {
+		if err := runAdmin(ctx, o.Log("api"), api, "-content-db", s.DB, "import", o.Content); err != nil {
+			return nil, fmt.Errorf("load the content bundle: %w", err)
+		}
+	}
+	var token bytes.Buffer
+	if err := runAdmin(ctx, &token, api, "-content-db", s.DB, "demo", "--quiet"); err != nil {
+		return nil, fmt.Errorf("create the demo app and token: %w", err)
+	}
+	s.Token = strings.TrimSpace(token.String())
+
+	if err := devclickhouse.Install(ctx, o.Log("clickhouse")); err != nil {
+		return nil, fmt.Errorf("install ClickHouse: %w", err)
+	}
+	ch, err := devclickhouse.Start(ctx, devclickhouse.Options{Dir: s.ClickHouseDir, TCPPort: o.Ports.ClickHouse, Log: o.Log("clickhouse")})
+	if err != nil {
+		return nil, err
+	}
+	s.stops = append(s.stops, func() { _ = ch.Stop() })
+	s.ClickHouse = ch.Addr()
+
+	for _, p := range []*int{&o.Ports.Ingest, &o.Ports.Consumer, &o.Ports.API, &o.Ports.Gateway} {
+		if *p == 0 {
+			if *p, err = devbroker.FreePort(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	addr := func(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
+	s.Ingest, s.Consumer, s.API, s.Gateway = addr(o.Ports.Ingest), addr(o.Ports.Consumer), addr(o.Ports.API), addr(o.Ports.Gateway)
+	// The status page of the api charts every service's metrics.
+	sources := "ingest=http://" + s.Ingest + "/metrics,consumer=http://" + s.Consumer + "/metrics,gateway=http://" + s.Gateway + "/metrics"
+	for _, svc := range []struct {
+		name, bin, addr string
+		args, env       []string
+	}{
+		{"ingest", "ingest", s.Ingest, nil, []string{"INGEST_ADDR=" + s.Ingest, "KAFKA_BROKERS=" + s.Broker, "CONTENT_DB=" + s.DB}},
+		{"consumer", "consumer", s.Consumer, nil, []string{"CONSUMER_ADDR=" + s.Consumer, "KAFKA_BROKERS=" + s.Broker, "CLICKHOUSE_ADDR=" + s.ClickHouse}},
+		{"api", "api", s.API, []string{"serve"}, []string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources}},
+		{"gateway", "api", s.Gateway, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API}},
+	} {
+		cmd := exec.Command(filepath.Join(bin, svc.bin), svc.args...)
+		cmd.Env = append(append(os.Environ(), svc.env...), o.Env[svc.name]...)
+		cmd.Stdout, cmd.Stderr = o.Log(svc.name), o.Log(svc.name)
+		if err := s.startService(ctx, svc.name, cmd, "http://"+svc.addr+"/readyz", o.ReadyTimeout); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// runAdmin runs an api admin command, its output to out.
+func runAdmin(ctx context.Context, out io.Writer, api string, args ...string) error {
+	cmd := exec.CommandContext(ctx, api, args...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("api %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// startService runs one of the services in its own process group, so that
+// a Ctrl-C reaches only the parent, which then stops the services in order,
+// and waits until it is ready.
+func (s *Stack) startService(ctx context.Context, name string, cmd *exec.Cmd, readyURL string, timeout time.Duration) error {
+	proc, err := childproc.Start(name, cmd)
+	if err != nil {
+		return err
+	}
+	stopping := make(chan struct{})
+	go func() {
+		select {
+		case <-proc.Done():
+			select {
+			case s.exited <- name:
+			default:
+			}
+		case <-stopping:
+		}
+	}()
+	s.stops = append(s.stops, func() {
+		close(stopping)
+		_ = proc.Stop(syscall.SIGTERM, 20*time.Second)
+	})
+	return waitReady(ctx, name, readyURL, proc.Done(), timeout)
+}
+
+func waitReady(ctx context.Context, name, url string, exited <-chan struct{}, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for time.Now().Before(deadline) {
+		if resp, err := client.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited before it was ready", name)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not ready after %v", name, timeout)
+}
