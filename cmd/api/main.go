@@ -67,6 +67,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	case len(rest) == 1 && rest[0] == "help":
 		usage(ctx, fs.FlagSet, stdout)
 		return admin.ExitOK
+	case rest[0] == "probe":
+		return probe(ctx, rest[1:], stderr)
 	case rest[0] == "serve" || rest[0] == "gateway":
 		run := func() error { return serve(ctx, rest[1:], lookupEnv, *contentDB, *logLevel, stderr) }
 		if rest[0] == "gateway" {
@@ -103,6 +105,7 @@ func usage(ctx context.Context, fs *flag.FlagSet, w io.Writer) {
 	admin.Run(ctx, []string{"help"}, w, w, nil)
 	fmt.Fprintln(w, "\nServing:\n  serve [flags]\n        serve the content API (api serve -h lists its flags)")
 	fmt.Fprintln(w, "  gateway [flags]\n        serve one address for clients: event batches to ingest, the rest to the API (api gateway -h)")
+	fmt.Fprintln(w, "  probe [-timeout DURATION] URL\n        GET URL and exit 0 on a 2xx status, 1 otherwise (container health checks)")
 	fmt.Fprintln(w, "\nGlobal flags (before the command):")
 	out := fs.Output()
 	fs.SetOutput(w)

@@ -444,6 +444,58 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestDemoRotate runs demo as a seed that runs at every start would: with
+// --rotate, exactly the last printed demo token works, and tokens that are
+// not the demo's are left alone.
+func TestDemoRotate(t *testing.T) {
+	e := newEnv(t)
+	e.must("demo", "--quiet")
+	e.must("demo", "--quiet")
+	own := tokenLine.FindString(e.must("token", "create", "--app", "demo-app", "--name", "web"))
+	orgTok := tokenLine.FindString(e.must("token", "create", "--org", "demo-org", "--name", "demo"))
+	steps := []struct {
+		args        []string
+		wantRevoked string // stdout line, or "" for none
+	}{
+		{[]string{"demo", "--quiet", "--rotate"}, ""},
+		{[]string{"demo", "--rotate"}, "Revoked 1 earlier demo token(s).\n"},
+		{[]string{"demo", "--rotate"}, "Revoked 1 earlier demo token(s).\n"},
+	}
+	for i, step := range steps {
+		out := e.must(step.args...)
+		latest := tokenLine.FindString(out)
+		if latest == "" {
+			t.Fatalf("step %d: no token in output:\n%s", i, out)
+		}
+		if step.args[1] == "--quiet" && out != latest+"\n" {
+			t.Errorf("step %d: quiet output = %q, want the token alone", i, out)
+		}
+		if got := strings.Contains(out, "Revoked"); got != (step.wantRevoked != "") || !strings.Contains(out, step.wantRevoked) {
+			t.Errorf("step %d: output %q, want revocation line %q", i, out, step.wantRevoked)
+		}
+		toks, err := e.store().ListTokens(t.Context(), content.TokenFilter{OrganizationID: "demo-org"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var active []string
+		for _, tok := range toks {
+			if !tok.Revoked() {
+				active = append(active, tok.Name)
+				for _, secret := range []string{latest, own, orgTok} {
+					if auth.HashMatches(tok.Hash, secret) {
+						active[len(active)-1] += "=printed"
+					}
+				}
+			}
+		}
+		// Creation order: the user's app token, the organization token, the
+		// newest demo token.
+		if want := []string{"web=printed", "demo=printed", "demo=printed"}; strings.Join(active, ",") != strings.Join(want, ",") {
+			t.Errorf("step %d: active tokens %v, want %v", i, active, want)
+		}
+	}
+}
+
 func TestDemoKeepsExistingRecords(t *testing.T) {
 	e := newEnv(t)
 	e.must("org", "create", "--id", "demo-org", "--name", "Mine")

@@ -338,9 +338,11 @@ func tokenRevoke(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) e
 
 // demo ensures the demo organization and app and prints a new token for the
 // app. Creating a token each time keeps it usable by a local start script
-// without ever storing the secret.
+// without ever storing the secret; --rotate keeps a script that runs at
+// every start (a compose seed) from leaving one more live token each time.
 func demo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	quiet := fs.Bool("quiet", false, "print only the token")
+	rotate := fs.Bool("rotate", false, "revoke demo-app's earlier tokens named \""+demoTokenName+"\", so only the printed one works")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -363,8 +365,38 @@ func demo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
+	revoked := 0
+	if *rotate {
+		if revoked, err = revokeOtherDemoTokens(ctx, st, app.ID, tok.ID); err != nil {
+			return err
+		}
+	}
 	printToken(c.stdout, tok, secret, *quiet)
+	if revoked > 0 && !*quiet {
+		fmt.Fprintf(c.stdout, "Revoked %d earlier demo token(s).\n", revoked)
+	}
 	return nil
+}
+
+// revokeOtherDemoTokens revokes the app's active tokens named like the
+// demo's, except keep. Tokens named otherwise are someone's own and stay.
+func revokeOtherDemoTokens(ctx context.Context, st content.Store, appID, keep string) (int, error) {
+	toks, err := st.ListTokens(ctx, content.TokenFilter{AppID: appID})
+	if err != nil {
+		return 0, fmt.Errorf("list tokens of app %q: %w", appID, err)
+	}
+	n := 0
+	now := time.Now().UTC()
+	for _, t := range toks {
+		if t.ID == keep || t.Name != demoTokenName || t.Revoked() {
+			continue
+		}
+		if err := st.RevokeToken(ctx, t.ID, now); err != nil {
+			return n, fmt.Errorf("revoke earlier demo token %s: %w", t.ID, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 func migrate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
