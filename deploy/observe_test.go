@@ -248,12 +248,7 @@ func TestLiveStack(t *testing.T) {
 // one address and returns how many events ingest accepted.
 func sendTraffic(ctx context.Context, t *testing.T, base, token string) int64 {
 	t.Helper()
-	f, err := os.Open("demo/content.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	file, err := bundle.Read(f, bundle.YAML)
+	file, err := bundle.ReadFile("demo/content.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,9 @@ const demoBundle = "../../deploy/demo/content.yaml"
 // decodeAny reads a bundle file as plain JSON-shaped values.
 func decodeAny(t *testing.T, path string) map[string]any {
 	t.Helper()
-	f, err := os.Open(path)
+	file, err := bundle.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	file, err := bundle.Read(f, bundle.FormatOf(path))
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
 	}
 	// Re-encode through Write so both sides have the same shape.
 	var sb strings.Builder

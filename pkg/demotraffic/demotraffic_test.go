@@ -26,12 +26,7 @@ func TestMain(m *testing.M) { os.Exit(devbroker.RunTests(m, &brokerBin)) }
 
 func demoBundle(t *testing.T) *content.Bundle {
 	t.Helper()
-	f, err := os.Open("../../deploy/demo/content.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	file, err := bundle.Read(f, bundle.YAML)
+	file, err := bundle.ReadFile("../../deploy/demo/content.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,12 +74,7 @@ func run(contentPath, questionsPath string, misses bool) error {
 
 // Load builds the knowledge base of the bundle's records.
 func Load(path string) (*knowledge.Base, int, int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	defer f.Close()
-	file, err := bundle.Read(f, bundle.FormatOf(path))
+	file, err := bundle.ReadFile(path)
 	if err != nil {
 		return nil, 0, 0, err
 	}

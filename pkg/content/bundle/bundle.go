@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,20 @@ func (e *Error) add(p string) {
 	} else {
 		e.More++
 	}
+}
+
+// ReadFile reads the bundle at path, in the format its name says.
+func ReadFile(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	defer f.Close()
+	file, err := Read(f, FormatOf(path))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return file, nil
 }
 
 // Read parses and checks a bundle. Every problem found is reported, not

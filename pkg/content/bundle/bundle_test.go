@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -111,5 +113,35 @@ func TestExplain(t *testing.T) {
 	err = f.Explain(&content.ItemError{Section: content.SectionRecords, Index: 1, Err: content.Problem{Path: "appId", Message: "no such app"}})
 	if err.Error() != `intents[1] (intentId "Y"): appId: no such app` {
 		t.Errorf("Explain = %q", err)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, body, wantErr string
+	}{
+		{"b.json", `{"organizations":[{"id":"o","name":"O"}]}`, ""},
+		{"b.yaml", "organizations:\n  - {id: o, name: O}\n", ""},
+		{"bad.yaml", "organizations: [{id: o}]\n", "b/bad.yaml"},
+		{"missing.json", "", "open bundle"},
+	} {
+		path := filepath.Join(dir, tc.name)
+		if tc.body != "" {
+			if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		file, err := ReadFile(path)
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(tc.wantErr, "b/")) {
+				t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case len(file.Bundle.Organizations) != 1 || file.Bundle.Organizations[0].ID != "o":
+			t.Errorf("%s: organizations %+v", tc.name, file.Bundle.Organizations)
+		}
 	}
 }
