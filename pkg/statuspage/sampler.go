@@ -335,7 +335,8 @@ func (s *Sampler) Snapshot() Snapshot {
 // interval, or nil when it cannot: sums over a different set of sources
 // do not compare.
 func point(k kind, prev, cur sampleValues, i int) *float64 {
-	if !slices.Equal(prev.up, cur.up) || !slices.Contains(cur.up, true) {
+	dt := cur.at.Sub(prev.at).Seconds()
+	if dt <= 0 || !slices.Equal(prev.up, cur.up) || !slices.Contains(cur.up, true) {
 		return nil
 	}
 	var v float64
@@ -347,7 +348,7 @@ func point(k kind, prev, cur sampleValues, i int) *float64 {
 		if d < 0 { // a service restarted and its counter began again
 			d = cur.nums[i]
 		}
-		v = d / cur.at.Sub(prev.at).Seconds()
+		v = d / dt
 	case mean:
 		n := cur.nums[i+1] - prev.nums[i+1]
 		if n <= 0 {
