@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,6 +187,10 @@ func TestLiveStack(t *testing.T) {
 
 	accepted := sendTraffic(ctx, t, one, st.Token)
 	readContent(t, one, st.Token)
+	// Steady traffic until the screenshot, so that every chart has data
+	// across most of its window however long the waits below take.
+	stopBusy := keepBusy(t, one, st.Token)
+	defer stopBusy()
 	// Rows reach ClickHouse within a few flushes.
 	waitFor(t, 60*time.Second, "every accepted event written to ClickHouse", func() bool {
 		return scrapeValue(t, "http://"+st.Consumer+"/metrics", "cms_consumer_rows_inserted_total") >= float64(accepted)
@@ -222,6 +227,7 @@ func TestLiveStack(t *testing.T) {
 			}
 		}
 		shot := screenshot(ctx, t, one+statuspage.Path)
+		stopBusy()
 		// Each chart shades the area under its series in the series'
 		// colour at 20%: a series with data covers many pixels, one at
 		// zero none (its line and legend are drawn at full strength).
@@ -275,6 +281,46 @@ func sendTraffic(ctx context.Context, t *testing.T, base, token string) int64 {
 	return stats.Accepted
 }
 
+// keepBusy sends an event and a content read every 100 ms until the
+// returned stop is called (once or more), then reports what failed.
+func keepBusy(t *testing.T, base, token string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan []string, 1)
+	go func() {
+		var failures []string
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		event := `{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web-chat","platform":"web","sessionId":"busy","userId":"u1","selectedHandler":"LaunchRequest"}]}`
+		for {
+			select {
+			case <-ctx.Done():
+				done <- failures
+				return
+			case <-tick.C:
+			}
+			for _, r := range []struct{ method, path, body string }{
+				{http.MethodPut, "/cms/app/events", event},
+				{http.MethodGet, "/cms/handler", ""},
+			} {
+				code, err := send(ctx, r.method, base+r.path, token, r.body)
+				if ctx.Err() == nil && (err != nil || code != http.StatusOK) && len(failures) < 10 {
+					failures = append(failures, fmt.Sprintf("%s %s: %d %v", r.method, r.path, code, err))
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			if failures := <-done; len(failures) > 0 {
+				t.Errorf("steady traffic failed: %v", failures)
+			}
+		})
+	}
+}
+
 // readContent calls the content API's read routes through the one
 // address, so that each has its series.
 func readContent(t *testing.T, base, token string) {
@@ -301,9 +347,25 @@ type response struct {
 
 func do(t *testing.T, method, u, token, body string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	resp, err := request(context.Background(), method, u, token, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return resp
+}
+
+// send is a request whose body does not matter, for goroutines.
+func send(ctx context.Context, method, u, token, body string) (int, error) {
+	resp, err := request(ctx, method, u, token, body)
+	return resp.code, err
+}
+
+func request(ctx context.Context, method, u, token, body string) (response, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(body))
+	if err != nil {
+		return response{}, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -313,14 +375,14 @@ func do(t *testing.T, method, u, token, body string) response {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, u, err)
+		return response{}, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: read the body: %v", method, u, err)
+		return response{}, fmt.Errorf("%s %s: read the body: %w", method, u, err)
 	}
-	return response{resp.StatusCode, string(b)}
+	return response{resp.StatusCode, string(b)}, nil
 }
 
 // scrapeNames returns the names of every sample a /metrics page holds
@@ -389,9 +451,16 @@ func screenshot(ctx context.Context, t *testing.T, u string) image.Image {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "status.png")
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
 		"--no-first-run", "--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1280,1100",
 		"--virtual-time-budget=5000", "--screenshot="+out, u)
+	// Chromium starts helper processes that hold its output open: its own
+	// process group is ended as a whole, and the wait for output bounded.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, b)
 	}

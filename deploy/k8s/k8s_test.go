@@ -884,11 +884,16 @@ func checkIngress(r reporter, cl *cluster) {
 	want := map[string]struct{ pathType, cmd string }{
 		"/cms/app/events":  {"Exact", ingestBin},
 		"/cms/apps/events": {"Exact", ingestBin},
-		"/":                {"Prefix", apiBin},
+		"/cms":             {"Prefix", apiBin},
 	}
 	seen := map[string]bool{}
 	for _, p := range rule.HTTP.Paths {
 		cmd := backendRuns(p.Path, p.Backend.Service)
+		// Clients call /cms paths only; /metrics, /status and the health
+		// endpoints stay inside the cluster.
+		if p.Path != "/cms" && !strings.HasPrefix(p.Path, "/cms/") {
+			r.Errorf("%s: routes %q outside /cms", name, p.Path)
+		}
 		w, ok := want[p.Path]
 		switch {
 		case !ok:

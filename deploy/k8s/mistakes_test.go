@@ -340,8 +340,13 @@ func TestChecksCatchMistakes(t *testing.T) {
 			check: checkIngress, want: "/cms/app/events (Prefix) goes to",
 		},
 		{
+			name:  "the whole api exposed, /metrics and /status included",
+			edit:  func(t *testing.T, cl *cluster) { ingressPath(t, cl, "/cms").Path = "/" },
+			check: checkIngress, want: `routes "/" outside /cms`,
+		},
+		{
 			name:  "Ingress to a Service port that does not exist",
-			edit:  func(t *testing.T, cl *cluster) { ingressPath(t, cl, "/").Backend.Service.Port.Name = "grpc" },
+			edit:  func(t *testing.T, cl *cluster) { ingressPath(t, cl, "/cms").Backend.Service.Port.Name = "grpc" },
 			check: checkIngress, want: `port "grpc"/0 of Service/cms-api`,
 		},
 		{

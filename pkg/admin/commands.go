@@ -365,13 +365,15 @@ func demo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The new token is printed before older ones are revoked: if revoking
+	// fails, the one that works is still known.
+	printToken(c.stdout, tok, secret, *quiet)
 	revoked := 0
 	if *rotate {
 		if revoked, err = revokeOtherDemoTokens(ctx, st, app.ID, tok.ID); err != nil {
 			return err
 		}
 	}
-	printToken(c.stdout, tok, secret, *quiet)
 	if revoked > 0 && !*quiet {
 		fmt.Fprintf(c.stdout, "Revoked %d earlier demo token(s).\n", revoked)
 	}

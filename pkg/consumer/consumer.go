@@ -220,7 +220,8 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 		c.metrics.batchSize.Observe(float64(len(b.rows)))
 		written := time.Now()
 		for i := range b.rows {
-			c.metrics.freshness.Observe(written.Sub(b.rows[i].ReceivedAt).Seconds())
+			// Clocks of ingest and consumer hosts may differ a little.
+			c.metrics.freshness.Observe(max(0, written.Sub(b.rows[i].ReceivedAt).Seconds()))
 		}
 	}
 	if err := c.src.CommitMessages(ctx, b.msgs...); err != nil {

@@ -131,8 +131,10 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		timeout = 10 * time.Second
 	}
 	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go s.status.Run(sctx)
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); s.status.Run(sctx) }()
+	// The sampler's last scrape ends before Serve returns.
+	defer func() { stop(); <-sampled }()
 	if err := health.Serve(ctx, s.log, "api", s.server, ln, s.checker, timeout); err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		}
 	}
 	var token bytes.Buffer
-	if err := runAdmin(ctx, &token, api, "-content-db", s.DB, "demo", "--quiet"); err != nil {
+	if err := runAdmin(ctx, &token, api, "-content-db", s.DB, "demo", "--quiet", "--rotate"); err != nil {
 		return nil, fmt.Errorf("create the demo app and token: %w", err)
 	}
 	s.Token = strings.TrimSpace(token.String())

@@ -264,10 +264,11 @@ type SourceState struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Counter is a total at the last sample.
+// Counter is a total at the last sample; null unless every source
+// answered, since a missing source's part of the sum is unknown.
 type Counter struct {
-	Label string  `json:"label"`
-	Value float64 `json:"value"`
+	Label string   `json:"label"`
+	Value *float64 `json:"value"`
 }
 
 // Chart is a few series over the same times (Unix milliseconds).
@@ -300,7 +301,7 @@ func (s *Sampler) Snapshot() Snapshot {
 	}
 	// Rates and means need two samples; each point stands for the
 	// interval ending at its time.
-	var times []int64
+	times := make([]int64, 0, len(s.samples))
 	for i := 1; i < len(s.samples); i++ {
 		times = append(times, s.samples[i].at.UnixMilli())
 	}
@@ -320,12 +321,14 @@ func (s *Sampler) Snapshot() Snapshot {
 		}
 		snap.Charts = append(snap.Charts, chart)
 	}
+	complete := last != nil && !slices.Contains(last.up, false)
 	for _, c := range s.counters {
-		var v float64
-		if last != nil {
-			v = last.nums[idx]
+		cnt := Counter{Label: c.label}
+		if complete {
+			v := last.nums[idx]
+			cnt.Value = &v
 		}
-		snap.Counters = append(snap.Counters, Counter{Label: c.label, Value: v})
+		snap.Counters = append(snap.Counters, cnt)
 		idx++
 	}
 	return snap

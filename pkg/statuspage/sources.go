@@ -80,7 +80,10 @@ func ParseSources(spec string, client *http.Client) ([]Source, error) {
 			return nil, fmt.Errorf("status source %q: want name=url", item)
 		}
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if err != nil {
+			return nil, fmt.Errorf("status source %s: %w", name, err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("status source %s: %q is not an http(s) URL", name, raw)
 		}
 		if seen[name] {

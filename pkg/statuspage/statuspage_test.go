@@ -105,7 +105,10 @@ func counter(t *testing.T, snap Snapshot, label string) float64 {
 	t.Helper()
 	for _, c := range snap.Counters {
 		if c.Label == label {
-			return c.Value
+			if c.Value == nil {
+				t.Fatalf("counter %q is null", label)
+			}
+			return *c.Value
 		}
 	}
 	t.Fatalf("no counter %q", label)
@@ -210,6 +213,11 @@ func TestSamplerKeepsTheLatestSamplesAndReportsErrors(t *testing.T) {
 			t.Errorf("a value %v with no source answering", *v)
 		}
 	}
+	for _, c := range snap.Counters {
+		if c.Value != nil {
+			t.Errorf("counter %s = %v with its source down, want null", c.Label, *c.Value)
+		}
+	}
 }
 
 func TestRemoteSourceErrors(t *testing.T) {
@@ -238,7 +246,9 @@ func TestHandlers(t *testing.T) {
 		contains string
 	}{
 		{PageHandler(), "text/html; charset=utf-8", `fetch("` + DataPath + `"`},
-		{s.DataHandler(), "application/json", `"charts":[`},
+		// One sample gives no rate yet: times are an empty list, not null,
+		// so the page can draw empty charts.
+		{s.DataHandler(), "application/json", `"times":[],`},
 	} {
 		rec := httptest.NewRecorder()
 		tc.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, Path, nil))
