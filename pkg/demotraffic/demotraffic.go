@@ -149,7 +149,13 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		cfg.MaxSessions = 256
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
+		// An own transport, closed at the end: connections it dialed and
+		// never used would otherwise hold up the server's graceful
+		// shutdown for seconds.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = cfg.MaxSessions
+		defer tr.CloseIdleConnections()
+		cfg.Client = &http.Client{Timeout: 30 * time.Second, Transport: tr}
 	}
 	if cfg.Duration > 0 {
 		var cancel context.CancelFunc

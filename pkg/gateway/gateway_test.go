@@ -97,7 +97,7 @@ func TestOneAddress(t *testing.T) {
 	store, tokens := fixture.Open(t, bundleJSON, map[string]content.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
 	token := tokens["app"]
 	ingestURL, topic := ingesttest.Serve(t, broker.Addr(), store, "gateway-events")
-	api, err := contentapi.NewService(contentapi.ServiceConfig{ShutdownTimeout: 5 * time.Second}, store, log)
+	api, err := contentapi.NewService(contentapi.ServiceConfig{ShutdownTimeout: 10 * time.Second}, store, log)
 	if err != nil {
 		t.Fatal(err)
 	}

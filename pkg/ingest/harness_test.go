@@ -104,7 +104,9 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 		TopicPartitions: 4, TopicReplication: 1,
 		Handler:       ingest.Config{ProduceTimeout: o.produceTimeout},
 		TokenCacheTTL: o.tokenTTL, RateLimitRPS: o.rateRPS, RateLimitBurst: o.rateBurst,
-		ShutdownTimeout: 5 * time.Second,
+		// Above net/http's 5 s wait for a connection that never sent a
+		// request, which a test client's spare connection would hit.
+		ShutdownTimeout: 10 * time.Second,
 	}
 	cfg.Limits.MaxEvents = o.maxEvents
 	h.url = ingesttest.Start(t, cfg, store, log)

@@ -23,7 +23,9 @@ func Serve(t testing.TB, brokers string, store ingest.Store, topic string) (url,
 	eventsTopic = fmt.Sprintf("%s-%d", topic, os.Getpid())
 	cfg := ingest.ServiceConfig{
 		Brokers: []string{brokers}, EventsTopic: eventsTopic, QuarantineTopic: eventsTopic + "-quarantine",
-		TopicPartitions: 1, TopicReplication: 1, ShutdownTimeout: 5 * time.Second,
+		// Above net/http's 5 s wait for a connection that never sent a
+		// request, so that a client's spare connection cannot fail the drain.
+		TopicPartitions: 1, TopicReplication: 1, ShutdownTimeout: 10 * time.Second,
 	}
 	return Start(t, cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil))), eventsTopic
 }
