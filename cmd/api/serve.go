@@ -28,6 +28,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
 	refresh := fs.Duration("refresh-interval", "CONTENT_REFRESH_INTERVAL", contentapi.DefaultRefreshInterval, "longest time before changes written by other processes show")
+	grace := fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", contentapi.DefaultOutageGrace, "how long cached answers are served while the content database cannot be reached (negative: not at all)")
 	maxAge := fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
 	gqlBody := fs.Int64("graphql-max-body-bytes", "GRAPHQL_MAX_BODY_BYTES", graphql.DefaultMaxBodyBytes, "largest GraphQL request body")
 	gqlDepth := fs.Int("graphql-max-depth", "GRAPHQL_MAX_DEPTH", graphql.DefaultMaxDepth, "deepest nesting of fields in a GraphQL request")
@@ -63,7 +64,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		return fmt.Errorf("open content database: %w", err)
 	}
 	defer store.Close()
-	apiCfg := contentapi.Config{RefreshInterval: *refresh, CacheMaxAge: *maxAge, HistoryRefresh: *historyRefresh}
+	apiCfg := contentapi.Config{RefreshInterval: *refresh, OutageGrace: *grace, CacheMaxAge: *maxAge, HistoryRefresh: *historyRefresh}
 	if *chAddr != "" {
 		h := contentapi.NewClickHouseHistory(chstore.Config{Addrs: envflag.List(*chAddr), Database: *chDB, Username: *chUser, Password: *chPassword})
 		defer h.Close()

@@ -43,6 +43,10 @@ type Config struct {
 	// RefreshInterval bounds how long a change made by another process
 	// takes to show: each app's revision is read at most this often.
 	RefreshInterval time.Duration
+	// OutageGrace is how long answers cached before the content store
+	// became unreachable keep being served; zero means the default,
+	// negative means none.
+	OutageGrace time.Duration
 	// CacheMaxAge is the max-age clients may cache responses for; zero
 	// means the default, negative means none.
 	CacheMaxAge time.Duration
@@ -60,6 +64,7 @@ type Config struct {
 // Defaults for Config.
 const (
 	DefaultRefreshInterval = time.Second
+	DefaultOutageGrace     = 30 * time.Second
 	DefaultCacheMaxAge     = 10 * time.Second
 )
 
@@ -84,6 +89,12 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 		cfg.RefreshInterval = DefaultRefreshInterval
 	}
 	switch {
+	case cfg.OutageGrace == 0:
+		cfg.OutageGrace = DefaultOutageGrace
+	case cfg.OutageGrace < 0:
+		cfg.OutageGrace = 0
+	}
+	switch {
 	case cfg.CacheMaxAge == 0:
 		cfg.CacheMaxAge = DefaultCacheMaxAge
 	case cfg.CacheMaxAge < 0:
@@ -95,7 +106,7 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 	cc := "private, max-age=" + strconv.Itoa(int(cfg.CacheMaxAge/time.Second)) + ", must-revalidate"
 	return &API{cfg: cfg, history: newHistoryCache(cfg.History, cfg.HistoryRefresh),
 		keys:  &keyCache{store: store, ttl: cfg.RefreshInterval, entries: map[string]keyEntry{}},
-		store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval), log: log, cacheControl: cc}
+		store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval, cfg.OutageGrace), log: log, cacheControl: cc}
 }
 
 // Invalidate makes the next read of the app see changes at once.

@@ -36,7 +36,10 @@ func newBody(data []byte) *body {
 type cache struct {
 	revs    RevisionSource
 	refresh time.Duration
-	now     func() time.Time
+	// grace is how long after the last revision read values cached then
+	// are still answered while the revision cannot be read.
+	grace time.Duration
+	now   func() time.Time
 
 	mu   sync.Mutex
 	apps map[string]*appCache
@@ -46,6 +49,11 @@ type appCache struct {
 	mu      sync.Mutex
 	rev     int64
 	checked time.Time
+	// failed and failure are the last failed revision read: it is not
+	// tried again within the refresh interval, so that an unreachable
+	// store does not cost every request its timeout.
+	failed  time.Time
+	failure error
 	entries map[string]*entry
 	// stale holds the last good values, from earlier revisions, of keys
 	// that may be answered while their new value loads.
@@ -70,8 +78,8 @@ func (e *entry) loaded() bool {
 	}
 }
 
-func newCache(revs RevisionSource, refresh time.Duration) *cache {
-	return &cache{revs: revs, refresh: refresh, now: time.Now, apps: map[string]*appCache{}}
+func newCache(revs RevisionSource, refresh, grace time.Duration) *cache {
+	return &cache{revs: revs, refresh: refresh, grace: grace, now: time.Now, apps: map[string]*appCache{}}
 }
 
 func (c *cache) app(appID string) *appCache {
@@ -122,9 +130,28 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 	if now := c.now(); a.checked.IsZero() || now.Sub(a.checked) >= c.refresh {
 		// The revision is read before anything is loaded, so what is
 		// cached is never older than the revision it is filed under.
-		rev, err := c.revs.Revision(ctx, appID)
+		var rev int64
+		err := a.failure
+		if a.failed.IsZero() || now.Sub(a.failed) >= c.refresh {
+			if rev, err = c.revs.Revision(ctx, appID); err != nil {
+				if ctx.Err() == nil { // not this request giving up
+					a.failed, a.failure = now, err
+				}
+			} else {
+				a.failed, a.failure = time.Time{}, nil
+			}
+		}
 		if err != nil {
+			// The store cannot be reached. A value cached at the last
+			// revision read is still answered for a while: it is at most
+			// that much older than the outage, and failing every read
+			// of a short outage helps nobody. Anything not cached fails.
+			e, ok := a.entries[key]
+			fresh := !a.checked.IsZero() && now.Sub(a.checked) < c.refresh+c.grace
 			a.mu.Unlock()
+			if ok && fresh && e.loaded() && e.err == nil {
+				return e.v, nil
+			}
 			return nil, err
 		}
 		if rev != a.rev || a.checked.IsZero() {
@@ -193,6 +220,6 @@ func (c *cache) fill(ctx context.Context, a *appCache, key string, e *entry, loa
 func (c *cache) Invalidate(appID string) {
 	a := c.app(appID)
 	a.mu.Lock()
-	a.checked = time.Time{}
+	a.checked, a.failed = time.Time{}, time.Time{}
 	a.mu.Unlock()
 }

@@ -36,7 +36,7 @@ func (g *gate) load(context.Context) (any, error) {
 
 func TestCacheLoadsOnceAndKeysApart(t *testing.T) {
 	ctx := context.Background()
-	c := newCache(&revisions{}, time.Hour)
+	c := newCache(&revisions{}, time.Hour, 0)
 	slow := newGate("slow")
 	var wg sync.WaitGroup
 	got := make([]any, 4)
@@ -67,7 +67,7 @@ func TestCacheLoadsOnceAndKeysApart(t *testing.T) {
 
 func TestCacheFailedLoadsAreNotKept(t *testing.T) {
 	ctx := context.Background()
-	c := newCache(&revisions{}, time.Hour)
+	c := newCache(&revisions{}, time.Hour, 0)
 	calls := 0
 	load := func(context.Context) (any, error) {
 		calls++
@@ -87,7 +87,7 @@ func TestCacheFailedLoadsAreNotKept(t *testing.T) {
 func TestCacheStaleWhileLoading(t *testing.T) {
 	ctx := context.Background()
 	revs := &revisions{}
-	c := newCache(revs, 0) // the revision is read on every call
+	c := newCache(revs, 0, 0) // the revision is read on every call
 	v1 := func(context.Context) (any, error) { return "v1", nil }
 	if v, _ := c.getOrStale(ctx, "app", "index", v1); v != "v1" {
 		t.Fatalf("first build: %v", v)
@@ -123,7 +123,7 @@ func TestCacheStaleWhileLoading(t *testing.T) {
 func TestCacheStaleKeptAfterFailedBuild(t *testing.T) {
 	ctx := context.Background()
 	revs := &revisions{}
-	c := newCache(revs, 0)
+	c := newCache(revs, 0, 0)
 	if _, err := c.getOrStale(ctx, "app", "index", func(context.Context) (any, error) { return "v1", nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestCacheStaleKeptAfterFailedBuild(t *testing.T) {
 }
 
 func TestCacheWaiterGivesUpWithItsContext(t *testing.T) {
-	c := newCache(&revisions{}, time.Hour)
+	c := newCache(&revisions{}, time.Hour, 0)
 	g := newGate("v")
 	go c.get(context.Background(), "app", "k", g.load)
 	<-g.started
@@ -161,4 +161,76 @@ func TestCacheWaiterGivesUpWithItsContext(t *testing.T) {
 		t.Errorf("err %v, want context.Canceled", err)
 	}
 	close(g.release)
+}
+
+// flaky is a revision source that can be made to fail.
+type flaky struct {
+	rev   atomic.Int64
+	down  atomic.Bool
+	calls atomic.Int32
+}
+
+func (f *flaky) Revision(context.Context, string) (int64, error) {
+	f.calls.Add(1)
+	if f.down.Load() {
+		return 0, errors.New("content store unreachable")
+	}
+	return f.rev.Load(), nil
+}
+
+func TestCacheAnswersCachedValuesThroughAShortOutage(t *testing.T) {
+	ctx := context.Background()
+	revs := &flaky{}
+	c := newCache(revs, time.Second, 30*time.Second)
+	clock := time.Unix(1_800_000_000, 0)
+	c.now = func() time.Time { return clock }
+	load := func(v string) func(context.Context) (any, error) {
+		return func(context.Context) (any, error) { return v, nil }
+	}
+	if v, err := c.get(ctx, "app", "cached", load("v1")); err != nil || v != "v1" {
+		t.Fatalf("before the outage: %v %v", v, err)
+	}
+	revs.down.Store(true)
+	for _, tc := range []struct {
+		after   time.Duration
+		key     string
+		want    any
+		wantErr bool
+	}{
+		{2 * time.Second, "cached", "v1", false},  // past the refresh interval: the revision read fails
+		{2 * time.Second, "uncached", nil, true},  // nothing cached to answer with
+		{30 * time.Second, "cached", "v1", false}, // within refresh + grace of the last read
+		{31 * time.Second, "cached", nil, true},   // the grace is over
+		{31 * time.Second, "uncached", nil, true},
+	} {
+		clock = time.Unix(1_800_000_000, 0).Add(tc.after)
+		v, err := c.get(ctx, "app", tc.key, load("new"))
+		if (err != nil) != tc.wantErr || v != tc.want {
+			t.Errorf("%v into the outage, %s: %v %v; want %v (error %v)", tc.after, tc.key, v, err, tc.want, tc.wantErr)
+		}
+	}
+	// A failed read is not tried again within the refresh interval.
+	before := revs.calls.Load()
+	if _, err := c.get(ctx, "app", "cached", load("new")); err == nil || revs.calls.Load() != before {
+		t.Errorf("right after a failed read: error %v, %d more reads; want the error and no read", err, revs.calls.Load()-before)
+	}
+	// Back: the revision is read again and answers follow it.
+	clock = clock.Add(time.Second)
+	revs.down.Store(false)
+	revs.rev.Store(1)
+	if v, err := c.get(ctx, "app", "cached", load("v2")); err != nil || v != "v2" {
+		t.Errorf("after the outage: %v %v; want v2", v, err)
+	}
+}
+
+func TestCacheWithoutGraceFailsAtOnce(t *testing.T) {
+	revs := &flaky{}
+	c := newCache(revs, 0, 0)
+	if _, err := c.get(context.Background(), "app", "k", func(context.Context) (any, error) { return "v", nil }); err != nil {
+		t.Fatal(err)
+	}
+	revs.down.Store(true)
+	if v, err := c.get(context.Background(), "app", "k", func(context.Context) (any, error) { return "v", nil }); err == nil {
+		t.Errorf("got %v with the store down and no grace; want the error", v)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -43,6 +44,13 @@ type ServiceStore interface {
 	Ping(ctx context.Context) error
 }
 
+// RevisionWatcher is a store that tells when another process changed an
+// app, so that replicas see changes at once rather than at their next
+// revision check.
+type RevisionWatcher interface {
+	WatchRevisions(ctx context.Context, changed func(appID string)) error
+}
+
 // Service is a running api process: the content routes plus /metrics,
 // /healthz and /readyz.
 type Service struct {
@@ -54,6 +62,7 @@ type Service struct {
 	engine  *gin.Engine
 	graphql *graphql.Handler
 	status  *statuspage.Sampler
+	watcher RevisionWatcher
 }
 
 // GraphQL is the GraphQL endpoint, for printing its schema.
@@ -112,7 +121,11 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	return &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, graphql: gh, status: status}, nil
+	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, graphql: gh, status: status}
+	if w, ok := store.(RevisionWatcher); ok {
+		svc.watcher = w
+	}
+	return svc, nil
 }
 
 // Handler is the service's HTTP handler, for tests and for serving on
@@ -131,10 +144,17 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		timeout = 10 * time.Second
 	}
 	sctx, stop := context.WithCancel(ctx)
-	sampled := make(chan struct{})
-	go func() { defer close(sampled); s.status.Run(sctx) }()
-	// The sampler's last scrape ends before Serve returns.
-	defer func() { stop(); <-sampled }()
+	var bg sync.WaitGroup
+	bg.Go(func() { s.status.Run(sctx) })
+	if s.watcher != nil {
+		bg.Go(func() {
+			if err := s.watcher.WatchRevisions(sctx, s.api.Invalidate); err != nil && sctx.Err() == nil {
+				s.log.Error("watching content changes stopped; changes by other replicas show within the refresh interval", "err", err)
+			}
+		})
+	}
+	// The sampler's last scrape and the watcher end before Serve returns.
+	defer func() { stop(); bg.Wait() }()
 	if err := health.Serve(ctx, s.log, "api", s.server, ln, s.checker, timeout); err != nil {
 		return err
 	}
