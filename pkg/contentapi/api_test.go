@@ -413,15 +413,31 @@ func TestETagMatches(t *testing.T) {
 	}
 }
 
-func TestStoreDownAnswers503(t *testing.T) {
-	e := newEnv(t, ServiceConfig{API: Config{RefreshInterval: time.Nanosecond}})
-	if r := e.get("/cms/handler/HelpIntent", "app1"); r.status != 200 {
-		t.Fatalf("before: %d", r.status)
-	}
-	e.store.Close()
-	r := e.get("/cms/handler/HelpIntent", "app1")
-	if m := decodeJSON(t, r.body); r.status != http.StatusServiceUnavailable || m["errorType"] != "ServerError" {
-		t.Errorf("with the database closed: %d %s", r.status, r.body)
+func TestStoreDown(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		grace         time.Duration
+		cached, other int // statuses with the database closed
+	}{
+		{"cached answers through the grace", 0, http.StatusOK, http.StatusServiceUnavailable},
+		{"no grace", -1, http.StatusServiceUnavailable, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, ServiceConfig{API: Config{RefreshInterval: time.Nanosecond, OutageGrace: tc.grace}})
+			if r := e.get("/cms/handler/HelpIntent", "app1"); r.status != 200 {
+				t.Fatalf("before: %d", r.status)
+			}
+			e.store.Close()
+			for path, want := range map[string]int{"/cms/handler/HelpIntent": tc.cached, "/cms/entity/COLOR": tc.other} {
+				r := e.get(path, "app1")
+				if r.status != want {
+					t.Errorf("%s with the database closed: %d %s, want %d", path, r.status, r.body, want)
+				}
+				if m := decodeJSON(t, r.body); want == http.StatusServiceUnavailable && m["errorType"] != "ServerError" {
+					t.Errorf("%s: body %s", path, r.body)
+				}
+			}
+		})
 	}
 }
 
