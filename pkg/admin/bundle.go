@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -38,7 +39,47 @@ func importBundle(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 	}
 	fmt.Fprintf(c.stdout, "imported %s in %s: %d created, %d updated, %d unchanged\n",
 		path, time.Since(start).Round(time.Millisecond), stats.Created, stats.Updated, stats.Unchanged)
+	if len(f.Bundle.Tokens) > 0 {
+		ts, err := copyTokens(ctx, st, f.Bundle.Tokens)
+		if err != nil {
+			return &userError{fmt.Sprintf("import %s: the content is imported; tokens: %v (fix and import again: what is there is left alone)", path, err), err}
+		}
+		fmt.Fprintf(c.stdout, "tokens: %d created, %d revoked, %d unchanged\n", ts.created, ts.revoked, ts.unchanged)
+	}
 	return nil
+}
+
+type tokenStats struct{ created, revoked, unchanged int }
+
+// copyTokens makes the store hold the given tokens, as moving to another
+// database needs: missing ones are created, ones revoked in the bundle are
+// revoked here too, and a token that exists with another hash or owner is
+// an error, never overwritten. Running it again changes nothing.
+func copyTokens(ctx context.Context, st content.Store, toks []content.Token) (tokenStats, error) {
+	var n tokenStats
+	for _, t := range toks {
+		have, err := st.Token(ctx, t.ID)
+		switch {
+		case errors.Is(err, content.ErrNotFound):
+			if err := st.CreateToken(ctx, t); err != nil {
+				return n, fmt.Errorf("token %s: %w", t.ID, err)
+			}
+			n.created++
+			continue
+		case err != nil:
+			return n, fmt.Errorf("token %s: %w", t.ID, err)
+		case !bytes.Equal(have.Hash, t.Hash) || have.OrganizationID != t.OrganizationID || have.AppID != t.AppID:
+			return n, fmt.Errorf("token %s: exists with another secret or owner", t.ID)
+		case t.Revoked() && !have.Revoked():
+			if err := st.RevokeToken(ctx, t.ID, t.RevokedAt); err != nil {
+				return n, fmt.Errorf("token %s: %w", t.ID, err)
+			}
+			n.revoked++
+		default:
+			n.unchanged++
+		}
+	}
+	return n, nil
 }
 
 // readBundle reads and checks a bundle file; "-" is standard input.
@@ -80,6 +121,7 @@ func exportBundle(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 	org := fs.String("org", "", "export only this organization `ID` and its apps")
 	out := fs.String("o", "-", "output `file` (- for standard output)")
 	format := fs.String("format", "", "`json` or yaml (default: from the output file name; json for -)")
+	tokens := fs.Bool("tokens", false, "include access tokens (their hashes, never secrets), to move to another database")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -104,6 +146,11 @@ func exportBundle(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 	b, err := st.Export(ctx, content.ExportFilter{AppID: *app, OrganizationID: *org})
 	if err != nil {
 		return err
+	}
+	if *tokens {
+		if b.Tokens, err = st.ListTokens(ctx, content.TokenFilter{AppID: *app, OrganizationID: *org}); err != nil {
+			return fmt.Errorf("export tokens: %w", err)
+		}
 	}
 	if *out == "-" {
 		return bundle.Write(c.stdout, b, f)

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
@@ -186,4 +189,66 @@ func BenchmarkImport100k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/import")
+}
+
+// TestExportWithTokensMovesADatabase moves everything, tokens included, to
+// another database, as moving from SQLite to PostgreSQL does.
+func TestExportWithTokensMovesADatabase(t *testing.T) {
+	from, to := newEnv(t), newEnv(t)
+	from.must("import", demoBundle)
+	appSecret := strings.TrimSpace(from.must("token", "create", "--app", "demo-app", "--name", "runtime", "--quiet"))
+	from.must("token", "create", "--org", "demo-org", "--name", "all runtimes")
+	old := strings.TrimSpace(from.must("token", "create", "--app", "demo-app", "--name", "old", "--quiet"))
+	from.must("token", "revoke", strings.Split(old, "_")[1])
+	path := filepath.Join(t.TempDir(), "all.json")
+	from.must("export", "--tokens", "-o", path)
+
+	if out := to.must("import", path); !strings.Contains(out, "tokens: 3 created, 0 revoked, 0 unchanged") {
+		t.Errorf("first import: %q", out)
+	}
+	ctx := t.Context()
+	want, err := from.store().ListTokens(ctx, content.TokenFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := to.store().ListTokens(ctx, content.TokenFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tokens after the move:\n%+v\nwant\n%+v", got, want)
+	}
+	// The secret issued by the old database works against the new one.
+	authn, err := auth.NewAuthenticator(to.store(), auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"Authorization": {"Bearer " + appSecret}}
+	if p, err := authn.Authenticate(ctx, h); err != nil || p.AppID != "demo-app" {
+		t.Errorf("the moved token authenticates as %+v, %v; want demo-app", p, err)
+	}
+	if _, err := authn.Authenticate(ctx, http.Header{"Authorization": {"Bearer " + old}}); err == nil {
+		t.Error("the revoked token works after the move")
+	}
+	// Again: nothing changes. A revocation made since moves over.
+	if out := to.must("import", path); !strings.Contains(out, "tokens: 0 created, 0 revoked, 3 unchanged") || !strings.Contains(out, " 0 created, 0 updated,") {
+		t.Errorf("second import: %q", out)
+	}
+	from.must("token", "revoke", strings.Split(appSecret, "_")[1])
+	from.must("export", "--tokens", "-o", path)
+	if out := to.must("import", path); !strings.Contains(out, "tokens: 0 created, 1 revoked, 2 unchanged") {
+		t.Errorf("import after a revocation: %q", out)
+	}
+	// A token that exists with another hash is never overwritten.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := regexp.MustCompile(`"hash": ?"[0-9a-f]{64}"`).ReplaceAllString(string(b), `"hash":"`+strings.Repeat("ab", 32)+`"`)
+	if err := os.WriteFile(path, []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := to.run("import", path); r.code != ExitFailure || !strings.Contains(r.stderr, "exists with another secret or owner") {
+		t.Errorf("import of a token with another hash: %d %q", r.code, r.stderr)
+	}
 }

@@ -55,6 +55,10 @@ type Bundle struct {
 	Apps          []App
 	// Records of every kind.
 	Records []Record
+	// Tokens are carried by bundles that move a whole content database
+	// (api export --tokens). Store.Import and Store.Export leave them to
+	// the caller, who copies them with the token methods.
+	Tokens []Token
 }
 
 // Len is the number of items in the bundle.

@@ -2,11 +2,14 @@ package content
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -312,6 +315,50 @@ func ParseOrganization(v any, path string) (Organization, []Problem) {
 		}
 	}
 	return o, c.problems
+}
+
+// ParseToken reads an access token as an export with tokens writes it:
+// its ID, the SHA-256 of the whole token in hex (never the secret), its
+// owners, name and times.
+func ParseToken(v any, path string) (Token, []Problem) {
+	var c checker
+	obj, ok := c.object(v, path)
+	if !ok {
+		return Token{}, c.problems
+	}
+	t := Token{ID: c.id(obj, "id", path), OrganizationID: c.id(obj, "organizationId", path),
+		AppID: c.str(obj, "appId", path, false), Name: c.str(obj, "name", path, false)}
+	if h := c.str(obj, "hash", path, true); h != "" {
+		if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size {
+			c.add(join(path, "hash"), "must be %d hexadecimal characters (a SHA-256)", 2*sha256.Size)
+		} else {
+			t.Hash = b
+		}
+	}
+	t.CreatedAt = c.time(obj, "createdAt", path, true)
+	t.RevokedAt = c.time(obj, "revokedAt", path, false)
+	for _, k := range sortedKeys(obj) {
+		switch k {
+		case "id", "hash", "organizationId", "appId", "name", "createdAt", "revokedAt":
+		default:
+			c.add(join(path, k), "is not a field of a token (id, hash, organizationId, appId, name, createdAt, revokedAt)")
+		}
+	}
+	return t, c.problems
+}
+
+// time reads an RFC 3339 time; optional ones may be absent.
+func (c *checker) time(obj map[string]any, key, path string, required bool) time.Time {
+	s := c.str(obj, key, path, required)
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		c.add(join(path, key), "must be an RFC 3339 time, such as 2026-01-02T15:04:05Z")
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // ChannelsOf reads the channels of a stored app document.

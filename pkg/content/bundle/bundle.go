@@ -7,6 +7,7 @@ package bundle
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,8 +121,8 @@ func Read(r io.Reader, f Format) (*File, error) {
 	var out File
 	var bad Error
 	for key := range root {
-		if key != "organizations" && key != "apps" && !isRecordKey(key) {
-			bad.add(fmt.Sprintf("%s: unknown list (expected organizations, apps, %s)", key, strings.Join(recordKeys(), ", ")))
+		if key != "organizations" && key != "apps" && key != "tokens" && !isRecordKey(key) {
+			bad.add(fmt.Sprintf("%s: unknown list (expected organizations, apps, %s, tokens)", key, strings.Join(recordKeys(), ", ")))
 		}
 	}
 	each := func(key string, fn func(v any, path string)) {
@@ -181,6 +182,14 @@ func Read(r io.Reader, f Format) (*File, error) {
 			}
 		})
 	}
+	each("tokens", func(v any, path string) {
+		src := name(path, v, "id")
+		tok, problems := content.ParseToken(v, "")
+		report(src, problems)
+		if len(problems) == 0 && unique("token\x00"+tok.ID, src) {
+			out.Bundle.Tokens = append(out.Bundle.Tokens, tok)
+		}
+	})
 	if len(bad.Problems) > 0 {
 		return nil, &bad
 	}
@@ -369,12 +378,42 @@ func Write(w io.Writer, b *content.Bundle, f Format) error {
 		}
 		section(l.key, false, items)
 	}
+	if len(b.Tokens) > 0 {
+		var items [][]byte
+		for _, t := range b.Tokens {
+			j, err := json.Marshal(tokenJSON(t))
+			if err != nil {
+				return err
+			}
+			items = append(items, j)
+		}
+		section("tokens", false, items)
+	}
 	buf.WriteString("\n}\n")
 	if f == JSON {
 		_, err := w.Write(buf.Bytes())
 		return err
 	}
 	return writeYAML(w, buf.Bytes())
+}
+
+// tokenJSON is a token as a bundle holds it: the hash, never a secret.
+func tokenJSON(t content.Token) any {
+	type tok struct {
+		ID             string `json:"id"`
+		Hash           string `json:"hash"`
+		OrganizationID string `json:"organizationId"`
+		AppID          string `json:"appId,omitempty"`
+		Name           string `json:"name,omitempty"`
+		CreatedAt      string `json:"createdAt"`
+		RevokedAt      string `json:"revokedAt,omitempty"`
+	}
+	out := tok{ID: t.ID, Hash: hex.EncodeToString(t.Hash), OrganizationID: t.OrganizationID, AppID: t.AppID,
+		Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339Nano)}
+	if t.Revoked() {
+		out.RevokedAt = t.RevokedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return out
 }
 
 // exportJSON drops the fields an export leaves out from a rendered item.

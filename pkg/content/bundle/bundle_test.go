@@ -3,8 +3,10 @@ package bundle
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
 )
@@ -142,6 +144,47 @@ func TestReadFile(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		case len(file.Bundle.Organizations) != 1 || file.Bundle.Organizations[0].ID != "o":
 			t.Errorf("%s: organizations %+v", tc.name, file.Bundle.Organizations)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	hash := strings.Repeat("0f", 32)
+	good := `{"organizations":[{"id":"o","name":"O"}],"tokens":[` +
+		`{"id":"0123456789abcdef","hash":"` + hash + `","organizationId":"o","appId":"a","name":"web","createdAt":"2026-01-02T03:04:05.123Z","revokedAt":"2026-02-01T00:00:00Z"},` +
+		`{"id":"fedcba9876543210","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z"}]}`
+	f, err := Read(strings.NewReader(good), JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Bundle.Tokens) != 2 || f.Bundle.Tokens[0].AppID != "a" || !f.Bundle.Tokens[0].Revoked() || f.Bundle.Tokens[1].Revoked() ||
+		f.Bundle.Tokens[0].CreatedAt.Format(time.RFC3339Nano) != "2026-01-02T03:04:05.123Z" || len(f.Bundle.Tokens[1].Hash) != 32 {
+		t.Fatalf("tokens %+v", f.Bundle.Tokens)
+	}
+	// Written and read back, the tokens are the same.
+	for _, format := range []Format{JSON, YAML} {
+		var sb strings.Builder
+		if err := Write(&sb, &f.Bundle, format); err != nil {
+			t.Fatal(err)
+		}
+		back, err := Read(strings.NewReader(sb.String()), format)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", format, err, sb.String())
+		}
+		if !reflect.DeepEqual(back.Bundle.Tokens, f.Bundle.Tokens) {
+			t.Errorf("%s: tokens %+v, want %+v", format, back.Bundle.Tokens, f.Bundle.Tokens)
+		}
+	}
+	for _, tc := range []struct{ token, want string }{
+		{`{"id":"t1","hash":"abc","organizationId":"o","createdAt":"2026-01-02T03:04:05Z"}`, `tokens[0] (id "t1"): hash: must be 64 hexadecimal characters`},
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o"}`, `tokens[0] (id "t1"): createdAt: is required`},
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"yesterday"}`, `createdAt: must be an RFC 3339 time`},
+		{`{"id":"t1","hash":"` + hash + `","createdAt":"2026-01-02T03:04:05Z","secret":"x"}`, `organizationId: is required`},
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","secret":"x"}`, `secret: is not a field of a token`},
+	} {
+		_, err := Read(strings.NewReader(`{"tokens":[`+tc.token+`]}`), JSON)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.token, err, tc.want)
 		}
 	}
 }
