@@ -2,7 +2,7 @@
 // content database: organizations, apps, access tokens and content
 // bundles. Global flags go before the command:
 //
-//	api [-content-db PATH] [-log-level LEVEL] <command> [flags]
+//	api [-content-db PATH|URL] [-log-level LEVEL] <command> [flags]
 //
 // Every global flag can also be set through the environment variable named
 // in its help; the flag wins. Run "api help" for the commands.
@@ -22,7 +22,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/admin"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/logging"
 )
@@ -39,7 +39,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs := envflag.New(flag.NewFlagSet("api", flag.ContinueOnError), lookupEnv)
 	flagOut := &countingWriter{w: stderr}
 	fs.SetOutput(flagOut)
-	contentDB := fs.String("content-db", "CONTENT_DB", "cms.db", "content database `path` (SQLite file)")
+	contentDB := fs.String("content-db", "CONTENT_DB", "cms.db", "content database: a SQLite file `path` or a postgres:// URL")
 	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "log `level`: debug, info, warn or error")
 	fs.Usage = func() { usage(ctx, fs.FlagSet, fs.Output()) }
 	if err := fs.Parse(args); err != nil {
@@ -86,11 +86,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	open := func(ctx context.Context) (content.Store, error) {
 		start := time.Now()
-		s, err := sqlite.Open(ctx, *contentDB)
+		s, err := contentdb.Open(ctx, *contentDB)
 		if err != nil {
 			return nil, err
 		}
-		log.Debug("content database open", "path", *contentDB, "elapsed", time.Since(start))
+		log.Debug("content database open", "database", contentdb.Describe(*contentDB), "elapsed", time.Since(start))
 		return s, nil
 	}
 	code := admin.Run(ctx, rest, stdout, stderr, open)

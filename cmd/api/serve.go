@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/chstore"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/contentapi"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/graphql"
@@ -59,9 +59,9 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	if err != nil {
 		return err
 	}
-	store, err := sqlite.Open(ctx, contentDB)
+	store, err := contentdb.Open(ctx, contentDB)
 	if err != nil {
-		return fmt.Errorf("open content database: %w", err)
+		return err
 	}
 	defer store.Close()
 	apiCfg := contentapi.Config{RefreshInterval: *refresh, OutageGrace: *grace, CacheMaxAge: *maxAge, HistoryRefresh: *historyRefresh}

@@ -110,7 +110,7 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 }
 
 // Invalidate makes the next read of the app see changes at once.
-func (a *API) Invalidate(appID string) { a.cache.Invalidate(appID) }
+func (a *API) Invalidate(appID string) { a.cache.Invalidate(appID) } // "" for every app
 
 // Register adds the content routes to r.
 func (a *API) Register(r gin.IRouter) {

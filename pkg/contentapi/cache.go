@@ -216,10 +216,22 @@ func (c *cache) fill(ctx context.Context, a *appCache, key string, e *entry, loa
 	v, err = load(ctx)
 }
 
-// Invalidate makes the next read of the app check its revision.
+// Invalidate makes the next read of the app check its revision; an empty
+// ID does so for every app, for when changes may have been missed.
 func (c *cache) Invalidate(appID string) {
-	a := c.app(appID)
-	a.mu.Lock()
-	a.checked, a.failed = time.Time{}, time.Time{}
-	a.mu.Unlock()
+	var apps []*appCache
+	if appID == "" {
+		c.mu.Lock()
+		for _, a := range c.apps {
+			apps = append(apps, a)
+		}
+		c.mu.Unlock()
+	} else {
+		apps = []*appCache{c.app(appID)}
+	}
+	for _, a := range apps {
+		a.mu.Lock()
+		a.checked, a.failed = time.Time{}, time.Time{}
+		a.mu.Unlock()
+	}
 }

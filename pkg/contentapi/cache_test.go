@@ -234,3 +234,20 @@ func TestCacheWithoutGraceFailsAtOnce(t *testing.T) {
 		t.Errorf("got %v with the store down and no grace; want the error", v)
 	}
 }
+
+func TestInvalidateEveryApp(t *testing.T) {
+	revs := &flaky{}
+	c := newCache(revs, time.Hour, 0)
+	for _, app := range []string{"a", "b"} {
+		if _, err := c.get(context.Background(), app, "k", func(context.Context) (any, error) { return "v1", nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revs.rev.Store(1)
+	c.Invalidate("")
+	for _, app := range []string{"a", "b"} {
+		if v, _ := c.get(context.Background(), app, "k", func(context.Context) (any, error) { return "v2", nil }); v != "v2" {
+			t.Errorf("app %s after invalidating every app: %v, want v2", app, v)
+		}
+	}
+}

@@ -46,7 +46,8 @@ type ServiceStore interface {
 
 // RevisionWatcher is a store that tells when another process changed an
 // app, so that replicas see changes at once rather than at their next
-// revision check.
+// revision check. An empty app ID means any app may have changed (the
+// watch was interrupted).
 type RevisionWatcher interface {
 	WatchRevisions(ctx context.Context, changed func(appID string)) error
 }

@@ -1,5 +1,6 @@
 // Package debpkg installs the Debian packages tests and local tools need
-// (ClickHouse, promtool) with apt when a command they provide is missing.
+// (ClickHouse, PostgreSQL, promtool) with apt when a command they provide
+// is missing.
 package debpkg
 
 import (
@@ -25,11 +26,19 @@ func Find(names ...string) (string, error) {
 // there, and returns the command's path. It needs root; out receives
 // apt's output.
 func Ensure(ctx context.Context, out io.Writer, names []string, packages ...string) (string, error) {
-	if p, err := Find(names...); err == nil {
+	return EnsureFound(ctx, out, func() (string, error) { return Find(names...) }, packages...)
+}
+
+// EnsureFound is Ensure for commands that are not found by name on PATH
+// (PostgreSQL's live in a versioned directory): find returns the path of
+// what the packages provide, or an error when it is missing.
+func EnsureFound(ctx context.Context, out io.Writer, find func() (string, error), packages ...string) (string, error) {
+	p, err := find()
+	if err == nil {
 		return p, nil
 	}
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("%s is missing and installing it needs root: apt-get install %v", names[0], packages)
+		return "", fmt.Errorf("%w, and installing it needs root: apt-get install %v", err, packages)
 	}
 	for _, args := range [][]string{
 		{"apt-get", "update", "-qq"},
@@ -42,7 +51,7 @@ func Ensure(ctx context.Context, out io.Writer, names []string, packages ...stri
 			return "", fmt.Errorf("%v: %w", args, err)
 		}
 	}
-	p, err := Find(names...)
+	p, err = find()
 	if err != nil {
 		return "", errors.Join(fmt.Errorf("installed %v", packages), err)
 	}

@@ -29,3 +29,13 @@ func TestEnsureFindsInstalledWithoutApt(t *testing.T) {
 		t.Errorf("Ensure = %q, %v", p, err)
 	}
 }
+
+func TestEnsureFoundUsesTheFinder(t *testing.T) {
+	calls := 0
+	find := func() (string, error) { calls++; return "/opt/x/bin/tool", nil }
+	// The finder says the command is there, so apt is not run (the
+	// package name would fail).
+	if p, err := EnsureFound(context.Background(), io.Discard, find, "no-such-package-name"); err != nil || p != "/opt/x/bin/tool" || calls != 1 {
+		t.Errorf("EnsureFound = %q, %v after %d calls", p, err, calls)
+	}
+}

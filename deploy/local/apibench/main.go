@@ -3,6 +3,7 @@
 //
 //	go run ./deploy/local/apibench [-duration 10s] [-runs 3] [-concurrency 64]
 //	go run ./deploy/local/apibench -suite knowledge [-concurrency 16]
+//	go run ./deploy/local/apibench -backend postgres   # either suite, on PostgreSQL
 //
 // The content suite (the default) is described below. The knowledge suite
 // imports 10,000 documents and 1,000 FAQs made from the evaluation corpus
@@ -49,6 +50,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/assistantcms/cms/pkg/childproc"
+	"github.com/assistantcms/cms/pkg/devpostgres"
 	"github.com/assistantcms/cms/pkg/loadgen"
 )
 
@@ -66,6 +68,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs of each loop; the report gives medians")
 	conc := flag.Int("concurrency", 0, "concurrent requests in the closed loops (default 64 for content, 16 for knowledge)")
 	suiteName := flag.String("suite", "content", "content (handlers) or knowledge (search, FAQ, suggestions)")
+	backend := flag.String("backend", "sqlite", "content database: sqlite (a file) or postgres (a private PostgreSQL server, installed with apt when missing)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -83,10 +86,14 @@ func main() {
 		default:
 			err = fmt.Errorf("unknown suite %q", *suiteName)
 		}
+		if err == nil && *backend != "sqlite" && *backend != "postgres" {
+			err = fmt.Errorf("unknown backend %q (sqlite or postgres)", *backend)
+		}
 		if err == nil {
 			if *conc <= 0 {
 				*conc = s.concurrency
 			}
+			s.backend = *backend
 			err = run(ctx, log, s, *duration, *runs, *conc)
 		}
 	}
@@ -182,6 +189,8 @@ type suite struct {
 	// otherwise p99 of the closed loop is judged.
 	halfLoad bool
 	goals    func(name string) (ratio float64, p99 time.Duration)
+	// backend is the content database: sqlite or postgres.
+	backend string
 }
 
 func contentSuite() suite {
@@ -217,6 +226,23 @@ func run(ctx context.Context, log *slog.Logger, s suite, d time.Duration, runs, 
 		return fmt.Errorf("build: %w", err)
 	}
 	db := filepath.Join(dir, "cms.db")
+	if s.backend == "postgres" {
+		if err := devpostgres.Install(ctx, os.Stderr); err != nil {
+			return err
+		}
+		// Its own directory, which the server's system user is given.
+		pgDir, err := os.MkdirTemp("", "cms-apibench-pg-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(pgDir)
+		pg, err := devpostgres.Start(ctx, devpostgres.Options{Dir: pgDir})
+		if err != nil {
+			return err
+		}
+		defer pg.Stop()
+		db = pg.DSN(pg.Database())
+	}
 	bundlePath := filepath.Join(dir, "bundle.json")
 	bundleBytes, err := s.bundle()
 	if err != nil {
@@ -365,7 +391,7 @@ func report(s suite, eps []endpoint, results []result, conc int, d time.Duration
 		}
 		return "NOT met"
 	}
-	fmt.Printf("\nContent API on loopback, concurrency %d, %d runs of %s (medians).\n\n", conc, runs, d)
+	fmt.Printf("\nContent API on loopback, content database %s, concurrency %d, %d runs of %s (medians).\n\n", s.backend, conc, runs, d)
 	head := "| endpoint | body | requests/s | p50 | p99 | ceiling requests/s | ceiling p99 | api / ceiling |"
 	rule := "|---|---:|---:|---:|---:|---:|---:|---:|"
 	if s.halfLoad {

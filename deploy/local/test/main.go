@@ -2,11 +2,12 @@
 //
 //	go run ./deploy/local/test [go test flags]
 //
-// The tests start their own Kafka-protocol broker and ClickHouse server
-// on loopback ports; ClickHouse comes from Debian's packages and is
-// installed with apt when missing (as root), as are promtool (Debian's
-// prometheus package), which checks the alerting rules and the dashboards'
-// queries, and Chromium, which renders the status page in its test.
+// The tests start their own Kafka-protocol broker, ClickHouse server and
+// PostgreSQL server on loopback ports; ClickHouse and PostgreSQL come from
+// Debian's packages and are installed with apt when missing (as root), as
+// are promtool (Debian's prometheus package), which checks the alerting
+// rules and the dashboards' queries, and Chromium, which renders the status
+// page in its test.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/debpkg"
 	"github.com/assistantcms/cms/pkg/devclickhouse"
+	"github.com/assistantcms/cms/pkg/devpostgres"
 )
 
 func main() {
@@ -26,6 +28,10 @@ func main() {
 	defer stop()
 	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "test: install ClickHouse:", err)
+		os.Exit(1)
+	}
+	if err := devpostgres.Install(ctx, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "test: install PostgreSQL:", err)
 		os.Exit(1)
 	}
 	for _, tool := range []struct{ bin, pkg string }{

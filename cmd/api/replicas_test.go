@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/childproc"
+	"github.com/assistantcms/cms/pkg/devbroker"
+	"github.com/assistantcms/cms/pkg/devpostgres"
+)
+
+// TestReplicasShareOnePostgreSQL moves content and a token from SQLite to
+// PostgreSQL with api export --tokens and api import, then runs two api
+// processes on that database, as replicas behind a load balancer do: the
+// moved token works, a change written through one replica shows on the
+// other within a second, though each checks revisions only hourly, and a
+// revoked token stops working on both and on an ingest process within the
+// token cache's lifetime.
+func TestReplicasShareOnePostgreSQL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pg, err := devpostgres.Start(ctx, devpostgres.Options{Dir: pgDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	dsn := pg.DSN(pg.Database())
+
+	dir := t.TempDir()
+	if err := childproc.GoBuild(ctx, dir, "./cmd/api", "./cmd/ingest"); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "api")
+	brokerBin, err := devbroker.Build(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker := devbroker.StartForTest(t, brokerBin)
+	admin := func(db string, args ...string) string {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, bin, append([]string{"-content-db", db}, args...)...).Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("api %v: %v\n%s", args, err, stderr)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	// The content starts on SQLite, with a token issued there, and moves
+	// to PostgreSQL as a deployment outgrowing one node does.
+	lite := filepath.Join(dir, "cms.db")
+	admin(lite, "import", "../../deploy/demo/content.yaml")
+	token := admin(lite, "demo", "--quiet")
+	moved := filepath.Join(dir, "everything.json")
+	admin(lite, "export", "--tokens", "-o", moved)
+	if out := admin(dsn, "import", moved); !strings.Contains(out, "tokens: 1 created") {
+		t.Fatalf("import into PostgreSQL: %s", out)
+	}
+
+	const tokenTTL = 2 * time.Second
+	start := func(name string, args []string, env ...string) string {
+		t.Helper()
+		port, err := devbroker.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(append(os.Environ(), "CONTENT_DB="+dsn, "TOKEN_CACHE_TTL="+tokenTTL.String(), "RATE_LIMIT_RPS=0"), env...)
+		cmd.Env = append(cmd.Env, fmt.Sprintf("API_ADDR=127.0.0.1:%d", port), fmt.Sprintf("INGEST_ADDR=127.0.0.1:%d", port))
+		var logs syncBuffer
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		proc, err := childproc.Start(name, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := proc.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
+				t.Errorf("%s: %v\n%s", name, err, logs.String())
+			}
+		})
+		waitUntil(t, 30*time.Second, name+" ready", func() bool {
+			return status(ctx, base+"/readyz", "") == http.StatusOK
+		})
+		return base
+	}
+	var replicas [2]string
+	for i := range replicas {
+		replicas[i] = start(fmt.Sprintf("api replica %d", i), []string{bin, "serve"}, "CONTENT_REFRESH_INTERVAL=1h")
+	}
+	ingest := start("ingest", []string{filepath.Join(dir, "ingest")}, "KAFKA_BROKERS="+broker.Addr(), "EVENTS_TOPIC=replicas-events",
+		"QUARANTINE_TOPIC=replicas-quarantine", "TOPIC_PARTITIONS=1")
+	sendEvent := func() int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, ingest+"/cms/app/events",
+			strings.NewReader(`{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web-chat","platform":"web","sessionId":"s1","userId":"u1","selectedHandler":"LaunchRequest"}]}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := sendEvent(); code != http.StatusOK {
+		t.Fatalf("ingest on PostgreSQL with the moved token: %d", code)
+	}
+	read := func(replica, path string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, replica+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	// Both replicas cache the list before the change.
+	for _, r := range replicas {
+		if code, body := read(r, "/cms/entity"); code != http.StatusOK || strings.Contains(body, "SHARED_ENTITY") {
+			t.Fatalf("%s before the change: %d %s", r, code, body)
+		}
+	}
+
+	mutation := `{"query":"mutation { addEntity(entity: {entityId: \"SHARED_ENTITY\", displayName: \"Shared\"}) { entityId } }"}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, replicas[0]+"/cms/graphql", strings.NewReader(mutation))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	written := time.Now()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "SHARED_ENTITY") {
+		t.Fatalf("addEntity through replica 0: %d %s", resp.StatusCode, body)
+	}
+	waitUntil(t, 5*time.Second, "the change on replica 1", func() bool {
+		_, body := read(replicas[1], "/cms/entity")
+		return strings.Contains(body, "SHARED_ENTITY")
+	})
+	if took := time.Since(written); took > time.Second {
+		t.Errorf("the change took %v to show on the other replica; want under 1s", took)
+	} else {
+		t.Logf("the change showed on the other replica after %v", took.Round(time.Millisecond))
+	}
+
+	// Revoked by another process: both api replicas and ingest refuse the
+	// token once their cached lookups expire.
+	admin(dsn, "token", "revoke", strings.Split(token, "_")[1])
+	revoked := time.Now()
+	for _, r := range replicas {
+		waitUntil(t, 30*time.Second, "the revocation on "+r, func() bool {
+			code, _ := read(r, "/cms/app")
+			return code == http.StatusUnauthorized
+		})
+	}
+	waitUntil(t, 30*time.Second, "the revocation on ingest", func() bool { return sendEvent() == http.StatusUnauthorized })
+	if took := time.Since(revoked); took > tokenTTL+2*time.Second {
+		t.Errorf("the revocation took %v to reach every replica; want within the token cache TTL (%v)", took, tokenTTL)
+	}
+}
+
+// pgDir is a directory the server's system user can reach.
+func pgDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cms-pg-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func status(ctx context.Context, url, token string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

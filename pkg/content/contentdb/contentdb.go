@@ -1,0 +1,60 @@
+// Package contentdb opens the content database a DSN names, so that every
+// command takes one setting: a postgres:// or postgresql:// URL opens
+// PostgreSQL, shared by any number of replicas; anything else is the path
+// of a SQLite file, for a single node.
+package contentdb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/postgres"
+	"github.com/assistantcms/cms/pkg/content/sqlite"
+)
+
+// Store is what both backends offer.
+type Store interface {
+	content.Store
+	Ping(ctx context.Context) error
+	SchemaVersion(ctx context.Context) (int, error)
+}
+
+// IsPostgres reports whether dsn names a PostgreSQL database.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// Open opens and migrates the database dsn names. Errors never repeat a
+// PostgreSQL URL, which may hold a password.
+func Open(ctx context.Context, dsn string) (Store, error) {
+	if IsPostgres(dsn) {
+		s, err := postgres.Open(ctx, dsn) // its errors name the database
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	s, err := sqlite.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open content database %s: %w", dsn, err)
+	}
+	return s, nil
+}
+
+// Describe names the database for logs: a PostgreSQL URL without its
+// user information and parameters, a SQLite path as it is.
+func Describe(dsn string) string {
+	if !IsPostgres(dsn) {
+		return dsn
+	}
+	rest := dsn[strings.Index(dsn, "://")+3:]
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		rest = rest[at+1:]
+	}
+	if q := strings.IndexByte(rest, '?'); q >= 0 {
+		rest = rest[:q]
+	}
+	return "postgres://" + rest
+}
