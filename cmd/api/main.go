@@ -39,7 +39,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs := envflag.New(flag.NewFlagSet("api", flag.ContinueOnError), lookupEnv)
 	flagOut := &countingWriter{w: stderr}
 	fs.SetOutput(flagOut)
-	contentDB := fs.String("content-db", "CONTENT_DB", "cms.db", "content database: a SQLite file `path` or a postgres:// URL")
+	contentDB := fs.Secret("content-db", "CONTENT_DB", "cms.db", "content database: a SQLite file `path` or a postgres:// URL")
 	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "log `level`: debug, info, warn or error")
 	fs.Usage = func() { usage(ctx, fs.FlagSet, fs.Output()) }
 	if err := fs.Parse(args); err != nil {

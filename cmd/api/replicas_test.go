@@ -32,7 +32,9 @@ func TestReplicasShareOnePostgreSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pg.Stop()
+	// A cleanup, not a defer: the processes below, stopped by cleanups
+	// registered later, stop before the database does.
+	t.Cleanup(func() { _ = pg.Stop() })
 	dsn := pg.DSN(pg.Database())
 
 	dir := t.TempDir()
@@ -64,7 +66,7 @@ func TestReplicasShareOnePostgreSQL(t *testing.T) {
 	token := admin(lite, "demo", "--quiet")
 	moved := filepath.Join(dir, "everything.json")
 	admin(lite, "export", "--tokens", "-o", moved)
-	if out := admin(dsn, "import", moved); !strings.Contains(out, "tokens: 1 created") {
+	if out := admin(dsn, "import", "--tokens", moved); !strings.Contains(out, "tokens: 1 created") {
 		t.Fatalf("import into PostgreSQL: %s", out)
 	}
 
@@ -210,4 +212,101 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestServeThroughAPostgreSQLOutage stops the database under a running api:
+// through the outage grace, answers cached before keep coming, what was not
+// cached gets 503 and the api stays in rotation; after it, readiness fails
+// naming the database; all is well again once the database is back.
+func TestServeThroughAPostgreSQLOutage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pg, err := devpostgres.Start(ctx, devpostgres.Options{Dir: pgDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	dsn := pg.DSN(pg.Database())
+	dir := t.TempDir()
+	if err := childproc.GoBuild(ctx, dir, "./cmd/api"); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "api")
+	for _, args := range [][]string{{"import", "../../deploy/demo/content.yaml"}} {
+		if out, err := exec.CommandContext(ctx, bin, append([]string{"-content-db", dsn}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("api %v: %v\n%s", args, err, out)
+		}
+	}
+	out, err := exec.CommandContext(ctx, bin, "-content-db", dsn, "demo", "--quiet").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(out))
+	port, err := devbroker.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cmd := exec.Command(bin, "serve")
+	// The token lookup stays cached for the whole outage.
+	const grace = 10 * time.Second
+	cmd.Env = append(os.Environ(), "CONTENT_DB="+dsn, "API_ADDR="+base[len("http://"):], "TOKEN_CACHE_TTL=30s",
+		"RATE_LIMIT_RPS=0", "CONTENT_OUTAGE_GRACE="+grace.String())
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	proc, err := childproc.Start("api", cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := proc.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
+			t.Errorf("api: %v\n%s", err, logs.String())
+		}
+	}()
+	waitUntil(t, 30*time.Second, "api ready", func() bool { return status(ctx, base+"/readyz", "") == http.StatusOK })
+	const cached, uncached = "/cms/handler/OpeningHours", "/cms/entity"
+	if code := status(ctx, base+cached, token); code != http.StatusOK {
+		t.Fatalf("before the outage: %d", code)
+	}
+
+	if code := status(ctx, base+"/readyz", ""); code != http.StatusOK {
+		t.Fatalf("readiness before the outage: %d", code)
+	}
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{cached, http.StatusOK},
+		{uncached, http.StatusServiceUnavailable},
+		{"/readyz", http.StatusOK}, // still in rotation, answering from its cache
+	} {
+		if code := status(ctx, base+tc.path, token); code != tc.want {
+			t.Errorf("%s during the outage: %d, want %d", tc.path, code, tc.want)
+		}
+	}
+	if took := time.Since(stopped); took > grace/2 {
+		t.Fatalf("the checks within the grace took %v; the machine is too slow for this test's %v grace", took, grace)
+	}
+	waitUntil(t, grace+20*time.Second, "readiness failing after the grace", func() bool {
+		return status(ctx, base+"/readyz", "") == http.StatusServiceUnavailable
+	})
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "content_db") || strings.Contains(string(body), "postgres@") {
+		t.Errorf("readiness body %q: want it to name the content database check, without the URL's user", body)
+	}
+
+	if err := pg.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "readiness back", func() bool { return status(ctx, base+"/readyz", "") == http.StatusOK })
+	waitUntil(t, 10*time.Second, "uncached reads back", func() bool { return status(ctx, base+uncached, token) == http.StatusOK })
 }

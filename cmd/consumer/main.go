@@ -43,7 +43,7 @@ func run(args []string) error {
 	chAddrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses")
 	chDB := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", "ClickHouse database of the tables")
 	chUser := fs.String("clickhouse-user", "CLICKHOUSE_USER", "default", "ClickHouse user")
-	chPassword := fs.String("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
+	chPassword := fs.Secret("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
 	retention := fs.Int("retention-days", "RETENTION_DAYS", 0, "drop events older than this many days (servers with TTL); 0 keeps them")
 	batchRows := fs.Int("batch-rows", "BATCH_ROWS", consumer.DefaultBatchRows, "insert once a batch holds this many messages")
 	flushInterval := fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message")

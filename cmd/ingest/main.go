@@ -36,7 +36,7 @@ func run(args []string) error {
 	quarantineTopic := fs.String("quarantine-topic", "QUARANTINE_TOPIC", "cms.events.quarantine", "topic for rejected events and their reasons")
 	partitions := fs.Int("topic-partitions", "TOPIC_PARTITIONS", 6, "partitions of topics created at start-up")
 	replication := fs.Int("topic-replication", "TOPIC_REPLICATION", 1, "replication factor of topics created at start-up")
-	contentDB := fs.String("content-db", "CONTENT_DB", "cms.db", "content database holding apps and tokens: a SQLite file path or a postgres:// URL")
+	contentDB := fs.Secret("content-db", "CONTENT_DB", "cms.db", "content database holding apps and tokens: a SQLite file path or a postgres:// URL")
 	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
 	maxEvents := fs.Int("max-events", "MAX_EVENTS", event.DefaultMaxEvents, "most events in one batch")
 	maxEventBytes := fs.Int("max-event-bytes", "MAX_EVENT_BYTES", event.DefaultMaxEventBytes, "largest event in bytes, as sent (with appId filled in)")

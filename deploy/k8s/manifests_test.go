@@ -435,7 +435,7 @@ func readEnv(dir string, funcs []string) (map[string]bool, error) {
 					return true
 				}
 				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok || !slices.Contains([]string{"String", "Int", "Int64", "Float64", "Duration", "Bool"}, sel.Sel.Name) {
+				if !ok || !slices.Contains([]string{"String", "Secret", "Int", "Int64", "Float64", "Duration", "Bool"}, sel.Sel.Name) {
 					return true
 				}
 				flagName, ok1 := stringLit(call.Args[0])

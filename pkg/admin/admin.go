@@ -74,7 +74,7 @@ func commands() []command {
 		{"token list", "[--app APPID] [--org ORGID] [--json]", "list tokens (never their secrets)", tokenList},
 		{"token revoke", "ID", "revoke a token by id (or by the token itself)", tokenRevoke},
 		{"demo", "[--quiet] [--rotate]", "ensure demo-org and demo-app exist and print a new demo-app token", demo},
-		{"import", "[--format json|yaml] FILE", "upsert a content bundle (organizations, apps, intents, handlers, entities, FAQs, documents) in one transaction", importBundle},
+		{"import", "[--format json|yaml] [--tokens] FILE", "upsert a content bundle (organizations, apps, intents, handlers, entities, FAQs, documents) in one transaction", importBundle},
 		{"export", "[--app APPID | --org ORGID] [-o FILE] [--format json|yaml] [--tokens]", "write content (and with --tokens, access tokens' hashes) as a bundle that import reads back", exportBundle},
 		{"migrate", "", "apply pending schema migrations and print the schema version", migrate},
 	}

@@ -17,6 +17,7 @@ import (
 
 func importBundle(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	format := fs.String("format", "", "`json` or yaml (default: from the file name; json for -)")
+	tokens := fs.Bool("tokens", false, "also create the access tokens the bundle holds (from export --tokens)")
 	if err := parse(fs, args, 1); err != nil {
 		return err
 	}
@@ -24,6 +25,11 @@ func importBundle(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 	f, err := readBundle(path, *format)
 	if err != nil {
 		return err
+	}
+	// Tokens are credentials: a content bundle from an editor or a build
+	// must not be able to add one by accident or design.
+	if len(f.Bundle.Tokens) > 0 && !*tokens {
+		return &userError{fmt.Sprintf("import %s: nothing was changed: the bundle holds %d access tokens; import them with --tokens", path, len(f.Bundle.Tokens)), nil}
 	}
 	st, err := c.db(ctx)
 	if err != nil {

@@ -203,7 +203,11 @@ func TestExportWithTokensMovesADatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "all.json")
 	from.must("export", "--tokens", "-o", path)
 
-	if out := to.must("import", path); !strings.Contains(out, "tokens: 3 created, 0 revoked, 0 unchanged") {
+	// Tokens are credentials: a plain import refuses them.
+	if r := to.run("import", path); r.code != ExitFailure || !strings.Contains(r.stderr, "holds 3 access tokens; import them with --tokens") {
+		t.Errorf("import without --tokens: %d %q", r.code, r.stderr)
+	}
+	if out := to.must("import", "--tokens", path); !strings.Contains(out, "tokens: 3 created, 0 revoked, 0 unchanged") {
 		t.Errorf("first import: %q", out)
 	}
 	ctx := t.Context()
@@ -231,12 +235,12 @@ func TestExportWithTokensMovesADatabase(t *testing.T) {
 		t.Error("the revoked token works after the move")
 	}
 	// Again: nothing changes. A revocation made since moves over.
-	if out := to.must("import", path); !strings.Contains(out, "tokens: 0 created, 0 revoked, 3 unchanged") || !strings.Contains(out, " 0 created, 0 updated,") {
+	if out := to.must("import", "--tokens", path); !strings.Contains(out, "tokens: 0 created, 0 revoked, 3 unchanged") || !strings.Contains(out, " 0 created, 0 updated,") {
 		t.Errorf("second import: %q", out)
 	}
 	from.must("token", "revoke", strings.Split(appSecret, "_")[1])
 	from.must("export", "--tokens", "-o", path)
-	if out := to.must("import", path); !strings.Contains(out, "tokens: 0 created, 1 revoked, 2 unchanged") {
+	if out := to.must("import", "--tokens", path); !strings.Contains(out, "tokens: 0 created, 1 revoked, 2 unchanged") {
 		t.Errorf("import after a revocation: %q", out)
 	}
 	// A token that exists with another hash is never overwritten.
@@ -248,7 +252,7 @@ func TestExportWithTokensMovesADatabase(t *testing.T) {
 	if err := os.WriteFile(path, []byte(forged), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := to.run("import", path); r.code != ExitFailure || !strings.Contains(r.stderr, "exists with another secret or owner") {
+	if r := to.run("import", "--tokens", path); r.code != ExitFailure || !strings.Contains(r.stderr, "exists with another secret or owner") {
 		t.Errorf("import of a token with another hash: %d %q", r.code, r.stderr)
 	}
 }

@@ -112,6 +112,30 @@ func (c *checker) object(v any, path string) (map[string]any, bool) {
 	return m, ok
 }
 
+// noNUL refuses U+0000 anywhere in a document, keys included: PostgreSQL
+// cannot store it, and content that one backend takes must move to the
+// other.
+func (c *checker) noNUL(v any, path string) {
+	switch v := v.(type) {
+	case string:
+		if strings.ContainsRune(v, 0) {
+			c.add(path, "must not contain the NUL character (U+0000)")
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			if strings.ContainsRune(k, 0) {
+				c.add(join(path, strings.ReplaceAll(k, "\x00", `\u0000`)), "must not contain the NUL character (U+0000) in its name")
+				continue
+			}
+			c.noNUL(v[k], join(path, k))
+		}
+	case []any:
+		for i, x := range v {
+			c.noNUL(x, fmt.Sprintf("%s[%d]", path, i))
+		}
+	}
+}
+
 // field returns an optional member; ok is false when it is absent or null.
 func field(obj map[string]any, key string) (any, bool) {
 	v, ok := obj[key]
@@ -191,6 +215,7 @@ func ParseRecord(kind Kind, v any, appID, path string) (Record, []Problem) {
 	if !ok {
 		return Record{}, c.problems
 	}
+	c.noNUL(obj, path)
 	r := Record{Kind: kind}
 	r.AppID = c.ownerID(obj, "appId", path, appID)
 	r.ID = c.id(obj, kind.IDField(), path)
@@ -275,6 +300,7 @@ func ParseApp(v any, path string) (App, []Problem) {
 	if !ok {
 		return App{}, c.problems
 	}
+	c.noNUL(obj, path)
 	a := App{ID: c.id(obj, "appId", path), OrganizationID: c.id(obj, "organizationId", path)}
 	a.Name = c.str(obj, "name", path, true)
 	c.strings(obj, "examplePhrases", path)
@@ -308,6 +334,7 @@ func ParseOrganization(v any, path string) (Organization, []Problem) {
 	if !ok {
 		return Organization{}, c.problems
 	}
+	c.noNUL(obj, path)
 	o := Organization{ID: c.id(obj, "id", path), Name: c.str(obj, "name", path, true)}
 	for _, k := range sortedKeys(obj) {
 		if k != "id" && k != "name" && !IsServerField(k) {
@@ -326,6 +353,7 @@ func ParseToken(v any, path string) (Token, []Problem) {
 	if !ok {
 		return Token{}, c.problems
 	}
+	c.noNUL(obj, path)
 	t := Token{ID: c.id(obj, "id", path), OrganizationID: c.id(obj, "organizationId", path),
 		AppID: c.str(obj, "appId", path, false), Name: c.str(obj, "name", path, false)}
 	if h := c.str(obj, "hash", path, true); h != "" {

@@ -122,3 +122,27 @@ func TestParseApp(t *testing.T) {
 		t.Errorf("problems %q, want %q", got, want)
 	}
 }
+
+func TestNULIsRefusedEverywhere(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		doc  any
+		want string
+	}{
+		{"top-level field", map[string]any{"entityId": "E", "displayName": "a\x00b"}, "displayName: must not contain the NUL character"},
+		{"nested value", map[string]any{"entityId": "E", "values": []any{map[string]any{"name": "x\x00"}}}, "values[0].name: must not contain the NUL character"},
+		{"key", map[string]any{"entityId": "E", "extra\x00": 1}, "must not contain the NUL character (U+0000) in its name"},
+	} {
+		_, problems := ParseRecord(KindEntity, tc.doc, "app", "")
+		var all []string
+		for _, p := range problems {
+			all = append(all, p.Error())
+		}
+		if !strings.Contains(strings.Join(all, "; "), tc.want) {
+			t.Errorf("%s: problems %v, want one with %q", tc.name, all, tc.want)
+		}
+	}
+	if _, problems := ParseOrganization(map[string]any{"id": "o", "name": "N\x00"}, ""); len(problems) == 0 {
+		t.Error("an organization name with NUL was accepted")
+	}
+}

@@ -353,7 +353,9 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestMetricsAndHealth(t *testing.T) {
-	e := newEnv(t, ServiceConfig{})
+	// No outage grace: readiness follows the database at once (the grace
+	// has its own test).
+	e := newEnv(t, ServiceConfig{API: Config{OutageGrace: -1}})
 	e.get("/cms/handler/HelpIntent", "app1")
 	e.get("/cms/handler/Nope", "app1")
 	m := e.get("/metrics", "")

@@ -46,9 +46,13 @@ type cache struct {
 }
 
 type appCache struct {
-	mu      sync.Mutex
-	rev     int64
+	mu  sync.Mutex
+	rev int64
+	// known says rev has been read; checked is when it last was, and
+	// recheck asks for a read at the next lookup whatever the interval.
+	known   bool
 	checked time.Time
+	recheck bool
 	// failed and failure are the last failed revision read: it is not
 	// tried again within the refresh interval, so that an unreachable
 	// store does not cost every request its timeout.
@@ -77,6 +81,9 @@ func (e *entry) loaded() bool {
 		return false
 	}
 }
+
+// revisionTimeout bounds one read of an app's revision.
+const revisionTimeout = 2 * time.Second
 
 func newCache(revs RevisionSource, refresh, grace time.Duration) *cache {
 	return &cache{revs: revs, refresh: refresh, grace: grace, now: time.Now, apps: map[string]*appCache{}}
@@ -127,13 +134,18 @@ func (c *cache) getOrStale(ctx context.Context, appID, key string, load func(ctx
 func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx context.Context) (any, error), staleOK bool) (any, error) {
 	a := c.app(appID)
 	a.mu.Lock()
-	if now := c.now(); a.checked.IsZero() || now.Sub(a.checked) >= c.refresh {
+	if now := c.now(); !a.known || a.recheck || now.Sub(a.checked) >= c.refresh {
 		// The revision is read before anything is loaded, so what is
 		// cached is never older than the revision it is filed under.
 		var rev int64
 		err := a.failure
 		if a.failed.IsZero() || now.Sub(a.failed) >= c.refresh {
-			if rev, err = c.revs.Revision(ctx, appID); err != nil {
+			// Bounded on its own: the app's lock is held, and a database
+			// that drops packets must not hold every request for minutes.
+			rctx, cancel := context.WithTimeout(ctx, revisionTimeout)
+			rev, err = c.revs.Revision(rctx, appID)
+			cancel()
+			if err != nil {
 				if ctx.Err() == nil { // not this request giving up
 					a.failed, a.failure = now, err
 				}
@@ -147,14 +159,14 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 			// that much older than the outage, and failing every read
 			// of a short outage helps nobody. Anything not cached fails.
 			e, ok := a.entries[key]
-			fresh := !a.checked.IsZero() && now.Sub(a.checked) < c.refresh+c.grace
+			fresh := a.known && now.Sub(a.checked) < c.refresh+c.grace
 			a.mu.Unlock()
 			if ok && fresh && e.loaded() && e.err == nil {
 				return e.v, nil
 			}
 			return nil, err
 		}
-		if rev != a.rev || a.checked.IsZero() {
+		if rev != a.rev || !a.known {
 			for k, e := range a.entries {
 				if e.staleOK && e.loaded() && e.err == nil {
 					a.stale[k] = e
@@ -163,7 +175,7 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 			a.entries = map[string]*entry{}
 			a.rev = rev
 		}
-		a.checked = now
+		a.known, a.checked, a.recheck = true, now, false
 	}
 	e, found := a.entries[key]
 	if !found {
@@ -231,7 +243,9 @@ func (c *cache) Invalidate(appID string) {
 	}
 	for _, a := range apps {
 		a.mu.Lock()
-		a.checked, a.failed = time.Time{}, time.Time{}
+		// What is cached stays unless the revision has moved, so a
+		// spurious invalidation costs one read, not rebuilt indexes.
+		a.recheck, a.failed = true, time.Time{}
 		a.mu.Unlock()
 	}
 }

@@ -251,3 +251,50 @@ func TestInvalidateEveryApp(t *testing.T) {
 		}
 	}
 }
+
+func TestInvalidateKeepsValuesOfAnUnchangedRevision(t *testing.T) {
+	revs := &flaky{}
+	c := newCache(revs, time.Hour, 0)
+	var loads atomic.Int32
+	load := func(context.Context) (any, error) { loads.Add(1); return "v", nil }
+	for range 2 {
+		if _, err := c.get(context.Background(), "app", "index", load); err != nil {
+			t.Fatal(err)
+		}
+		c.Invalidate("app")
+		c.Invalidate("")
+	}
+	if n, reads := loads.Load(), revs.calls.Load(); n != 1 || reads != 2 {
+		t.Errorf("%d loads and %d revision reads; want 1 load (the revision did not move) and a read after each invalidation", n, reads)
+	}
+}
+
+func TestReadinessFailsOnlyAfterTheGrace(t *testing.T) {
+	var down atomic.Bool
+	ping := func(context.Context) error {
+		if down.Load() {
+			return errors.New("content store unreachable")
+		}
+		return nil
+	}
+	clock := time.Unix(1_800_000_000, 0)
+	check := pingWithin(ping, 30*time.Second, func() time.Time { return clock })
+	down.Store(true)
+	if err := check(context.Background()); err == nil {
+		t.Error("ready before the store ever answered")
+	}
+	down.Store(false)
+	if err := check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	for _, tc := range []struct {
+		after   time.Duration
+		wantErr bool
+	}{{time.Second, false}, {29 * time.Second, false}, {30 * time.Second, true}} {
+		clock = time.Unix(1_800_000_000, 0).Add(tc.after)
+		if err := check(context.Background()); (err != nil) != tc.wantErr {
+			t.Errorf("%v into the outage: %v, want error %v", tc.after, err, tc.wantErr)
+		}
+	}
+}

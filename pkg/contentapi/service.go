@@ -34,6 +34,27 @@ type ServiceConfig struct {
 	StatusInterval time.Duration
 }
 
+// pingWithin fails readiness only once the store has not answered for
+// longer than grace: until then the api answers from its cache, and
+// taking it out of rotation sooner would drop exactly the answers the
+// grace is for.
+func pingWithin(ping func(context.Context) error, grace time.Duration, now func() time.Time) func(context.Context) error {
+	var mu sync.Mutex
+	var answered time.Time
+	return func(ctx context.Context) error {
+		err := ping(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		switch t := now(); {
+		case err == nil:
+			answered = t
+		case !answered.IsZero() && t.Sub(answered) < grace:
+			return nil
+		}
+		return err
+	}
+}
+
 // DefaultStatusInterval is how often the status page's sources are read.
 const DefaultStatusInterval = 2 * time.Second
 
@@ -49,7 +70,7 @@ type ServiceStore interface {
 // revision check. An empty app ID means any app may have changed (the
 // watch was interrupted).
 type RevisionWatcher interface {
-	WatchRevisions(ctx context.Context, changed func(appID string)) error
+	WatchRevisions(ctx context.Context, changed func(appID string), failed func(error)) error
 }
 
 // Service is a running api process: the content routes plus /metrics,
@@ -81,7 +102,14 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	metrics := NewMetrics(reg)
 
 	checker := health.New()
-	checker.Add("content_db", store.Ping)
+	grace := cfg.API.OutageGrace
+	switch {
+	case grace == 0:
+		grace = DefaultOutageGrace
+	case grace < 0:
+		grace = 0
+	}
+	checker.Add("content_db", pingWithin(store.Ping, grace, time.Now))
 
 	api := New(cfg.API, store, authn, limiter, log)
 	// Gin's debug mode prints every route to stdout; the mode is Gin's own
@@ -149,7 +177,10 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	bg.Go(func() { s.status.Run(sctx) })
 	if s.watcher != nil {
 		bg.Go(func() {
-			if err := s.watcher.WatchRevisions(sctx, s.api.Invalidate); err != nil && sctx.Err() == nil {
+			failed := func(err error) {
+				s.log.Warn("watching content changes: connection lost; reconnecting (until then changes by other replicas show within the refresh interval)", "err", err)
+			}
+			if err := s.watcher.WatchRevisions(sctx, s.api.Invalidate, failed); err != nil && sctx.Err() == nil {
 				s.log.Error("watching content changes stopped; changes by other replicas show within the refresh interval", "err", err)
 			}
 		})

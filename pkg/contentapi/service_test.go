@@ -24,7 +24,7 @@ type watchingStore struct {
 	watched chan struct{} // closed when WatchRevisions returns
 }
 
-func (w *watchingStore) WatchRevisions(ctx context.Context, changed func(appID string)) error {
+func (w *watchingStore) WatchRevisions(ctx context.Context, changed func(appID string), _ func(error)) error {
 	defer close(w.watched)
 	for {
 		select {

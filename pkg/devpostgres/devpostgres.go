@@ -342,10 +342,12 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 }
 
+// ping connects through the server's own Unix socket: over TCP, a port
+// this server failed to bind might answer from another server.
 func (s *Server) ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%d user=%s dbname=postgres sslmode=disable", s.dir, s.port, Superuser))
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,17 @@ func (s *Set) String(name, env, def, help string) *string {
 	return s.FlagSet.String(name, def, usage(help, env))
 }
 
+// Secret is String for values help must never print, such as passwords
+// and URLs that may hold them: the environment's value is used, but the
+// usage text shows def as the default.
+func (s *Set) Secret(name, env, def, help string) *string {
+	p := s.FlagSet.String(name, def, usage(help, env))
+	if v, ok := s.env(name, env); ok {
+		*p = v
+	}
+	return p
+}
+
 // Int defines an int flag with default from env.
 func (s *Set) Int(name, env string, def int, help string) *int {
 	if v, ok := s.env(name, env); ok {

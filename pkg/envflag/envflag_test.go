@@ -86,3 +86,33 @@ func TestList(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretIsUsedButNeverShown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"default", nil, nil, "cms.db"},
+		{"from the environment", map[string]string{"CONTENT_DB": "postgres://u:s3cret@db/cms"}, nil, "postgres://u:s3cret@db/cms"},
+		{"flag wins", map[string]string{"CONTENT_DB": "postgres://u:s3cret@db/cms"}, []string{"-content-db", "other.db"}, "other.db"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(flag.NewFlagSet("t", flag.ContinueOnError), func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			var help strings.Builder
+			s.SetOutput(&help)
+			v := s.Secret("content-db", "CONTENT_DB", "cms.db", "content database")
+			if err := s.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if *v != tc.want {
+				t.Errorf("value %q, want %q", *v, tc.want)
+			}
+			s.PrintDefaults()
+			if strings.Contains(help.String(), "s3cret") || !strings.Contains(help.String(), `(default "cms.db")`) {
+				t.Errorf("help shows %q", help.String())
+			}
+		})
+	}
+}

@@ -21,9 +21,19 @@ type Store interface {
 	SchemaVersion(ctx context.Context) (int, error)
 }
 
-// IsPostgres reports whether dsn names a PostgreSQL database.
+// IsPostgres reports whether dsn names a PostgreSQL database: a URL, or
+// libpq's keyword form ("host=db dbname=cms ...").
 func IsPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || isKeywords(dsn)
+}
+
+func isKeywords(dsn string) bool {
+	for _, f := range strings.Fields(dsn) {
+		if strings.HasPrefix(f, "host=") || strings.HasPrefix(f, "dbname=") {
+			return true
+		}
+	}
+	return false
 }
 
 // Open opens and migrates the database dsn names. Errors never repeat a
@@ -48,6 +58,15 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 func Describe(dsn string) string {
 	if !IsPostgres(dsn) {
 		return dsn
+	}
+	if isKeywords(dsn) {
+		var kept []string
+		for _, f := range strings.Fields(dsn) {
+			if strings.HasPrefix(f, "host=") || strings.HasPrefix(f, "port=") || strings.HasPrefix(f, "dbname=") {
+				kept = append(kept, f)
+			}
+		}
+		return strings.Join(kept, " ")
 	}
 	rest := dsn[strings.Index(dsn, "://")+3:]
 	if at := strings.LastIndex(rest, "@"); at >= 0 {

@@ -16,3 +16,15 @@ func TestDescribeHidesCredentials(t *testing.T) {
 		}
 	}
 }
+
+func TestIsPostgres(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"cms.db": false, "/data/cms.db": false, "file:cms.db?mode=ro": false,
+		"postgres://db/cms": true, "postgresql://db/cms": true,
+		"host=db dbname=cms": true, "dbname=cms": true,
+	} {
+		if got := IsPostgres(dsn); got != want {
+			t.Errorf("IsPostgres(%q) = %v, want %v", dsn, got, want)
+		}
+	}
+}

@@ -277,8 +277,8 @@ func (im *importer) app(ctx context.Context, a content.App) error {
 		 ON CONFLICT (id) DO NOTHING`,
 		[]any{a.ID, a.OrganizationID, a.Name, doc, im.now},
 		`UPDATE apps SET name = $2, doc = $3::jsonb, updated_at = $4, updated_at_ns = 0, revision = revision + 1
-		 WHERE id = $1 AND (name IS DISTINCT FROM $2 OR doc IS DISTINCT FROM $3::jsonb)`,
-		[]any{a.ID, a.Name, doc, im.now})
+		 WHERE id = $1 AND organization_id = $5 AND (name IS DISTINCT FROM $2 OR doc IS DISTINCT FROM $3::jsonb)`,
+		[]any{a.ID, a.Name, doc, im.now, a.OrganizationID})
 	switch {
 	case err == nil:
 	case pgErrorCode(err) == foreignKeyViolation:
@@ -287,10 +287,22 @@ func (im *importer) app(ctx context.Context, a content.App) error {
 	default:
 		return fmt.Errorf("write app %q: %w", a.ID, err)
 	}
-	im.owners[a.ID] = a.OrganizationID
 	if !changed {
+		// An app another transaction created after this import locked
+		// the apps it knew is not in owners: its owner is read here, so
+		// that it cannot be moved either.
+		var owner string
+		if err := im.tx.QueryRow(ctx, `SELECT organization_id FROM apps WHERE id = $1`, a.ID).Scan(&owner); err != nil {
+			return fmt.Errorf("read the organization of app %q: %w", a.ID, err)
+		}
+		if owner != a.OrganizationID {
+			return content.Problem{Path: "organizationId", Message: fmt.Sprintf(
+				"app %q belongs to organization %q; an app cannot move to another organization", a.ID, owner)}
+		}
+		im.owners[a.ID] = a.OrganizationID
 		return nil
 	}
+	im.owners[a.ID] = a.OrganizationID
 	im.notify[a.ID] = true
 	if _, err := im.tx.Exec(ctx, `DELETE FROM channel_keys WHERE app_id = $1`, a.ID); err != nil {
 		return fmt.Errorf("write channel keys of app %q: %w", a.ID, err)

@@ -177,14 +177,12 @@ func TestSchemaVersion(t *testing.T) {
 func TestConnectionSettings(t *testing.T) {
 	dsn := server.NewDatabase(t)
 	tests := []struct {
-		name          string
-		params        string
-		statement     string
-		lock          string
-		maxConns      int32
-		cancelsAfter  time.Duration // 0: no query is run against the limit
-		statementSQL  string
-		wantCancelled bool
+		name         string
+		params       string
+		statement    string
+		lock         string
+		maxConns     int32
+		cancelsAfter time.Duration // 0: no query is run against the limit
 	}{
 		{name: "defaults", params: "", statement: "5s", lock: "3s"},
 		{name: "parameters", params: "&statement_timeout=200ms&lock_timeout=100ms&pool_max_conns=2",
@@ -271,8 +269,17 @@ func TestStoppedServer(t *testing.T) {
 			t.Fatalf("Ping after restart: %v", err)
 		}
 	}
-	// The watcher reconnects, says so, and passes notifications on again.
+	// The watcher reconnects, says so, and passes notifications on again;
+	// it told why the connection it had ended.
 	w.ready(t)
+	select {
+	case err := <-w.failed:
+		if !strings.Contains(err.Error(), "watch revisions") {
+			t.Errorf("reported %v, want an error saying what failed", err)
+		}
+	default:
+		t.Error("the lost connection was not reported")
+	}
 	if err := s.CreateApp(ctx, content.App{ID: "app", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -281,16 +288,23 @@ func TestStoppedServer(t *testing.T) {
 
 // watcher collects what WatchRevisions reports.
 type watcher struct {
-	ch   chan string
-	done chan error
+	ch     chan string
+	done   chan error
+	failed chan error // why connections ended
 }
 
 // watch runs s.WatchRevisions until the test ends.
 func watch(t *testing.T, s *Store) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &watcher{ch: make(chan string, 1000), done: make(chan error, 1)}
-	go func() { w.done <- s.WatchRevisions(ctx, func(id string) { w.ch <- id }) }()
+	w := &watcher{ch: make(chan string, 1000), done: make(chan error, 1), failed: make(chan error, 100)}
+	report := func(err error) {
+		select {
+		case w.failed <- err:
+		default:
+		}
+	}
+	go func() { w.done <- s.WatchRevisions(ctx, func(id string) { w.ch <- id }, report) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -330,8 +344,8 @@ func (w *watcher) expect(t *testing.T, app string) {
 		if id != app {
 			t.Errorf("notified of %q, want %q", id, app)
 		}
-	case <-time.After(time.Second):
-		t.Errorf("no notification for %q within 1s", app)
+	case <-time.After(5 * time.Second): // the replicas test holds the 1 s goal
+		t.Errorf("no notification for %q within 5s", app)
 	}
 }
 
@@ -464,7 +478,7 @@ func TestWatchRevisions(t *testing.T) {
 func TestWatchRevisionsEndsWhenStoreCloses(t *testing.T) {
 	s, _ := openFresh(t)
 	done := make(chan error, 1)
-	go func() { done <- s.WatchRevisions(context.Background(), func(string) {}) }()
+	go func() { done <- s.WatchRevisions(context.Background(), func(string) {}, nil) }()
 	s.Close()
 	select {
 	case err := <-done:

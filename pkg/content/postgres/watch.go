@@ -15,6 +15,11 @@ import (
 const (
 	watchMinBackoff = 100 * time.Millisecond
 	watchMaxBackoff = 5 * time.Second
+	// watchCheck is how long the listening connection may stay silent
+	// before it is checked: a connection cut without a reset (a dropped
+	// route, a proxy's idle timeout) is otherwise noticed only by TCP
+	// keepalive, minutes later, while notifications are lost.
+	watchCheck = 30 * time.Second
 )
 
 // WatchRevisions calls changed with an app's ID each time a transaction
@@ -28,8 +33,9 @@ const (
 // starts listening, the first time included, it calls changed with an
 // empty ID, meaning any app may have changed. changed is called from one
 // goroutine at a time, in commit order; while it runs, notifications queue
-// on the server, so it should be quick.
-func (s *Store) WatchRevisions(ctx context.Context, changed func(appID string)) error {
+// on the server, so it should be quick. failed, when not nil, hears why
+// each connection ended, before the next is tried.
+func (s *Store) WatchRevisions(ctx context.Context, changed func(appID string), failed func(error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -41,8 +47,12 @@ func (s *Store) WatchRevisions(ctx context.Context, changed func(appID string)) 
 	}()
 	backoff := watchMinBackoff
 	for ctx.Err() == nil {
-		if listened, _ := s.listenOnce(ctx, changed); listened {
+		listened, err := s.listenOnce(ctx, changed)
+		if listened {
 			backoff = watchMinBackoff
+		}
+		if err != nil && ctx.Err() == nil && failed != nil {
+			failed(err)
 		}
 		// Jitter keeps replicas that lost the server together from
 		// reconnecting in step.
@@ -74,10 +84,25 @@ func (s *Store) listenOnce(ctx context.Context, changed func(appID string)) (lis
 	}
 	changed("")
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		wctx, cancel := context.WithTimeout(ctx, watchCheck)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			changed(n.Payload)
+		case ctx.Err() != nil:
+			return true, nil
+		case wctx.Err() != nil:
+			// Silent for a while: make sure the server is still there. A
+			// timed-out wait leaves the connection usable.
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := conn.Exec(cctx, "SELECT 1")
+			cancel()
+			if err != nil {
+				return true, fmt.Errorf("watch revisions: check the listening connection: %w", err)
+			}
+		default:
 			return true, fmt.Errorf("watch revisions: %w", err)
 		}
-		changed(n.Payload)
 	}
 }
