@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -125,4 +126,28 @@ type Store interface {
 	DeleteRecord(ctx context.Context, appID string, kind Kind, id string) (Record, error)
 
 	Close() error
+}
+
+// MissingOwner explains why a store refused a token for a foreign key: the
+// app does not exist or is another organization's, or the organization
+// does not exist. Stores call it only on that failure path, so that the
+// insert stays a single statement.
+func MissingOwner(ctx context.Context, s interface {
+	App(ctx context.Context, id string) (App, error)
+	Organization(ctx context.Context, id string) (Organization, error)
+}, tok Token) error {
+	if tok.AppID != "" {
+		app, err := s.App(ctx, tok.AppID)
+		if err != nil {
+			return err
+		}
+		if app.OrganizationID != tok.OrganizationID {
+			return fmt.Errorf("app %q in organization %q: %w", tok.AppID, tok.OrganizationID, ErrNotFound)
+		}
+	}
+	if _, err := s.Organization(ctx, tok.OrganizationID); err != nil {
+		return err
+	}
+	// The owner appeared between the insert and this check.
+	return fmt.Errorf("owner of token: %w", ErrNotFound)
 }

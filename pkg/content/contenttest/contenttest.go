@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"Export", testExport},
 		{"RecordWrites", testRecordWrites},
 		{"UpdateIsAtomic", testUpdateIsAtomic},
+		{"TimesAreUTC", testTimesAreUTC},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -553,4 +554,61 @@ func tokenIDs(toks []content.Token) []string {
 		ids = append(ids, tok.ID)
 	}
 	return ids
+}
+
+// testTimesAreUTC: times given in any zone come back in UTC, to the
+// nanosecond; times the store sets come back as it returned them.
+func testTimesAreUTC(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	zone := time.FixedZone("UTC-7", -7*60*60)
+	created := time.Date(2025, 6, 1, 20, 0, 0, 123456789, zone)
+	revoked := created.Add(time.Nanosecond)
+	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateApp(ctx, content.App{ID: "app", OrganizationID: "org", Name: "App", CreatedAt: created, UpdatedAt: created}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateToken(ctx, content.Token{ID: "tok", Hash: []byte{1}, OrganizationID: "org", AppID: "app", CreatedAt: created}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeToken(ctx, "tok", revoked); err != nil {
+		t.Fatal(err)
+	}
+	org, err := s.Organization(ctx, "org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := s.App(ctx, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := s.Token(ctx, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.CreateRecord(ctx, rec(t, content.KindFAQ, `{"appId":"app","id":"f","questions":["q"],"answer":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.Record(ctx, "app", content.KindFAQ, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name      string
+		got, want time.Time
+	}{
+		{"organization created", org.CreatedAt, created},
+		{"app created", app.CreatedAt, created},
+		{"app updated", app.UpdatedAt, created},
+		{"token created", tok.CreatedAt, created},
+		{"token revoked", tok.RevokedAt, revoked},
+		{"record created", stored.CreatedAt, r.CreatedAt},
+		{"record updated", stored.UpdatedAt, r.UpdatedAt},
+	} {
+		if tt.got.Location() != time.UTC || !tt.got.Equal(tt.want) {
+			t.Errorf("%s = %v, want %v in UTC", tt.name, tt.got, tt.want.UTC())
+		}
+	}
 }

@@ -280,30 +280,11 @@ func (s *Store) CreateToken(ctx context.Context, tok content.Token) error {
 	case isDuplicate(err):
 		return fmt.Errorf("token %q: %w", tok.ID, content.ErrConflict)
 	case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY):
-		return fmt.Errorf("create token %q: %w", tok.ID, s.missingOwner(ctx, tok))
+		return fmt.Errorf("create token %q: %w", tok.ID, content.MissingOwner(ctx, s, tok))
 	case err != nil:
 		return fmt.Errorf("create token %q: %w", tok.ID, err)
 	}
 	return nil
-}
-
-// missingOwner explains a foreign key failure of CreateToken. It runs only on
-// the failure path, keeping the insert a single statement.
-func (s *Store) missingOwner(ctx context.Context, tok content.Token) error {
-	if tok.AppID != "" {
-		app, err := s.App(ctx, tok.AppID)
-		if err != nil {
-			return err
-		}
-		if app.OrganizationID != tok.OrganizationID {
-			return fmt.Errorf("app %q in organization %q: %w", tok.AppID, tok.OrganizationID, content.ErrNotFound)
-		}
-	}
-	if _, err := s.Organization(ctx, tok.OrganizationID); err != nil {
-		return err
-	}
-	// The owner appeared between the insert and this check.
-	return fmt.Errorf("owner of token: %w", content.ErrNotFound)
 }
 
 // Token implements content.Store.
