@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"RecordWrites", testRecordWrites},
 		{"UpdateIsAtomic", testUpdateIsAtomic},
 		{"TimesAreUTC", testTimesAreUTC},
+		{"ErrorsNameTheRecord", testErrorsNameTheRecord},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -610,5 +612,47 @@ func testTimesAreUTC(t *testing.T, s content.Store) {
 		if tt.got.Location() != time.UTC || !tt.got.Equal(tt.want) {
 			t.Errorf("%s = %v, want %v in UTC", tt.name, tt.got, tt.want.UTC())
 		}
+	}
+}
+
+// testErrorsNameTheRecord: every failure says what it was about.
+func testErrorsNameTheRecord(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		op   func(context.Context) error
+		want string
+	}{
+		{"missing app", func(ctx context.Context) error { _, err := s.App(ctx, "nope"); return err }, `app "nope": not found`},
+		{"duplicate organization", func(ctx context.Context) error {
+			return s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: time.Now()})
+		}, `organization "org": already exists`},
+		{"token for missing app", func(ctx context.Context) error {
+			return s.CreateToken(ctx, content.Token{ID: "t", Hash: []byte{1}, OrganizationID: "org", AppID: "nope", CreatedAt: time.Now()})
+		}, `app "nope": not found`},
+		{"token for missing organization", func(ctx context.Context) error {
+			return s.CreateToken(ctx, content.Token{ID: "t", Hash: []byte{1}, OrganizationID: "nope", CreatedAt: time.Now()})
+		}, `organization "nope": not found`},
+		{"record of missing app", func(ctx context.Context) error {
+			_, err := s.CreateRecord(ctx, content.Record{Kind: content.KindIntent, AppID: "nope", ID: "x", Doc: []byte(`{}`)})
+			return err
+		}, `app "nope": not found`},
+		{"empty hash", func(ctx context.Context) error {
+			return s.CreateToken(ctx, content.Token{ID: "t", OrganizationID: "org", CreatedAt: time.Now()})
+		}, `empty hash`},
+		{"empty id", func(ctx context.Context) error {
+			return s.CreateOrganization(ctx, content.Organization{CreatedAt: time.Now()})
+		}, `empty id`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.op(ctx)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
 	}
 }

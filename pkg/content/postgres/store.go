@@ -448,19 +448,7 @@ func query[T any](ctx context.Context, q querier, scan func(pgx.Row) (T, error),
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return pgx.AppendRows([]T(nil), rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
 }
 
 // splitTime splits t, in UTC, into what timestamptz keeps (microseconds)

@@ -255,44 +255,6 @@ func TestAppDocDefault(t *testing.T) {
 	}
 }
 
-func TestErrorsNameTheRecord(t *testing.T) {
-	s, _ := openTemp(t)
-	ctx := t.Context()
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name string
-		op   func(context.Context) error
-		want string
-	}{
-		{"missing app", func(ctx context.Context) error { _, err := s.App(ctx, "nope"); return err }, `app "nope": not found`},
-		{"duplicate organization", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: time.Now()})
-		}, `organization "org": already exists`},
-		{"token for missing app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "t", Hash: []byte{1}, OrganizationID: "org", AppID: "nope", CreatedAt: time.Now()})
-		}, `app "nope": not found`},
-		{"token for missing organization", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "t", Hash: []byte{1}, OrganizationID: "nope", CreatedAt: time.Now()})
-		}, `organization "nope": not found`},
-		{"empty hash", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "t", OrganizationID: "org", CreatedAt: time.Now()})
-		}, `empty hash`},
-		{"empty id", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, content.Organization{CreatedAt: time.Now()})
-		}, `empty id`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.op(ctx)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
-			}
-		})
-	}
-}
-
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
 	ctx := t.Context()
