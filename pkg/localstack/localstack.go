@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,6 +44,9 @@ type Options struct {
 	Log func(component string) io.Writer
 	// ReadyTimeout bounds the wait for each service; 0 means 60s.
 	ReadyTimeout time.Duration
+	// ContentDB is the content database's DSN (a postgres:// URL, say);
+	// empty makes a SQLite file in Dir.
+	ContentDB string
 }
 
 // Stack is a running local stack. Addresses are host:port on loopback.
@@ -52,7 +56,30 @@ type Stack struct {
 	Ingest, Consumer, API, Gateway string
 	BrokerData, ClickHouseDir      string
 	exited                         chan string
-	stops                          []func()
+
+	// mu guards the components, which faults stop and start while
+	// other goroutines read their process IDs.
+	mu         sync.Mutex
+	components []*component
+}
+
+// Components, in start order; Stop ends them in reverse.
+const (
+	BrokerName     = "broker"
+	ClickHouseName = "clickhouse"
+	IngestName     = "ingest"
+	ConsumerName   = "consumer"
+	APIName        = "api"
+	GatewayName    = "gateway"
+)
+
+// component is one process of the stack and how to stop and start it.
+type component struct {
+	name  string
+	start func(ctx context.Context) error
+	// stop ends the process with sig and waits for it.
+	stop func(sig syscall.Signal) error
+	pid  func() int
 }
 
 // Exited receives the name of a service that ended before Stop.
@@ -60,10 +87,80 @@ func (s *Stack) Exited() <-chan string { return s.exited }
 
 // Stop ends every component, each before what it uses.
 func (s *Stack) Stop() {
-	for i := len(s.stops) - 1; i >= 0; i-- {
-		s.stops[i]()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.components) - 1; i >= 0; i-- {
+		_ = s.components[i].stop(syscall.SIGTERM)
 	}
-	s.stops = nil
+	s.components = nil
+}
+
+func (s *Stack) find(name string) (*component, error) {
+	for _, c := range s.components {
+		if c.name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("the local stack has no component %q", name)
+}
+
+// StopComponent ends one component with sig (SIGTERM to let it finish its
+// work, SIGKILL as a crash would) and waits for it to exit.
+func (s *Stack) StopComponent(name string, sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.find(name)
+	if err != nil {
+		return err
+	}
+	return c.stop(sig)
+}
+
+// StartComponent starts a stopped component again, with the same ports,
+// data and configuration, and waits until it is ready.
+func (s *Stack) StartComponent(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.find(name)
+	if err != nil {
+		return err
+	}
+	if c.pid() != 0 {
+		return fmt.Errorf("start %s: it is running", name)
+	}
+	return c.start(ctx)
+}
+
+// Signal sends sig to a running component without waiting, for faults
+// such as SIGSTOP and SIGCONT.
+func (s *Stack) Signal(name string, sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.find(name)
+	if err != nil {
+		return err
+	}
+	pid := c.pid()
+	if pid == 0 {
+		return fmt.Errorf("signal %s: it is not running", name)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal %s: %w", name, err)
+	}
+	return nil
+}
+
+// PIDs are the process IDs of the running components, by name.
+func (s *Stack) PIDs() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pids := make(map[string]int, len(s.components))
+	for _, c := range s.components {
+		if pid := c.pid(); pid != 0 {
+			pids[c.name] = pid
+		}
+	}
+	return pids
 }
 
 // Start builds the services, starts every component and returns once each
@@ -103,10 +200,19 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.stops = append(s.stops, func() { _ = broker.Stop() })
+	s.components = append(s.components, &component{name: BrokerName, start: broker.Start, pid: broker.PID,
+		stop: func(sig syscall.Signal) error {
+			if sig == syscall.SIGKILL {
+				return broker.Kill()
+			}
+			return broker.Stop()
+		}})
 	s.Broker = broker.Addr()
 
 	api := filepath.Join(bin, "api")
+	if o.ContentDB != "" {
+		s.DB = o.ContentDB
+	}
 	if o.Content != "" {
 		if err := runAdmin(ctx, o.Log("api"), api, "-content-db", s.DB, "import", o.Content); err != nil {
 			return nil, fmt.Errorf("load the content bundle: %w", err)
@@ -125,7 +231,13 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.stops = append(s.stops, func() { _ = ch.Stop() })
+	s.components = append(s.components, &component{name: ClickHouseName, start: ch.Start, pid: ch.PID,
+		stop: func(sig syscall.Signal) error {
+			if sig == syscall.SIGKILL {
+				return ch.Kill()
+			}
+			return ch.Stop()
+		}})
 	s.ClickHouse = ch.Addr()
 
 	for _, p := range []*int{&o.Ports.Ingest, &o.Ports.Consumer, &o.Ports.API, &o.Ports.Gateway} {
@@ -143,15 +255,19 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		name, bin, addr string
 		args, env       []string
 	}{
-		{"ingest", "ingest", s.Ingest, nil, []string{"INGEST_ADDR=" + s.Ingest, "KAFKA_BROKERS=" + s.Broker, "CONTENT_DB=" + s.DB}},
-		{"consumer", "consumer", s.Consumer, nil, []string{"CONSUMER_ADDR=" + s.Consumer, "KAFKA_BROKERS=" + s.Broker, "CLICKHOUSE_ADDR=" + s.ClickHouse}},
-		{"api", "api", s.API, []string{"serve"}, []string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources}},
-		{"gateway", "api", s.Gateway, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API}},
+		{IngestName, "ingest", s.Ingest, nil, []string{"INGEST_ADDR=" + s.Ingest, "KAFKA_BROKERS=" + s.Broker, "CONTENT_DB=" + s.DB}},
+		{ConsumerName, "consumer", s.Consumer, nil, []string{"CONSUMER_ADDR=" + s.Consumer, "KAFKA_BROKERS=" + s.Broker, "CLICKHOUSE_ADDR=" + s.ClickHouse}},
+		{APIName, "api", s.API, []string{"serve"}, []string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources}},
+		{GatewayName, "api", s.Gateway, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API}},
 	} {
-		cmd := exec.Command(filepath.Join(bin, svc.bin), svc.args...)
-		cmd.Env = append(append(os.Environ(), svc.env...), o.Env[svc.name]...)
-		cmd.Stdout, cmd.Stderr = o.Log(svc.name), o.Log(svc.name)
-		if err := s.startService(ctx, svc.name, cmd, "http://"+svc.addr+"/readyz", o.ReadyTimeout); err != nil {
+		sv := &service{stack: s, name: svc.name, readyURL: "http://" + svc.addr + "/readyz", timeout: o.ReadyTimeout, newCmd: func() *exec.Cmd {
+			cmd := exec.Command(filepath.Join(bin, svc.bin), svc.args...)
+			cmd.Env = append(append(os.Environ(), svc.env...), o.Env[svc.name]...)
+			cmd.Stdout, cmd.Stderr = o.Log(svc.name), o.Log(svc.name)
+			return cmd
+		}}
+		s.components = append(s.components, &component{name: svc.name, start: sv.start, stop: sv.stop, pid: sv.pid})
+		if err := sv.start(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -169,30 +285,57 @@ func runAdmin(ctx context.Context, out io.Writer, api string, args ...string) er
 	return nil
 }
 
-// startService runs one of the services in its own process group, so that
-// a Ctrl-C reaches only the parent, which then stops the services in order,
-// and waits until it is ready.
-func (s *Stack) startService(ctx context.Context, name string, cmd *exec.Cmd, readyURL string, timeout time.Duration) error {
-	proc, err := childproc.Start(name, cmd)
+// service is one of the product's services, run in its own process group
+// so that a Ctrl-C reaches only the parent, which then stops the services
+// in order.
+type service struct {
+	stack    *Stack
+	name     string
+	readyURL string
+	timeout  time.Duration
+	newCmd   func() *exec.Cmd
+	// proc and stopping belong to the current run; nil when stopped.
+	proc     *childproc.Proc
+	stopping chan struct{}
+}
+
+// start runs the service and waits until it is ready. An exit that stop
+// did not cause is reported on the stack's Exited channel.
+func (sv *service) start(ctx context.Context) error {
+	proc, err := childproc.Start(sv.name, sv.newCmd())
 	if err != nil {
 		return err
 	}
 	stopping := make(chan struct{})
+	sv.proc, sv.stopping = proc, stopping
 	go func() {
 		select {
 		case <-proc.Done():
 			select {
-			case s.exited <- name:
+			case sv.stack.exited <- sv.name:
 			default:
 			}
 		case <-stopping:
 		}
 	}()
-	s.stops = append(s.stops, func() {
-		close(stopping)
-		_ = proc.Stop(syscall.SIGTERM, 20*time.Second)
-	})
-	return waitReady(ctx, name, readyURL, proc.Done(), timeout)
+	return waitReady(ctx, sv.name, sv.readyURL, proc.Done(), sv.timeout)
+}
+
+func (sv *service) stop(sig syscall.Signal) error {
+	if sv.proc == nil {
+		return nil
+	}
+	close(sv.stopping)
+	err := sv.proc.Stop(sig, 20*time.Second)
+	sv.proc, sv.stopping = nil, nil
+	return err
+}
+
+func (sv *service) pid() int {
+	if sv.proc == nil {
+		return 0
+	}
+	return sv.proc.PID()
 }
 
 func waitReady(ctx context.Context, name, url string, exited <-chan struct{}, timeout time.Duration) error {
