@@ -74,6 +74,8 @@ type Stats struct {
 	AcknowledgedEvents int64
 	// Requests counts attempts, Retries those that repeated a batch.
 	Requests, Retries int64
+	// InFlight is the attempts sent and not yet answered.
+	InFlight int64
 	// Answers counts attempts by HTTP status, or "error" when no answer
 	// came (refused connection, timeout, reset).
 	Answers map[string]int64
@@ -107,7 +109,7 @@ type Load struct {
 	stopped chan struct{} // closed by Stop: schedule no more batches
 	wg      sync.WaitGroup
 
-	batches, acknowledged, requests, retries atomic.Int64
+	batches, acknowledged, requests, retries, inFlight atomic.Int64
 
 	mu          sync.Mutex
 	acked       []bool // by batch number
@@ -236,6 +238,8 @@ func (l *Load) send(ctx context.Context, n int, body []byte) (string, time.Durat
 	req.Header.Set("Authorization", "Bearer "+l.cfg.Token)
 	req.Header.Set("Idempotency-Key", l.cfg.RunID+"-"+strconv.Itoa(n))
 	start := time.Now()
+	l.inFlight.Add(1)
+	defer l.inFlight.Add(-1)
 	resp, err := l.cfg.Client.Do(req)
 	if err != nil {
 		return "error", 0, time.Since(start)
@@ -260,7 +264,7 @@ func (l *Load) Stats() Stats {
 	acked := l.acknowledged.Load()
 	return Stats{
 		Batches: l.batches.Load(), Acknowledged: acked, AcknowledgedEvents: acked * int64(l.cfg.BatchSize),
-		Requests: l.requests.Load(), Retries: l.retries.Load(), Answers: answers,
+		Requests: l.requests.Load(), Retries: l.retries.Load(), InFlight: l.inFlight.Load(), Answers: answers,
 		LastFailure: l.lastFailure, LastSuccess: l.lastSuccess, LongestWait: l.longestWait,
 		Latency: loadgen.Summarize(append([]time.Duration(nil), l.latencies...)), Elapsed: time.Since(l.start),
 	}

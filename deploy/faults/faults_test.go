@@ -1,0 +1,212 @@
+// Package faults injects faults into a running local stack under load and
+// checks what the README's "What it survives" table claims: ingest answers
+// 200 only for events that reach the broker, every acknowledged event ends
+// up in ClickHouse exactly once after deduplication, and the content API
+// keeps answering from its cache while its database is locked or down.
+//
+// All tests share one stack (with its content in PostgreSQL) and run one
+// after another; each restarts what it stopped. Every test logs a line
+// starting "figure:" with what it measured.
+package faults
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/chstore"
+	"github.com/assistantcms/cms/pkg/delivery"
+	"github.com/assistantcms/cms/pkg/devpostgres"
+	"github.com/assistantcms/cms/pkg/localstack"
+)
+
+// env is what every test uses; TestMain fills it.
+type env struct {
+	stack *localstack.Stack
+	pg    *devpostgres.Server
+	ch    *chstore.Store
+	logs  *logBuffer
+}
+
+// grace is the api's CONTENT_OUTAGE_GRACE here, shorter than the default
+// so that the outage test can outlast it quickly.
+const grace = 8 * time.Second
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	var pg *devpostgres.Server
+	return devpostgres.RunTests(testRunner(func() int {
+		e, stop, err := start(pg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "faults:", err)
+			return 1
+		}
+		defer stop()
+		shared = e
+		return m.Run()
+	}), &pg)
+}
+
+type testRunner func() int
+
+func (r testRunner) Run() int { return r() }
+
+// shared is set once by TestMain before any test runs and never changed.
+var shared *env
+
+func start(pg *devpostgres.Server) (*env, func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "faults-")
+	if err != nil {
+		return nil, nil, err
+	}
+	logs := &logBuffer{}
+	if err := pg.CreateDatabase(ctx, "faults"); err != nil {
+		return nil, nil, err
+	}
+	st, err := localstack.Start(ctx, localstack.Options{
+		Dir: dir, Content: "../demo/content.yaml", ContentDB: pg.DSN("faults"),
+		Env: map[string][]string{
+			localstack.APIName:      {"CONTENT_OUTAGE_GRACE=" + grace.String()},
+			localstack.ConsumerName: {"FLUSH_INTERVAL=200ms"},
+		},
+		Log: func(name string) io.Writer { return logs.For(name) },
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("start the local stack: %w\n%s", err, logs.String())
+	}
+	ch, err := chstore.Open(ctx, chstore.Config{Addrs: []string{st.ClickHouse}})
+	if err != nil {
+		st.Stop()
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return &env{stack: st, pg: pg, ch: ch, logs: logs}, func() {
+		ch.Close()
+		st.Stop()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// logBuffer keeps the components' output, shown when a test fails.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) For(name string) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for line := range strings.SplitSeq(strings.TrimRight(string(p), "\n"), "\n") {
+			l.b.WriteString(name + ": " + line + "\n")
+		}
+		return len(p), nil
+	})
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.b.String()
+	if len(s) > 20000 {
+		s = "…" + s[len(s)-20000:]
+	}
+	return s
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// startLoad sends events through the gateway at rate for the test.
+func startLoad(t *testing.T, e *env, rate float64) *delivery.Load {
+	t.Helper()
+	runID := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + fmt.Sprint(time.Now().UnixNano())
+	l, err := delivery.Start(t.Context(), delivery.Config{
+		URL: "http://" + e.stack.Gateway + "/cms/app/events", Token: e.stack.Token,
+		EventsPerSecond: rate, BatchSize: 20, Concurrency: 8, RunID: runID,
+		RequestTimeout: 20 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, e *env, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not within %s\n%s", what, timeout, e.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition across processes
+	}
+	return time.Since(start)
+}
+
+// moreAcknowledged waits until at least n more batches were acknowledged.
+func moreAcknowledged(t *testing.T, e *env, l *delivery.Load, n int64, timeout time.Duration, what string) time.Duration {
+	t.Helper()
+	target := l.Stats().Acknowledged + n
+	return waitFor(t, e, timeout, what, func() bool { return l.Stats().Acknowledged >= target })
+}
+
+// finish stops the load, waits for ClickHouse and checks that every
+// acknowledged event is there exactly once after deduplication.
+func finish(t *testing.T, e *env, l *delivery.Load) (delivery.Stats, delivery.Check) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	st, err := l.Stop(ctx)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, e.logs.String())
+	}
+	if err := l.WaitStored(ctx, e.ch.Conn(), "default"); err != nil {
+		t.Fatalf("%v\n%s", err, e.logs.String())
+	}
+	c, err := l.Verify(ctx, e.ch.Conn(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.OK() {
+		t.Errorf("ClickHouse: %s", c)
+	}
+	return st, c
+}
+
+// restartOnFailure starts a component the test stopped if the test ends
+// early, so that the tests after it find the stack whole.
+func restartOnFailure(t *testing.T, e *env, name string) {
+	t.Cleanup(func() {
+		if _, running := e.stack.PIDs()[name]; !running {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := e.stack.StartComponent(ctx, name); err != nil {
+				t.Errorf("restart %s: %v", name, err)
+			}
+		} else {
+			_ = e.stack.Signal(name, syscall.SIGCONT)
+		}
+	})
+}
+
+func must(t *testing.T, e *env, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, e.logs.String())
+	}
+}
