@@ -53,6 +53,10 @@ type appCache struct {
 	known   bool
 	checked time.Time
 	recheck bool
+	// gen counts invalidations; checking is closed when the revision read
+	// under way, if any, ends.
+	gen      uint64
+	checking chan struct{}
 	// failed and failure are the last failed revision read: it is not
 	// tried again within the refresh interval, so that an unreachable
 	// store does not cost every request its timeout.
@@ -134,48 +138,49 @@ func (c *cache) getOrStale(ctx context.Context, appID, key string, load func(ctx
 func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx context.Context) (any, error), staleOK bool) (any, error) {
 	a := c.app(appID)
 	a.mu.Lock()
-	if now := c.now(); !a.known || a.recheck || now.Sub(a.checked) >= c.refresh {
-		// The revision is read before anything is loaded, so what is
-		// cached is never older than the revision it is filed under.
-		var rev int64
-		err := a.failure
-		if a.failed.IsZero() || now.Sub(a.failed) >= c.refresh {
-			// Bounded on its own: the app's lock is held, and a database
-			// that drops packets must not hold every request for minutes.
-			rctx, cancel := context.WithTimeout(ctx, revisionTimeout)
-			rev, err = c.revs.Revision(rctx, appID)
-			cancel()
-			if err != nil {
-				if ctx.Err() == nil { // not this request giving up
-					a.failed, a.failure = now, err
-				}
-			} else {
-				a.failed, a.failure = time.Time{}, nil
-			}
+	// The revision is read before anything is loaded, so what is cached is
+	// never older than the revision it is filed under.
+	for waited := false; ; waited = true {
+		now := c.now()
+		if a.known && !a.recheck && (now.Sub(a.checked) < c.refresh || waited && a.failure == nil) {
+			break
 		}
-		if err != nil {
+		// A failed read is not tried again within the refresh interval, so
+		// that an unreachable store does not cost every request its
+		// timeout; nor again by a request that has just waited for one.
+		failedLately := !a.failed.IsZero() && (waited || now.Sub(a.failed) < c.refresh)
+		if a.checking == nil && !failedLately {
+			a.checking = make(chan struct{})
+			go c.check(a, appID, a.gen)
+		}
+		if a.checking == nil {
 			// The store cannot be reached. A value cached at the last
 			// revision read is still answered for a while: it is at most
 			// that much older than the outage, and failing every read
 			// of a short outage helps nobody. Anything not cached fails.
 			e, ok := a.entries[key]
 			fresh := a.known && now.Sub(a.checked) < c.refresh+c.grace
+			err := a.failure
 			a.mu.Unlock()
 			if ok && fresh && e.loaded() && e.err == nil {
 				return e.v, nil
 			}
 			return nil, err
 		}
-		if rev != a.rev || !a.known {
-			for k, e := range a.entries {
-				if e.staleOK && e.loaded() && e.err == nil {
-					a.stale[k] = e
-				}
-			}
-			a.entries = map[string]*entry{}
-			a.rev = rev
+		// A read is under way. A value cached at the current revision is
+		// answered if the read takes longer than checkWait: a slow or
+		// locked database must not hold every request for the read's
+		// whole timeout. Invalidated or unknown revisions are waited for.
+		wait := a.checking
+		var cached *entry
+		if e, ok := a.entries[key]; ok && a.known && !a.recheck && now.Sub(a.checked) < c.refresh+c.grace && e.loaded() && e.err == nil {
+			cached = e
 		}
-		a.known, a.checked, a.recheck = true, now, false
+		a.mu.Unlock()
+		if v, done, err := awaitCheck(ctx, wait, cached); done {
+			return v, err
+		}
+		a.mu.Lock()
 	}
 	e, found := a.entries[key]
 	if !found {
@@ -205,6 +210,65 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 		return old.v, nil // the new value failed; the last good one stands
 	}
 	return e.v, e.err
+}
+
+// checkWait is how long a request that could be answered from the cache
+// waits for a revision read under way; a healthy database answers well
+// within it.
+const checkWait = 100 * time.Millisecond
+
+// awaitCheck waits for the revision read that closes check. With a cached
+// entry it gives up after checkWait and answers the entry (done true);
+// done is also true when ctx ends first.
+func awaitCheck(ctx context.Context, check <-chan struct{}, cached *entry) (v any, done bool, err error) {
+	var patience <-chan time.Time
+	if cached != nil {
+		t := time.NewTimer(checkWait)
+		defer t.Stop()
+		patience = t.C
+	}
+	select {
+	case <-check:
+		return nil, false, nil
+	case <-patience:
+		return cached.v, true, nil
+	case <-ctx.Done():
+		return nil, true, ctx.Err()
+	}
+}
+
+// check reads the app's revision, on its own and bounded, since requests
+// may stop waiting for it. gen is the app's invalidation count when the
+// read began: an invalidation during the read asks for another.
+func (c *cache) check(a *appCache, appID string, gen uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), revisionTimeout)
+	rev, err := c.revs.Revision(ctx, appID)
+	cancel()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	close(a.checking)
+	a.checking = nil
+	// Stamped after the read: a read that waited out its timeout must not
+	// let the next request try again at once.
+	now := c.now()
+	if err != nil {
+		a.failed, a.failure = now, err
+		return
+	}
+	a.failed, a.failure = time.Time{}, nil
+	if rev != a.rev || !a.known {
+		for k, e := range a.entries {
+			if e.staleOK && e.loaded() && e.err == nil {
+				a.stale[k] = e
+			}
+		}
+		a.entries = map[string]*entry{}
+		a.rev = rev
+	}
+	a.known, a.checked = true, now
+	if a.gen == gen {
+		a.recheck = false
+	}
 }
 
 // fill loads e's value. A load that panics fails its waiters rather than
@@ -246,6 +310,7 @@ func (c *cache) Invalidate(appID string) {
 		// What is cached stays unless the revision has moved, so a
 		// spurious invalidation costs one read, not rebuilt indexes.
 		a.recheck, a.failed = true, time.Time{}
+		a.gen++
 		a.mu.Unlock()
 	}
 }

@@ -3,6 +3,7 @@ package contentapi
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -296,5 +297,147 @@ func TestReadinessFailsOnlyAfterTheGrace(t *testing.T) {
 		if err := check(context.Background()); (err != nil) != tc.wantErr {
 			t.Errorf("%v into the outage: %v, want error %v", tc.after, err, tc.wantErr)
 		}
+	}
+}
+
+// slowRevisions answers revision reads only when released while held, and
+// can move a shared clock by the time a read takes.
+type slowRevisions struct {
+	rev     atomic.Int64
+	held    atomic.Bool
+	fail    atomic.Bool
+	calls   atomic.Int32
+	release chan struct{}
+	clock   *atomic.Int64 // Unix nanoseconds
+	takes   time.Duration
+}
+
+func (s *slowRevisions) Revision(ctx context.Context, _ string) (int64, error) {
+	s.calls.Add(1)
+	// The revision as of the read's start, as a query sees it.
+	rev := s.rev.Load()
+	if s.held.Load() {
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	s.clock.Add(int64(s.takes))
+	if s.fail.Load() {
+		return 0, errors.New("content store locked")
+	}
+	return rev, nil
+}
+
+func fakeClock(c *cache) *atomic.Int64 {
+	clock := &atomic.Int64{}
+	clock.Store(time.Unix(1_800_000_000, 0).UnixNano())
+	c.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	return clock
+}
+
+// TestCacheAnswersWhileARevisionReadIsSlow: a locked database makes the
+// revision read slow; requests with a cached value get it after checkWait
+// instead of the read's timeout, those without wait for the read, and one
+// read serves them all.
+func TestCacheAnswersWhileARevisionReadIsSlow(t *testing.T) {
+	ctx := context.Background()
+	revs := &slowRevisions{release: make(chan struct{})}
+	c := newCache(revs, time.Second, 30*time.Second)
+	revs.clock = fakeClock(c)
+	load := func(v string) func(context.Context) (any, error) {
+		return func(context.Context) (any, error) { return v, nil }
+	}
+	if v, err := c.get(ctx, "app", "cached", load("v1")); err != nil || v != "v1" {
+		t.Fatalf("before: %v %v", v, err)
+	}
+	revs.held.Store(true)
+	revs.rev.Store(1)
+	revs.clock.Add(int64(2 * time.Second))
+
+	uncached := make(chan any, 1)
+	start := time.Now()
+	v, err := c.get(ctx, "app", "cached", load("v2"))
+	took := time.Since(start)
+	if err != nil || v != "v1" || took > time.Second {
+		t.Fatalf("cached key during a slow read: %v %v after %s; want v1 at once", v, err, took)
+	}
+	go func() {
+		v, _ := c.get(ctx, "app", "uncached", load("u2"))
+		uncached <- v
+	}()
+	select {
+	case v := <-uncached:
+		t.Fatalf("an uncached key was answered (%v) before the revision read ended", v)
+	case <-time.After(2 * checkWait):
+	}
+	close(revs.release)
+	if v := <-uncached; v != "u2" {
+		t.Errorf("uncached key after the read: %v", v)
+	}
+	if v, err := c.get(ctx, "app", "cached", load("v2")); err != nil || v != "v2" {
+		t.Errorf("cached key after the revision moved: %v %v; want v2", v, err)
+	}
+	if n := revs.calls.Load(); n != 2 {
+		t.Errorf("%d revision reads; want 2 (one before, one shared during the slow read)", n)
+	}
+}
+
+// TestCacheFailedReadCountsFromItsEnd: a read that fails after waiting out
+// its timeout is not tried again by the next request, which would make
+// every request wait that long in turn.
+func TestCacheFailedReadCountsFromItsEnd(t *testing.T) {
+	ctx := context.Background()
+	revs := &slowRevisions{release: make(chan struct{}), takes: 2 * time.Second}
+	c := newCache(revs, time.Second, 30*time.Second)
+	revs.clock = fakeClock(c)
+	load := func(context.Context) (any, error) { return "v1", nil }
+	if _, err := c.get(ctx, "app", "k", load); err != nil {
+		t.Fatal(err)
+	}
+	revs.fail.Store(true)
+	revs.clock.Add(int64(time.Second))
+	for i := range 3 {
+		if v, err := c.get(ctx, "app", "k", load); err != nil || v != "v1" {
+			t.Fatalf("read %d during the outage: %v %v", i, v, err)
+		}
+	}
+	if n := revs.calls.Load(); n != 2 {
+		t.Errorf("%d revision reads; want 2: the failed one is not repeated within the refresh interval from its end", n)
+	}
+}
+
+// TestCacheInvalidationDuringARead asks for another read: the one under way
+// may have read the revision before the change.
+func TestCacheInvalidationDuringARead(t *testing.T) {
+	ctx := context.Background()
+	revs := &slowRevisions{release: make(chan struct{})}
+	c := newCache(revs, time.Hour, 0)
+	revs.clock = fakeClock(c)
+	if _, err := c.get(ctx, "app", "k", func(context.Context) (any, error) { return "v1", nil }); err != nil {
+		t.Fatal(err)
+	}
+	revs.held.Store(true)
+	c.Invalidate("app")
+	got := make(chan any, 1)
+	go func() {
+		v, _ := c.get(ctx, "app", "k", func(context.Context) (any, error) { return "v2", nil })
+		got <- v
+	}()
+	// Wait for the read to start, then invalidate again and move the
+	// revision, as a write during the read would.
+	for revs.calls.Load() < 2 {
+		runtime.Gosched()
+	}
+	c.Invalidate("app")
+	revs.rev.Store(1)
+	revs.held.Store(false)
+	close(revs.release)
+	if v := <-got; v != "v2" {
+		t.Errorf("after a write during the read: %v; want v2", v)
+	}
+	if n := revs.calls.Load(); n != 3 {
+		t.Errorf("%d revision reads; want 3", n)
 	}
 }
