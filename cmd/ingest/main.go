@@ -45,10 +45,16 @@ func run(args []string) error {
 	maxDecompressed := fs.Int64("max-decompressed-bytes", "MAX_DECOMPRESSED_BYTES", ingest.DefaultMaxDecompressedBytes, "largest gzip body once decompressed")
 	produceTimeout := fs.Duration("produce-timeout", "PRODUCE_TIMEOUT", ingest.DefaultProduceTimeout, "longest wait for the broker's acknowledgement before answering 503")
 	maxInFlight := fs.Int("max-in-flight", "MAX_IN_FLIGHT", ingest.DefaultMaxInFlight, "requests handled at once; more are answered 503")
+	maxInFlightPerToken := fs.Int("max-in-flight-per-token", "MAX_IN_FLIGHT_PER_TOKEN", 0, "requests of one token handled at once; more are answered 429 (0: half of -max-in-flight)")
+	maxBodyMemory := fs.Int64("max-body-memory", "MAX_BODY_MEMORY", ingest.DefaultMaxBodyMemory, "body bytes all requests may hold at once, past the first 64 KiB of each; more are answered 503")
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
 	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", stream.DefaultBatchTimeout, "how long the producer waits to fill a batch")
 	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", stream.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
+	batchBytes := fs.Int64("kafka-batch-bytes", "KAFKA_BATCH_BYTES", ingest.DefaultProducerBatchBytes, "largest produce request per partition, uncompressed; keep it under the brokers' message.max.bytes")
+	readHeaderTimeout := fs.Duration("read-header-timeout", "READ_HEADER_TIMEOUT", ingest.DefaultReadHeaderTimeout, "time a client has to send a request's headers")
+	readTimeout := fs.Duration("read-timeout", "READ_TIMEOUT", ingest.DefaultReadTimeout, "time a client has to send a whole request, body included")
+	idleTimeout := fs.Duration("idle-timeout", "IDLE_TIMEOUT", ingest.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
 	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
@@ -77,16 +83,20 @@ func run(args []string) error {
 		QuarantineTopic:  *quarantineTopic,
 		TopicPartitions:  *partitions,
 		TopicReplication: *replication,
-		Producer:         stream.ProducerConfig{BatchTimeout: *batchTimeout, Compression: *compression},
+		Producer:         stream.ProducerConfig{BatchTimeout: *batchTimeout, BatchBytes: *batchBytes, Compression: *compression},
 		Handler: ingest.Config{
 			MaxBodyBytes: *maxBody, MaxDecompressedBytes: *maxDecompressed,
 			ProduceTimeout: *produceTimeout, MaxInFlight: *maxInFlight,
+			MaxInFlightPerToken: *maxInFlightPerToken, MaxBodyMemory: *maxBodyMemory,
 		},
-		Limits:          limits,
-		TokenCacheTTL:   *tokenTTL,
-		RateLimitRPS:    *rateRPS,
-		RateLimitBurst:  *rateBurst,
-		ShutdownTimeout: *shutdown,
+		Limits:            limits,
+		TokenCacheTTL:     *tokenTTL,
+		RateLimitRPS:      *rateRPS,
+		RateLimitBurst:    *rateBurst,
+		ShutdownTimeout:   *shutdown,
+		ReadHeaderTimeout: *readHeaderTimeout,
+		ReadTimeout:       *readTimeout,
+		IdleTimeout:       *idleTimeout,
 	}, store, log)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,52 +10,107 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/childproc"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/devbroker"
 )
 
-// TestBinaryServesAndStopsOnSIGTERM runs the built binary configured only
-// through environment variables, against the broker process, and checks
-// that SIGTERM ends it cleanly within the shutdown timeout.
-func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	bin := filepath.Join(dir, "ingest")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	brokerBin, err := devbroker.Build(ctx, dir)
+// The ingest and broker binaries are built once for the package by
+// TestMain; tests run them as processes, so that what they measure
+// (exit codes, memory) belongs to the process itself.
+var ingestBin, brokerBin string
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "cms-ingest-bin-*")
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := childproc.GoBuild(ctx, dir, "./cmd/ingest"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ingestBin = filepath.Join(dir, "ingest")
+	return devbroker.RunTests(m, &brokerBin)
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// ingestProc is the ingest binary running against its own broker process
+// and content database, which holds organization "o" with apps "a" and
+// "b", an app token for each and an organization token.
+type ingestProc struct {
+	base   string // http://host:port
+	addr   string
+	tokens map[string]string // "a", "b", "org" -> token
+	broker *devbroker.Broker
+	cmd    *exec.Cmd
+	logs   *lockedBuffer
+	done   chan struct{} // closed when the process has exited
+	err    error         // the exit, once done is closed
+}
+
+// startIngest runs the binary configured through the environment only;
+// env adds or overrides variables. It returns once /readyz answers 200.
+func startIngest(t *testing.T, env ...string) *ingestProc {
+	t.Helper()
+	ctx := t.Context()
 	broker, err := devbroker.Start(ctx, brokerBin, devbroker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer broker.Stop()
+	t.Cleanup(func() { _ = broker.Stop() })
 
+	dir := t.TempDir()
 	db := filepath.Join(dir, "cms.db")
 	store, err := sqlite.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	tok, id, err := auth.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []error{
+	p := &ingestProc{broker: broker, tokens: map[string]string{}, logs: &lockedBuffer{}, done: make(chan struct{})}
+	steps := []error{
 		store.CreateOrganization(ctx, content.Organization{ID: "o", Name: "o", CreatedAt: now}),
 		store.CreateApp(ctx, content.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
-		store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: now}),
-	} {
+		store.CreateApp(ctx, content.App{ID: "b", OrganizationID: "o", Name: "b", CreatedAt: now, UpdatedAt: now}),
+	}
+	for name, app := range map[string]string{"a": "a", "b": "b", "org": ""} {
+		tok, id, err := auth.NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.tokens[name] = tok
+		steps = append(steps, store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: app, CreatedAt: now}))
+	}
+	for _, step := range steps {
 		if step != nil {
 			t.Fatal(step)
 		}
@@ -65,46 +121,65 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "INGEST_ADDR="+addr, "KAFKA_BROKERS="+broker.Addr(), "CONTENT_DB="+db,
+	p.addr = fmt.Sprintf("127.0.0.1:%d", port)
+	p.base = "http://" + p.addr
+	p.cmd = exec.Command(ingestBin)
+	p.cmd.Env = append(os.Environ(), "INGEST_ADDR="+p.addr, "KAFKA_BROKERS="+broker.Addr(), "CONTENT_DB="+db,
 		"EVENTS_TOPIC=bin-events", "QUARANTINE_TOPIC=bin-quarantine", "TOPIC_PARTITIONS=2", "SHUTDOWN_TIMEOUT=10s")
-	var logs strings.Builder
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
+	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
 	}()
+	t.Cleanup(func() {
+		if p.running() {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
 
-	base := "http://" + addr
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(base + "/readyz")
+		resp, err := http.Get(p.base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				break
+				return p
 			}
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("ingest exited before it was ready: %v\n%s", err, logs.String())
+		case <-p.done:
+			t.Fatalf("ingest exited before it was ready: %v\n%s", p.err, p.logs.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 30s\n%s", logs.String())
+			t.Fatalf("not ready after 30s\n%s", p.logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
 
-	req, _ := http.NewRequest(http.MethodPut, base+"/cms/app/events", strings.NewReader(`{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST","sessionId":"s"}]}`))
-	req.Header.Set("Authorization", "Bearer "+tok)
+// running reports whether the process is still alive.
+func (p *ingestProc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// TestBinaryServesAndStopsOnSIGTERM runs the built binary configured only
+// through environment variables, against the broker process, and checks
+// that SIGTERM ends it cleanly within the shutdown timeout.
+func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
+	p := startIngest(t)
+	req, _ := http.NewRequest(http.MethodPut, p.base+"/cms/app/events", strings.NewReader(`{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST","sessionId":"s"}]}`))
+	req.Header.Set("Authorization", "Bearer "+p.tokens["a"])
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +189,7 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"accepted":1`) {
 		t.Fatalf("PUT: %d %s", resp.StatusCode, body)
 	}
-	metrics, err := http.Get(base + "/metrics")
+	metrics, err := http.Get(p.base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,22 +200,22 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	}
 
 	start := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v\n%s", err, logs.String())
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", p.err, p.logs.String())
 		}
 	case <-time.After(15 * time.Second):
-		t.Fatalf("still running 15s after SIGTERM\n%s", logs.String())
+		t.Fatalf("still running 15s after SIGTERM\n%s", p.logs.String())
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("shutdown took %s", took)
 	}
-	if !strings.Contains(logs.String(), `"msg":"ingest stopped"`) {
-		t.Errorf("no clean-stop log line:\n%s", logs.String())
+	if !strings.Contains(p.logs.String(), `"msg":"ingest stopped"`) {
+		t.Errorf("no clean-stop log line:\n%s", p.logs.String())
 	}
 }
 
@@ -153,6 +228,7 @@ func TestBadConfigurationFails(t *testing.T) {
 	}{
 		{"bad log level", []string{"-log-level", "loud"}, "", "log level"},
 		{"bad duration env", nil, "PRODUCE_TIMEOUT=soon", "PRODUCE_TIMEOUT"},
+		{"bad timeout env", nil, "READ_HEADER_TIMEOUT=soon", "READ_HEADER_TIMEOUT"},
 		{"unknown flag", []string{"-nope"}, "", "flag provided but not defined"},
 	}
 	for _, tc := range cases {

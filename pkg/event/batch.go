@@ -2,7 +2,9 @@ package event
 
 import (
 	"encoding/hex"
+	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -102,8 +104,12 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 	if lay.spans != nil {
 		st.evSpans = lay.spans
 	}
-	if !utf8.Valid(body) {
-		return nil, batchErr(http.StatusBadRequest, "", "body is not valid UTF-8")
+	if at := invalidUTF8(body); at >= 0 {
+		msg := fmt.Sprintf("body is not valid UTF-8: byte 0x%02x at offset %d", body[at], at)
+		if !lay.escaped {
+			msg += inEvent(lay.spans, at)
+		}
+		return nil, batchErr(http.StatusBadRequest, "", msg)
 	}
 	root := body[skipWS(body, 0):]
 	if root[0] != '{' {
@@ -126,6 +132,32 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 			"holds "+strconv.Itoa(len(lay.spans))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
 	}
 	return v.buildRecords(st, body, lay.spans, &meta), nil
+}
+
+// invalidUTF8 returns the offset of the first byte of b that is not part
+// of valid UTF-8, or -1.
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// inEvent names the event holding offset at, for error messages, or
+// returns "" when at lies outside every event.
+func inEvent(spans [][2]int, at int) string {
+	i := sort.Search(len(spans), func(i int) bool { return spans[i][1] > at })
+	if i < len(spans) && spans[i][0] <= at {
+		return " (in events[" + strconv.Itoa(i) + "])"
+	}
+	return ""
 }
 
 // rootLayout finds the events of the root object at body[at:] when its

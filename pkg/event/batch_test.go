@@ -86,6 +86,9 @@ func TestProcessBatchEventErrors(t *testing.T) {
 		{"rr item title", rr(`{"request":{},"response":{"displays":[{"type":"LIST","items":[{"title":"a"},{"title":2}]}]}}`), "payload.response.displays[0].items[1].title", "got number"},
 		{"rr items string", rr(`{"request":{},"response":{"displays":[{"items":"x"}]}}`), "payload.response.displays[0].items", "got string"},
 		{"rr in string bad", rr(`"{\"request\":{\"matchConfidence\":true},\"response\":{}}"`), "payload.request.matchConfidence", "got boolean"},
+		{"rr confidence beyond float32", rr(`{"request":{"matchConfidence":3.5e38},"response":{}}`), "payload.request.matchConfidence", `32-bit float can hold (magnitude at most 3.4028235e38), got "3.5e38"`},
+		{"rr confidence of 39 digits", rr(`{"request":{"matchConfidence":-` + strings.Repeat("9", 39) + `},"response":{}}`), "payload.request.matchConfidence", "32-bit float"},
+		{"rr confidence in string beyond float32", rr(`"{\"request\":{\"matchConfidence\":1e39},\"response\":{}}"`), "payload.request.matchConfidence", `got "1e39"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +124,101 @@ func TestProcessBatchEventErrors(t *testing.T) {
 				t.Errorf("quarantined event %s, want %s", q.Event, tc.event)
 			}
 		})
+	}
+}
+
+// TestMatchConfidenceWithinFloat32 accepts every number a 32-bit float
+// holds, however written, and refuses those beyond, which the consumer
+// could not store.
+func TestMatchConfidenceWithinFloat32(t *testing.T) {
+	v := NewValidator(Limits{})
+	for _, c := range []struct {
+		num string
+		ok  bool
+	}{
+		{"0.93", true}, {"-0", true}, {"1e-400", true}, {"99999999999999999999999", true},
+		{"3.4028234e38", true}, {strings.Repeat("9", 38), true}, {"0." + strings.Repeat("9", 60), true},
+		{"3.5e38", false}, {"1e400", false}, {"-1e400", false}, {strings.Repeat("9", 39), false},
+	} {
+		body := `{"events":[` + rr(`{"request":{"matchConfidence":`+c.num+`},"response":{}}`) + `]}`
+		res, err := v.ProcessBatch([]byte(body), testMeta)
+		if err != nil {
+			t.Fatalf("%s: %v", c.num, err)
+		}
+		if got := len(res.Accepted) == 1; got != c.ok {
+			t.Errorf("matchConfidence %s: accepted %v, want %v (%v)", c.num, got, c.ok, res.Errors)
+		}
+	}
+}
+
+// TestErrorsNameTheEvent checks that a fault in the body names its offset
+// and, when it lies inside an event, that event's index.
+func TestErrorsNameTheEvent(t *testing.T) {
+	v := NewValidator(Limits{})
+	at := func(body, s string) int { return strings.Index(body, s) }
+	deep := `{"events":[{"type":"REQUEST","name":"x","p":` + strings.Repeat("[", 1000) + `}]}`
+	cases := []struct {
+		body string
+		want string
+	}{
+		{`{"events":[{},{"a":tru}]}`, "body is not valid JSON: invalid literal at offset %d (in events[1])"},
+		{`{"events":[{} x]}`, "body is not valid JSON: expected , or ] after an array element, found 'x' at offset %d"},
+		{`{"events":[1,NaN]}`, "body is not valid JSON: NaN is not a JSON number at offset %d (in events[1])"},
+		{`{"events":[{"n":-Infinity}]}`, "body is not valid JSON: -Infinity is not a JSON number at offset %d (in events[0])"},
+		{`{"events":[{}],"x":Infinity}`, "body is not valid JSON: Infinity is not a JSON number at offset %d"},
+		{`{"events":[{"a":"` + "\xff" + `"}]}`, "body is not valid UTF-8: byte 0xff at offset %d (in events[0])"},
+		{`{"x":"` + "\xc0\xaf" + `","events":[{}]}`, "body is not valid UTF-8: byte 0xc0 at offset %d"},
+		{deep, "body is not valid JSON: arrays and objects nest deeper than 128 levels at offset %d (in events[0])"},
+	}
+	marks := []string{"tru", " x", "NaN", "-Inf", "Inf", "\xff", "\xc0", ""}
+	for i, c := range cases {
+		off := at(c.body, marks[i])
+		if c.body == deep {
+			off = at(deep, "[[") + 125 // three levels are the root, events and the event
+		}
+		want := fmt.Sprintf(c.want, off)
+		if marks[i] == " x" {
+			want = fmt.Sprintf(c.want, off+1)
+		}
+		_, err := v.ProcessBatch([]byte(c.body), testMeta)
+		if err == nil || err.Error() != want {
+			t.Errorf("%q:\n got %v\nwant %s", c.body, err, want)
+		}
+	}
+}
+
+// TestEventErrorsAreCapped lists at most maxEventErrors problems of one
+// event and says there were more, so that neither the answer nor the
+// quarantine record grows with the number of faults.
+func TestEventErrorsAreCapped(t *testing.T) {
+	v := NewValidator(Limits{})
+	items := strings.TrimSuffix(strings.Repeat(`{"title":1,"token":2},`, 5000), ",")
+	body := `{"events":[` + rr(`{"request":{},"response":{"displays":[{"items":[`+items+`]}]}}`) + `,{"type":"X","name":"y"}]}`
+	res, err := v.ProcessBatch([]byte(body), testMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []FieldError
+	for _, e := range res.Errors {
+		if e.Index == 0 {
+			first = append(first, e)
+		}
+	}
+	if len(first) != maxEventErrors+1 {
+		t.Fatalf("%d errors listed for the event, want %d", len(first), maxEventErrors+1)
+	}
+	if e := first[1]; e.Field != "payload.response.displays[0].items[0].token" {
+		t.Errorf("second error %+v", e)
+	}
+	if last := first[maxEventErrors]; last.Field != "" || !strings.Contains(last.Message, "more problems; only the first 20 are listed") {
+		t.Errorf("last error %+v", last)
+	}
+	if n := len(res.Errors) - len(first); n != 1 || res.Errors[len(res.Errors)-1].Index != 1 {
+		t.Errorf("the next event's errors: %v", res.Errors[len(first):])
+	}
+	var q struct{ Errors []FieldError }
+	if err := json.Unmarshal(res.Quarantined[0].Value, &q); err != nil || len(q.Errors) != maxEventErrors+1 {
+		t.Errorf("quarantine record lists %d errors (%v), want %d", len(q.Errors), err, maxEventErrors+1)
 	}
 }
 

@@ -3,6 +3,7 @@ package event
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"strconv"
 )
@@ -22,6 +23,7 @@ type scanner struct {
 	want       bool // the caller wants the layout
 	keyEvents  bool // the root object's current key is "events"
 	inEvents   bool // the first events value is an array, open at depth 2
+	inElement  bool // an element of events has started and not ended
 	eventStart int  // start of the current element of events
 	valueStart int  // start of the events value
 	lay        layout
@@ -54,6 +56,10 @@ func scanLayout(b []byte, spans [][2]int, ct *containers) (layout, error) {
 	ct.reset(b)
 	s.lay.spans = spans
 	if err := s.run(); err != nil {
+		// Naming the event helps a client find the fault in a large batch.
+		if s.inElement {
+			err = fmt.Errorf("%w (in events[%d])", err, len(s.lay.spans))
+		}
 		return layout{}, err
 	}
 	return s.lay, nil
@@ -90,7 +96,7 @@ func (s *scanner) run() error {
 		}
 		if s.want {
 			if s.inEvents && s.depth == 2 {
-				s.eventStart = i
+				s.eventStart, s.inElement = i, true
 			} else if s.depth == 1 && s.keyEvents {
 				s.lay.eventsKeys++
 				if s.lay.eventsKeys == 1 {
@@ -193,6 +199,7 @@ func (s *scanner) noteEnd(i int) {
 	switch {
 	case s.inEvents && s.depth == 2:
 		s.lay.spans = append(s.lay.spans, [2]int{s.eventStart, i})
+		s.inElement = false
 	case s.depth == 1 && s.keyEvents && s.lay.eventsKeys == 1 && s.lay.events == nil:
 		s.lay.events = s.b[s.valueStart:i]
 	}
@@ -302,6 +309,12 @@ func (s *scanner) number(i int) (int, error) {
 		}
 	default:
 		if i < len(b) {
+			// Some encoders write these for floats JSON cannot express.
+			for _, lit := range [...]string{"NaN", "Infinity"} {
+				if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+					return i, syntaxErr(string(b[start:i])+lit+" is not a JSON number", start)
+				}
+			}
 			return i, syntaxErr("invalid character "+strconv.QuoteRune(rune(b[i]))+" where a value was expected", i)
 		}
 		return i, syntaxErr("unexpected end of input", i)

@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -80,6 +81,12 @@ type eventFields struct {
 	payloadStart, payloadEnd int
 }
 
+// maxEventErrors bounds the errors listed for one event. Without a bound,
+// an event with thousands of faulty display items would yield a response
+// and a quarantine record many times its own size, the record too large
+// for the broker to take.
+const maxEventErrors = 20
+
 // problems collects the errors of one event.
 type problems struct {
 	index int
@@ -87,7 +94,13 @@ type problems struct {
 }
 
 func (p *problems) add(field, msg string) {
-	p.errs = append(p.errs, FieldError{Index: p.index, Field: field, Message: msg})
+	switch n := len(p.errs); {
+	case n < maxEventErrors:
+		p.errs = append(p.errs, FieldError{Index: p.index, Field: field, Message: msg})
+	case n == maxEventErrors:
+		p.errs = append(p.errs, FieldError{Index: p.index, Field: "",
+			Message: "the event has more problems; only the first " + strconv.Itoa(maxEventErrors) + " are listed"})
+	}
 }
 
 // quote renders a value for an error message, shortened so that a huge
@@ -330,6 +343,9 @@ func checkRequestResponse(p *problems, payload []byte, w walker, inner *containe
 			checkOpt(p, "payload.request", k, vals[i], '"')
 		}
 		checkOpt(p, "payload.request", "matchConfidence", vals[5], '0')
+		if c := vals[5]; c != nil && isNumber(c) && !fitsFloat32(c) {
+			p.add("payload.request.matchConfidence", "must be a number a 32-bit float can hold (magnitude at most 3.4028235e38), got "+quote(c))
+		}
 	}
 	if resp != nil && resp[0] == '{' {
 		var vals [3][]byte
@@ -341,6 +357,18 @@ func checkRequestResponse(p *problems, payload []byte, w walker, inner *containe
 		w.checkDisplays(p, vals[2])
 	}
 	return obj
+}
+
+// fitsFloat32 reports whether the JSON number v is within the range of a
+// 32-bit float, the type the consumer stores matchConfidence as: a value
+// beyond it would be lost there silently.
+func fitsFloat32(v []byte) bool {
+	// Short plain numbers, the usual case, cannot overflow; skip the parse.
+	if len(v) < 39 && bytes.IndexAny(v, "eE") < 0 {
+		return true
+	}
+	_, err := strconv.ParseFloat(string(v), 32)
+	return err == nil
 }
 
 // checkSpeech checks outputSpeech or reprompt: a plain string, or an object

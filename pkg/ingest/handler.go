@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,6 +50,16 @@ type Config struct {
 	ProduceTimeout time.Duration
 	// MaxInFlight bounds requests handled at once; more get 503.
 	MaxInFlight int
+	// MaxInFlightPerToken bounds the requests of one token handled at
+	// once, so that one client (slow bodies, say) cannot take every slot
+	// from the others; more get 429. Zero means half of MaxInFlight.
+	MaxInFlightPerToken int
+	// MaxBodyMemory bounds the body bytes all requests hold at once,
+	// beyond the first BodyAllowance bytes of each, which small batches
+	// never pass. A request that would exceed it gets 503. It keeps
+	// concurrent gzip bombs, each decompressing to MaxDecompressedBytes,
+	// from exhausting memory.
+	MaxBodyMemory int64
 }
 
 // Defaults for Config.
@@ -57,7 +68,10 @@ const (
 	DefaultMaxDecompressedBytes = 5 << 20
 	DefaultProduceTimeout       = 5 * time.Second
 	DefaultMaxInFlight          = 256
-	maxIdempotencyKeyLen        = 256
+	DefaultMaxBodyMemory        = 64 << 20
+	// BodyAllowance is the part of each body MaxBodyMemory does not count.
+	BodyAllowance        = 64 << 10
+	maxIdempotencyKeyLen = 256
 )
 
 // Handler serves the events endpoint.
@@ -71,8 +85,12 @@ type Handler struct {
 	log       *slog.Logger
 	now       func() time.Time
 	slots     chan struct{}
+	memory    *budget
 	bufs      sync.Pool
 	gzips     sync.Pool
+
+	tokensMu sync.Mutex
+	tokens   map[string]int // requests in flight by token ID
 }
 
 // New returns a Handler. limiter may be nil (no per-token limit).
@@ -89,11 +107,19 @@ func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
+	if cfg.MaxInFlightPerToken <= 0 {
+		cfg.MaxInFlightPerToken = max(1, cfg.MaxInFlight/2)
+	}
+	if cfg.MaxBodyMemory <= 0 {
+		cfg.MaxBodyMemory = DefaultMaxBodyMemory
+	}
 	return &Handler{
 		cfg: cfg, validator: v, auth: a, pub: p, limiter: limiter, metrics: m, log: log,
-		now:   time.Now,
-		slots: make(chan struct{}, cfg.MaxInFlight),
-		bufs:  sync.Pool{New: func() any { return new(bytes.Buffer) }},
+		now:    time.Now,
+		slots:  make(chan struct{}, cfg.MaxInFlight),
+		memory: newBudget(cfg.MaxBodyMemory),
+		bufs:   sync.Pool{New: func() any { return new(bytes.Buffer) }},
+		tokens: make(map[string]int),
 	}
 }
 
@@ -165,6 +191,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, "strict", err.Error())
 		return
 	}
+	if !h.enter(target.TokenID) {
+		httpjson.RetryAfter(w, 1)
+		httpjson.Error(w, http.StatusTooManyRequests, "", fmt.Sprintf(
+			"this token already has %d requests in flight, its share of the server; retry later", h.cfg.MaxInFlightPerToken))
+		return
+	}
+	defer h.leave(target.TokenID)
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
@@ -180,7 +213,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 
 	buf := h.bufs.Get().(*bytes.Buffer)
 	defer h.putBuf(buf)
-	if status, msg := h.readBody(r, buf); status != 0 {
+	var held int64 // of the memory budget, until the request is done
+	defer func() { h.memory.give(held) }()
+	if status, msg := h.readBody(r, buf, &held); status != 0 {
+		if status == http.StatusServiceUnavailable {
+			httpjson.RetryAfter(w, 1)
+		}
 		httpjson.Error(w, status, "", msg)
 		return
 	}
@@ -215,7 +253,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	pctx, cancel := context.WithTimeout(ctx, h.cfg.ProduceTimeout)
+	// The batch is stored whole even if the client goes away meanwhile:
+	// net/http cancels the request's context when a client half-closes its
+	// connection, which some clients do right after sending, and a batch
+	// cut off mid-publish would be stored in part. The produce timeout
+	// still bounds the wait.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.ProduceTimeout)
 	defer cancel()
 	pstart := h.now()
 	err = h.pub.Publish(pctx, res.Accepted, res.Quarantined)
@@ -290,10 +333,34 @@ func checkHeaders(r *http.Request) (status int, field, msg string) {
 	return 0, "", ""
 }
 
+// enter counts a request of token in flight unless the token already
+// has its share.
+func (h *Handler) enter(token string) bool {
+	h.tokensMu.Lock()
+	defer h.tokensMu.Unlock()
+	if h.tokens[token] >= h.cfg.MaxInFlightPerToken {
+		return false
+	}
+	h.tokens[token]++
+	return true
+}
+
+func (h *Handler) leave(token string) {
+	h.tokensMu.Lock()
+	defer h.tokensMu.Unlock()
+	if h.tokens[token] <= 1 {
+		delete(h.tokens, token) // the map holds only tokens in flight
+		return
+	}
+	h.tokens[token]--
+}
+
 // readBody reads the body into buf within the wire and decompressed
-// limits, never reading more than one byte past a limit.
-func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) (status int, msg string) {
+// limits, never reading more than one byte past a limit. *held receives
+// what it took from the memory budget.
+func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer, held *int64) (status int, msg string) {
 	tooLarge := fmt.Sprintf("body exceeds %d bytes", h.cfg.MaxBodyBytes)
+	const tooSlow = "the body did not arrive within the server's read timeout"
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		return http.StatusRequestEntityTooLarge, tooLarge
 	}
@@ -303,6 +370,9 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) (status int, msg 
 	if gz {
 		zr, err := h.gzipReader(wire)
 		if err != nil {
+			if isTimeout(wire.err) {
+				return http.StatusRequestTimeout, tooSlow
+			}
 			if wire.n > h.cfg.MaxBodyBytes {
 				return http.StatusRequestEntityTooLarge, tooLarge
 			}
@@ -311,8 +381,15 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) (status int, msg 
 		defer h.gzips.Put(zr)
 		src = io.LimitReader(zr, h.cfg.MaxDecompressedBytes+1)
 	}
-	_, err := buf.ReadFrom(src)
+	mem := &budgetReader{r: src, budget: h.memory, free: BodyAllowance}
+	_, err := buf.ReadFrom(mem)
+	*held = mem.taken
 	switch {
+	case mem.denied:
+		return http.StatusServiceUnavailable, "the server is at capacity (memory for request bodies); retry later"
+	case isTimeout(wire.err):
+		// The server's read timeout cut off a client that sent too slowly.
+		return http.StatusRequestTimeout, tooSlow
 	case wire.n > h.cfg.MaxBodyBytes:
 		return http.StatusRequestEntityTooLarge, tooLarge
 	case gz && int64(buf.Len()) > h.cfg.MaxDecompressedBytes:
@@ -347,6 +424,62 @@ func (h *Handler) putBuf(b *bytes.Buffer) {
 	}
 	b.Reset()
 	h.bufs.Put(b)
+}
+
+// budget is a count of bytes that requests take and give back.
+type budget struct {
+	mu   sync.Mutex
+	free int64
+}
+
+func newBudget(n int64) *budget { return &budget{free: n} }
+
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.free {
+		return false
+	}
+	b.free -= n
+	return true
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.free += n
+}
+
+// errOverBudget stops reading a body the memory budget cannot hold.
+var errOverBudget = errors.New("memory budget for request bodies exhausted")
+
+// budgetReader takes from the budget for every byte read past free.
+type budgetReader struct {
+	r      io.Reader
+	budget *budget
+	free   int64
+	taken  int64
+	denied bool
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if over := int64(n) - b.free; over > 0 {
+		b.free = 0
+		if !b.budget.take(over) {
+			b.denied = true
+			return 0, errOverBudget
+		}
+		b.taken += over
+	} else {
+		b.free -= int64(n)
+	}
+	return n, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // countingReader counts the bytes read from the wire.

@@ -18,11 +18,17 @@ import (
 	"github.com/assistantcms/cms/pkg/event"
 )
 
-// allowAll authenticates every request as app a1; auth has its own tests.
+// allowAll authenticates every request as app a1, with the token ID
+// taken from the Authorization header ("t" without one); auth has its own
+// tests.
 type allowAll struct{}
 
-func (allowAll) Authenticate(context.Context, http.Header) (auth.Principal, error) {
-	return auth.Principal{TokenID: "t", OrganizationID: "o1", AppID: "a1"}, nil
+func (allowAll) Authenticate(_ context.Context, h http.Header) (auth.Principal, error) {
+	token := h.Get("Authorization")
+	if token == "" {
+		token = "t"
+	}
+	return auth.Principal{TokenID: token, OrganizationID: "o1", AppID: "a1"}, nil
 }
 
 func (allowAll) Resolve(_ context.Context, p auth.Principal, _ string) (auth.Target, error) {
@@ -59,7 +65,7 @@ func put(h http.Handler) *httptest.ResponseRecorder {
 
 func TestOverloadAnswers503(t *testing.T) {
 	pub := &blockingPublisher{entered: make(chan struct{}), release: make(chan struct{})}
-	h, _ := newTestHandler(pub, Config{MaxInFlight: 2})
+	h, _ := newTestHandler(pub, Config{MaxInFlight: 2, MaxInFlightPerToken: 3})
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
@@ -78,6 +84,100 @@ func TestOverloadAnswers503(t *testing.T) {
 	pub.entered = nil
 	if rec := put(h); rec.Code != 200 {
 		t.Errorf("after the load passed: %d", rec.Code)
+	}
+}
+
+// gatePublisher holds the batches whose body asked for it (an event named
+// HOLD) until released; others pass at once.
+type gatePublisher struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatePublisher) Publish(ctx context.Context, accepted, quarantined []event.Message) error {
+	for _, m := range append(accepted, quarantined...) {
+		if strings.Contains(string(m.Value), `"name":"HOLD"`) {
+			g.entered <- struct{}{}
+			<-g.release
+			break
+		}
+	}
+	return nil
+}
+
+// putAs sends body with a token; pad adds an ignored top-level field of
+// that many bytes.
+func putAs(h http.Handler, token, name string, pad int) *httptest.ResponseRecorder {
+	b := `{"events":[{"type":"REQUEST","name":"` + name + `"}],"pad":"` + strings.Repeat("p", pad) + `"}`
+	req := httptest.NewRequest(http.MethodPut, "/cms/app/events", strings.NewReader(b))
+	req.Header.Set("Authorization", token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestTokenShareOfSlots holds requests of one token until it has its
+// share of the slots: its next request gets 429, while another token's
+// still goes through, and the share is given back as requests finish.
+func TestTokenShareOfSlots(t *testing.T) {
+	pub := &gatePublisher{entered: make(chan struct{}), release: make(chan struct{})}
+	h, _ := newTestHandler(pub, Config{MaxInFlight: 4}) // a share of 2
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if rec := putAs(h, "hog", "HOLD", 0); rec.Code != 200 {
+				t.Errorf("held request answered %d %s", rec.Code, rec.Body)
+			}
+		})
+		<-pub.entered
+	}
+	rec := putAs(h, "hog", "GO", 0)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" ||
+		!strings.Contains(rec.Body.String(), "already has 2 requests in flight, its share of the server") {
+		t.Errorf("third request of the token: %d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if rec := putAs(h, "other", "GO", 0); rec.Code != 200 {
+		t.Errorf("another token beside the full share: %d %s", rec.Code, rec.Body)
+	}
+	close(pub.release)
+	wg.Wait()
+	if rec := putAs(h, "hog", "GO", 0); rec.Code != 200 {
+		t.Errorf("the token after its requests finished: %d %s", rec.Code, rec.Body)
+	}
+	h.tokensMu.Lock()
+	defer h.tokensMu.Unlock()
+	if len(h.tokens) != 0 {
+		t.Errorf("tokens in flight after every request finished: %v", h.tokens)
+	}
+}
+
+// TestMemoryBudget holds a large body until the body memory budget is
+// nearly spent: the next large body gets 503, a small one still passes,
+// and the budget is whole again once the held request finishes.
+func TestMemoryBudget(t *testing.T) {
+	pub := &gatePublisher{entered: make(chan struct{}), release: make(chan struct{})}
+	h, _ := newTestHandler(pub, Config{MaxBodyMemory: 1 << 20})
+	large := 900 << 10
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- putAs(h, "a", "HOLD", large) }()
+	<-pub.entered
+	rec := putAs(h, "b", "GO", large)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" ||
+		!strings.Contains(rec.Body.String(), "memory for request bodies") {
+		t.Errorf("second large body: %d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if rec := putAs(h, "b", "GO", BodyAllowance-100); rec.Code != 200 {
+		t.Errorf("body within the allowance: %d %s", rec.Code, rec.Body)
+	}
+	close(pub.release)
+	if rec := <-done; rec.Code != 200 {
+		t.Errorf("held request: %d %s", rec.Code, rec.Body)
+	}
+	if rec := putAs(h, "b", "GO", large); rec.Code != 200 {
+		t.Errorf("large body after the budget came back: %d %s", rec.Code, rec.Body)
+	}
+	if free := h.memory.free; free != 1<<20 {
+		t.Errorf("budget holds %d bytes after every request finished, want %d", free, 1<<20)
 	}
 }
 

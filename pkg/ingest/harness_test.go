@@ -176,6 +176,7 @@ func gzipped(t *testing.T, s string) []byte {
 
 // record is one message read back from a topic.
 type record struct {
+	topic     string // set by callers that read several topics
 	partition int
 	offset    int64
 	key       string

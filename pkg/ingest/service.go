@@ -40,6 +40,20 @@ type ServiceConfig struct {
 	IdleTimeout       time.Duration
 }
 
+// Defaults for ServiceConfig.
+const (
+	// DefaultReadHeaderTimeout cuts off a client that trickles its headers.
+	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultReadTimeout cuts off a client that trickles its body: a whole
+	// request, at most MaxBodyBytes, must arrive within it.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes keep-alive connections left unused.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultProducerBatchBytes is the producer's: one produce request per
+	// partition under Kafka's default message.max.bytes.
+	DefaultProducerBatchBytes = stream.DefaultBatchBytes
+)
+
 // Store is what the service needs from the content database.
 type Store interface {
 	auth.Store
@@ -74,6 +88,9 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	}
 
 	cfg.Producer.Brokers = cfg.Brokers
+	if cfg.Producer.BatchBytes <= 0 {
+		cfg.Producer.BatchBytes = DefaultProducerBatchBytes
+	}
 	cfg.Producer.Logger = log
 	producer, err := stream.NewProducer(cfg.Producer, cfg.EventsTopic, cfg.QuarantineTopic)
 	if err != nil {
@@ -102,11 +119,11 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 
 	srv := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 5*time.Second),
-		ReadTimeout:       orDefault(cfg.ReadTimeout, 30*time.Second),
+		ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		ReadTimeout:       orDefault(cfg.ReadTimeout, DefaultReadTimeout),
 		// A response waits for the broker, bounded by the produce timeout.
-		WriteTimeout:   orDefault(cfg.ReadTimeout, 30*time.Second) + cfg.Handler.ProduceTimeout + 5*time.Second,
-		IdleTimeout:    orDefault(cfg.IdleTimeout, 120*time.Second),
+		WriteTimeout:   orDefault(cfg.ReadTimeout, DefaultReadTimeout) + cfg.Handler.ProduceTimeout + 5*time.Second,
+		IdleTimeout:    orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

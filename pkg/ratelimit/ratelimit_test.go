@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -72,5 +74,42 @@ func TestOptional(t *testing.T) {
 	ok3, _ := l.Allow("k")
 	if !ok1 || !ok2 || ok3 {
 		t.Errorf("burst of 2: %v %v %v", ok1, ok2, ok3)
+	}
+}
+
+// TestLimiterConcurrentFlood floods one key from many goroutines with the
+// clock stopped: exactly the burst is admitted, every refusal names a wait,
+// and a key sending beside the flood keeps its whole burst.
+func TestLimiterConcurrentFlood(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	l := New(5, 50, func() time.Time { return clock })
+	const goroutines, each = 16, 200
+	var wg sync.WaitGroup
+	var admitted, noWait atomic.Int64
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				ok, wait := l.Allow("flooded")
+				switch {
+				case ok:
+					admitted.Add(1)
+				case wait <= 0 || wait > time.Second/5:
+					noWait.Add(1)
+				}
+			}
+		})
+	}
+	steady := 0
+	for range 50 {
+		if ok, _ := l.Allow("steady"); ok {
+			steady++
+		}
+	}
+	wg.Wait()
+	if admitted.Load() != 50 || noWait.Load() != 0 {
+		t.Errorf("flooded key: %d admitted, %d refusals without a wait of up to 200ms; want 50 and 0", admitted.Load(), noWait.Load())
+	}
+	if steady != 50 {
+		t.Errorf("the other key was admitted %d times of 50", steady)
 	}
 }

@@ -37,8 +37,11 @@ const (
 	// DefaultBatchSize is kafka-go's own default. kafka-go allocates room
 	// for this many records with every batch, so a large value costs an
 	// allocation of that size every few milliseconds per partition.
-	DefaultBatchSize   = 100
-	DefaultBatchBytes  = 4 << 20
+	DefaultBatchSize = 100
+	// DefaultBatchBytes keeps one produce request per partition under
+	// Kafka's default message.max.bytes (1,048,588): the broker refuses a
+	// larger batch whole, which would fail every record in it.
+	DefaultBatchBytes  = 1_000_000
 	DefaultCompression = "lz4"
 )
 
