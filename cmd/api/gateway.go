@@ -23,8 +23,13 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	respTimeout := fs.Duration("response-timeout", "GATEWAY_RESPONSE_TIMEOUT", gateway.DefaultResponseTimeout, "longest wait for an upstream's response headers")
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", gateway.DefaultShutdownTimeout, "time allowed to drain requests on SIGTERM")
 	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
+	httpLimits := defineHTTPFlags(fs, httpDefaults{readHeader: gateway.DefaultReadHeaderTimeout, read: gateway.DefaultReadTimeout,
+		write: gateway.DefaultWriteTimeout, idle: gateway.DefaultIdleTimeout, maxHeader: gateway.DefaultMaxHeaderBytes})
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := httpLimits.check(); err != nil {
+		return fmt.Errorf("gateway: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("gateway: unexpected argument %q", fs.Arg(0))
@@ -33,7 +38,9 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(gateway.Config{Ingest: *ingestURL, API: *apiURL, ResponseTimeout: *respTimeout, ShutdownTimeout: *shutdown}, log)
+	g, err := gateway.New(gateway.Config{Ingest: *ingestURL, API: *apiURL, ResponseTimeout: *respTimeout, ShutdownTimeout: *shutdown,
+		HTTP: gateway.HTTPLimits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
+			WriteTimeout: *httpLimits.write, IdleTimeout: *httpLimits.idle, MaxHeaderBytes: *httpLimits.maxHeader}}, log)
 	if err != nil {
 		return err
 	}

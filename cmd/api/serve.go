@@ -45,8 +45,13 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	statusInterval := fs.Duration("status-interval", "STATUS_INTERVAL", contentapi.DefaultStatusInterval, "how often /status reads its sources")
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
 	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
+	httpLimits := defineHTTPFlags(fs, httpDefaults{readHeader: contentapi.DefaultReadHeaderTimeout, read: contentapi.DefaultReadTimeout,
+		write: contentapi.DefaultWriteTimeout, idle: contentapi.DefaultIdleTimeout, maxHeader: contentapi.DefaultMaxHeaderBytes})
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := httpLimits.check(); err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
@@ -82,6 +87,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		ShutdownTimeout: *shutdown,
 		StatusSources:   sources,
 		StatusInterval:  *statusInterval,
+		HTTP: contentapi.HTTPLimits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
+			WriteTimeout: *httpLimits.write, IdleTimeout: *httpLimits.idle, MaxHeaderBytes: *httpLimits.maxHeader},
 	}, store, log)
 	if err != nil {
 		return err

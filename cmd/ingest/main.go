@@ -38,6 +38,7 @@ func run(args []string) error {
 	replication := fs.Int("topic-replication", "TOPIC_REPLICATION", 1, "replication factor of topics created at start-up")
 	contentDB := fs.Secret("content-db", "CONTENT_DB", "cms.db", "content database holding apps and tokens: a SQLite file path or a postgres:// URL")
 	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
+	grace := fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", ingest.DefaultTokenOutageGrace, "how long past the token cache TTL tokens looked up before are still accepted while the content database cannot be reached (negative: not at all)")
 	maxEvents := fs.Int("max-events", "MAX_EVENTS", event.DefaultMaxEvents, "most events in one batch")
 	maxEventBytes := fs.Int("max-event-bytes", "MAX_EVENT_BYTES", event.DefaultMaxEventBytes, "largest event in bytes, as sent (with appId filled in)")
 	extraTypes := fs.String("extra-event-types", "EXTRA_EVENT_TYPES", "", "comma-separated event types admitted besides REQUEST, ERROR and AnalyticsEvent (e.g. MessageEvent)")
@@ -91,6 +92,7 @@ func run(args []string) error {
 		},
 		Limits:            limits,
 		TokenCacheTTL:     *tokenTTL,
+		TokenOutageGrace:  *grace,
 		RateLimitRPS:      *rateRPS,
 		RateLimitBurst:    *rateBurst,
 		ShutdownTimeout:   *shutdown,

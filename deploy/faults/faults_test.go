@@ -77,7 +77,9 @@ func start(pg *devpostgres.Server) (*env, func(), error) {
 	st, err := localstack.Start(ctx, localstack.Options{
 		Dir: dir, Content: "../demo/content.yaml", ContentDB: pg.DSN("faults"),
 		Env: map[string][]string{
-			localstack.APIName:      {"CONTENT_OUTAGE_GRACE=" + grace.String()},
+			// Tokens expire from the cache within the grace, so that the
+			// outage tests show them kept by the grace, not by the TTL.
+			localstack.APIName:      {"CONTENT_OUTAGE_GRACE=" + grace.String(), "TOKEN_CACHE_TTL=2s"},
 			localstack.ConsumerName: {"FLUSH_INTERVAL=200ms"},
 		},
 		Log: func(name string) io.Writer { return logs.For(name) },

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/assistantcms/cms/pkg/content"
 )
@@ -68,6 +70,7 @@ func unauthorized() *Error { return &Error{Status: http.StatusUnauthorized, Mess
 type Authenticator struct {
 	store Store
 	ttl   time.Duration
+	grace time.Duration
 	now   func() time.Time
 
 	mu       sync.Mutex
@@ -80,6 +83,8 @@ type cached[T any] struct {
 	val     T
 	found   bool
 	fetched time.Time
+	// failed is when the last lookup to refresh this entry failed.
+	failed time.Time
 }
 
 // lookup lets concurrent requests for one uncached key share one query.
@@ -92,6 +97,11 @@ type lookup struct {
 type Options struct {
 	// CacheTTL is how long a lookup is trusted; at most MaxCacheTTL.
 	CacheTTL time.Duration
+	// OutageGrace is how long past its TTL a lookup is still used while
+	// the store cannot answer; zero or negative: not at all. A token
+	// revoked during an outage is refused only once the store answers or
+	// the grace ends.
+	OutageGrace time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -110,6 +120,7 @@ func NewAuthenticator(store Store, o Options) (*Authenticator, error) {
 	return &Authenticator{
 		store:    store,
 		ttl:      o.CacheTTL,
+		grace:    max(o.OutageGrace, 0),
 		now:      o.Now,
 		tokens:   make(map[string]cached[content.Token]),
 		apps:     make(map[string]cached[content.App]),
@@ -166,12 +177,23 @@ func (a *Authenticator) Resolve(ctx context.Context, p Principal, appIDParam str
 	t := Target{TokenID: p.TokenID, OrganizationID: p.OrganizationID, AppID: p.AppID}
 	if p.AppID != "" {
 		if appIDParam != "" && appIDParam != p.AppID {
-			return Target{}, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf("this token is for app %q and cannot act for app %q", p.AppID, appIDParam)}
+			msg := fmt.Sprintf("this token is for app %q and cannot act for app %q", p.AppID, appIDParam)
+			if !PossibleID(appIDParam) {
+				// Not echoed: it may be as long as the request line.
+				msg = fmt.Sprintf("this token is for app %q and cannot act for another app", p.AppID)
+			}
+			return Target{}, &Error{Status: http.StatusForbidden, Message: msg}
 		}
 		return t, nil
 	}
 	if appIDParam == "" {
 		return Target{}, &Error{Status: http.StatusBadRequest, Message: "appId query parameter is required with an organization token"}
+	}
+	if !PossibleID(appIDParam) {
+		// Answered as an unknown app is, without asking the store: no app
+		// can have this ID, PostgreSQL refuses NUL and invalid UTF-8
+		// outright, and the negative cache must not hold long keys.
+		return Target{}, &Error{Status: http.StatusForbidden, Message: "appId is not an app of this token's organization"}
 	}
 	app, found, err := getCached(ctx, a, a.apps, "a:"+appIDParam, appIDParam, a.store.App)
 	if err != nil {
@@ -186,51 +208,125 @@ func (a *Authenticator) Resolve(ctx context.Context, p Principal, appIDParam str
 	return t, nil
 }
 
+// PossibleID reports whether s could be the ID of an app or a record: the
+// content store refuses any other (longer than content.MaxIDLength, not
+// UTF-8, with '/' or control characters), so a request naming one matches
+// nothing and need not reach the database.
+func PossibleID(s string) bool {
+	return s != "" && len(s) <= content.MaxIDLength && utf8.ValidString(s) &&
+		!strings.ContainsRune(s, '/') && strings.IndexFunc(s, unicode.IsControl) < 0
+}
+
+// staleWait is how long a request with a lookup cached before, but past
+// its TTL, waits for a new lookup before the old one is used within the
+// outage grace; a healthy store answers well within it.
+const staleWait = 100 * time.Millisecond
+
+// retryFailed is how long after a failed lookup a stale entry is used
+// without trying the store again, so that an outage does not cost every
+// request staleWait.
+const retryFailed = time.Second
+
+// lookupTimeout bounds one lookup, which runs on its own: the requests
+// waiting for it may stop waiting.
+const lookupTimeout = 5 * time.Second
+
 // getCached returns the cached record for id or loads it, sharing one load
 // among concurrent callers. found is false when the store has no such record.
+//
+// While the store cannot answer (down, or its tables locked), a lookup
+// cached within the TTL plus the outage grace is used, so that callers
+// known a moment ago are not turned away for the length of an outage;
+// such a lookup is also used when a new one is slower than staleWait.
 func getCached[T any](ctx context.Context, a *Authenticator, m map[string]cached[T], key, id string, load func(context.Context, string) (T, error)) (T, bool, error) {
+	var zero T
 	for {
 		a.mu.Lock()
-		if c, ok := m[id]; ok && a.now().Sub(c.fetched) < a.ttl {
+		c, ok := m[id]
+		age := a.now().Sub(c.fetched)
+		if ok && age < a.ttl {
 			a.mu.Unlock()
 			return c.val, c.found, nil
 		}
-		if l, ok := a.inflight[key]; ok {
+		stale := ok && age < a.ttl+a.grace
+		if stale && a.now().Sub(c.failed) < retryFailed {
 			a.mu.Unlock()
-			select {
-			case <-l.done:
-			case <-ctx.Done():
-				var zero T
-				return zero, false, ctx.Err()
-			}
-			if l.err != nil {
-				var zero T
-				return zero, false, l.err
-			}
-			continue // the entry is fresh now
+			return c.val, c.found, nil
 		}
-		l := &lookup{done: make(chan struct{})}
-		a.inflight[key] = l
+		l, running := a.inflight[key]
+		if !running {
+			l = &lookup{done: make(chan struct{})}
+			a.inflight[key] = l
+			go fetch(context.WithoutCancel(ctx), a, m, key, id, l, load)
+		}
 		a.mu.Unlock()
 
-		val, err := load(ctx, id)
-		found := err == nil
-		if errors.Is(err, content.ErrNotFound) {
-			err = nil
+		switch waitLookup(ctx, l, stale) {
+		case gaveUp:
+			return c.val, c.found, nil
+		case cancelled:
+			return zero, false, ctx.Err()
 		}
-		a.mu.Lock()
-		delete(a.inflight, key)
-		if err == nil {
-			if !found && len(m) >= maxNegative {
-				prune(m, a.now(), a.ttl)
+		if l.err != nil {
+			if stale {
+				return c.val, c.found, nil
 			}
-			m[id] = cached[T]{val: val, found: found, fetched: a.now()}
+			return zero, false, l.err
 		}
-		l.err = err
-		a.mu.Unlock()
-		close(l.done)
-		return val, found, err
+		// The entry is fresh now.
 	}
+}
+
+type waited int
+
+const (
+	ended waited = iota
+	gaveUp
+	cancelled
+)
+
+// waitLookup waits for l to end; with a stale entry to fall back on, for
+// staleWait at most.
+func waitLookup(ctx context.Context, l *lookup, stale bool) waited {
+	var patience <-chan time.Time
+	if stale {
+		t := time.NewTimer(staleWait)
+		defer t.Stop()
+		patience = t.C
+	}
+	select {
+	case <-l.done:
+		return ended
+	case <-patience:
+		return gaveUp
+	case <-ctx.Done():
+		return cancelled
+	}
+}
+
+// fetch runs one lookup and files its result, then ends l.
+func fetch[T any](ctx context.Context, a *Authenticator, m map[string]cached[T], key, id string, l *lookup, load func(context.Context, string) (T, error)) {
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	val, err := load(ctx, id)
+	found := err == nil
+	if errors.Is(err, content.ErrNotFound) {
+		err = nil
+	}
+	a.mu.Lock()
+	delete(a.inflight, key)
+	if err == nil {
+		if !found && len(m) >= maxNegative {
+			prune(m, a.now(), a.ttl)
+		}
+		m[id] = cached[T]{val: val, found: found, fetched: a.now()}
+	} else if c, ok := m[id]; ok {
+		c.failed = a.now()
+		m[id] = c
+	}
+	l.err = err
+	a.mu.Unlock()
+	close(l.done)
 }
 
 // prune drops expired entries and, if the map is still full, every entry

@@ -256,3 +256,133 @@ func TestCacheTTLBounded(t *testing.T) {
 		t.Error("a TTL over 30s was accepted")
 	}
 }
+
+// TestResolveRefusesImpossibleAppIDs: an appId no app can have is
+// answered like an unknown app, without a store query or a cache entry
+// (PostgreSQL refuses NUL and invalid UTF-8, and callers could fill the
+// negative cache with long made-up IDs), and is not echoed.
+func TestResolveRefusesImpossibleAppIDs(t *testing.T) {
+	s, _ := newFixture(t)
+	a, err := NewAuthenticator(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Principal{{TokenID: "t", OrganizationID: "o1"}, {TokenID: "t", OrganizationID: "o1", AppID: "a1"}} {
+		for _, id := range []string{"a\x00b", "\xff", strings.Repeat("x", 5000), "a/b"} {
+			_, err := a.Resolve(context.Background(), p, id)
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || strings.Contains(ae.Message, id) {
+				t.Errorf("Resolve(%+v, %.20q): %v; want 403 without the ID", p, id, err)
+			}
+		}
+	}
+	if n := s.calls.Load(); n != 0 || len(a.apps) != 0 {
+		t.Errorf("%d store queries, %d cached apps; want none", n, len(a.apps))
+	}
+}
+
+// TestAuthenticateOutageGrace: tokens looked up before the store became
+// unreachable keep working for the grace past their TTL, revoked ones stay
+// refused, and after the grace the outage shows as 503.
+func TestAuthenticateOutageGrace(t *testing.T) {
+	s, toks := newFixture(t)
+	var mu sync.Mutex
+	clock := time.Unix(0, 0)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	a, err := NewAuthenticator(s, Options{CacheTTL: 10 * time.Second, OutageGrace: 30 * time.Second, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	revoked, revokedID, _ := NewToken()
+	s.mu.Lock()
+	s.tokens[revokedID] = content.Token{ID: revokedID, Hash: HashToken(revoked), OrganizationID: "o1", AppID: "a1", RevokedAt: time.Unix(0, 0)}
+	s.mu.Unlock()
+	for _, tok := range []string{toks["app"], revoked} {
+		_, _ = a.Authenticate(ctx, header(tok))
+	}
+
+	s.fail.Store(true)
+	status := func(tok string) int {
+		_, err := a.Authenticate(ctx, header(tok))
+		var ae *Error
+		switch {
+		case err == nil:
+			return 200
+		case errors.As(err, &ae):
+			return ae.Status
+		}
+		return -1
+	}
+	advance(15 * time.Second)
+	if got := status(toks["app"]); got != 200 {
+		t.Errorf("past the TTL, within the grace: %d", got)
+	}
+	// Right after a failed lookup the store is not asked again.
+	before := s.calls.Load()
+	if got := status(toks["app"]); got != 200 || s.calls.Load() != before {
+		t.Errorf("right after a failed lookup: %d, %d more lookups", got, s.calls.Load()-before)
+	}
+	for _, tc := range []struct {
+		after       time.Duration
+		tok         string
+		want        int
+		description string
+	}{
+		{0, revoked, 401, "a revoked token stays refused"},
+		{0, toks["org"], 503, "a token never looked up cannot be checked"},
+		{26 * time.Second, toks["app"], 503, "past the TTL and the grace"},
+	} {
+		advance(tc.after)
+		if got := status(tc.tok); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.description, got, tc.want)
+		}
+	}
+	s.fail.Store(false)
+	if got := status(toks["app"]); got != 200 {
+		t.Errorf("store back: %d", got)
+	}
+}
+
+// TestAuthenticateDoesNotWaitForASlowStore: with a lookup cached before,
+// a request waits staleWait at most for a new one (a locked table, say).
+func TestAuthenticateDoesNotWaitForASlowStore(t *testing.T) {
+	s, toks := newFixture(t)
+	clock := time.Unix(0, 0)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	a, _ := NewAuthenticator(s, Options{CacheTTL: 10 * time.Second, OutageGrace: 30 * time.Second, Now: now})
+	ctx := context.Background()
+	if _, err := a.Authenticate(ctx, header(toks["app"])); err != nil {
+		t.Fatal(err)
+	}
+	s.gate = make(chan struct{})
+	defer close(s.gate)
+	mu.Lock()
+	clock = clock.Add(11 * time.Second)
+	mu.Unlock()
+	start := time.Now()
+	if _, err := a.Authenticate(ctx, header(toks["app"])); err != nil {
+		t.Fatalf("with a slow store: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("waited %s for a slow store; want about %s", took, staleWait)
+	}
+	// Without a lookup cached before, the request waits for the store.
+	got := make(chan error, 1)
+	go func() {
+		_, err := a.Authenticate(ctx, header(toks["org"]))
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a token never looked up was answered (%v) before the store", err)
+	case <-time.After(2 * staleWait):
+	}
+	s.gate <- struct{}{} // the app token's refresh, started first
+	s.gate <- struct{}{}
+	if err := <-got; err != nil {
+		t.Errorf("after the store answered: %v", err)
+	}
+}

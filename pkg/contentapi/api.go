@@ -237,6 +237,11 @@ func (a *API) one(kind content.Kind, wrapper, notFound string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		t := target(c)
 		id := c.Param("id")
+		if !auth.PossibleID(id) {
+			// No record can have it; PostgreSQL would refuse the query.
+			abort(c, http.StatusNotFound, "", notFound)
+			return
+		}
 		b, err := a.cache.body(c.Request.Context(), t.AppID, wrapper+"/"+id, func(ctx context.Context) ([]byte, error) {
 			r, err := a.store.Record(ctx, t.AppID, kind, id)
 			if err != nil {

@@ -66,12 +66,18 @@ type env struct {
 
 func newEnv(t *testing.T, cfg ServiceConfig) *env {
 	t.Helper()
-	store, tokens := fixture.Open(t, fixtureBundle, map[string]content.Token{
+	return newEnvWith(t, fixtureBundle, map[string]content.Token{
 		"app1": {OrganizationID: "org-1", AppID: "app-1"},
 		"app2": {OrganizationID: "org-1", AppID: "app-2"},
 		"org1": {OrganizationID: "org-1"},
 		"org2": {OrganizationID: "org-2"},
-	})
+	}, cfg)
+}
+
+// newEnvWith serves the bundle with the named tokens issued.
+func newEnvWith(t *testing.T, bundleJSON string, toks map[string]content.Token, cfg ServiceConfig) *env {
+	t.Helper()
+	store, tokens := fixture.Open(t, bundleJSON, toks)
 	e := &env{t: t, store: store, tokens: tokens}
 	var err error
 	e.svc, err = NewService(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))

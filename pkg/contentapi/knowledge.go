@@ -63,10 +63,26 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 	return v.(*knowledge.Base), nil
 }
 
+// text reads an optional text parameter; on failure it has answered.
+// Clients send UTF-8 (URLSearchParams does); other bytes or a NUL are a
+// mistake better told than answered with nothing found.
+func text(c *gin.Context, name string) (string, bool) {
+	v := c.Query(name)
+	if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+		abort(c, http.StatusBadRequest, name, name+" must be UTF-8 text without NUL characters.")
+		return "", false
+	}
+	return v, true
+}
+
 // question reads the required question parameter; on failure it has
 // answered.
 func question(c *gin.Context, name string) (string, bool) {
-	q := strings.TrimSpace(c.Query(name))
+	q, ok := text(c, name)
+	if !ok {
+		return "", false
+	}
+	q = strings.TrimSpace(q)
 	switch {
 	case q == "":
 		abort(c, http.StatusBadRequest, name, name+" is required.")
@@ -108,12 +124,16 @@ func (a *API) asked(c *gin.Context) (string, *knowledge.Base, bool) {
 }
 
 func (a *API) search(c *gin.Context) {
+	location, ok := text(c, "locationId")
+	if !ok {
+		return
+	}
 	if q, b, ok := a.asked(c); ok {
 		buf, _ := a.buffers.Get().(*[]byte)
 		if buf == nil {
 			buf = new([]byte)
 		}
-		*buf = b.Search(q, c.Query("locationId")).AppendJSON((*buf)[:0])
+		*buf = b.Search(q, location).AppendJSON((*buf)[:0])
 		c.Data(http.StatusOK, jsonContentType, *buf)
 		if cap(*buf) <= maxPooledBuffer {
 			a.buffers.Put(buf)
@@ -143,6 +163,10 @@ func temperature(v string) float64 {
 }
 
 func (a *API) rag(c *gin.Context) {
+	location, ok := text(c, "locationId")
+	if !ok {
+		return
+	}
 	q, b, ok := a.asked(c)
 	if !ok {
 		return
@@ -150,7 +174,7 @@ func (a *API) rag(c *gin.Context) {
 	// useRetrievalApi ("retrieve" or "query") chooses between two
 	// retrieval services in the reference client; here both retrieve the
 	// same way, so it is accepted and not needed.
-	ans, genErr := b.Answer(c.Request.Context(), q, c.Query("locationId"), a.cfg.Generator, temperature(c.Query("temperature")))
+	ans, genErr := b.Answer(c.Request.Context(), q, location, a.cfg.Generator, temperature(c.Query("temperature")))
 	if genErr != nil {
 		a.log.Warn("answer generator failed; answered extractively", "err", genErr, "request_id", c.GetString(requestIDKey))
 		c.Header("X-Answer-Generator", "fallback")
@@ -188,21 +212,36 @@ func (a *API) suggestions(c *gin.Context) {
 	if !ok {
 		return
 	}
-	key := strings.TrimSpace(c.Query("key"))
-	if key == "" {
+	appID, hasAppID := c.GetQuery("appId")
+	if hasAppID && strings.TrimSpace(appID) == "" {
+		abort(c, http.StatusBadRequest, "appId", "appId must not be empty.")
+		return
+	}
+	key, ok := text(c, "key")
+	if !ok {
+		return
+	}
+	if key = strings.TrimSpace(key); key == "" {
 		abort(c, http.StatusBadRequest, "key", "key is required.")
 		return
 	}
-	text := c.Query("queryText")
-	if strings.TrimSpace(text) == "" {
+	typed, ok := text(c, "queryText")
+	if !ok {
+		return
+	}
+	if strings.TrimSpace(typed) == "" {
 		abort(c, http.StatusBadRequest, "queryText", "queryText is required.")
 		return
 	}
-	if utf8.RuneCountInString(text) > maxQuestionRunes {
+	if utf8.RuneCountInString(typed) > maxQuestionRunes {
 		abort(c, http.StatusBadRequest, "queryText", fmt.Sprintf("queryText is longer than %d characters.", maxQuestionRunes))
 		return
 	}
-	kinds, err := suggestionKinds(c.Query("type"))
+	types, ok := text(c, "type")
+	if !ok {
+		return
+	}
+	kinds, err := suggestionKinds(types)
 	if err != nil {
 		abort(c, http.StatusBadRequest, "type", err.Error()+".")
 		return
@@ -226,6 +265,12 @@ func (a *API) suggestions(c *gin.Context) {
 		abort(c, http.StatusForbidden, "key", "This channel key belongs to an app this token cannot reach.")
 		return
 	}
+	// The key names the app; an appId naming another is a contradiction
+	// refused as on the other routes, not silently ignored.
+	if hasAppID && appID != app.ID {
+		abort(c, http.StatusForbidden, "appId", "appId names another app than the channel key's.")
+		return
+	}
 	if !a.resolve(c, p, app.ID) {
 		return
 	}
@@ -242,7 +287,7 @@ func (a *API) suggestions(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, struct {
 		Suggestions []knowledge.Suggestion `json:"suggestions"`
-	}{b.Suggest(text, kinds, history, size)})
+	}{b.Suggest(typed, kinds, history, size)})
 }
 
 // historyCache keeps each channel's past queries for a while, so that
@@ -323,8 +368,13 @@ type keyEntry struct {
 	at      time.Time
 }
 
-// maxKeys bounds the cache, which unknown keys could otherwise grow.
-const maxKeys = 10_000
+// maxKeys bounds the cache, which unknown keys could otherwise grow;
+// unknown keys longer than maxCachedUnknownKey are not kept at all, so
+// that the cache's memory stays small whatever callers make up.
+const (
+	maxKeys             = 10_000
+	maxCachedUnknownKey = 256
+)
 
 func (k *keyCache) lookup(ctx context.Context, key string) (content.App, string, error) {
 	now := time.Now()
@@ -335,7 +385,7 @@ func (k *keyCache) lookup(ctx context.Context, key string) (content.App, string,
 		return e.app, e.channel, e.err
 	}
 	app, channel, err := k.store.AppByChannelKey(ctx, key)
-	if err != nil && !isNotFound(err) {
+	if err != nil && (!isNotFound(err) || len(key) > maxCachedUnknownKey) {
 		return app, channel, err
 	}
 	k.mu.Lock()

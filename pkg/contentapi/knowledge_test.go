@@ -3,6 +3,7 @@ package contentapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/chstore"
+	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/devclickhouse"
 	"github.com/assistantcms/cms/pkg/event"
@@ -299,5 +301,31 @@ func TestLenientParameters(t *testing.T) {
 		if (err != nil) != tt.err || strings.Join(got, ",") != tt.want {
 			t.Errorf("suggestionKinds(%q) = %v, %v", tt.in, got, err)
 		}
+	}
+}
+
+// countingKeys answers every channel key as unknown and counts lookups.
+type countingKeys struct{ n int }
+
+func (c *countingKeys) AppByChannelKey(context.Context, string) (content.App, string, error) {
+	c.n++
+	return content.App{}, "", content.ErrNotFound
+}
+
+// TestKeyCacheKeepsOnlyShortUnknownKeys: callers make up any key they
+// like, so long unknown ones are looked up each time rather than kept.
+func TestKeyCacheKeepsOnlyShortUnknownKeys(t *testing.T) {
+	src := &countingKeys{}
+	k := &keyCache{store: src, ttl: time.Hour, entries: map[string]keyEntry{}}
+	short, long := strings.Repeat("k", maxCachedUnknownKey), strings.Repeat("k", maxCachedUnknownKey+1)
+	for range 2 {
+		for _, key := range []string{short, long} {
+			if _, _, err := k.lookup(context.Background(), key); !errors.Is(err, content.ErrNotFound) {
+				t.Fatalf("lookup: %v", err)
+			}
+		}
+	}
+	if _, ok := k.entries[short]; !ok || len(k.entries) != 1 || src.n != 3 {
+		t.Errorf("%d entries, %d store lookups: want the short key cached (3 lookups), the long one not", len(k.entries), src.n)
 	}
 }

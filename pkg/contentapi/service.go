@@ -32,6 +32,51 @@ type ServiceConfig struct {
 	// beside the api itself; StatusInterval is how often they are read.
 	StatusSources  []statuspage.Source
 	StatusInterval time.Duration
+	// HTTP bounds what one client connection may cost.
+	HTTP HTTPLimits
+}
+
+// HTTPLimits bound what one client connection may cost the server, so
+// that slow or oversized requests cannot hold connections or memory.
+// Zero fields take the defaults below.
+type HTTPLimits struct {
+	// ReadHeaderTimeout cuts off clients trickling their headers.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time from the end of the request headers
+	// to the end of the answer.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a kept-alive connection may wait for its
+	// next request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers; larger ones
+	// are answered 431.
+	MaxHeaderBytes int
+}
+
+// Defaults of HTTPLimits.
+const (
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+)
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	for _, f := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&l.ReadHeaderTimeout, DefaultReadHeaderTimeout}, {&l.ReadTimeout, DefaultReadTimeout}, {&l.WriteTimeout, DefaultWriteTimeout}, {&l.IdleTimeout, DefaultIdleTimeout}} {
+		if *f.v <= 0 {
+			*f.v = f.def
+		}
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	return l
 }
 
 // pingWithin fails readiness only once the store has not answered for
@@ -92,7 +137,16 @@ func (s *Service) GraphQL() *graphql.Handler { return s.graphql }
 
 // NewService builds the HTTP server.
 func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Service, error) {
-	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL})
+	grace := cfg.API.OutageGrace
+	switch {
+	case grace == 0:
+		grace = DefaultOutageGrace
+	case grace < 0:
+		grace = 0
+	}
+	// Tokens get the same grace as content: a cached answer is no use if
+	// the token asking for it can no longer be checked.
+	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL, OutageGrace: grace})
 	if err != nil {
 		return nil, err
 	}
@@ -102,13 +156,6 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	metrics := NewMetrics(reg)
 
 	checker := health.New()
-	grace := cfg.API.OutageGrace
-	switch {
-	case grace == 0:
-		grace = DefaultOutageGrace
-	case grace < 0:
-		grace = 0
-	}
 	checker.Add("content_db", pingWithin(store.Ping, grace, time.Now))
 
 	api := New(cfg.API, store, authn, limiter, log)
@@ -141,13 +188,14 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.GET(statuspage.Path, gin.WrapH(statuspage.PageHandler()))
 	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
 
+	limits := cfg.HTTP.withDefaults()
 	srv := &http.Server{
 		Handler:           engine,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: limits.ReadHeaderTimeout,
+		ReadTimeout:       limits.ReadTimeout,
+		WriteTimeout:      limits.WriteTimeout,
+		IdleTimeout:       limits.IdleTimeout,
+		MaxHeaderBytes:    limits.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, graphql: gh, status: status}

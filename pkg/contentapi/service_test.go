@@ -97,3 +97,24 @@ func TestServeFollowsChangesAnotherReplicaAnnounces(t *testing.T) {
 		t.Error("Serve returned while the watcher still ran")
 	}
 }
+
+func TestHTTPLimits(t *testing.T) {
+	store, _ := fixture.Open(t, fixtureBundle, nil)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name      string
+		set, want HTTPLimits
+	}{
+		{"defaults", HTTPLimits{}, HTTPLimits{DefaultReadHeaderTimeout, DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout, DefaultMaxHeaderBytes}},
+		{"configured", HTTPLimits{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 4096}, HTTPLimits{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 4096}},
+	} {
+		svc, err := NewService(ServiceConfig{HTTP: tc.set}, store, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := svc.server
+		if got := (HTTPLimits{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes}); got != tc.want {
+			t.Errorf("%s: server limits %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -8,12 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,13 +34,56 @@ type Config struct {
 	ResponseTimeout time.Duration
 	// ShutdownTimeout bounds draining requests in flight on shutdown.
 	ShutdownTimeout time.Duration
+	// HTTP bounds what one client connection may cost.
+	HTTP HTTPLimits
+}
+
+// HTTPLimits bound what one client connection may cost the gateway, so
+// that slow or oversized requests cannot hold connections or memory.
+// Zero fields take the defaults below.
+type HTTPLimits struct {
+	// ReadHeaderTimeout cuts off clients trickling their headers.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included: a body
+	// trickled slower is answered 408.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time from the end of the request headers
+	// to the end of the answer, the upstream's wait included, so it must
+	// be longer than the response timeout.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a kept-alive connection may wait for its
+	// next request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers; larger ones
+	// are answered 431.
+	MaxHeaderBytes int
 }
 
 // Defaults of Config.
 const (
-	DefaultResponseTimeout = 30 * time.Second
-	DefaultShutdownTimeout = 10 * time.Second
+	DefaultResponseTimeout   = 30 * time.Second
+	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
 )
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	for _, f := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&l.ReadHeaderTimeout, DefaultReadHeaderTimeout}, {&l.ReadTimeout, DefaultReadTimeout}, {&l.WriteTimeout, DefaultWriteTimeout}, {&l.IdleTimeout, DefaultIdleTimeout}} {
+		if *f.v <= 0 {
+			*f.v = f.def
+		}
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	return l
+}
 
 // Upstream names.
 const (
@@ -72,6 +117,11 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	cfg.HTTP = cfg.HTTP.withDefaults()
+	if cfg.HTTP.WriteTimeout <= cfg.ResponseTimeout {
+		// Otherwise a slow upstream's answer would be cut off unsent.
+		return nil, fmt.Errorf("write timeout %s must be longer than the response timeout %s", cfg.HTTP.WriteTimeout, cfg.ResponseTimeout)
 	}
 	g := &Gateway{cfg: cfg, log: log, checker: health.New(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -113,9 +163,12 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	g.mux.Handle("/", http.HandlerFunc(g.route))
 	g.server = &http.Server{
 		Handler:           g.mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
+		ReadTimeout:       cfg.HTTP.ReadTimeout,
+		WriteTimeout:      cfg.HTTP.WriteTimeout,
+		IdleTimeout:       cfg.HTTP.IdleTimeout,
+		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return g, nil
 }
@@ -129,10 +182,30 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 			r.Out.Host = r.In.Host
 		},
 		Transport: transport,
+		// An upstream that answers after the client's body failed is
+		// answering the truncated body it was sent (its own read timeout
+		// may fire first); the client hears why instead.
+		ModifyResponse: func(resp *http.Response) error {
+			if body, ok := resp.Request.Context().Value(clientBodyKey{}).(*clientBody); ok {
+				if err := body.failure(); err != nil {
+					return fmt.Errorf("client request body: %w", err)
+				}
+			}
+			return nil
+		},
 		// Event responses are small; streaming anything else at once
 		// keeps long answers flowing.
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if body, ok := r.Context().Value(clientBodyKey{}).(*clientBody); ok {
+				if berr := body.failure(); berr != nil {
+					// The client's fault: told so in the error shape, not
+					// answered as a client gone away (499, no body) or an
+					// unreachable upstream (503, inviting a retry).
+					g.clientBodyError(w, r, berr)
+					return
+				}
+			}
 			if errors.Is(err, context.Canceled) {
 				// The client went away; nobody reads an answer.
 				w.WriteHeader(499)
@@ -190,11 +263,59 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection (flushes).
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// clientBody remembers why reading a client's request body failed, so
+// that the failure is answered as the client's rather than as an
+// unreachable upstream. The transport reads the body on a goroutine of
+// its own, hence the lock.
+type clientBody struct {
+	io.ReadCloser
+	mu  sync.Mutex
+	err error
+}
+
+type clientBodyKey struct{}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *clientBody) failure() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// clientBodyError answers a request whose body could not be read: 408
+// when it did not arrive within the read timeout, 400 otherwise.
+func (g *Gateway) clientBodyError(w http.ResponseWriter, r *http.Request, err error) {
+	g.log.Info("request body not received", "method", r.Method, "path", r.URL.Path, "err", err)
+	w.Header().Set("Connection", "close")
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		httpjson.Error(w, http.StatusRequestTimeout, "", "The request body did not arrive within "+g.cfg.HTTP.ReadTimeout.String()+".")
+		return
+	}
+	httpjson.Error(w, http.StatusBadRequest, "", "The request body could not be read.")
+}
+
 func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name, proxy := upstreamAPI, g.api
 	if IsEventsPath(r.URL.Path) {
 		name, proxy = upstreamIngest, g.ingest
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		body := &clientBody{ReadCloser: r.Body}
+		r = r.WithContext(context.WithValue(r.Context(), clientBodyKey{}, body))
+		r.Body = body
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	proxy.ServeHTTP(sw, r)

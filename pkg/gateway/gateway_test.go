@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -240,5 +241,97 @@ func TestForwardedHeaders(t *testing.T) {
 	if req.Header.Get("X-Forwarded-For") != "127.0.0.1" || req.Header.Get("Authorization") != "Bearer tok" ||
 		req.Header.Get("Content-Encoding") != "gzip" || string(body) != "zipped" {
 		t.Errorf("upstream saw %v, body %q", req.Header, body)
+	}
+}
+
+func TestHTTPLimits(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := g.server
+	if s.ReadHeaderTimeout != DefaultReadHeaderTimeout || s.ReadTimeout != DefaultReadTimeout || s.WriteTimeout != DefaultWriteTimeout ||
+		s.IdleTimeout != DefaultIdleTimeout || s.MaxHeaderBytes != DefaultMaxHeaderBytes {
+		t.Errorf("defaults: %v %v %v %v %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+	want := HTTPLimits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 40 * time.Second, IdleTimeout: 3 * time.Second, MaxHeaderBytes: 4096}
+	g, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", HTTP: want}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := g.server; (HTTPLimits{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes}) != want {
+		t.Errorf("configured: %v %v %v %v %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+	// An answer could never be written after waiting this long upstream.
+	_, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", ResponseTimeout: time.Minute, HTTP: HTTPLimits{WriteTimeout: time.Minute}}, log)
+	if err == nil || !strings.Contains(err.Error(), "longer than the response timeout") {
+		t.Errorf("a write timeout no longer than the response timeout: %v", err)
+	}
+}
+
+// TestSlowBodyIsTheClientsFault trickles a request body through the
+// gateway slower than its read timeout: the answer is 408 in the JSON
+// error shape, counted as such, not a 503 that blames the upstream and
+// invites the client to retry the same upload.
+func TestSlowBodyIsTheClientsFault(t *testing.T) {
+	read := make(chan error, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		read <- err
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer upstream.Close()
+	const timeout = 500 * time.Millisecond
+	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL, HTTP: HTTPLimits{ReadTimeout: timeout}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, _ := serve(t, g.Serve)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(gw, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	if _, err := io.WriteString(conn, "PUT /cms/app/events HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"events\":["); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Errorf("read answer: %v", err)
+		}
+		answered <- resp
+	}()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var resp *http.Response
+	give := time.After(10 * time.Second)
+	for waiting := true; waiting; {
+		select {
+		case resp = <-answered:
+			waiting = false
+		case <-tick.C:
+			_, _ = io.WriteString(conn, " ") // fails once the gateway has closed
+		case <-give:
+			t.Fatal("no answer within 10s")
+		}
+	}
+	if resp == nil {
+		return // the read failed, as reported
+	}
+	body, _ := io.ReadAll(resp.Body)
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"httpStatus":408`) || took < timeout/2 || took > timeout+5*time.Second {
+		t.Errorf("after %v: %d %s; want 408 in the JSON shape after about %v", took, resp.StatusCode, body, timeout)
+	}
+	if err := <-read; err == nil {
+		t.Error("the upstream read the whole body of a request cut off")
+	}
+	m := do(t, http.MethodGet, gw+"/metrics", "", nil).body
+	if !strings.Contains(m, `cms_gateway_requests_total{code="408",upstream="ingest"} 1`) {
+		t.Errorf("metrics lack the 408")
 	}
 }

@@ -22,15 +22,19 @@ import (
 
 // ServiceConfig is everything the ingest process is configured with.
 type ServiceConfig struct {
-	Brokers           []string
-	EventsTopic       string
-	QuarantineTopic   string
-	TopicPartitions   int
-	TopicReplication  int
-	Producer          stream.ProducerConfig
-	Handler           Config
-	Limits            event.Limits
-	TokenCacheTTL     time.Duration
+	Brokers          []string
+	EventsTopic      string
+	QuarantineTopic  string
+	TopicPartitions  int
+	TopicReplication int
+	Producer         stream.ProducerConfig
+	Handler          Config
+	Limits           event.Limits
+	TokenCacheTTL    time.Duration
+	// TokenOutageGrace is how long past TokenCacheTTL a token looked up
+	// before is still accepted while the content database cannot answer;
+	// zero means DefaultTokenOutageGrace, negative none.
+	TokenOutageGrace  time.Duration
 	RateLimitRPS      float64
 	RateLimitBurst    int
 	ShutdownTimeout   time.Duration
@@ -49,6 +53,9 @@ const (
 	DefaultReadTimeout = 30 * time.Second
 	// DefaultIdleTimeout closes keep-alive connections left unused.
 	DefaultIdleTimeout = 120 * time.Second
+	// DefaultTokenOutageGrace keeps events flowing through a short outage
+	// of the content database, as the api keeps answering through one.
+	DefaultTokenOutageGrace = 30 * time.Second
 	// DefaultProducerBatchBytes is the producer's: one produce request per
 	// partition under Kafka's default message.max.bytes.
 	DefaultProducerBatchBytes = stream.DefaultBatchBytes
@@ -96,7 +103,11 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("create producer: %w", err)
 	}
-	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL})
+	grace := cfg.TokenOutageGrace
+	if grace == 0 {
+		grace = DefaultTokenOutageGrace
+	}
+	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL, OutageGrace: grace})
 	if err != nil {
 		return nil, err
 	}
