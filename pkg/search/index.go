@@ -192,10 +192,18 @@ func Build(docs []Doc) *Index {
 	return ix
 }
 
+// maxTypoRunes is the longest word given typo matches: the deletions of a
+// word cost the square of its length, and a query of one very long word
+// must not cost milliseconds; no real word is that long.
+const maxTypoRunes = 32
+
 // deletes lists s with each one of its letters removed.
 func deletes(s string) []string {
+	if len(s) > 4*maxTypoRunes {
+		return nil // longer in runes too, and not worth converting
+	}
 	r := []rune(s)
-	if len(r) < 4 { // short words have too many neighbours to guess
+	if len(r) < 4 || len(r) > maxTypoRunes { // short words have too many neighbours to guess
 		return nil
 	}
 	out := make([]string, 0, len(r))

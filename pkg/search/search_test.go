@@ -254,3 +254,20 @@ func hasEditAfterFirst(q []rune, s *Suggester, text string) bool {
 	}
 	return false
 }
+
+func TestDeletesSkipsVeryLongWords(t *testing.T) {
+	for _, tc := range []struct {
+		word string
+		want int
+	}{
+		{"abc", 0},
+		{"abcd", 4},
+		{strings.Repeat("é", maxTypoRunes), maxTypoRunes},
+		{strings.Repeat("a", maxTypoRunes+1), 0},
+		{strings.Repeat("a", 1000), 0},
+	} {
+		if got := len(deletes(tc.word)); got != tc.want {
+			t.Errorf("deletes of a %d-rune word: %d, want %d", len([]rune(tc.word)), got, tc.want)
+		}
+	}
+}
