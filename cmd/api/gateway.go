@@ -10,6 +10,7 @@ import (
 	"github.com/assistantcms/cms/pkg/gateway"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/logging"
+	"github.com/assistantcms/cms/pkg/serverlimits"
 )
 
 // runGateway serves the one address clients call until ctx ends: event
@@ -39,7 +40,7 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 		return err
 	}
 	g, err := gateway.New(gateway.Config{Ingest: *ingestURL, API: *apiURL, ResponseTimeout: *respTimeout, ShutdownTimeout: *shutdown,
-		HTTP: gateway.HTTPLimits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
+		HTTP: serverlimits.Limits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
 			WriteTimeout: *httpLimits.write, IdleTimeout: *httpLimits.idle, MaxHeaderBytes: *httpLimits.maxHeader}}, log)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/knowledge"
 	"github.com/assistantcms/cms/pkg/logging"
+	"github.com/assistantcms/cms/pkg/serverlimits"
 	"github.com/assistantcms/cms/pkg/statuspage"
 )
 
@@ -87,7 +88,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		ShutdownTimeout: *shutdown,
 		StatusSources:   sources,
 		StatusInterval:  *statusInterval,
-		HTTP: contentapi.HTTPLimits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
+		HTTP: serverlimits.Limits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
 			WriteTimeout: *httpLimits.write, IdleTimeout: *httpLimits.idle, MaxHeaderBytes: *httpLimits.maxHeader},
 	}, store, log)
 	if err != nil {

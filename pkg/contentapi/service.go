@@ -17,6 +17,7 @@ import (
 	"github.com/assistantcms/cms/pkg/graphql"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/ratelimit"
+	"github.com/assistantcms/cms/pkg/serverlimits"
 	"github.com/assistantcms/cms/pkg/statuspage"
 )
 
@@ -33,29 +34,10 @@ type ServiceConfig struct {
 	StatusSources  []statuspage.Source
 	StatusInterval time.Duration
 	// HTTP bounds what one client connection may cost.
-	HTTP HTTPLimits
+	HTTP serverlimits.Limits
 }
 
-// HTTPLimits bound what one client connection may cost the server, so
-// that slow or oversized requests cannot hold connections or memory.
-// Zero fields take the defaults below.
-type HTTPLimits struct {
-	// ReadHeaderTimeout cuts off clients trickling their headers.
-	ReadHeaderTimeout time.Duration
-	// ReadTimeout bounds reading a whole request, body included.
-	ReadTimeout time.Duration
-	// WriteTimeout bounds the time from the end of the request headers
-	// to the end of the answer.
-	WriteTimeout time.Duration
-	// IdleTimeout is how long a kept-alive connection may wait for its
-	// next request.
-	IdleTimeout time.Duration
-	// MaxHeaderBytes bounds the request line and headers; larger ones
-	// are answered 431.
-	MaxHeaderBytes int
-}
-
-// Defaults of HTTPLimits.
+// Defaults of ServiceConfig.HTTP.
 const (
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 30 * time.Second
@@ -63,21 +45,6 @@ const (
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultMaxHeaderBytes    = 64 << 10
 )
-
-func (l HTTPLimits) withDefaults() HTTPLimits {
-	for _, f := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{{&l.ReadHeaderTimeout, DefaultReadHeaderTimeout}, {&l.ReadTimeout, DefaultReadTimeout}, {&l.WriteTimeout, DefaultWriteTimeout}, {&l.IdleTimeout, DefaultIdleTimeout}} {
-		if *f.v <= 0 {
-			*f.v = f.def
-		}
-	}
-	if l.MaxHeaderBytes <= 0 {
-		l.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	return l
-}
 
 // pingWithin fails readiness only once the store has not answered for
 // longer than grace: until then the api answers from its cache, and
@@ -188,16 +155,12 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.GET(statuspage.Path, gin.WrapH(statuspage.PageHandler()))
 	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
 
-	limits := cfg.HTTP.withDefaults()
 	srv := &http.Server{
-		Handler:           engine,
-		ReadHeaderTimeout: limits.ReadHeaderTimeout,
-		ReadTimeout:       limits.ReadTimeout,
-		WriteTimeout:      limits.WriteTimeout,
-		IdleTimeout:       limits.IdleTimeout,
-		MaxHeaderBytes:    limits.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Handler:  engine,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	cfg.HTTP.Or(serverlimits.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}).Apply(srv)
 	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, graphql: gh, status: status}
 	if w, ok := store.(RevisionWatcher); ok {
 		svc.watcher = w

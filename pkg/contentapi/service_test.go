@@ -14,6 +14,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/fixture"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/serverlimits"
 )
 
 // watchingStore tells the service of changes when the test says so, as a
@@ -101,19 +102,21 @@ func TestServeFollowsChangesAnotherReplicaAnnounces(t *testing.T) {
 func TestHTTPLimits(t *testing.T) {
 	store, _ := fixture.Open(t, fixtureBundle, nil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	configured := serverlimits.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 3 * time.Second, IdleTimeout: 4 * time.Second, MaxHeaderBytes: 4096}
 	for _, tc := range []struct {
 		name      string
-		set, want HTTPLimits
+		set, want serverlimits.Limits
 	}{
-		{"defaults", HTTPLimits{}, HTTPLimits{DefaultReadHeaderTimeout, DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout, DefaultMaxHeaderBytes}},
-		{"configured", HTTPLimits{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 4096}, HTTPLimits{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 4096}},
+		{"defaults", serverlimits.Limits{}, serverlimits.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+			WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}},
+		{"configured", configured, configured},
 	} {
 		svc, err := NewService(ServiceConfig{HTTP: tc.set}, store, log)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := svc.server
-		if got := (HTTPLimits{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes}); got != tc.want {
+		if got := serverlimits.Of(s); got != tc.want {
 			t.Errorf("%s: server limits %+v, want %+v", tc.name, got, tc.want)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/httpjson"
+	"github.com/assistantcms/cms/pkg/serverlimits"
 )
 
 // Config names the upstreams and bounds the gateway's waits.
@@ -35,28 +36,10 @@ type Config struct {
 	// ShutdownTimeout bounds draining requests in flight on shutdown.
 	ShutdownTimeout time.Duration
 	// HTTP bounds what one client connection may cost.
-	HTTP HTTPLimits
-}
-
-// HTTPLimits bound what one client connection may cost the gateway, so
-// that slow or oversized requests cannot hold connections or memory.
-// Zero fields take the defaults below.
-type HTTPLimits struct {
-	// ReadHeaderTimeout cuts off clients trickling their headers.
-	ReadHeaderTimeout time.Duration
-	// ReadTimeout bounds reading a whole request, body included: a body
-	// trickled slower is answered 408.
-	ReadTimeout time.Duration
-	// WriteTimeout bounds the time from the end of the request headers
-	// to the end of the answer, the upstream's wait included, so it must
-	// be longer than the response timeout.
-	WriteTimeout time.Duration
-	// IdleTimeout is how long a kept-alive connection may wait for its
-	// next request.
-	IdleTimeout time.Duration
-	// MaxHeaderBytes bounds the request line and headers; larger ones
-	// are answered 431.
-	MaxHeaderBytes int
+	// HTTP bounds client connections. Its ReadTimeout also bounds a body:
+	// one trickled slower is answered 408. Its WriteTimeout includes the
+	// upstream's wait, so it must be longer than ResponseTimeout.
+	HTTP serverlimits.Limits
 }
 
 // Defaults of Config.
@@ -69,21 +52,6 @@ const (
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultMaxHeaderBytes    = 64 << 10
 )
-
-func (l HTTPLimits) withDefaults() HTTPLimits {
-	for _, f := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{{&l.ReadHeaderTimeout, DefaultReadHeaderTimeout}, {&l.ReadTimeout, DefaultReadTimeout}, {&l.WriteTimeout, DefaultWriteTimeout}, {&l.IdleTimeout, DefaultIdleTimeout}} {
-		if *f.v <= 0 {
-			*f.v = f.def
-		}
-	}
-	if l.MaxHeaderBytes <= 0 {
-		l.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	return l
-}
 
 // Upstream names.
 const (
@@ -118,7 +86,8 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	cfg.HTTP = cfg.HTTP.withDefaults()
+	cfg.HTTP = cfg.HTTP.Or(serverlimits.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes})
 	if cfg.HTTP.WriteTimeout <= cfg.ResponseTimeout {
 		// Otherwise a slow upstream's answer would be cut off unsent.
 		return nil, fmt.Errorf("write timeout %s must be longer than the response timeout %s", cfg.HTTP.WriteTimeout, cfg.ResponseTimeout)
@@ -162,14 +131,10 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	g.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	g.mux.Handle("/", http.HandlerFunc(g.route))
 	g.server = &http.Server{
-		Handler:           g.mux,
-		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
-		ReadTimeout:       cfg.HTTP.ReadTimeout,
-		WriteTimeout:      cfg.HTTP.WriteTimeout,
-		IdleTimeout:       cfg.HTTP.IdleTimeout,
-		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Handler:  g.mux,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	cfg.HTTP.Apply(g.server)
 	return g, nil
 }
 

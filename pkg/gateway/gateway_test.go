@@ -22,6 +22,7 @@ import (
 	"github.com/assistantcms/cms/pkg/contentapi"
 	"github.com/assistantcms/cms/pkg/devbroker"
 	"github.com/assistantcms/cms/pkg/ingest/ingesttest"
+	"github.com/assistantcms/cms/pkg/serverlimits"
 )
 
 // brokerBin is the development broker, built once for the package: the
@@ -255,16 +256,16 @@ func TestHTTPLimits(t *testing.T) {
 		s.IdleTimeout != DefaultIdleTimeout || s.MaxHeaderBytes != DefaultMaxHeaderBytes {
 		t.Errorf("defaults: %v %v %v %v %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
 	}
-	want := HTTPLimits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 40 * time.Second, IdleTimeout: 3 * time.Second, MaxHeaderBytes: 4096}
+	want := serverlimits.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 40 * time.Second, IdleTimeout: 3 * time.Second, MaxHeaderBytes: 4096}
 	g, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", HTTP: want}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := g.server; (HTTPLimits{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes}) != want {
+	if s := g.server; serverlimits.Of(s) != want {
 		t.Errorf("configured: %v %v %v %v %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
 	}
 	// An answer could never be written after waiting this long upstream.
-	_, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", ResponseTimeout: time.Minute, HTTP: HTTPLimits{WriteTimeout: time.Minute}}, log)
+	_, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", ResponseTimeout: time.Minute, HTTP: serverlimits.Limits{WriteTimeout: time.Minute}}, log)
 	if err == nil || !strings.Contains(err.Error(), "longer than the response timeout") {
 		t.Errorf("a write timeout no longer than the response timeout: %v", err)
 	}
@@ -283,7 +284,7 @@ func TestSlowBodyIsTheClientsFault(t *testing.T) {
 	}))
 	defer upstream.Close()
 	const timeout = 500 * time.Millisecond
-	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL, HTTP: HTTPLimits{ReadTimeout: timeout}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL, HTTP: serverlimits.Limits{ReadTimeout: timeout}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
