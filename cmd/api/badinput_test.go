@@ -22,7 +22,6 @@ import (
 
 	"github.com/assistantcms/cms/pkg/childproc"
 	"github.com/assistantcms/cms/pkg/devbroker"
-	"github.com/assistantcms/cms/pkg/devpostgres"
 )
 
 // The server limits the bad-input test runs with, set through the
@@ -50,14 +49,7 @@ const (
 func TestBadInputOverHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pg, err := devpostgres.Start(ctx, devpostgres.Options{Dir: pgDir(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A cleanup, not a defer: the processes, stopped by cleanups
-	// registered later, stop before the database.
-	t.Cleanup(func() { _ = pg.Stop() })
-	dsn := pg.DSN(pg.Database())
+	dsn := startPostgres(ctx, t)
 	dir := t.TempDir()
 	if err := childproc.GoBuild(ctx, dir, "./cmd/api"); err != nil {
 		t.Fatal(err)
@@ -65,15 +57,7 @@ func TestBadInputOverHTTP(t *testing.T) {
 	bin := filepath.Join(dir, "api")
 	admin := func(args ...string) string {
 		t.Helper()
-		out, err := exec.CommandContext(ctx, bin, append([]string{"-content-db", dsn}, args...)...).Output()
-		if err != nil {
-			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = ee.Stderr
-			}
-			t.Fatalf("api %v: %v\n%s", args, err, stderr)
-		}
-		return strings.TrimSpace(string(out))
+		return runAdmin(ctx, t, bin, dsn, args...)
 	}
 	admin("import", "../../deploy/demo/content.yaml")
 	appToken := admin("demo", "--quiet")
@@ -97,19 +81,8 @@ func TestBadInputOverHTTP(t *testing.T) {
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(append(append(os.Environ(), "API_ADDR="+addr, "GATEWAY_ADDR="+addr), limits...), env...)
-		logs := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = logs, logs
-		p, err := childproc.Start(name, cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
-				t.Errorf("%s: %v\n%s", name, err, logs.String())
-			}
-		})
-		waitUntil(t, 30*time.Second, name+" answering", func() bool { return status(ctx, "http://"+addr+"/healthz", "") == http.StatusOK })
-		return proc{name, addr, p, logs}
+		p := startProcess(ctx, t, name, cmd, "http://"+addr+"/healthz")
+		return proc{name, addr, p, cmd.Stdout.(*syncBuffer)}
 	}
 	api := start("api", []string{"serve"}, "CONTENT_DB="+dsn, "RATE_LIMIT_RPS=0", "GRAPHQL_MAX_BODY_BYTES="+strconv.Itoa(testGraphQLMaxBody))
 	// Ingest is not running: nothing here goes to it.

@@ -28,14 +28,7 @@ import (
 func TestReplicasShareOnePostgreSQL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pg, err := devpostgres.Start(ctx, devpostgres.Options{Dir: pgDir(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A cleanup, not a defer: the processes below, stopped by cleanups
-	// registered later, stop before the database does.
-	t.Cleanup(func() { _ = pg.Stop() })
-	dsn := pg.DSN(pg.Database())
+	dsn := startPostgres(ctx, t)
 
 	dir := t.TempDir()
 	if err := childproc.GoBuild(ctx, dir, "./cmd/api", "./cmd/ingest"); err != nil {
@@ -49,15 +42,7 @@ func TestReplicasShareOnePostgreSQL(t *testing.T) {
 	broker := devbroker.StartForTest(t, brokerBin)
 	admin := func(db string, args ...string) string {
 		t.Helper()
-		out, err := exec.CommandContext(ctx, bin, append([]string{"-content-db", db}, args...)...).Output()
-		if err != nil {
-			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = ee.Stderr
-			}
-			t.Fatalf("api %v: %v\n%s", args, err, stderr)
-		}
-		return strings.TrimSpace(string(out))
+		return runAdmin(ctx, t, bin, db, args...)
 	}
 	// The content starts on SQLite, with a token issued there, and moves
 	// to PostgreSQL as a deployment outgrowing one node does.
@@ -81,20 +66,7 @@ func TestReplicasShareOnePostgreSQL(t *testing.T) {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Env = append(append(os.Environ(), "CONTENT_DB="+dsn, "TOKEN_CACHE_TTL="+tokenTTL.String(), "RATE_LIMIT_RPS=0"), env...)
 		cmd.Env = append(cmd.Env, fmt.Sprintf("API_ADDR=127.0.0.1:%d", port), fmt.Sprintf("INGEST_ADDR=127.0.0.1:%d", port))
-		var logs syncBuffer
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		proc, err := childproc.Start(name, cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := proc.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
-				t.Errorf("%s: %v\n%s", name, err, logs.String())
-			}
-		})
-		waitUntil(t, 30*time.Second, name+" ready", func() bool {
-			return status(ctx, base+"/readyz", "") == http.StatusOK
-		})
+		startProcess(ctx, t, name, cmd, base+"/readyz")
 		return base
 	}
 	var replicas [2]string
@@ -309,4 +281,50 @@ func TestServeThroughAPostgreSQLOutage(t *testing.T) {
 	}
 	waitUntil(t, 30*time.Second, "readiness back", func() bool { return status(ctx, base+"/readyz", "") == http.StatusOK })
 	waitUntil(t, 10*time.Second, "uncached reads back", func() bool { return status(ctx, base+uncached, token) == http.StatusOK })
+}
+
+// startPostgres runs a private PostgreSQL server for the test and returns
+// the DSN of its database. It stops in a cleanup, not a defer: processes
+// stopped by cleanups registered later stop before the database does.
+func startPostgres(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	pg, err := devpostgres.Start(ctx, devpostgres.Options{Dir: pgDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	return pg.DSN(pg.Database())
+}
+
+// runAdmin runs an api admin command on db and returns its output.
+func runAdmin(ctx context.Context, t *testing.T, bin, db string, args ...string) string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, bin, append([]string{"-content-db", db}, args...)...).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("api %v: %v\n%s", args, err, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// startProcess runs cmd with its output in logs, stops it with SIGTERM
+// when the test ends, and waits until url answers 200.
+func startProcess(ctx context.Context, t *testing.T, name string, cmd *exec.Cmd, url string) *childproc.Proc {
+	t.Helper()
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	p, err := childproc.Start(name, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
+			t.Errorf("%s: %v\n%s", name, err, logs.String())
+		}
+	})
+	waitUntil(t, 30*time.Second, name+" answering", func() bool { return status(ctx, url, "") == http.StatusOK })
+	return p
 }
