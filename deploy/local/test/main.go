@@ -1,4 +1,5 @@
-// Command test installs what the tests need and runs all of them:
+// Command test installs what the tests need and runs all of them, the
+// fault tests (deploy/faults) alone after the rest:
 //
 //	go run ./deploy/local/test [go test flags]
 //
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/assistantcms/cms/pkg/debpkg"
@@ -43,17 +45,36 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	args := append([]string{"test", "-race", "-count=1"}, os.Args[1:]...)
+	runs := [][]string{append([]string{"test", "-race", "-count=1"}, os.Args[1:]...)}
 	if len(os.Args) == 1 {
-		args = append(args, "./...")
-	}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		if exit, ok := err.(*exec.ExitError); ok {
-			os.Exit(exit.ExitCode())
+		// The fault tests time recoveries of a whole stack (a frozen
+		// broker, restarts); they run alone, after the rest, so that the
+		// other packages' tests do not share the two cores with them.
+		pkgs, err := exec.CommandContext(ctx, "go", "list", "./...").Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test: list the packages:", err)
+			os.Exit(1)
 		}
-		fmt.Fprintln(os.Stderr, "test:", err)
-		os.Exit(1)
+		var rest []string
+		for _, p := range strings.Fields(string(pkgs)) {
+			if !strings.HasSuffix(p, faults) {
+				rest = append(rest, p)
+			}
+		}
+		runs = [][]string{append(runs[0], rest...), {"test", "-race", "-count=1", "." + faults}}
+	}
+	for _, args := range runs {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			if exit, ok := err.(*exec.ExitError); ok {
+				os.Exit(exit.ExitCode())
+			}
+			fmt.Fprintln(os.Stderr, "test:", err)
+			os.Exit(1)
+		}
 	}
 }
+
+// faults is the package of the fault tests, relative to the module root.
+const faults = "/deploy/faults"
