@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -112,28 +113,69 @@ func (c *checker) object(v any, path string) (map[string]any, bool) {
 	return m, ok
 }
 
-// noNUL refuses U+0000 anywhere in a document, keys included: PostgreSQL
-// cannot store it, and content that one backend takes must move to the
-// other.
-func (c *checker) noNUL(v any, path string) {
+// MaxNesting bounds how deeply arrays and objects nest in a document,
+// the document itself being the first level: SQLite refuses JSON nested
+// more than 1000 deep, and content that one backend takes must move to
+// the other.
+const MaxNesting = 128
+
+// MaxNumberDigits bounds how many digits a number has written out without
+// an exponent, as PostgreSQL stores it: 1e200000 overflows its numeric
+// type, and 1e100000 would be stored as 100,001 digits. Every float64
+// fits.
+const MaxNumberDigits = 400
+
+// storable refuses what a backend cannot store: U+0000 anywhere in a
+// document, keys included (PostgreSQL cannot store it), nesting deeper
+// than MaxNesting and numbers longer than MaxNumberDigits written out.
+// level is the nesting of v.
+func (c *checker) storable(v any, path string, level int) {
 	switch v := v.(type) {
 	case string:
 		if strings.ContainsRune(v, 0) {
 			c.add(path, "must not contain the NUL character (U+0000)")
 		}
+	case json.Number:
+		if d := plainDigits(string(v)); d < 0 || d > MaxNumberDigits {
+			c.add(path, "is a number of more than %d digits written out without an exponent", MaxNumberDigits)
+		}
 	case map[string]any:
+		if level > MaxNesting {
+			c.add(path, "nests arrays and objects more than %d deep", MaxNesting)
+			return
+		}
 		for _, k := range sortedKeys(v) {
 			if strings.ContainsRune(k, 0) {
 				c.add(join(path, strings.ReplaceAll(k, "\x00", `\u0000`)), "must not contain the NUL character (U+0000) in its name")
 				continue
 			}
-			c.noNUL(v[k], join(path, k))
+			c.storable(v[k], join(path, k), level+1)
 		}
 	case []any:
+		if level > MaxNesting {
+			c.add(path, "nests arrays and objects more than %d deep", MaxNesting)
+			return
+		}
 		for i, x := range v {
-			c.noNUL(x, fmt.Sprintf("%s[%d]", path, i))
+			c.storable(x, fmt.Sprintf("%s[%d]", path, i), level+1)
 		}
 	}
+}
+
+// plainDigits is how many digits a JSON number has written out without an
+// exponent, or -1 when its exponent is beyond any bound.
+func plainDigits(n string) int {
+	n = strings.TrimPrefix(n, "-")
+	mant, exp := n, 0
+	if i := strings.IndexAny(n, "eE"); i >= 0 {
+		e, err := strconv.Atoi(n[i+1:])
+		if err != nil || e > 1<<20 || e < -1<<20 {
+			return -1
+		}
+		mant, exp = n[:i], e
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	return max(len(whole)+exp, 1) + max(len(frac)-exp, 0)
 }
 
 // field returns an optional member; ok is false when it is absent or null.
@@ -215,7 +257,7 @@ func ParseRecord(kind Kind, v any, appID, path string) (Record, []Problem) {
 	if !ok {
 		return Record{}, c.problems
 	}
-	c.noNUL(obj, path)
+	c.storable(obj, path, 1)
 	r := Record{Kind: kind}
 	r.AppID = c.ownerID(obj, "appId", path, appID)
 	r.ID = c.id(obj, kind.IDField(), path)
@@ -300,7 +342,7 @@ func ParseApp(v any, path string) (App, []Problem) {
 	if !ok {
 		return App{}, c.problems
 	}
-	c.noNUL(obj, path)
+	c.storable(obj, path, 1)
 	a := App{ID: c.id(obj, "appId", path), OrganizationID: c.id(obj, "organizationId", path)}
 	a.Name = c.str(obj, "name", path, true)
 	c.strings(obj, "examplePhrases", path)
@@ -334,7 +376,7 @@ func ParseOrganization(v any, path string) (Organization, []Problem) {
 	if !ok {
 		return Organization{}, c.problems
 	}
-	c.noNUL(obj, path)
+	c.storable(obj, path, 1)
 	o := Organization{ID: c.id(obj, "id", path), Name: c.str(obj, "name", path, true)}
 	for _, k := range sortedKeys(obj) {
 		if k != "id" && k != "name" && !IsServerField(k) {
@@ -353,7 +395,7 @@ func ParseToken(v any, path string) (Token, []Problem) {
 	if !ok {
 		return Token{}, c.problems
 	}
-	c.noNUL(obj, path)
+	c.storable(obj, path, 1)
 	t := Token{ID: c.id(obj, "id", path), OrganizationID: c.id(obj, "organizationId", path),
 		AppID: c.str(obj, "appId", path, false), Name: c.str(obj, "name", path, false)}
 	if h := c.str(obj, "hash", path, true); h != "" {
@@ -386,7 +428,13 @@ func (c *checker) time(obj map[string]any, key, path string, required bool) time
 		c.add(join(path, key), "must be an RFC 3339 time, such as 2026-01-02T15:04:05Z")
 		return time.Time{}
 	}
-	return t.UTC()
+	if t = t.UTC(); t.Year() < 0 || t.Year() > 9999 {
+		// Written back in UTC, it would have no four-digit year, and
+		// would not read again.
+		c.add(join(path, key), "must be a time between the years 0000 and 9999 in UTC")
+		return time.Time{}
+	}
+	return t
 }
 
 // ChannelsOf reads the channels of a stored app document.

@@ -146,3 +146,44 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		t.Error("an organization name with NUL was accepted")
 	}
 }
+
+// TestNestingIsBounded holds documents to MaxNesting levels, the document
+// itself the first: SQLite refuses JSON nested more than 1000 deep with
+// an error that names nothing, so such content is refused here with its
+// path, on every backend.
+func TestNestingIsBounded(t *testing.T) {
+	nested := func(levels int) string { // levels counts the document
+		return `{"appId":"a","intentId":"I","data":` + strings.Repeat(`{"x":`, levels-2) + `[]` + strings.Repeat(`}`, levels-2) + `}`
+	}
+	if _, problems := ParseRecord(KindHandler, decode(t, nested(MaxNesting)), "", ""); len(problems) > 0 {
+		t.Errorf("%d levels: %v", MaxNesting, problems)
+	}
+	_, problems := ParseRecord(KindHandler, decode(t, nested(MaxNesting+1)), "", "")
+	want := "data" + strings.Repeat(".x", MaxNesting-1) + ": nests arrays and objects more than 128 deep"
+	if len(problems) != 1 || problems[0].Error() != want {
+		t.Errorf("%d levels: %v, want %q", MaxNesting+1, problems, want)
+	}
+	deep := decode(t, `{"appId":"a","organizationId":"o","name":"N","extra":[`+strings.Repeat("[", 200)+strings.Repeat("]", 200)+`]}`)
+	if _, problems := ParseApp(deep, ""); len(problems) != 1 || !strings.HasPrefix(problems[0].Error(), "extra"+strings.Repeat("[0]", MaxNesting-1)+": nests") {
+		t.Errorf("a deep app: %v", problems)
+	}
+}
+
+// TestNumbersFitEveryBackend bounds numbers by their digits written out,
+// as PostgreSQL stores them: beyond its numeric type a write failed there
+// only, with an error naming nothing.
+func TestNumbersFitEveryBackend(t *testing.T) {
+	for n, ok := range map[string]bool{
+		"0": true, "-12.50": true, "1.7976931348623157e308": true, "4.9e-324": true, "1e399": true,
+		"123456789012345678901234567890.5": true, "1e400": false, "1e-400": false, "1e200000": false,
+		"1e99999999999999999999": false, "1" + strings.Repeat("0", 400): false,
+	} {
+		_, problems := ParseRecord(KindHandler, decode(t, `{"appId":"a","intentId":"I","data":{"n":[`+n+`]}}`), "", "")
+		if ok != (len(problems) == 0) {
+			t.Errorf("%s: problems %v", n, problems)
+		}
+		if !ok && (len(problems) != 1 || !strings.HasPrefix(problems[0].Error(), "data.n[0]: is a number of more than 400 digits")) {
+			t.Errorf("%s: problems %v, want one naming data.n[0]", n, problems)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/graphql-go/graphql/gqlerrors"
+	"github.com/graphql-go/graphql/language/ast"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
@@ -114,4 +115,26 @@ func expand(errs []gqlerrors.FormattedError) []gqlerrors.FormattedError {
 		out = append(out, fe)
 	}
 	return out
+}
+
+// variableErrors reports whether errs are graphql-go's errors about the
+// request's variables, raised before anything runs, and gives each its
+// code and the variable at fault.
+func variableErrors(errs []gqlerrors.FormattedError) bool {
+	names := make([]string, len(errs))
+	for i, fe := range errs {
+		ge, ok := fe.OriginalError().(*gqlerrors.Error)
+		if !ok || len(ge.Nodes) == 0 {
+			return false
+		}
+		v, ok := ge.Nodes[0].(*ast.VariableDefinition)
+		if !ok || v.Variable == nil || v.Variable.Name == nil {
+			return false
+		}
+		names[i] = v.Variable.Name.Value
+	}
+	for i := range errs {
+		errs[i].Extensions = errorf(CodeBadUserInput, "variables."+names[i], "").Extensions()
+	}
+	return len(errs) > 0
 }

@@ -13,13 +13,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 
 	gql "github.com/graphql-go/graphql"
 	"github.com/graphql-go/graphql/gqlerrors"
 	"github.com/graphql-go/graphql/language/ast"
-	"github.com/graphql-go/graphql/language/parser"
-	"github.com/graphql-go/graphql/language/source"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/httpjson"
@@ -38,6 +37,7 @@ type Handler struct {
 	authn   Authenticator
 	limiter *ratelimit.Limiter
 	limits  Limits
+	rules   []gql.ValidationRuleFn
 	log     *slog.Logger
 }
 
@@ -52,7 +52,7 @@ func New(limits Limits, store Store, authn Authenticator, limiter *ratelimit.Lim
 	if err != nil {
 		return nil, fmt.Errorf("build GraphQL schema: %w", err)
 	}
-	return &Handler{schema: schema, authn: authn, limiter: limiter, limits: limits.withDefaults(), log: log}, nil
+	return &Handler{schema: schema, authn: authn, limiter: limiter, limits: limits.withDefaults(), rules: validationRules(), log: log}, nil
 }
 
 // request is a GraphQL request as POSTed.
@@ -113,18 +113,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, cerr)
 		return
 	}
-	doc, err := parser.Parse(parser.ParseParams{Source: source.NewSource(&source.Source{Body: []byte(req.Query), Name: "GraphQL request"})})
-	if err != nil {
-		fe := gqlerrors.FormatError(err)
-		fe.Extensions = map[string]any{"code": CodeParseFailed}
-		writeResult(w, http.StatusBadRequest, result{Errors: []gqlerrors.FormattedError{fe}})
+	d, rerr := parseQuery(req.Query, h.limits, h.log)
+	if rerr != nil {
+		writeResult(w, rerr.status, result{Errors: rerr.errs})
 		return
 	}
-	if v := gql.ValidateDocument(&h.schema, doc, nil); !v.IsValid {
+	doc := d.ast
+	if v := h.validate(doc); !v.IsValid {
+		d.relocate(v.Errors)
 		for i := range v.Errors {
 			v.Errors[i].Extensions = map[string]any{"code": CodeValidationFailed}
 		}
 		writeResult(w, http.StatusBadRequest, result{Errors: v.Errors})
+		return
+	}
+	if errs := d.mergeable(); len(errs) > 0 {
+		writeResult(w, http.StatusBadRequest, result{Errors: errs})
 		return
 	}
 	op := operation(doc, req.OperationName)
@@ -134,6 +138,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			msg = fmt.Sprintf("no operation named %q", req.OperationName)
 		}
 		writeError(w, http.StatusBadRequest, errorf(CodeBadRequest, "operationName", "%s", msg))
+		return
+	}
+	if op.Operation == ast.OperationTypeSubscription {
+		writeError(w, http.StatusBadRequest, errorf(CodeValidationFailed, "", "subscriptions are not supported; use a query or a mutation"))
 		return
 	}
 	if r.Method == http.MethodGet && op.Operation == ast.OperationTypeMutation {
@@ -152,7 +160,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Schema: h.schema, AST: doc, OperationName: req.OperationName, Args: req.Variables,
 		Context: withPrincipal(r.Context(), p),
 	})
+	d.relocate(res.Errors)
+	if variableErrors(res.Errors) {
+		// Variables that do not fit their types stop the request before
+		// anything runs, as a validation error does.
+		writeResult(w, http.StatusBadRequest, result{Errors: res.Errors})
+		return
+	}
 	writeResult(w, http.StatusOK, result{Data: res.Data, Errors: expand(res.Errors)})
+}
+
+// malformed is the message for a query graphql-go's parser or validator
+// panicked on; its parser lets a few malformed documents through.
+const malformed = "the request is malformed"
+
+// validate runs graphql-go's validation rules, answering a document they
+// panic on as invalid rather than dropping the connection.
+func (h *Handler) validate(doc *ast.Document) (res gql.ValidationResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.log.Error("GraphQL validation failed", "panic", p, "stack", string(debug.Stack()))
+			res = gql.ValidationResult{Errors: []gqlerrors.FormattedError{{Message: malformed}}}
+		}
+	}()
+	return gql.ValidateDocument(&h.schema, doc, h.rules)
 }
 
 // read takes the request from a POST body or GET parameters.
@@ -175,7 +206,22 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) (request, int, *c
 		case err != nil:
 			return req, http.StatusBadRequest, errorf(CodeBadRequest, "", "read the request body: %v", err)
 		}
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+			return req, http.StatusBadRequest, errorf(CodeBadRequest, "", "batched requests (a JSON array) are not supported; send one request per POST")
+		}
 		if err := decodeJSON(bytes.NewReader(body), &req); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				member, _, _ := strings.Cut(te.Field, ".")
+				want := "a string"
+				if member == "variables" {
+					want = "an object"
+				}
+				return req, http.StatusBadRequest, errorf(CodeBadRequest, member, "%s: must be %s, not %s", member, want, jsonKind(te.Value))
+			}
+			if errors.As(err, &te) {
+				err = fmt.Errorf("not %s", jsonKind(te.Value))
+			}
 			return req, http.StatusBadRequest, errorf(CodeBadRequest, "", "the body must be a JSON object with query, variables and operationName: %v", err)
 		}
 	}
@@ -183,6 +229,19 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) (request, int, *c
 		return req, http.StatusBadRequest, errorf(CodeBadRequest, "query", "query is required")
 	}
 	return req, 0, nil
+}
+
+// jsonKind names a kind of JSON value as encoding/json reports it.
+func jsonKind(v string) string {
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "string", "number":
+		return "a " + v
+	case "bool":
+		return "a boolean"
+	}
+	return v
 }
 
 // decodeJSON keeps numbers as written, so that free-form values are

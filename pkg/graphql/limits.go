@@ -38,6 +38,13 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// budget bounds the parts a document may have (definitions, selections,
+// arguments, directives, variables) and the selections of all its
+// operations and fragments once fragments are spread: room for any
+// request within MaxFields plus GraphiQL's introspection query, and
+// little enough that validating the document takes milliseconds.
+func (l Limits) budget() int { return 1000 + 4*l.MaxFields }
+
 // operation finds the operation a request runs: the one named, or the
 // only one.
 func operation(doc *ast.Document, name string) *ast.OperationDefinition {
@@ -61,8 +68,8 @@ func operation(doc *ast.Document, name string) *ast.OperationDefinition {
 
 // measure returns the depth of the operation's fields and how many it
 // selects, fragments spread. Introspection fields are not counted: what
-// they return is bounded by the schema. Counting stops past maxFields, so
-// a request built to explode through fragments costs little to refuse.
+// they return is bounded by the schema. The document's size once spread
+// is bounded before (document.bound), and counting stops past maxFields.
 func measure(doc *ast.Document, op *ast.OperationDefinition, maxFields int) (depth, fields int) {
 	frags := map[string]*ast.FragmentDefinition{}
 	for _, d := range doc.Definitions {

@@ -257,7 +257,12 @@ func (r *resolvers) get(kind content.Kind, idArg string) gql.FieldResolveFn {
 		if err != nil {
 			return nil, err
 		}
-		rec, err := r.store.Record(p.Context, t.AppID, kind, p.Args[idArg].(string))
+		id := p.Args[idArg].(string)
+		if !auth.PossibleID(id) {
+			// No record can have it; PostgreSQL would refuse the query.
+			return nil, nil
+		}
+		rec, err := r.store.Record(p.Context, t.AppID, kind, id)
 		if errors.Is(err, content.ErrNotFound) {
 			return nil, nil
 		}
@@ -354,6 +359,9 @@ func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p g
 			return nil, err
 		}
 		id := p.Args[idArg].(string)
+		if !auth.PossibleID(id) {
+			return r.written(t, kind, idArg, id, content.Record{}, content.ErrNotFound)
+		}
 		rec, err := r.store.UpdateRecord(p.Context, t.AppID, kind, id, func(cur content.Record) (content.Record, error) {
 			var doc map[string]any
 			dec := json.NewDecoder(bytes.NewReader(cur.Doc))
@@ -377,6 +385,9 @@ func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p g
 // written answers a write to an existing record: the record, or why not.
 func (r *resolvers) written(t auth.Target, kind content.Kind, idArg, id string, rec content.Record, err error) (any, error) {
 	switch {
+	case errors.Is(err, content.ErrNotFound) && !auth.PossibleID(id):
+		// Not echoed: it may be as long as the request.
+		return nil, errorf(CodeNotFound, idArg, "app %q has no %s with this %s", t.AppID, kind, idArg)
 	case errors.Is(err, content.ErrNotFound):
 		return nil, errorf(CodeNotFound, idArg, "app %q has no %s %q", t.AppID, kind, id)
 	case err != nil:
@@ -393,6 +404,9 @@ func (r *resolvers) remove(kind content.Kind, idArg string) gql.FieldResolveFn {
 			return nil, err
 		}
 		id := p.Args[idArg].(string)
+		if !auth.PossibleID(id) {
+			return r.written(t, kind, idArg, id, content.Record{}, content.ErrNotFound)
+		}
 		rec, err := r.store.DeleteRecord(p.Context, t.AppID, kind, id)
 		return r.written(t, kind, idArg, id, rec, err)
 	}

@@ -2,7 +2,6 @@ package graphql
 
 import (
 	"encoding/json"
-	"strconv"
 
 	gql "github.com/graphql-go/graphql"
 	"github.com/graphql-go/graphql/language/ast"
@@ -17,41 +16,55 @@ func newJSONScalar() *gql.Scalar {
 		Serialize:   func(v any) any { return v },
 		ParseValue:  func(v any) any { return v },
 		ParseLiteral: func(v ast.Value) any {
-			return literal(v)
+			// nil makes the value invalid: graphql-go gives literals no
+			// variables, so one inside would be stored as null.
+			out, ok := literal(v)
+			if !ok {
+				return nil
+			}
+			return out
 		},
 	})
 }
 
-// literal turns an inline GraphQL value into the JSON value it spells.
-func literal(v ast.Value) any {
+// literal turns an inline GraphQL value into the JSON value it spells;
+// ok is false when it holds a variable.
+func literal(v ast.Value) (any, bool) {
 	switch v := v.(type) {
 	case *ast.ObjectValue:
 		m := make(map[string]any, len(v.Fields))
 		for _, f := range v.Fields {
-			m[f.Name.Value] = literal(f.Value)
+			x, ok := literal(f.Value)
+			if !ok {
+				return nil, false
+			}
+			m[f.Name.Value] = x
 		}
-		return m
+		return m, true
 	case *ast.ListValue:
 		out := make([]any, 0, len(v.Values))
 		for _, e := range v.Values {
-			out = append(out, literal(e))
+			x, ok := literal(e)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, x)
 		}
-		return out
+		return out, true
 	case *ast.IntValue:
-		return json.Number(v.Value)
+		return json.Number(v.Value), true
 	case *ast.FloatValue:
-		if _, err := strconv.ParseFloat(v.Value, 64); err == nil {
-			return json.Number(v.Value)
-		}
-		return nil
+		// GraphQL numbers are spelled as JSON's; kept as written, as
+		// numbers in variables are, even beyond a float64.
+		return json.Number(v.Value), true
 	case *ast.StringValue:
-		return v.Value
+		return v.Value, true
 	case *ast.BooleanValue:
-		return v.Value
+		return v.Value, true
 	case *ast.EnumValue:
-		return v.Value
+		return v.Value, true
 	}
-	return nil
+	return nil, false
 }
 
 // The schema mirrors schemas/graphql/schema.graphql; a test holds the two

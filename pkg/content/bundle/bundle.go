@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -313,7 +314,13 @@ func fromYAML(v any, path string) (any, error) {
 	case time.Time:
 		// An unquoted date in YAML; JSON has no dates, so it stays text.
 		return x.UTC().Format(time.RFC3339Nano), nil
-	case nil, string, bool:
+	case string:
+		if !utf8.ValidString(x) {
+			// As a !!binary value can be; JSON holds only text.
+			return nil, fmt.Errorf("%s: is not UTF-8 text", orRoot(path))
+		}
+		return x, nil
+	case nil, bool:
 		return x, nil
 	}
 	return nil, fmt.Errorf("%s: unsupported YAML value %T", orRoot(path), v)
@@ -434,13 +441,51 @@ func exportJSON(item []byte) []byte {
 	return bytes.TrimSpace(buf.Bytes())
 }
 
+// yamlReadable escapes, as JSON may, the characters a YAML reader refuses
+// in its input (DEL, the C1 controls, U+FFFE and U+FFFF) or reads as a line
+// break (NEL), which encoding/json writes as they are. They can only be in
+// strings.
+func yamlReadable(js []byte) []byte {
+	var out []byte
+	for i := 0; i < len(js); {
+		r, w := utf8.DecodeRune(js[i:])
+		if r == 0x7f || 0x80 <= r && r <= 0x9f || r == 0xfffe || r == 0xffff {
+			if out == nil {
+				out = append(make([]byte, 0, len(js)+16), js[:i]...)
+			}
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else if out != nil {
+			out = append(out, js[i:i+w]...)
+		}
+		i += w
+	}
+	if out == nil {
+		return js
+	}
+	return out
+}
+
+// NumberError is a number that cannot be written to YAML: read back, it
+// would be another number, or text.
+type NumberError struct {
+	// Path is the number's JSON path in the bundle.
+	Path   string
+	Number string
+}
+
+func (e *NumberError) Error() string {
+	return fmt.Sprintf("%s: the number %s would read back from YAML as another value; export as JSON", e.Path, e.Number)
+}
+
 // writeYAML re-encodes a JSON bundle as YAML, keeping the list order.
 func writeYAML(w io.Writer, js []byte) error {
 	var node yaml.Node
-	if err := yaml.Unmarshal(js, &node); err != nil { // JSON is YAML
+	if err := yaml.Unmarshal(yamlReadable(js), &node); err != nil { // JSON is YAML
 		return fmt.Errorf("write YAML: %w", err)
 	}
-	plainStyle(&node)
+	if err := plainStyle(&node, ""); err != nil {
+		return fmt.Errorf("write YAML: %w", err)
+	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(&node); err != nil {
@@ -450,20 +495,77 @@ func writeYAML(w io.Writer, js []byte) error {
 }
 
 // plainStyle drops the flow style a JSON source gives every node, so the
-// output reads as block YAML.
-func plainStyle(n *yaml.Node) {
+// output reads as block YAML, and refuses numbers YAML cannot carry. path
+// is the node's JSON path.
+func plainStyle(n *yaml.Node, path string) error {
+	if n.Kind == yaml.ScalarNode && n.Style&yaml.DoubleQuotedStyle == 0 && n.Tag != "!!bool" && n.Tag != "!!null" {
+		// Unquoted in JSON and not a literal: a number, which YAML
+		// readers turn into an int or a float64.
+		if !yamlExact(n.Value) {
+			return &NumberError{Path: orRoot(path), Number: n.Value}
+		}
+	}
 	n.Style &^= yaml.FlowStyle | yaml.DoubleQuotedStyle
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && needsQuotes(n.Value) {
 		n.Style |= yaml.DoubleQuotedStyle
 	}
-	for _, c := range n.Content {
-		plainStyle(c)
+	for i, c := range n.Content {
+		p := path
+		switch n.Kind {
+		case yaml.MappingNode:
+			if i%2 == 1 {
+				p = joinPath(path, n.Content[i-1].Value)
+			}
+		case yaml.SequenceNode:
+			p = fmt.Sprintf("%s[%d]", path, i)
+		}
+		if err := plainStyle(c, p); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // needsQuotes reports whether a string would read back as something else
 // unquoted; the encoder quotes most such strings itself, this covers the
-// ones it leaves plain.
+// ones it leaves plain (<< would be a merge key).
 func needsQuotes(s string) bool {
-	return s == "" || strings.ContainsAny(s, "\n\t") || strings.TrimSpace(s) != s
+	return s == "" || s == "<<" || strings.ContainsAny(s, "\n\t") || strings.TrimSpace(s) != s
+}
+
+// yamlExact reports whether a JSON number reads back from YAML as the same
+// number, as fromYAML spells what the YAML decoder gives.
+func yamlExact(num string) bool {
+	if _, err := strconv.ParseInt(num, 10, 64); err == nil {
+		return true
+	}
+	if _, err := strconv.ParseUint(num, 10, 64); err == nil {
+		return true
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	return err == nil && canonicalNumber(num) == canonicalNumber(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+// canonicalNumber spells a JSON number as its sign, significant digits
+// and exponent, so that 1.50, 1.5 and 15e-1 are spelled alike.
+func canonicalNumber(s string) string {
+	sign := ""
+	if rest, neg := strings.CutPrefix(s, "-"); neg {
+		sign, s = "-", rest
+	}
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil {
+			return sign + s // an exponent beyond int: compared as written
+		}
+		mant, exp = s[:i], e
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return "0"
+	}
+	sig := strings.TrimRight(digits, "0")
+	return fmt.Sprintf("%s%se%d", sign, sig, exp-len(frac)+len(digits)-len(sig))
 }

@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -54,6 +56,9 @@ func TestReadErrors(t *testing.T) {
 		{"NaN", "handlers:\n  - {appId: a, intentId: I, data: {x: .nan}}\n", YAML, "handlers[0].data.x: NaN is not a JSON number"},
 		{"non-string key", "handlers:\n  - {appId: a, intentId: I, data: {1: x}}\n", YAML, "keys must be strings"},
 		{"organization field", `{"organizations":[{"id":"o","name":"O","extra":1}]}`, JSON, `organizations[0] (id "o"): extra: is not a field of an organization`},
+		{"binary that is not text", "handlers:\n  - {appId: a, intentId: I, data: {b: !!binary /w==}}\n", YAML, "handlers[0].data.b: is not UTF-8 text"},
+		{"too deep", `{"handlers":[{"appId":"a","intentId":"I","data":{"x":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}}]}`, JSON,
+			`handlers[0] (intentId "I"): data.x` + strings.Repeat("[0]", content.MaxNesting-2) + `: nests arrays and objects more than 128 deep`},
 		{"duplicate app", `{"apps":[{"appId":"a","organizationId":"o","name":"A"},{"appId":"a","organizationId":"o","name":"B"}]}`, JSON,
 			`apps[1] (appId "a"): same identifier as apps[0] (appId "a")`},
 	} {
@@ -104,6 +109,57 @@ func TestWriteYAMLReadsBack(t *testing.T) {
 	// Strings that look like numbers or booleans stay strings.
 	if got, want := string(back.Bundle.Records[0].Doc), `{"data":{"e":"","n":1.5,"nl":"a\nb","s":"123","sp":" lead","t":"true"},"intentId":"I"}`; got != want {
 		t.Errorf("after YAML round trip %s, want %s\n%s", got, want, out.String())
+	}
+}
+
+// TestWriteYAMLKeepsValues covers what YAML reads as something else than
+// JSON does: a "<<" key, read unquoted as a merge key, and numbers beyond
+// a float64, which the export refuses rather than changes.
+func TestWriteYAMLKeepsValues(t *testing.T) {
+	src := `{"handlers":[{"appId":"a","intentId":"I","data":{"<<":{"a":1},"n":12345678901234567890,"f":0.1,"e":-1.5e300}}]}`
+	f, err := Read(strings.NewReader(src), JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := Write(&out, &f.Bundle, YAML); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(strings.NewReader(out.String()), YAML)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if got, want := string(back.Bundle.Records[0].Doc), `{"data":{"<<":{"a":1},"e":-1.5e+300,"f":0.1,"n":12345678901234567890},"intentId":"I"}`; got != want {
+		t.Errorf("after YAML round trip %s, want %s\n%s", got, want, out.String())
+	}
+
+	// Characters YAML input may not hold raw (DEL, C1 controls,
+	// non-characters), which encoding/json leaves unescaped.
+	ctl, err := Read(strings.NewReader(`{"apps":[{"appId":"a","organizationId":"o","name":"del\u007f c1\u0080 nel\u0085 \ufffe\uffff","x":"\u009f"}]}`), JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := Write(&out, &ctl.Bundle, YAML); err != nil {
+		t.Fatalf("YAML export of control characters: %v", err)
+	}
+	if back, err := Read(strings.NewReader(out.String()), YAML); err != nil || !reflect.DeepEqual(back.Bundle.Apps, ctl.Bundle.Apps) {
+		t.Errorf("control characters after YAML: %v %+v, want %+v\n%s", err, back, ctl.Bundle.Apps, out.String())
+	}
+
+	for _, n := range []string{"123456789012345678901234567890", "1e350", "0.10000000000000000001"} {
+		f, err := Read(strings.NewReader(`{"handlers":[{"appId":"a","intentId":"I","data":{"big":[`+n+`]}}]}`), JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ne *NumberError
+		err = Write(io.Discard, &f.Bundle, YAML)
+		if !errors.As(err, &ne) || ne.Path != "handlers[0].data.big[0]" || ne.Number != n {
+			t.Errorf("%s: YAML export error %v, want one naming handlers[0].data.big[0]", n, err)
+		}
+		if err := Write(io.Discard, &f.Bundle, JSON); err != nil {
+			t.Errorf("%s: JSON export: %v", n, err)
+		}
 	}
 }
 
@@ -179,6 +235,9 @@ func TestTokens(t *testing.T) {
 		{`{"id":"t1","hash":"abc","organizationId":"o","createdAt":"2026-01-02T03:04:05Z"}`, `tokens[0] (id "t1"): hash: must be 64 hexadecimal characters`},
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o"}`, `tokens[0] (id "t1"): createdAt: is required`},
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"yesterday"}`, `createdAt: must be an RFC 3339 time`},
+		// In UTC these have no four-digit year: written out, they would not read again.
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"0000-01-01T00:30:00+01:00"}`, `createdAt: must be a time between the years 0000 and 9999 in UTC`},
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-01T00:00:00Z","revokedAt":"9999-12-31T23:00:00-05:00"}`, `revokedAt: must be a time between the years 0000 and 9999 in UTC`},
 		{`{"id":"t1","hash":"` + hash + `","createdAt":"2026-01-02T03:04:05Z","secret":"x"}`, `organizationId: is required`},
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","secret":"x"}`, `secret: is not a field of a token`},
 	} {
