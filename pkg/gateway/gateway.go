@@ -35,7 +35,6 @@ type Config struct {
 	ResponseTimeout time.Duration
 	// ShutdownTimeout bounds draining requests in flight on shutdown.
 	ShutdownTimeout time.Duration
-	// HTTP bounds what one client connection may cost.
 	// HTTP bounds client connections. Its ReadTimeout also bounds a body:
 	// one trickled slower is answered 408. Its WriteTimeout includes the
 	// upstream's wait, so it must be longer than ResponseTimeout.
