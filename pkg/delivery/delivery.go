@@ -85,7 +85,8 @@ type Stats struct {
 	// LongestWait is the longest time from a batch's first attempt to its
 	// acknowledgement.
 	LongestWait time.Duration
-	// Latency of the attempts answered 200.
+	// Latency of the attempts answered 200; filled in by Stop only, since
+	// it sorts every sample and Stats is polled.
 	Latency loadgen.Latency
 	Elapsed time.Duration
 }
@@ -253,7 +254,7 @@ func (l *Load) send(ctx context.Context, n int, body []byte) (string, time.Durat
 	return strconv.Itoa(resp.StatusCode), retryAfter, time.Since(start)
 }
 
-// Stats reports the load so far.
+// Stats reports the load so far, without Latency.
 func (l *Load) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -266,7 +267,7 @@ func (l *Load) Stats() Stats {
 		Batches: l.batches.Load(), Acknowledged: acked, AcknowledgedEvents: acked * int64(l.cfg.BatchSize),
 		Requests: l.requests.Load(), Retries: l.retries.Load(), InFlight: l.inFlight.Load(), Answers: answers,
 		LastFailure: l.lastFailure, LastSuccess: l.lastSuccess, LongestWait: l.longestWait,
-		Latency: loadgen.Summarize(append([]time.Duration(nil), l.latencies...)), Elapsed: time.Since(l.start),
+		Elapsed: time.Since(l.start),
 	}
 }
 
@@ -290,6 +291,9 @@ func (l *Load) Stop(ctx context.Context) (Stats, error) {
 	}
 	l.cancel()
 	st := l.Stats()
+	l.mu.Lock()
+	st.Latency = loadgen.Summarize(l.latencies) // no sender is left to append
+	l.mu.Unlock()
 	if left := st.Batches - st.Acknowledged; left > 0 && err != nil {
 		err = fmt.Errorf("%d of %d batches were never acknowledged: %w", left, st.Batches, err)
 	}

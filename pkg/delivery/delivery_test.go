@@ -84,6 +84,9 @@ func TestLoadRetriesUntilEveryBatchIsAcknowledged(t *testing.T) {
 	if st.Answers["503"] == 0 || st.Retries != st.Answers["503"] || st.Requests != st.Batches+st.Retries {
 		t.Errorf("answers %v, retries %d, requests %d, batches %d", st.Answers, st.Retries, st.Requests, st.Batches)
 	}
+	if int64(st.Latency.Count) != st.Answers["200"] || st.Latency.Max <= 0 {
+		t.Errorf("latency of %d answers, max %s; want one per 200 (%d)", st.Latency.Count, st.Latency.Max, st.Answers["200"])
+	}
 	if st.Failures() != st.Answers["503"] {
 		t.Errorf("failures %d, 503s %d", st.Failures(), st.Answers["503"])
 	}
