@@ -33,39 +33,6 @@ func TestBrokerRestarted(t *testing.T) {
 		up.Sub(down).Round(time.Millisecond), recovered.Round(time.Millisecond), failures(st), c)
 }
 
-// TestBrokerUnreachable freezes the broker for 30 s with SIGSTOP, so that
-// its connections hang as in a network partition, then lets it go on.
-func TestBrokerUnreachable(t *testing.T) {
-	e := shared
-	l := startLoad(t, e, rate)
-	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
-	restartOnFailure(t, e, localstack.BrokerName)
-
-	must(t, e, e.stack.Signal(localstack.BrokerName, syscall.SIGSTOP))
-	frozen := time.Now()
-	// Requests under way when the broker froze may still be acknowledged
-	// within the produce timeout (5 s); after that, nothing can be.
-	time.Sleep(7 * time.Second) // the fault's length is the point of the test
-	before := l.Stats()
-	time.Sleep(30*time.Second - time.Since(frozen))
-	during := l.Stats()
-	must(t, e, e.stack.Signal(localstack.BrokerName, syscall.SIGCONT))
-	thawed := time.Now()
-
-	if during.Acknowledged != before.Acknowledged {
-		t.Errorf("%d batches acknowledged while the broker was frozen", during.Acknowledged-before.Acknowledged)
-	}
-	if n := during.Answers["503"] - before.Answers["503"]; n == 0 {
-		t.Errorf("no 503 while the broker was frozen; answers %v", during.Answers)
-	}
-	recovered := waitFor(t, e, 60*time.Second, "a 200 after the broker came back", func() bool { return l.Stats().LastSuccess.After(thawed) })
-	moreAcknowledged(t, e, l, 50, 60*time.Second, "load after the outage")
-
-	st, c := finish(t, e, l)
-	t.Logf("figure: broker unreachable %s; %d answers 503 during it, none 200 after the produce timeout; first 200 %s after it returned; longest wait for a batch %s; %s",
-		thawed.Sub(frozen).Round(time.Second), during.Answers["503"]-before.Answers["503"], recovered.Round(time.Millisecond), st.LongestWait.Round(time.Millisecond), c)
-}
-
 // TestConsumerKilledTwice kills the consumer with SIGKILL twice under
 // load; ingest must not notice, and the restarted consumer must write
 // everything, duplicates collapsing after deduplication.
@@ -129,6 +96,43 @@ func TestIngestStoppedWithRequestsInFlight(t *testing.T) {
 	drained := stopped.Answers["200"] - before.Answers["200"]
 	t.Logf("figure: SIGTERM with %d requests in flight; %d answered 200 while ingest drained; failed attempts during the restart, all retried: %v; %s",
 		before.InFlight, drained, failures(st), c)
+}
+
+// TestBrokerUnreachable freezes the broker for 30 s with SIGSTOP, so that
+// its connections hang as in a network partition, then lets it go on. It
+// runs last: after the freeze, the consumer has twice in eight runs been
+// left reading only half the partitions, even across its restarts (cause
+// not found: the development broker's group handling or kafka-go's), and
+// later tests would see that stall. Its own events are checked.
+func TestBrokerUnreachable(t *testing.T) {
+	e := shared
+	l := startLoad(t, e, rate)
+	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
+	restartOnFailure(t, e, localstack.BrokerName)
+
+	must(t, e, e.stack.Signal(localstack.BrokerName, syscall.SIGSTOP))
+	frozen := time.Now()
+	// Requests under way when the broker froze may still be acknowledged
+	// within the produce timeout (5 s); after that, nothing can be.
+	time.Sleep(7 * time.Second) // the fault's length is the point of the test
+	before := l.Stats()
+	time.Sleep(30*time.Second - time.Since(frozen))
+	during := l.Stats()
+	must(t, e, e.stack.Signal(localstack.BrokerName, syscall.SIGCONT))
+	thawed := time.Now()
+
+	if during.Acknowledged != before.Acknowledged {
+		t.Errorf("%d batches acknowledged while the broker was frozen", during.Acknowledged-before.Acknowledged)
+	}
+	if n := during.Answers["503"] - before.Answers["503"]; n == 0 {
+		t.Errorf("no 503 while the broker was frozen; answers %v", during.Answers)
+	}
+	recovered := waitFor(t, e, 60*time.Second, "a 200 after the broker came back", func() bool { return l.Stats().LastSuccess.After(thawed) })
+	moreAcknowledged(t, e, l, 50, 60*time.Second, "load after the outage")
+
+	st, c := finish(t, e, l)
+	t.Logf("figure: broker unreachable %s; %d answers 503 during it, none 200 after the produce timeout; first 200 %s after it returned; longest wait for a batch %s; %s",
+		thawed.Sub(frozen).Round(time.Second), during.Answers["503"]-before.Answers["503"], recovered.Round(time.Millisecond), st.LongestWait.Round(time.Millisecond), c)
 }
 
 // failures are the attempts not answered 200, by status.
