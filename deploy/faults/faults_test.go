@@ -24,6 +24,7 @@ import (
 	"github.com/assistantcms/cms/pkg/delivery"
 	"github.com/assistantcms/cms/pkg/devpostgres"
 	"github.com/assistantcms/cms/pkg/localstack"
+	"github.com/segmentio/kafka-go"
 )
 
 // env is what every test uses; TestMain fills it.
@@ -101,18 +102,39 @@ func start(pg *devpostgres.Server) (*env, func(), error) {
 	}, nil
 }
 
-// logBuffer keeps the components' output, shown when a test fails.
+// logBuffer keeps the components' output, shown when a test fails. Each
+// component's tail is kept apart, so that the api's request log cannot
+// crowd out the consumer's few lines.
 type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu    sync.Mutex
+	names []string
+	by    map[string]*strings.Builder
 }
+
+// logTail is how much of each component's output a failure shows.
+const logTail = 8000
 
 func (l *logBuffer) For(name string) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		if l.by == nil {
+			l.by = map[string]*strings.Builder{}
+		}
+		b := l.by[name]
+		if b == nil {
+			b = &strings.Builder{}
+			l.by[name] = b
+			l.names = append(l.names, name)
+		}
 		for line := range strings.SplitSeq(strings.TrimRight(string(p), "\n"), "\n") {
-			l.b.WriteString(name + ": " + line + "\n")
+			b.WriteString(name + ": " + line + "\n")
+		}
+		// Trim now and then, not on every write.
+		if b.Len() > 8*logTail {
+			tail := b.String()[b.Len()-logTail:]
+			b.Reset()
+			b.WriteString(tail)
 		}
 		return len(p), nil
 	})
@@ -121,11 +143,15 @@ func (l *logBuffer) For(name string) io.Writer {
 func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := l.b.String()
-	if len(s) > 20000 {
-		s = "…" + s[len(s)-20000:]
+	var out strings.Builder
+	for _, name := range l.names {
+		s := l.by[name].String()
+		if len(s) > logTail {
+			s = "…" + s[len(s)-logTail:]
+		}
+		out.WriteString(s)
 	}
-	return s
+	return out.String()
 }
 
 type writerFunc func([]byte) (int, error)
@@ -178,7 +204,7 @@ func finish(t *testing.T, e *env, l *delivery.Load) (delivery.Stats, delivery.Ch
 		t.Fatalf("%v\n%s", err, e.logs.String())
 	}
 	if err := l.WaitStored(ctx, e.ch.Conn(), "default"); err != nil {
-		t.Fatalf("%v\n%s", err, e.logs.String())
+		t.Fatalf("%v\n%s\n%s", err, describeGroup(e), e.logs.String())
 	}
 	c, err := l.Verify(ctx, e.ch.Conn(), "default")
 	if err != nil {
@@ -204,6 +230,26 @@ func restartOnFailure(t *testing.T, e *env, name string) {
 			_ = e.stack.Signal(name, syscall.SIGCONT)
 		}
 	})
+}
+
+// describeGroup says, as the broker sees it, who is in the consumer group
+// and which partitions each member holds: what a stalled consumer needs.
+func describeGroup(e *env) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := &kafka.Client{Addr: kafka.TCP(e.stack.Broker)}
+	resp, err := c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{"cms-clickhouse"}})
+	if err != nil {
+		return fmt.Sprintf("describe the consumer group: %v", err)
+	}
+	var b strings.Builder
+	for _, g := range resp.Groups {
+		fmt.Fprintf(&b, "group %s: state %s, error %v\n", g.GroupID, g.GroupState, g.Error)
+		for _, m := range g.Members {
+			fmt.Fprintf(&b, "  member %s (%s %s): %+v\n", m.MemberID, m.ClientID, m.ClientHost, m.MemberAssignments.Topics)
+		}
+	}
+	return b.String()
 }
 
 func must(t *testing.T, e *env, err error) {

@@ -12,6 +12,62 @@ import (
 // rate is the load every pipeline fault runs under, in events per second.
 const rate = 1000
 
+// TestBrokerRestarted stops the broker with SIGTERM under load, leaves it
+// down for 5 s and starts it again on its data directory.
+func TestBrokerRestarted(t *testing.T) {
+	e := shared
+	l := startLoad(t, e, rate)
+	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
+	restartOnFailure(t, e, localstack.BrokerName)
+
+	down := time.Now()
+	must(t, e, e.stack.StopComponent(localstack.BrokerName, syscall.SIGTERM))
+	time.Sleep(5 * time.Second) // the fault's length is the point of the test
+	must(t, e, e.stack.StartComponent(t.Context(), localstack.BrokerName))
+	up := time.Now()
+	recovered := waitFor(t, e, 60*time.Second, "a 200 after the broker's restart", func() bool { return l.Stats().LastSuccess.After(up) })
+	moreAcknowledged(t, e, l, 50, 60*time.Second, "load after the restart")
+
+	st, c := finish(t, e, l)
+	t.Logf("figure: broker down %s; first 200 %s after it was back; failed attempts, all retried: %v; %s",
+		up.Sub(down).Round(time.Millisecond), recovered.Round(time.Millisecond), failures(st), c)
+}
+
+// TestBrokerUnreachable freezes the broker for 30 s with SIGSTOP, so that
+// its connections hang as in a network partition, then lets it go on.
+// The broker tests run first: the tests after them also show that the
+// consumer group recovered whole (each needs every partition read).
+func TestBrokerUnreachable(t *testing.T) {
+	e := shared
+	l := startLoad(t, e, rate)
+	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
+	restartOnFailure(t, e, localstack.BrokerName)
+
+	must(t, e, e.stack.Signal(localstack.BrokerName, syscall.SIGSTOP))
+	frozen := time.Now()
+	// Requests under way when the broker froze may still be acknowledged
+	// within the produce timeout (5 s); after that, nothing can be.
+	time.Sleep(7 * time.Second) // the fault's length is the point of the test
+	before := l.Stats()
+	time.Sleep(30*time.Second - time.Since(frozen))
+	during := l.Stats()
+	must(t, e, e.stack.Signal(localstack.BrokerName, syscall.SIGCONT))
+	thawed := time.Now()
+
+	if during.Acknowledged != before.Acknowledged {
+		t.Errorf("%d batches acknowledged while the broker was frozen", during.Acknowledged-before.Acknowledged)
+	}
+	if n := during.Answers["503"] - before.Answers["503"]; n == 0 {
+		t.Errorf("no 503 while the broker was frozen; answers %v", during.Answers)
+	}
+	recovered := waitFor(t, e, 60*time.Second, "a 200 after the broker came back", func() bool { return l.Stats().LastSuccess.After(thawed) })
+	moreAcknowledged(t, e, l, 50, 60*time.Second, "load after the outage")
+
+	st, c := finish(t, e, l)
+	t.Logf("figure: broker unreachable %s; %d answers 503 during it, none 200 after the produce timeout; first 200 %s after it returned; longest wait for a batch %s; %s",
+		thawed.Sub(frozen).Round(time.Second), during.Answers["503"]-before.Answers["503"], recovered.Round(time.Millisecond), st.LongestWait.Round(time.Millisecond), c)
+}
+
 // TestConsumerKilledTwice kills the consumer with SIGKILL twice under
 // load; ingest must not notice, and the restarted consumer must write
 // everything, duplicates collapsing after deduplication.
@@ -75,64 +131,6 @@ func TestIngestStoppedWithRequestsInFlight(t *testing.T) {
 	drained := stopped.Answers["200"] - before.Answers["200"]
 	t.Logf("figure: SIGTERM with %d requests in flight; %d answered 200 while ingest drained; failed attempts during the restart, all retried: %v; %s",
 		before.InFlight, drained, failures(st), c)
-}
-
-// TestBrokerRestarted stops the broker with SIGTERM under load, leaves it
-// down for 5 s and starts it again on its data directory.
-func TestBrokerRestarted(t *testing.T) {
-	e := shared
-	l := startLoad(t, e, rate)
-	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
-	restartOnFailure(t, e, localstack.BrokerName)
-
-	down := time.Now()
-	must(t, e, e.stack.StopComponent(localstack.BrokerName, syscall.SIGTERM))
-	time.Sleep(5 * time.Second) // the fault's length is the point of the test
-	must(t, e, e.stack.StartComponent(t.Context(), localstack.BrokerName))
-	up := time.Now()
-	recovered := waitFor(t, e, 60*time.Second, "a 200 after the broker's restart", func() bool { return l.Stats().LastSuccess.After(up) })
-	moreAcknowledged(t, e, l, 50, 60*time.Second, "load after the restart")
-
-	st, c := finish(t, e, l)
-	t.Logf("figure: broker down %s; first 200 %s after it was back; failed attempts, all retried: %v; %s",
-		up.Sub(down).Round(time.Millisecond), recovered.Round(time.Millisecond), failures(st), c)
-}
-
-// TestBrokerUnreachable freezes the broker for 30 s with SIGSTOP, so that
-// its connections hang as in a network partition, then lets it go on. It
-// and TestBrokerRestarted run last: after either, the consumer has been
-// left reading only half the partitions, even across its restarts (cause
-// not found: the development broker's group handling or kafka-go's), and
-// later tests would see that stall. Their own events are checked.
-func TestBrokerUnreachable(t *testing.T) {
-	e := shared
-	l := startLoad(t, e, rate)
-	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
-	restartOnFailure(t, e, localstack.BrokerName)
-
-	must(t, e, e.stack.Signal(localstack.BrokerName, syscall.SIGSTOP))
-	frozen := time.Now()
-	// Requests under way when the broker froze may still be acknowledged
-	// within the produce timeout (5 s); after that, nothing can be.
-	time.Sleep(7 * time.Second) // the fault's length is the point of the test
-	before := l.Stats()
-	time.Sleep(30*time.Second - time.Since(frozen))
-	during := l.Stats()
-	must(t, e, e.stack.Signal(localstack.BrokerName, syscall.SIGCONT))
-	thawed := time.Now()
-
-	if during.Acknowledged != before.Acknowledged {
-		t.Errorf("%d batches acknowledged while the broker was frozen", during.Acknowledged-before.Acknowledged)
-	}
-	if n := during.Answers["503"] - before.Answers["503"]; n == 0 {
-		t.Errorf("no 503 while the broker was frozen; answers %v", during.Answers)
-	}
-	recovered := waitFor(t, e, 60*time.Second, "a 200 after the broker came back", func() bool { return l.Stats().LastSuccess.After(thawed) })
-	moreAcknowledged(t, e, l, 50, 60*time.Second, "load after the outage")
-
-	st, c := finish(t, e, l)
-	t.Logf("figure: broker unreachable %s; %d answers 503 during it, none 200 after the produce timeout; first 200 %s after it returned; longest wait for a batch %s; %s",
-		thawed.Sub(frozen).Round(time.Second), during.Answers["503"]-before.Answers["503"], recovered.Round(time.Millisecond), st.LongestWait.Round(time.Millisecond), c)
 }
 
 // failures are the attempts not answered 200, by status.

@@ -4,12 +4,14 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -39,9 +41,13 @@ func main() {
 	}
 	log.Info("broker listening", "addrs", c.ListenAddrs(), "data_dir", *dataDir)
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	<-sig
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	watch := newMemberWatch(log)
+	watch.install(c)
+	go watch.run(ctx, c, c.ListenAddrs()[0], time.Second)
+
+	<-ctx.Done()
 	log.Info("broker stopping")
 	c.Close()
 }
