@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/assistantcms/cms/pkg/childproc"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/debpkg"
 	"github.com/assistantcms/cms/pkg/demotraffic"
@@ -169,7 +169,7 @@ func TestDashboardQueries(t *testing.T) {
 func TestLiveStack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &childproc.Output{}
 	st, err := localstack.Start(ctx, localstack.Options{
 		Dir:     t.TempDir(),
 		Content: "demo/content.yaml",
@@ -514,22 +514,4 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// syncBuffer lets the components share one log buffer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

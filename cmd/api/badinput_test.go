@@ -70,7 +70,7 @@ func TestBadInputOverHTTP(t *testing.T) {
 	type proc struct {
 		name, addr string
 		p          *childproc.Proc
-		logs       *syncBuffer
+		logs       *childproc.Output
 	}
 	start := func(name string, args []string, env ...string) proc {
 		t.Helper()
@@ -82,7 +82,7 @@ func TestBadInputOverHTTP(t *testing.T) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(append(append(os.Environ(), "API_ADDR="+addr, "GATEWAY_ADDR="+addr), limits...), env...)
 		p := startProcess(ctx, t, name, cmd, "http://"+addr+"/healthz")
-		return proc{name, addr, p, cmd.Stdout.(*syncBuffer)}
+		return proc{name, addr, p, cmd.Stdout.(*childproc.Output)}
 	}
 	api := start("api", []string{"serve"}, "CONTENT_DB="+dsn, "RATE_LIMIT_RPS=0", "GRAPHQL_MAX_BODY_BYTES="+strconv.Itoa(testGraphQLMaxBody))
 	// Ingest is not running: nothing here goes to it.

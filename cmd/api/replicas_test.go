@@ -224,7 +224,7 @@ func TestServeThroughAPostgreSQLOutage(t *testing.T) {
 	const grace = 10 * time.Second
 	cmd.Env = append(os.Environ(), "CONTENT_DB="+dsn, "API_ADDR="+base[len("http://"):], "TOKEN_CACHE_TTL=30s",
 		"RATE_LIMIT_RPS=0", "CONTENT_OUTAGE_GRACE="+grace.String())
-	var logs syncBuffer
+	var logs childproc.Output
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	proc, err := childproc.Start("api", cmd)
 	if err != nil {
@@ -314,7 +314,7 @@ func runAdmin(ctx context.Context, t *testing.T, bin, db string, args ...string)
 // when the test ends, and waits until url answers 200.
 func startProcess(ctx context.Context, t *testing.T, name string, cmd *exec.Cmd, url string) *childproc.Proc {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &childproc.Output{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	p, err := childproc.Start(name, cmd)
 	if err != nil {

@@ -7,28 +7,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/childproc"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's logger and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestServeConfiguredByEnvironmentStopsCleanly(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "cms.db")
@@ -52,7 +35,7 @@ func TestServeConfiguredByEnvironmentStopsCleanly(t *testing.T) {
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs childproc.Output
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve"}, lookup, &logs, &logs) }()
 

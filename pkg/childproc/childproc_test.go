@@ -1,10 +1,12 @@
 package childproc
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,5 +49,21 @@ func TestStopAndKill(t *testing.T) {
 				t.Error("process still running after Stop")
 			}
 		})
+	}
+}
+
+func TestOutputTakesConcurrentWriters(t *testing.T) {
+	var o Output
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				fmt.Fprint(&o, "line\n")
+			}
+		})
+	}
+	wg.Wait()
+	if n := strings.Count(o.String(), "line\n"); n != 800 {
+		t.Errorf("%d lines, want 800", n)
 	}
 }
