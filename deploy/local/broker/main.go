@@ -30,22 +30,22 @@ func main() {
 	if *syncWrites {
 		opts = append(opts, kfake.SyncWrites())
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		log.Error("start broker", "err", err)
 		os.Exit(1)
 	}
+	// Installed before the address is announced, so that it sees the joins.
+	watch := newMemberWatch(log)
+	watch.install(c)
+	go watch.run(ctx, c, c.ListenAddrs()[0], time.Second)
 	// The address on stdout is the readiness signal for whoever started us.
 	for _, addr := range c.ListenAddrs() {
 		fmt.Println(addr)
 	}
 	log.Info("broker listening", "addrs", c.ListenAddrs(), "data_dir", *dataDir)
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	watch := newMemberWatch(log)
-	watch.install(c)
-	go watch.run(ctx, c, c.ListenAddrs()[0], time.Second)
 
 	<-ctx.Done()
 	log.Info("broker stopping")
