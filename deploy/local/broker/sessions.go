@@ -86,7 +86,8 @@ func (w *memberWatch) groups() []string {
 // lapsed returns the members of g that no request has named for longer
 // than the group's session timeout, and forgets members g no longer has.
 // Only a stable group is judged: during a rebalance members wait in
-// JoinGroup without heartbeating, and kfake's own timers handle them.
+// JoinGroup without heartbeating, and kfake's own timers handle them. So
+// is only a group whose joins asked for a session timeout.
 func (w *memberWatch) lapsed(g *kfake.GroupInfo, now time.Time) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -99,7 +100,8 @@ func (w *memberWatch) lapsed(g *kfake.GroupInfo, now time.Time) []string {
 			delete(w.seen, k)
 		}
 	}
-	if g.State != "Stable" {
+	timeout := w.timeouts[g.Group]
+	if g.State != "Stable" || timeout <= 0 {
 		return nil
 	}
 	var out []string
@@ -110,7 +112,7 @@ func (w *memberWatch) lapsed(g *kfake.GroupInfo, now time.Time) []string {
 			w.seen[k] = now
 			continue
 		}
-		if now.Sub(last) > w.timeouts[g.Group] {
+		if now.Sub(last) > timeout {
 			out = append(out, m.MemberID)
 		}
 	}

@@ -24,21 +24,23 @@ func TestLapsed(t *testing.T) {
 		return g
 	}
 	tests := []struct {
-		name  string
-		seen  map[string]time.Duration // member → how long before now a request named it
-		group *kfake.GroupInfo
-		want  []string
+		name    string
+		timeout int32                    // the session timeout joins asked for, in ms
+		seen    map[string]time.Duration // member → how long before now a request named it
+		group   *kfake.GroupInfo
+		want    []string
 	}{
-		{"heartbeating members stay", map[string]time.Duration{"a": time.Second, "b": 9 * time.Second}, stable("a", "b"), nil},
-		{"silent past the timeout", map[string]time.Duration{"a": time.Second, "b": 11 * time.Second}, stable("a", "b"), []string{"b"}},
-		{"first sight starts the clock", map[string]time.Duration{"a": time.Second}, stable("a", "new"), nil},
-		{"a rebalancing group is left to the broker", map[string]time.Duration{"a": time.Minute},
+		{"heartbeating members stay", 10000, map[string]time.Duration{"a": time.Second, "b": 9 * time.Second}, stable("a", "b"), nil},
+		{"silent past the timeout", 10000, map[string]time.Duration{"a": time.Second, "b": 11 * time.Second}, stable("a", "b"), []string{"b"}},
+		{"first sight starts the clock", 10000, map[string]time.Duration{"a": time.Second}, stable("a", "new"), nil},
+		{"no timeout asked for, none judged", 0, map[string]time.Duration{"a": time.Minute}, stable("a"), nil},
+		{"a rebalancing group is left to the broker", 10000, map[string]time.Duration{"a": time.Minute},
 			&kfake.GroupInfo{Group: "g", State: "PreparingRebalance", Members: []kfake.GroupMember{{MemberID: "a"}}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newMemberWatch(slog.New(slog.DiscardHandler))
-			w.observe(t0, &kmsg.JoinGroupRequest{Group: "g", SessionTimeoutMillis: 10000})
+			w.observe(t0, &kmsg.JoinGroupRequest{Group: "g", SessionTimeoutMillis: tt.timeout})
 			for m, ago := range tt.seen {
 				w.observe(t0.Add(-ago), &kmsg.HeartbeatRequest{Group: "g", MemberID: m})
 			}
