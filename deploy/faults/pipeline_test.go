@@ -33,6 +33,30 @@ func TestBrokerRestarted(t *testing.T) {
 		up.Sub(down).Round(time.Millisecond), recovered.Round(time.Millisecond), failures(st), c)
 }
 
+// TestBrokerKilled kills the broker with SIGKILL under load and starts it
+// again on its data directory after 2 s. The broker writes each batch to
+// its files before acknowledging it, and the operating system keeps what
+// was written when the process dies (fsync, -sync, matters only if the
+// machine goes down), so nothing acknowledged may be missing.
+func TestBrokerKilled(t *testing.T) {
+	e := shared
+	l := startLoad(t, e, rate)
+	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
+	restartOnFailure(t, e, localstack.BrokerName)
+
+	down := time.Now()
+	must(t, e, e.stack.StopComponent(localstack.BrokerName, syscall.SIGKILL))
+	time.Sleep(2 * time.Second) // the fault's length is the point of the test
+	must(t, e, e.stack.StartComponent(t.Context(), localstack.BrokerName))
+	up := time.Now()
+	recovered := waitFor(t, e, 60*time.Second, "a 200 after the broker's restart", func() bool { return l.Stats().LastSuccess.After(up) })
+	moreAcknowledged(t, e, l, 50, 60*time.Second, "load after the restart")
+
+	st, c := finish(t, e, l)
+	t.Logf("figure: broker killed, down %s; first 200 %s after it was back; failed attempts, all retried: %v; %s",
+		up.Sub(down).Round(time.Millisecond), recovered.Round(time.Millisecond), failures(st), c)
+}
+
 // TestBrokerUnreachable freezes the broker for 30 s with SIGSTOP, so that
 // its connections hang as in a network partition, then lets it go on.
 // The broker tests run first: the tests after them also show that the

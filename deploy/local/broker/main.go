@@ -19,7 +19,7 @@ import (
 func main() {
 	port := flag.Int("port", 9092, "port to listen on (127.0.0.1 only)")
 	dataDir := flag.String("data-dir", "", "directory that keeps topics and offsets across restarts (empty: memory only)")
-	syncWrites := flag.Bool("sync", false, "fsync every produced batch, so that nothing acknowledged is lost even on SIGKILL")
+	syncWrites := flag.Bool("sync", false, "fsync every produced batch, so that nothing acknowledged is lost even if the machine goes down (batches are written before they are acknowledged, so a killed process loses nothing either way)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
