@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,24 +44,6 @@ func runTests(m *testing.M) int {
 	return devbroker.RunTests(m, &brokerBin)
 }
 
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // ingestProc is the ingest binary running against its own broker process
 // and content database, which holds organization "o" with apps "a" and
 // "b", an app token for each and an organization token.
@@ -73,7 +53,7 @@ type ingestProc struct {
 	tokens map[string]string // "a", "b", "org" -> token
 	broker *devbroker.Broker
 	cmd    *exec.Cmd
-	logs   *lockedBuffer
+	logs   *childproc.Output
 	done   chan struct{} // closed when the process has exited
 	err    error         // the exit, once done is closed
 }
@@ -96,7 +76,7 @@ func startIngest(t *testing.T, env ...string) *ingestProc {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	p := &ingestProc{broker: broker, tokens: map[string]string{}, logs: &lockedBuffer{}, done: make(chan struct{})}
+	p := &ingestProc{broker: broker, tokens: map[string]string{}, logs: &childproc.Output{}, done: make(chan struct{})}
 	steps := []error{
 		store.CreateOrganization(ctx, content.Organization{ID: "o", Name: "o", CreatedAt: now}),
 		store.CreateApp(ctx, content.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),

@@ -15,22 +15,7 @@ const rate = 1000
 // TestBrokerRestarted stops the broker with SIGTERM under load, leaves it
 // down for 5 s and starts it again on its data directory.
 func TestBrokerRestarted(t *testing.T) {
-	e := shared
-	l := startLoad(t, e, rate)
-	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
-	restartOnFailure(t, e, localstack.BrokerName)
-
-	down := time.Now()
-	must(t, e, e.stack.StopComponent(localstack.BrokerName, syscall.SIGTERM))
-	time.Sleep(5 * time.Second) // the fault's length is the point of the test
-	must(t, e, e.stack.StartComponent(t.Context(), localstack.BrokerName))
-	up := time.Now()
-	recovered := waitFor(t, e, 60*time.Second, "a 200 after the broker's restart", func() bool { return l.Stats().LastSuccess.After(up) })
-	moreAcknowledged(t, e, l, 50, 60*time.Second, "load after the restart")
-
-	st, c := finish(t, e, l)
-	t.Logf("figure: broker down %s; first 200 %s after it was back; failed attempts, all retried: %v; %s",
-		up.Sub(down).Round(time.Millisecond), recovered.Round(time.Millisecond), failures(st), c)
+	restartBroker(t, syscall.SIGTERM, 5*time.Second)
 }
 
 // TestBrokerKilled kills the broker with SIGKILL under load and starts it
@@ -39,22 +24,27 @@ func TestBrokerRestarted(t *testing.T) {
 // was written when the process dies (fsync, -sync, matters only if the
 // machine goes down), so nothing acknowledged may be missing.
 func TestBrokerKilled(t *testing.T) {
+	restartBroker(t, syscall.SIGKILL, 2*time.Second)
+}
+
+// restartBroker ends the broker with sig under load and starts it again
+// after gap, then checks that the load recovers and nothing is lost.
+func restartBroker(t *testing.T, sig syscall.Signal, gap time.Duration) {
+	t.Helper()
 	e := shared
-	l := startLoad(t, e, rate)
-	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
-	restartOnFailure(t, e, localstack.BrokerName)
+	l := loadBeforeFault(t, e, rate, 20, localstack.BrokerName)
 
 	down := time.Now()
-	must(t, e, e.stack.StopComponent(localstack.BrokerName, syscall.SIGKILL))
-	time.Sleep(2 * time.Second) // the fault's length is the point of the test
+	must(t, e, e.stack.StopComponent(localstack.BrokerName, sig))
+	time.Sleep(gap) // the fault's length is the point of the test
 	must(t, e, e.stack.StartComponent(t.Context(), localstack.BrokerName))
 	up := time.Now()
 	recovered := waitFor(t, e, 60*time.Second, "a 200 after the broker's restart", func() bool { return l.Stats().LastSuccess.After(up) })
 	moreAcknowledged(t, e, l, 50, 60*time.Second, "load after the restart")
 
 	st, c := finish(t, e, l)
-	t.Logf("figure: broker killed, down %s; first 200 %s after it was back; failed attempts, all retried: %v; %s",
-		up.Sub(down).Round(time.Millisecond), recovered.Round(time.Millisecond), failures(st), c)
+	t.Logf("figure: broker ended with %v, down %s; first 200 %s after it was back; failed attempts, all retried: %v; %s",
+		sig, up.Sub(down).Round(time.Millisecond), recovered.Round(time.Millisecond), failures(st), c)
 }
 
 // TestBrokerUnreachable freezes the broker for 30 s with SIGSTOP, so that
@@ -63,9 +53,7 @@ func TestBrokerKilled(t *testing.T) {
 // consumer group recovered whole (each needs every partition read).
 func TestBrokerUnreachable(t *testing.T) {
 	e := shared
-	l := startLoad(t, e, rate)
-	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
-	restartOnFailure(t, e, localstack.BrokerName)
+	l := loadBeforeFault(t, e, rate, 20, localstack.BrokerName)
 
 	must(t, e, e.stack.Signal(localstack.BrokerName, syscall.SIGSTOP))
 	frozen := time.Now()
@@ -97,9 +85,7 @@ func TestBrokerUnreachable(t *testing.T) {
 // everything, duplicates collapsing after deduplication.
 func TestConsumerKilledTwice(t *testing.T) {
 	e := shared
-	l := startLoad(t, e, rate)
-	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
-	restartOnFailure(t, e, localstack.ConsumerName)
+	l := loadBeforeFault(t, e, rate, 20, localstack.ConsumerName)
 
 	for range 2 {
 		must(t, e, e.stack.StopComponent(localstack.ConsumerName, syscall.SIGKILL))
@@ -117,9 +103,7 @@ func TestConsumerKilledTwice(t *testing.T) {
 // TestClickHouseRestarted stops ClickHouse for 10 s under load.
 func TestClickHouseRestarted(t *testing.T) {
 	e := shared
-	l := startLoad(t, e, rate)
-	moreAcknowledged(t, e, l, 20, 30*time.Second, "load before the fault")
-	restartOnFailure(t, e, localstack.ClickHouseName)
+	l := loadBeforeFault(t, e, rate, 20, localstack.ClickHouseName)
 
 	must(t, e, e.stack.StopComponent(localstack.ClickHouseName, syscall.SIGTERM))
 	down := time.Now()
@@ -140,9 +124,7 @@ func TestClickHouseRestarted(t *testing.T) {
 // stored, or fails and is retried once ingest is back.
 func TestIngestStoppedWithRequestsInFlight(t *testing.T) {
 	e := shared
-	l := startLoad(t, e, 4*rate)
-	moreAcknowledged(t, e, l, 50, 30*time.Second, "load before the fault")
-	restartOnFailure(t, e, localstack.IngestName)
+	l := loadBeforeFault(t, e, 4*rate, 50, localstack.IngestName)
 
 	waitFor(t, e, 10*time.Second, "requests in flight", func() bool { return l.Stats().InFlight > 0 })
 	before := l.Stats()
@@ -155,6 +137,16 @@ func TestIngestStoppedWithRequestsInFlight(t *testing.T) {
 	drained := stopped.Answers["200"] - before.Answers["200"]
 	t.Logf("figure: SIGTERM with %d requests in flight; %d answered 200 while ingest drained; failed attempts during the restart, all retried: %v; %s",
 		before.InFlight, drained, failures(st), c)
+}
+
+// loadBeforeFault starts the load at eventsPerSecond, waits until n batches are
+// acknowledged and has component running again when the test ends.
+func loadBeforeFault(t *testing.T, e *env, eventsPerSecond float64, n int64, component string) *delivery.Load {
+	t.Helper()
+	l := startLoad(t, e, eventsPerSecond)
+	moreAcknowledged(t, e, l, n, 30*time.Second, "load before the fault")
+	restartOnFailure(t, e, component)
+	return l
 }
 
 // failures are the attempts not answered 200, by status.
