@@ -17,13 +17,14 @@ import (
 // which kfake keeps.
 //
 // kfake starts a member's session timer only when an answer to its
-// JoinGroup or SyncGroup reaches it. If the member's connection closed
-// while its JoinGroup waited for a rebalance (a consumer killed, or one
-// that gave up on a frozen broker), that answer is never delivered, no
-// timer starts, and the member keeps whatever partitions the leader gives
-// it: the group's live consumers never read them. Apache Kafka removes
-// such a member once its session timeout passes; the watch does the same
-// by sending LeaveGroup for it.
+// JoinGroup or SyncGroup is handed to the connection. If the connection
+// closed while the JoinGroup waited for a rebalance (a consumer killed,
+// or one that gave up on a frozen broker), kfake picks at random between
+// handing the answer over and noticing the closed connection; in the
+// second case no timer starts, and the member keeps whatever partitions
+// the leader gives it: the group's live consumers never read them. Apache
+// Kafka removes such a member once its session timeout passes; the watch
+// does the same by sending LeaveGroup for it.
 type memberWatch struct {
 	log *slog.Logger
 	// removed counts the members the watch removed.
