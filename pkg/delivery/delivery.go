@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
@@ -258,10 +259,7 @@ func (l *Load) send(ctx context.Context, n int, body []byte) (string, time.Durat
 func (l *Load) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	answers := make(map[string]int64, len(l.answers))
-	for k, v := range l.answers {
-		answers[k] = v
-	}
+	answers := maps.Clone(l.answers)
 	acked := l.acknowledged.Load()
 	return Stats{
 		Batches: l.batches.Load(), Acknowledged: acked, AcknowledgedEvents: acked * int64(l.cfg.BatchSize),

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"regexp"
@@ -120,10 +121,7 @@ type run struct {
 func (r *run) stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f := make(map[string]int64, len(r.failures))
-	for k, v := range r.failures {
-		f[k] = v
-	}
+	f := maps.Clone(r.failures)
 	return Stats{Sessions: r.sessions.Load(), Requests: r.requests.Load(), Accepted: r.accepted.Load(), Quarantined: r.quarantined.Load(), OK: r.ok.Load(),
 		Failed: r.failed.Load(), Failures: f, Latency: loadgen.Summarize(append([]time.Duration(nil), r.latencies...)),
 		Elapsed: time.Since(r.start)}

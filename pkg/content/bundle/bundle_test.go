@@ -94,6 +94,17 @@ func TestManyProblemsAreCapped(t *testing.T) {
 func TestWriteYAMLReadsBack(t *testing.T) {
 	src := `{"organizations":[{"id":"o","name":"O"}],"apps":[{"appId":"a","organizationId":"o","name":"A"}],
 	"handlers":[{"appId":"a","intentId":"I","data":{"s":"123","t":"true","e":"","sp":" lead","nl":"a\nb","n":1.50}}]}`
+	back, out := throughYAML(t, src)
+	// Strings that look like numbers or booleans stay strings.
+	if got, want := string(back.Bundle.Records[0].Doc), `{"data":{"e":"","n":1.5,"nl":"a\nb","s":"123","sp":" lead","t":"true"},"intentId":"I"}`; got != want {
+		t.Errorf("after YAML round trip %s, want %s\n%s", got, want, out)
+	}
+}
+
+// throughYAML reads src as JSON, writes it as YAML and reads that back,
+// returning what was read back and the YAML.
+func throughYAML(t *testing.T, src string) (*File, string) {
+	t.Helper()
 	f, err := Read(strings.NewReader(src), JSON)
 	if err != nil {
 		t.Fatal(err)
@@ -106,10 +117,7 @@ func TestWriteYAMLReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	// Strings that look like numbers or booleans stay strings.
-	if got, want := string(back.Bundle.Records[0].Doc), `{"data":{"e":"","n":1.5,"nl":"a\nb","s":"123","sp":" lead","t":"true"},"intentId":"I"}`; got != want {
-		t.Errorf("after YAML round trip %s, want %s\n%s", got, want, out.String())
-	}
+	return back, out.String()
 }
 
 // TestWriteYAMLKeepsValues covers what YAML reads as something else than
@@ -117,20 +125,9 @@ func TestWriteYAMLReadsBack(t *testing.T) {
 // a float64, which the export refuses rather than changes.
 func TestWriteYAMLKeepsValues(t *testing.T) {
 	src := `{"handlers":[{"appId":"a","intentId":"I","data":{"<<":{"a":1},"n":12345678901234567890,"f":0.1,"e":-1.5e300}}]}`
-	f, err := Read(strings.NewReader(src), JSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := Write(&out, &f.Bundle, YAML); err != nil {
-		t.Fatal(err)
-	}
-	back, err := Read(strings.NewReader(out.String()), YAML)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
+	back, yaml := throughYAML(t, src)
 	if got, want := string(back.Bundle.Records[0].Doc), `{"data":{"<<":{"a":1},"e":-1.5e+300,"f":0.1,"n":12345678901234567890},"intentId":"I"}`; got != want {
-		t.Errorf("after YAML round trip %s, want %s\n%s", got, want, out.String())
+		t.Errorf("after YAML round trip %s, want %s\n%s", got, want, yaml)
 	}
 
 	// Characters YAML input may not hold raw (DEL, C1 controls,
@@ -139,7 +136,7 @@ func TestWriteYAMLKeepsValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out.Reset()
+	var out strings.Builder
 	if err := Write(&out, &ctl.Bundle, YAML); err != nil {
 		t.Fatalf("YAML export of control characters: %v", err)
 	}
