@@ -8,15 +8,19 @@
 // Debian's packages and are installed with apt when missing (as root), as
 // are promtool (Debian's prometheus package), which checks the alerting
 // rules and the dashboards' queries, and Chromium, which renders the status
-// page in its test.
+// page in its test. Node.js and npm (Debian's nodejs and npm) run the
+// assistant runtime of deploy/runtime, whose npm packages (the reference
+// client) are installed with npm ci from its package-lock.json.
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -39,11 +43,17 @@ func main() {
 	for _, tool := range []struct{ bin, pkg string }{
 		{"promtool", "prometheus"}, // checks the alerting rules and dashboard queries
 		{"chromium", "chromium"},   // renders the status page
+		{"node", "nodejs"},         // runs the reference client's runtime
+		{"npm", "npm"},             // installs the reference client
 	} {
 		if _, err := debpkg.Ensure(ctx, os.Stderr, []string{tool.bin}, tool.pkg); err != nil {
 			fmt.Fprintf(os.Stderr, "test: install %s: %v\n", tool.bin, err)
 			os.Exit(1)
 		}
+	}
+	if err := npmCI(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "test:", err)
+		os.Exit(1)
 	}
 	runs := [][]string{append([]string{"test", "-race", "-count=1"}, os.Args[1:]...)}
 	if len(os.Args) == 1 {
@@ -74,6 +84,26 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// npmCI installs the reference client's packages in deploy/runtime exactly
+// as its package-lock.json pins them (their install scripts only print
+// notices, so they are not run), printing npm's output only when it
+// fails.
+func npmCI(ctx context.Context) error {
+	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return fmt.Errorf("find the module root: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(root)), "deploy", "runtime")
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out.String())
+	}
+	return nil
 }
 
 // faults is the package of the fault tests, relative to the module root.
