@@ -153,6 +153,10 @@ func checkFuzzAnswer(t *testing.T, c fuzzCaller, path, raw string, rec *httptest
 		if status == http.StatusBadRequest && e.Field == "" {
 			t.Fatalf("%s: a 400 must name the parameter at fault: %s", where, body)
 		}
+		// A long question or typed text is cut, never refused.
+		if strings.Contains(e.Message, "longer than") {
+			t.Fatalf("%s: refused for its length: %s", where, body)
+		}
 		return
 	}
 	for _, marker := range c.foreign {
@@ -171,7 +175,7 @@ func checkFuzzAnswer(t *testing.T, c fuzzCaller, path, raw string, rec *httptest
 			Total *int
 			FAQ   []json.RawMessage
 		}
-		ok = json.Unmarshal(rec.Body.Bytes(), &v) == nil && v.Total != nil && v.FAQ != nil && *v.Total == len(v.FAQ)
+		ok = json.Unmarshal(rec.Body.Bytes(), &v) == nil && v.Total != nil && v.FAQ != nil && *v.Total >= len(v.FAQ)
 	case "/cms/rag":
 		var v struct {
 			Result    *string

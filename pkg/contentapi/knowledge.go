@@ -26,6 +26,8 @@ type History interface {
 
 // Limits of the knowledge endpoints.
 const (
+	// maxQuestionRunes is how much of a question or typed text is
+	// searched; the rest is left out (see shorten).
 	maxQuestionRunes      = 1000
 	defaultSuggestions    = 5
 	maxSuggestions        = 50
@@ -76,22 +78,29 @@ func text(c *gin.Context, name string) (string, bool) {
 }
 
 // question reads the required question parameter; on failure it has
-// answered.
+// answered. A question over maxQuestionRunes is searched on its start
+// (see shorten).
 func question(c *gin.Context, name string) (string, bool) {
 	q, ok := text(c, name)
 	if !ok {
 		return "", false
 	}
-	q = strings.TrimSpace(q)
-	switch {
-	case q == "":
+	if q = strings.TrimSpace(q); q == "" {
 		abort(c, http.StatusBadRequest, name, name+" is required.")
 		return "", false
-	case utf8.RuneCountInString(q) > maxQuestionRunes:
-		abort(c, http.StatusBadRequest, name, fmt.Sprintf("%s is longer than %d characters.", name, maxQuestionRunes))
-		return "", false
 	}
-	return q, true
+	return shorten(q), true
+}
+
+// shorten cuts a text over maxQuestionRunes to its start, at the last
+// word boundary before the limit when there is one near it. Runtimes pass
+// on whatever the user typed or pasted, and the reference client treats
+// any refusal as a failure with nothing to show, while the start of a
+// long text still says what it is about; the limit keeps the cost of a
+// search bounded.
+func shorten(text string) string {
+	short, _ := knowledge.Cut(text, maxQuestionRunes)
+	return short
 }
 
 // intParam reads an optional integer parameter within [1, max].
@@ -233,10 +242,7 @@ func (a *API) suggestions(c *gin.Context) {
 		abort(c, http.StatusBadRequest, "queryText", "queryText is required.")
 		return
 	}
-	if utf8.RuneCountInString(typed) > maxQuestionRunes {
-		abort(c, http.StatusBadRequest, "queryText", fmt.Sprintf("queryText is longer than %d characters.", maxQuestionRunes))
-		return
-	}
+	typed = shorten(typed)
 	types, ok := text(c, "type")
 	if !ok {
 		return

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/assistantcms/cms/pkg/chstore"
 	"github.com/assistantcms/cms/pkg/content"
@@ -56,7 +57,7 @@ func TestSearchEndpoint(t *testing.T) {
 	if r := e.get("/cms/search?question=puncture&locationId=riverside", "app1"); !strings.Contains(r.body, `"documents":[]`) {
 		t.Errorf("documents without a location are left out when filtering: %s", r.body)
 	}
-	for _, path := range []string{"/cms/search", "/cms/search?question=+", "/cms/search?question=" + strings.Repeat("x", 1001)} {
+	for _, path := range []string{"/cms/search", "/cms/search?question=+", "/cms/search?question=a%00b", "/cms/search?question=%ff"} {
 		if r := e.get(path, "app1"); r.status != 400 || !strings.Contains(r.body, `"field":"question"`) {
 			t.Errorf("%s: %d %s", path, r.status, r.body)
 		}
@@ -84,6 +85,168 @@ func TestFAQEndpoint(t *testing.T) {
 	}
 	if r := e.get("/cms/faq/query?question=return&size=0", "app1"); r.status != 400 {
 		t.Errorf("size=0: %d", r.status)
+	}
+}
+
+// knowledgeBundle has enough FAQs for a word in two of them to count as
+// rare, which a search needs to match on it alone, and a FAQ answer long
+// enough to be truncated.
+const knowledgeBundle = `{
+ "organizations": [{"id": "org-1", "name": "One"}],
+ "apps": [{"appId": "app-1", "organizationId": "org-1", "name": "App one", "channels": [{"id": "web", "type": "CHAT", "key": "k1"}]}],
+ "documents": [
+  {"appId": "app-1", "id": "puncture", "title": "Fixing a puncture", "document": "Patch the inner tube, or fit a new tube."},
+  {"appId": "app-1", "id": "riverside", "title": "Riverside store", "location": "riverside", "document": "The riverside store has free parking behind the building."}
+ ],
+ "faqs": [
+  {"appId": "app-1", "id": "gift-cards", "name": "Gift cards", "questions": ["Do you sell gift cards?"],
+   "answer": "Yes: <b>\"gift\" cards</b> & e-vouchers from £10 to £500 😀, sold in both stores and online; they never expire, can be topped up at any till, and are accepted for servicing, parts and new bikes alike."},
+  {"appId": "app-1", "id": "gift-wrap", "name": "Gift wrapping", "questions": ["Can you gift wrap a present?"], "answer": "Yes, for £2."},
+  {"appId": "app-1", "id": "repairs", "name": "Repairs", "questions": ["Do you repair bikes?"], "answer": "Our workshop repairs every make."},
+  {"appId": "app-1", "id": "hours", "name": "Opening hours", "questions": ["When do you open?"], "answer": "At nine on weekdays."},
+  {"appId": "app-1", "id": "parking", "name": "Parking", "questions": ["Is there parking?"], "answer": "Behind the riverside store."}
+ ]
+}`
+
+func newKnowledgeEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvWith(t, knowledgeBundle, map[string]content.Token{"app1": {OrganizationID: "org-1", AppID: "app-1"}}, ServiceConfig{})
+}
+
+// TestFAQTotal: total counts every matching FAQ; size limits only the
+// list.
+func TestFAQTotal(t *testing.T) {
+	e := newKnowledgeEnv(t)
+	for _, tt := range []struct {
+		query         string
+		total, listed int
+	}{
+		{"question=gift", 2, 2},
+		{"question=gift&size=1", 2, 1},
+		{"question=gift&size=2", 2, 2},
+		{"question=gift+repair&size=1", 3, 1},
+		{"question=zebra&size=1", 0, 0},
+	} {
+		r := e.get("/cms/faq/query?"+tt.query, "app1")
+		var res knowledge.FAQResult
+		if err := json.Unmarshal([]byte(r.body), &res); err != nil || r.status != 200 || res.Total != tt.total || len(res.FAQ) != tt.listed {
+			t.Errorf("%s: %d %s; want total %d and %d listed", tt.query, r.status, r.body, tt.total, tt.listed)
+		}
+	}
+}
+
+// TestSuggestionTruncatedAnswer: FAQ suggestions carry the answer and a
+// truncated answer, escaped as JSON strings are.
+func TestSuggestionTruncatedAnswer(t *testing.T) {
+	e := newKnowledgeEnv(t)
+	r := e.get("/cms/suggestions?key=k1&queryText=do+you&type=FAQ", "app1")
+	var body struct{ Suggestions []knowledge.Suggestion }
+	if err := json.Unmarshal([]byte(r.body), &body); err != nil || r.status != 200 || len(body.Suggestions) != 3 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	const cut = `Yes: <b>"gift" cards</b> & e-vouchers from £10 to £500 😀, sold in both stores and online; they never expire, can be topped up at any till, and are…`
+	for _, s := range body.Suggestions {
+		switch s.Suggestion {
+		case "Do you sell gift cards?":
+			if s.TruncatedAnswer != cut || !strings.HasPrefix(s.Answer, strings.TrimSuffix(cut, "…")) {
+				t.Errorf("long answer: %q truncated to %q", s.Answer, s.TruncatedAnswer)
+			}
+		case "Do you repair bikes?", "When do you open?":
+			if s.TruncatedAnswer != s.Answer || s.Answer == "" {
+				t.Errorf("short answer: %+v", s)
+			}
+		default:
+			t.Errorf("suggestion %+v", s)
+		}
+	}
+	if !strings.Contains(r.body, `"truncatedAnswer":"Yes: \u003cb\u003e\"gift\" cards\u003c/b\u003e \u0026 e-vouchers`) {
+		t.Errorf("truncatedAnswer not escaped as the other strings are: %s", r.body)
+	}
+	// Intent and historical suggestions have no answer to truncate.
+	if r := e.get("/cms/suggestions?key=k1&queryText=do&type=INTENT", "app1"); strings.Contains(r.body, "truncatedAnswer") {
+		t.Errorf("INTENT: %s", r.body)
+	}
+}
+
+// TestLongQuestionsAreCut: a question or typed text over the limit is
+// answered from its first maxQuestionRunes characters, cut at a word
+// boundary, instead of refused.
+func TestLongQuestionsAreCut(t *testing.T) {
+	e := newKnowledgeEnv(t)
+	// The first word is within the limit, the last beyond it; the filler
+	// is words no record has.
+	filler := strings.Repeat("lorem ", maxQuestionRunes/6) // 996 characters
+	get := func(path string, v any) {
+		t.Helper()
+		r := e.get(path, "app1")
+		if r.status != 200 {
+			t.Fatalf("%.60s...: %d %s", path, r.status, r.body)
+		}
+		if err := json.Unmarshal([]byte(r.body), v); err != nil {
+			t.Fatalf("%.60s...: %v: %s", path, err, r.body)
+		}
+	}
+
+	var docs knowledge.SearchResult
+	get("/cms/search?question="+url.QueryEscape("puncture "+filler+"parking"), &docs)
+	if len(docs.Documents) != 1 || docs.Documents[0].Title != "Fixing a puncture" {
+		t.Errorf("search: %+v", docs.Documents)
+	}
+
+	var faqs knowledge.FAQResult
+	get("/cms/faq/query?question="+url.QueryEscape("gift "+filler+"repair"), &faqs)
+	if faqs.Total != 2 {
+		t.Errorf("FAQ: %+v", faqs)
+	}
+	// Within the limit, the last word counts.
+	get("/cms/faq/query?question="+url.QueryEscape("gift "+filler[:6*17]+"repair"), &faqs)
+	if faqs.Total != 3 {
+		t.Errorf("FAQ within the limit: %+v", faqs)
+	}
+
+	var ans knowledge.Answer
+	get("/cms/rag?question="+url.QueryEscape(strings.Repeat("riverside parking ", 100)), &ans)
+	if !ans.HasAnswer {
+		t.Errorf("RAG: %+v", ans)
+	}
+
+	var sugg struct{ Suggestions []knowledge.Suggestion }
+	get("/cms/suggestions?key=k1&queryText="+url.QueryEscape(strings.Repeat("é", maxQuestionRunes+1)), &sugg)
+	if sugg.Suggestions == nil {
+		t.Errorf("suggestions: %+v", sugg)
+	}
+	// Cut on a rune boundary: a question of two-byte letters and emoji.
+	get("/cms/faq/query?question="+url.QueryEscape(strings.Repeat("é😀", maxQuestionRunes)), &faqs)
+
+	// Other mistakes are still refused.
+	for _, path := range []string{
+		"/cms/faq/query?question=" + strings.Repeat("%C3%A9", maxQuestionRunes) + "%00",
+		"/cms/rag?question=" + strings.Repeat("x", 2000) + "%ff",
+		"/cms/suggestions?key=k1&queryText=" + strings.Repeat("x", 2000) + "%00",
+		"/cms/search?question=" + strings.Repeat("+", 2000),
+	} {
+		if r := e.get(path, "app1"); r.status != 400 {
+			t.Errorf("%.40s...: %d %s", path, r.status, r.body)
+		}
+	}
+}
+
+func TestShorten(t *testing.T) {
+	words := strings.Repeat("ab ", maxQuestionRunes) // 3000 characters
+	for _, tt := range []struct {
+		name, in, want string
+	}{
+		{"short", "where is my order", "where is my order"},
+		{"at the limit", strings.Repeat("é", maxQuestionRunes), strings.Repeat("é", maxQuestionRunes)},
+		{"one over, no spaces", strings.Repeat("é", maxQuestionRunes+1), strings.Repeat("é", maxQuestionRunes)},
+		{"at a word boundary", words, strings.TrimSpace(words[:maxQuestionRunes-1])},
+		{"emoji", strings.Repeat("😀", 2*maxQuestionRunes), strings.Repeat("😀", maxQuestionRunes)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := shorten(tt.in); got != tt.want {
+				t.Errorf("shorten: %d runes %.30q..., want %d runes %.30q...", utf8.RuneCountInString(got), got, utf8.RuneCountInString(tt.want), tt.want)
+			}
+		})
 	}
 }
 

@@ -88,3 +88,13 @@ func BenchmarkSuggest10k(b *testing.B) {
 		base.Suggest(prefixes[i%len(prefixes)], all, nil, 5)
 	}
 }
+
+// BenchmarkFAQs10k is one FAQ query of ten answers, total included, over
+// the labelled questions in turn.
+func BenchmarkFAQs10k(b *testing.B) {
+	base, qs := knowledgeBase10k(b)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		base.FAQs(qs[i%len(qs)].Question, 10)
+	}
+}

@@ -64,6 +64,45 @@ func TestFAQs(t *testing.T) {
 	}
 }
 
+// TestFAQsTotal: total counts every matching FAQ, however few the limit
+// lets through, and the limit keeps the best of the full ranking.
+func TestFAQsTotal(t *testing.T) {
+	b, qs := evalSet(t)
+	for _, q := range qs {
+		all := b.FAQs(q.Question, 1000)
+		if all.Total != len(all.FAQ) {
+			t.Fatalf("%q: total %d with %d FAQs answered and no limit reached", q.Question, all.Total, len(all.FAQ))
+		}
+		for _, limit := range []int{1, 3, 10} {
+			got := b.FAQs(q.Question, limit)
+			if got.Total != all.Total || len(got.FAQ) != min(limit, all.Total) {
+				t.Fatalf("%q, limit %d: total %d and %d FAQs; want total %d", q.Question, limit, got.Total, len(got.FAQ), all.Total)
+			}
+			for i := range got.FAQ {
+				if got.FAQ[i].Name != all.FAQ[i].Name || got.FAQ[i].Score != all.FAQ[i].Score {
+					t.Fatalf("%q, limit %d: FAQ %d is %q, the full ranking's is %q", q.Question, limit, i, got.FAQ[i].Name, all.FAQ[i].Name)
+				}
+			}
+		}
+	}
+	b = base(t)
+	for _, tt := range []struct {
+		question     string
+		limit, total int
+		answered     int
+	}{
+		{"bike", 1, 2, 1}, // both FAQs mention bikes
+		{"bike", 10, 2, 2},
+		{"how do returns work", 1, 1, 1},
+		{"zebra", 10, 0, 0},
+	} {
+		res := b.FAQs(tt.question, tt.limit)
+		if res.Total != tt.total || len(res.FAQ) != tt.answered || res.FAQ == nil {
+			t.Errorf("FAQs(%q, %d): total %d, %d answered; want %d, %d", tt.question, tt.limit, res.Total, len(res.FAQ), tt.total, tt.answered)
+		}
+	}
+}
+
 func TestSearchShapes(t *testing.T) {
 	b := base(t)
 	res := b.Search("when should I replace a stretched chain", "")
