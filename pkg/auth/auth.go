@@ -130,12 +130,24 @@ func NewAuthenticator(store Store, o Options) (*Authenticator, error) {
 
 // BearerToken returns the token of an "Authorization: Bearer" header or of
 // the spec's "Authorize: Bearer" spelling. The scheme is case-insensitive.
-// Tokens in the query string are never read.
+// When both headers are sent, the one holding a Bearer token counts: a
+// proxy may add an Authorization of its own (Basic, say) to a request
+// whose token is in Authorize. When both hold one, Authorization's is
+// used, invalid or not, since that is the header the reference client
+// sends. Tokens in the query string are never read.
 func BearerToken(h http.Header) (string, bool) {
-	v := h.Get("Authorization")
-	if v == "" {
-		v = h.Get("Authorize")
+	for _, name := range [...]string{"Authorization", "Authorize"} {
+		for _, v := range h.Values(name) {
+			if tok, ok := bearer(v); ok {
+				return tok, true
+			}
+		}
 	}
+	return "", false
+}
+
+// bearer returns the token of one "Bearer <token>" header value.
+func bearer(v string) (string, bool) {
 	scheme, tok, ok := strings.Cut(strings.TrimSpace(v), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false

@@ -15,23 +15,36 @@ import (
 
 func TestBearerToken(t *testing.T) {
 	cases := []struct {
-		name, header, value, want string
-		ok                        bool
+		name string
+		// headers are name and value pairs, added in order.
+		headers []string
+		want    string
+		ok      bool
 	}{
-		{"standard", "Authorization", "Bearer abc", "abc", true},
-		{"spec spelling", "Authorize", "Bearer abc", "abc", true},
-		{"lower-case scheme", "Authorization", "bearer abc", "abc", true},
-		{"upper-case scheme", "Authorization", "BEARER abc", "abc", true},
-		{"extra spaces", "Authorization", "  Bearer   abc  ", "abc", true},
-		{"basic", "Authorization", "Basic abc", "", false},
-		{"no scheme", "Authorization", "abc", "", false},
-		{"empty token", "Authorization", "Bearer ", "", false},
-		{"missing", "X-Other", "Bearer abc", "", false},
+		{"standard", []string{"Authorization", "Bearer abc"}, "abc", true},
+		{"spec spelling", []string{"Authorize", "Bearer abc"}, "abc", true},
+		{"lower-case scheme", []string{"Authorization", "bearer abc"}, "abc", true},
+		{"upper-case scheme", []string{"Authorization", "BEARER abc"}, "abc", true},
+		{"extra spaces", []string{"Authorization", "  Bearer   abc  "}, "abc", true},
+		{"basic", []string{"Authorization", "Basic abc"}, "", false},
+		{"no scheme", []string{"Authorization", "abc"}, "", false},
+		{"empty token", []string{"Authorization", "Bearer "}, "", false},
+		{"missing", []string{"X-Other", "Bearer abc"}, "", false},
+		// Both headers: the one holding a Bearer token counts.
+		{"Basic Authorization, Bearer Authorize", []string{"Authorization", "Basic abc", "Authorize", "Bearer cms_x"}, "cms_x", true},
+		{"Bearer Authorization, Basic Authorize", []string{"Authorization", "Bearer cms_x", "Authorize", "Basic abc"}, "cms_x", true},
+		{"empty Authorization, Bearer Authorize", []string{"Authorization", "", "Authorize", "bearer cms_x"}, "cms_x", true},
+		{"scheme-only Authorization, Bearer Authorize", []string{"Authorization", "Bearer", "Authorize", "BEARER cms_x"}, "cms_x", true},
+		{"both Bearer: Authorization wins", []string{"Authorize", "Bearer cms_b", "Authorization", "Bearer cms_a"}, "cms_a", true},
+		{"neither Bearer", []string{"Authorization", "Basic abc", "Authorize", "Token cms_x"}, "", false},
+		{"a proxy's Authorization line before the client's", []string{"Authorization", "Basic abc", "Authorization", "Bearer cms_x"}, "cms_x", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := http.Header{}
-			h.Set(tc.header, tc.value)
+			for i := 0; i+1 < len(tc.headers); i += 2 {
+				h.Add(tc.headers[i], tc.headers[i+1])
+			}
 			got, ok := BearerToken(h)
 			if got != tc.want || ok != tc.ok {
 				t.Errorf("BearerToken = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
@@ -120,6 +133,41 @@ func newFixture(t *testing.T) (*fakeStore, map[string]string) {
 
 func header(tok string) http.Header {
 	return http.Header{"Authorization": []string{"Bearer " + tok}}
+}
+
+// TestAuthenticateHeaderChoice: with both header spellings, the request
+// authenticates as the Bearer token's owner whichever header holds it,
+// and as Authorization's when both do.
+func TestAuthenticateHeaderChoice(t *testing.T) {
+	s, toks := newFixture(t)
+	a, err := NewAuthenticator(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name                 string
+		authorization, authz string // Authorization and Authorize values
+		app                  string // the principal's app; "-" for an organization token, "" for a 401
+	}{
+		{"proxy Basic beside the token in Authorize", "Basic dXNlcjpwYXNz", "Bearer " + toks["app"], "a1"},
+		{"token in Authorization, Basic in Authorize", "Bearer " + toks["org"], "Basic dXNlcjpwYXNz", "-"},
+		{"both Bearer: Authorization's", "Bearer " + toks["org"], "Bearer " + toks["app"], "-"},
+		{"both Bearer, Authorization's unknown: refused", "Bearer cms_0000000000000000_" + strings.Repeat("A", 43), "Bearer " + toks["app"], ""},
+		{"neither Bearer", "Basic dXNlcjpwYXNz", "Token " + toks["app"], ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := a.Authenticate(context.Background(), http.Header{"Authorization": {tc.authorization}, "Authorize": {tc.authz}})
+			switch {
+			case tc.app == "":
+				var ae *Error
+				if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+					t.Errorf("Authenticate = %+v, %v; want 401", p, err)
+				}
+			case err != nil || p.AppID != strings.TrimPrefix(tc.app, "-") || p.OrganizationID != "o1":
+				t.Errorf("Authenticate = %+v, %v; want app %q", p, err, tc.app)
+			}
+		})
+	}
 }
 
 func TestAuthenticateCachesAndRevokes(t *testing.T) {

@@ -249,6 +249,24 @@ func TestHeaderSpellings(t *testing.T) {
 	if r := e.get("/cms/handler?token="+e.tokens["app1"], ""); r.status != 401 {
 		t.Errorf("a token in the query string was accepted: %d", r.status)
 	}
+	// Both headers: the one holding a Bearer token counts (a proxy may add
+	// its own Authorization); with two, Authorization's.
+	for _, tt := range []struct {
+		name, authorization, authz string
+		status                     int
+		app                        string
+	}{
+		{"Basic Authorization, Bearer Authorize", "Basic abc", "Bearer " + e.tokens["app1"], 200, "app-1"},
+		{"Bearer Authorization, Basic Authorize", "bearer " + e.tokens["app2"], "Basic abc", 200, "app-2"},
+		{"both Bearer", "Bearer " + e.tokens["app2"], "Bearer " + e.tokens["app1"], 200, "app-2"},
+		{"both Bearer, Authorization's not a token", "Bearer nope", "Bearer " + e.tokens["app1"], 401, ""},
+		{"neither Bearer", "Basic abc", "Token " + e.tokens["app1"], 401, ""},
+	} {
+		r := e.get("/cms/app", "", "Authorization", tt.authorization, "Authorize", tt.authz)
+		if r.status != tt.status || (tt.app != "" && !strings.Contains(r.body, `"appId":"`+tt.app+`"`)) {
+			t.Errorf("%s: %d %s", tt.name, r.status, r.body)
+		}
+	}
 }
 
 func TestETagAndCaching(t *testing.T) {
