@@ -5,6 +5,7 @@ package chstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -112,8 +113,10 @@ func (s *Store) Migrate(ctx context.Context) (applied []int, err error) {
 		if done[m.Version] {
 			continue
 		}
-		if err := s.conn.Exec(ctx, m.SQL); err != nil {
-			return applied, fmt.Errorf("apply migration %d (%s): %w", m.Version, m.Name, err)
+		for _, st := range m.Statements {
+			if err := s.conn.Exec(ctx, st); err != nil && !columnExists(err) {
+				return applied, fmt.Errorf("apply migration %d (%s): %w", m.Version, m.Name, err)
+			}
 		}
 		// The 18.16 server only takes inserts as data blocks, so even this
 		// one row goes through a batch.
@@ -130,6 +133,13 @@ func (s *Store) Migrate(ctx context.Context) (applied []int, err error) {
 		applied = append(applied, m.Version)
 	}
 	return applied, nil
+}
+
+// columnExists reports the error of ADD COLUMN for a column another
+// consumer added first, on servers without ADD COLUMN IF NOT EXISTS.
+func columnExists(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == chschema.ErrColumnExists
 }
 
 // AppliedVersions returns the migration versions recorded as applied.

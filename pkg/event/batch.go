@@ -12,11 +12,6 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// quarantineMaxEventBytes caps the copy of an invalid event kept in its
-// quarantine record, so that one record stays well under Kafka's default
-// message size limit.
-const quarantineMaxEventBytes = 256 << 10
-
 // Validator checks batches against Limits. It is safe for concurrent use.
 type Validator struct {
 	limits   Limits
@@ -73,8 +68,8 @@ func NewValidator(l Limits) *Validator {
 	if l.MaxEventBytes <= 0 {
 		l.MaxEventBytes = d.MaxEventBytes
 	}
-	if len(l.Types) == 0 {
-		l.Types = d.Types
+	if l.MaxRecordBytes <= 0 {
+		l.MaxRecordBytes = d.MaxRecordBytes
 	}
 	v := &Validator{limits: l, types: l.Types, typeList: joinTypes(l.Types)}
 	v.states.New = func() any { return new(batchState) }
@@ -233,7 +228,7 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 		}
 		id := f.eventID
 		if id == nil {
-			id = deriveID(idBuf[:0], meta, i)
+			id = eventID(idBuf[:0], meta, i)
 		}
 		mark := len(st.buf)
 		st.buf = append(st.buf, `{"v":1,"eventId":`...)
@@ -244,8 +239,8 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 		st.buf = appendEvent(st.buf, ev, &f, meta.AppID)
 		if size := len(st.buf) - evStart; size > v.limits.MaxEventBytes {
 			st.buf = st.buf[:mark]
-			res.Errors = append(res.Errors, FieldError{Index: i, Field: "",
-				Message: "event is " + strconv.Itoa(size) + " bytes; at most " + strconv.Itoa(v.limits.MaxEventBytes) + " are allowed"})
+			res.Errors = append(res.Errors, FieldError{Index: i, Field: "", Reason: ReasonTooLarge,
+				Message: "event is " + strconv.Itoa(size) + " bytes; at most " + strconv.Itoa(v.limits.MaxEventBytes) + " are allowed (MAX_EVENT_BYTES)"})
 			rejected = append(rejected, i)
 			continue
 		}
@@ -270,7 +265,8 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 			e++
 		}
 		st.scratch = st.scratch[:0]
-		st.buf = appendQuarantine(st.buf, body[spans[i][0]:spans[i][1]], i, res.Errors[start:e], tail, meta, idBuf[:0], walker{&st.bodyCT, &st.scratch})
+		st.buf = appendQuarantine(st.buf, body[spans[i][0]:spans[i][1]], i, res.Errors[start:e], tail, meta, idBuf[:0],
+			walker{&st.bodyCT, &st.scratch}, v.limits.MaxRecordBytes)
 		st.keys = append(st.keys, meta.AppID...)
 		st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
 	}
@@ -314,9 +310,12 @@ func appendEvent(dst, raw []byte, f *eventFields, appID string) []byte {
 }
 
 // appendQuarantine writes the quarantine record of an invalid event, kept
-// exactly as it was sent.
-func appendQuarantine(dst, raw []byte, index int, errs []FieldError, tail []byte, meta *Meta, idBuf []byte, w walker) []byte {
-	id := deriveID(idBuf, meta, index)
+// exactly as it was sent, so that it can be resubmitted once the rule or
+// limit it broke has changed. Only an event too large for a record of
+// maxRecord bytes is kept in part.
+func appendQuarantine(dst, raw []byte, index int, errs []FieldError, tail []byte, meta *Meta, idBuf []byte, w walker, maxRecord int) []byte {
+	mark := len(dst)
+	id := eventID(idBuf, meta, index)
 	if raw[0] == '{' {
 		var vals [1][]byte
 		w.fields(raw, []string{"eventId"}, vals[:])
@@ -339,22 +338,61 @@ func appendQuarantine(dst, raw []byte, index int, errs []FieldError, tail []byte
 		}
 		dst = append(dst, `{"field":`...)
 		dst = appendString(dst, []byte(e.Field))
+		dst = append(dst, `,"reason":`...)
+		dst = appendString(dst, []byte(e.Reason))
 		dst = append(dst, `,"message":`...)
 		dst = appendString(dst, []byte(e.Message))
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"event":`...)
-	if len(raw) <= quarantineMaxEventBytes {
+	// What the record needs besides the event: the closing brace, or the
+	// fields that describe a cut copy.
+	const cutFields = len(`,"truncated":true,"size":}`) + 20
+	if room := maxRecord - (len(dst) - mark); len(raw)+1 <= room {
 		dst = append(dst, raw...)
 	} else {
-		cut := raw[:quarantineMaxEventBytes]
-		for len(cut) > 0 && !utf8.Valid(cut) {
-			cut = cut[:len(cut)-1]
-		}
-		dst = appendString(dst, cut)
-		dst = append(dst, `,"truncated":true`...)
+		dst = appendString(dst, cutEscaped(raw, room-cutFields))
+		dst = append(dst, `,"truncated":true,"size":`...)
+		dst = strconv.AppendInt(dst, int64(len(raw)), 10)
 	}
 	return append(dst, '}')
+}
+
+// cutEscaped returns the longest prefix of s, ending on a character
+// boundary, whose JSON string form (quotes included) fits in room bytes.
+func cutEscaped(s []byte, room int) []byte {
+	used := 2 // the quotes
+	for i := 0; i < len(s); {
+		c, size, n := s[i], 1, 1
+		switch {
+		case c >= utf8.RuneSelf:
+			var r rune
+			r, size = utf8.DecodeRune(s[i:])
+			n = size
+			if r == utf8.RuneError && size == 1 {
+				n = len(`\ufffd`)
+			}
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n = 2
+		case c < 0x20:
+			n = 6
+		}
+		if used+n > room {
+			return s[:i]
+		}
+		used += n
+		i += size
+	}
+	return s
+}
+
+// eventID returns the ID of the event at index sent without one: the ID
+// Meta gives it, or one derived from the batch.
+func eventID(dst []byte, meta *Meta, index int) []byte {
+	if index < len(meta.EventIDs) && meta.EventIDs[index] != "" {
+		return append(dst, meta.EventIDs[index]...)
+	}
+	return deriveID(dst, meta, index)
 }
 
 // deriveID makes the ID of an event sent without one: a UUID-shaped

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var testMeta = Meta{AppID: "app-1", OrganizationID: "org-1", ReceivedAt: time.Date(2026, 11, 21, 10, 0, 0, 123e6, time.UTC), IDSeed: "seed"}
@@ -57,38 +60,41 @@ func TestProcessBatchEventErrors(t *testing.T) {
 	cases := []struct {
 		name, event  string
 		field, inMsg string
+		reason       string
 	}{
-		{"not object", `42`, "", "must be a JSON object, got number"},
-		{"missing type", `{"name":"x"}`, "type", "is required"},
-		{"bad type", `{"type":"FOO","name":"x"}`, "type", `one of "REQUEST", "ERROR", "AnalyticsEvent"; got "FOO"`},
-		{"type number", `{"type":1,"name":"x"}`, "type", "must be a string, got number"},
-		{"missing name", `{"type":"REQUEST"}`, "name", "is required"},
-		{"empty name", `{"type":"REQUEST","name":""}`, "name", "must not be empty"},
-		{"long name", `{"type":"REQUEST","name":"` + long + `"}`, "name", "at most 256 characters, got 257"},
-		{"foreign app", `{"type":"REQUEST","name":"x","appId":"app-2"}`, "appId", `token's app "app-1", got "app-2"`},
-		{"empty app", `{"type":"REQUEST","name":"x","appId":""}`, "appId", "must not be empty"},
-		{"session number", `{"type":"REQUEST","name":"x","sessionId":5}`, "sessionId", "string or null, got number"},
-		{"channel object", `{"type":"REQUEST","name":"x","channel":{}}`, "channel", "got object"},
-		{"duplicate type", `{"type":"REQUEST","name":"x","type":"ERROR"}`, "type", "more than once"},
-		{"eventId null", `{"type":"REQUEST","name":"x","eventId":null}`, "eventId", "must be a string, got null"},
-		{"rr no payload", `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE"}`, "payload", "is required"},
-		{"rr payload number", rr(`3`), "payload", "got number"},
-		{"rr payload bad string", rr(`"{nope"`), "payload", "not valid JSON"},
-		{"rr payload string array", rr(`"[1]"`), "payload", "string holding array"},
-		{"rr no request", rr(`{"response":{}}`), "payload.request", "is required"},
-		{"rr response array", rr(`{"request":{},"response":[]}`), "payload.response", "must be an object, got array"},
-		{"rr confidence string", rr(`{"request":{"matchConfidence":"0.9"},"response":{}}`), "payload.request.matchConfidence", "number or null, got string"},
-		{"rr intent number", rr(`{"request":{"intentId":7},"response":{}}`), "payload.request.intentId", "got number"},
-		{"rr tag number", rr(`{"request":{},"response":{},"tag":1}`), "payload.tag", "got number"},
-		{"rr displayText number", rr(`{"request":{},"response":{"outputSpeech":{"displayText":1}}}`), "payload.response.outputSpeech.displayText", "got number"},
-		{"rr speech number", rr(`{"request":{},"response":{"reprompt":1}}`), "payload.response.reprompt", "got number"},
-		{"rr displays object", rr(`{"request":{},"response":{"displays":{}}}`), "payload.response.displays", "array or null"},
-		{"rr item title", rr(`{"request":{},"response":{"displays":[{"type":"LIST","items":[{"title":"a"},{"title":2}]}]}}`), "payload.response.displays[0].items[1].title", "got number"},
-		{"rr items string", rr(`{"request":{},"response":{"displays":[{"items":"x"}]}}`), "payload.response.displays[0].items", "got string"},
-		{"rr in string bad", rr(`"{\"request\":{\"matchConfidence\":true},\"response\":{}}"`), "payload.request.matchConfidence", "got boolean"},
-		{"rr confidence beyond float32", rr(`{"request":{"matchConfidence":3.5e38},"response":{}}`), "payload.request.matchConfidence", `32-bit float can hold (magnitude at most 3.4028235e38), got "3.5e38"`},
-		{"rr confidence of 39 digits", rr(`{"request":{"matchConfidence":-` + strings.Repeat("9", 39) + `},"response":{}}`), "payload.request.matchConfidence", "32-bit float"},
-		{"rr confidence in string beyond float32", rr(`"{\"request\":{\"matchConfidence\":1e39},\"response\":{}}"`), "payload.request.matchConfidence", `got "1e39"`},
+		{"not object", `42`, "", "must be a JSON object, got number", ReasonNotObject},
+		{"missing type", `{"name":"x"}`, "type", "is required", ReasonMissing},
+		{"empty type", `{"type":"","name":"x"}`, "type", "must not be empty", ReasonInvalid},
+		{"long type", `{"type":"` + strings.Repeat("t", 129) + `","name":"x"}`, "type", "at most 128 characters, got 129", ReasonTooLong},
+		{"type number", `{"type":1,"name":"x"}`, "type", "must be a string, got number", ReasonWrongType},
+		{"missing name", `{"type":"REQUEST"}`, "name", "is required", ReasonMissing},
+		{"name null", `{"type":"REQUEST","name":null}`, "name", "must be a string, got null", ReasonWrongType},
+		{"long name", `{"type":"REQUEST","name":"` + long + `"}`, "name", "at most 256 characters, got 257", ReasonTooLong},
+		{"foreign app", `{"type":"REQUEST","name":"x","appId":"app-2"}`, "appId", `token's app "app-1", got "app-2"`, ReasonAppMismatch},
+		{"empty app", `{"type":"REQUEST","name":"x","appId":""}`, "appId", "must not be empty", ReasonInvalid},
+		{"session number", `{"type":"REQUEST","name":"x","sessionId":5}`, "sessionId", "string or null, got number", ReasonWrongType},
+		{"channel object", `{"type":"REQUEST","name":"x","channel":{}}`, "channel", "got object", ReasonWrongType},
+		{"duplicate type", `{"type":"REQUEST","name":"x","type":"ERROR"}`, "type", "more than once", ReasonDuplicateKey},
+		{"eventId null", `{"type":"REQUEST","name":"x","eventId":null}`, "eventId", "must be a string, got null", ReasonWrongType},
+		{"rr no payload", `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE"}`, "payload", "is required", ReasonMissing},
+		{"rr payload number", rr(`3`), "payload", "got number", ReasonWrongType},
+		{"rr payload bad string", rr(`"{nope"`), "payload", "not valid JSON", ReasonInvalid},
+		{"rr payload string array", rr(`"[1]"`), "payload", "string holding array", ReasonWrongType},
+		{"rr no request", rr(`{"response":{}}`), "payload.request", "is required", ReasonMissing},
+		{"rr response array", rr(`{"request":{},"response":[]}`), "payload.response", "must be an object, got array", ReasonWrongType},
+		{"rr confidence string", rr(`{"request":{"matchConfidence":"0.9"},"response":{}}`), "payload.request.matchConfidence", "number or null, got string", ReasonWrongType},
+		{"rr intent number", rr(`{"request":{"intentId":7},"response":{}}`), "payload.request.intentId", "got number", ReasonWrongType},
+		{"rr tag number", rr(`{"request":{},"response":{},"tag":1}`), "payload.tag", "got number", ReasonWrongType},
+		{"rr tag array of numbers", rr(`{"request":{},"response":{},"tag":["a",1]}`), "payload.tag[1]", "must be a string, got number", ReasonWrongType},
+		{"rr displayText number", rr(`{"request":{},"response":{"outputSpeech":{"displayText":1}}}`), "payload.response.outputSpeech.displayText", "got number", ReasonWrongType},
+		{"rr speech number", rr(`{"request":{},"response":{"reprompt":1}}`), "payload.response.reprompt", "got number", ReasonWrongType},
+		{"rr displays object", rr(`{"request":{},"response":{"displays":{}}}`), "payload.response.displays", "array or null", ReasonWrongType},
+		{"rr item title", rr(`{"request":{},"response":{"displays":[{"type":"LIST","items":[{"title":"a"},{"title":2}]}]}}`), "payload.response.displays[0].items[1].title", "got number", ReasonWrongType},
+		{"rr items string", rr(`{"request":{},"response":{"displays":[{"items":"x"}]}}`), "payload.response.displays[0].items", "got string", ReasonWrongType},
+		{"rr in string bad", rr(`"{\"request\":{\"matchConfidence\":true},\"response\":{}}"`), "payload.request.matchConfidence", "got boolean", ReasonWrongType},
+		{"rr confidence beyond float32", rr(`{"request":{"matchConfidence":3.5e38},"response":{}}`), "payload.request.matchConfidence", `32-bit float can hold (magnitude at most 3.4028235e38), got "3.5e38"`, ReasonInvalid},
+		{"rr confidence of 39 digits", rr(`{"request":{"matchConfidence":-` + strings.Repeat("9", 39) + `},"response":{}}`), "payload.request.matchConfidence", "32-bit float", ReasonInvalid},
+		{"rr confidence in string beyond float32", rr(`"{\"request\":{\"matchConfidence\":1e39},\"response\":{}}"`), "payload.request.matchConfidence", `got "1e39"`, ReasonInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,20 +110,20 @@ func TestProcessBatchEventErrors(t *testing.T) {
 				t.Fatal("no errors")
 			}
 			e := res.Errors[0]
-			if e.Index != 1 || e.Field != tc.field || !strings.Contains(e.Message, tc.inMsg) {
-				t.Errorf("got %+v, want index 1 field %q message containing %q", e, tc.field, tc.inMsg)
+			if e.Index != 1 || e.Field != tc.field || e.Reason != tc.reason || !strings.Contains(e.Message, tc.inMsg) {
+				t.Errorf("got %+v, want index 1 field %q reason %q message containing %q", e, tc.field, tc.reason, tc.inMsg)
 			}
 			var q struct {
 				V      int
 				Index  int
 				AppID  string
-				Errors []struct{ Field, Message string }
+				Errors []struct{ Field, Reason, Message string }
 				Event  json.RawMessage
 			}
 			if err := json.Unmarshal(res.Quarantined[0].Value, &q); err != nil {
 				t.Fatalf("quarantine record is not JSON: %v\n%s", err, res.Quarantined[0].Value)
 			}
-			if q.V != 1 || q.Index != 1 || q.AppID != "app-1" || len(q.Errors) == 0 || q.Errors[0].Field != tc.field {
+			if q.V != 1 || q.Index != 1 || q.AppID != "app-1" || len(q.Errors) == 0 || q.Errors[0].Field != tc.field || q.Errors[0].Reason != tc.reason {
 				t.Errorf("quarantine record %s", res.Quarantined[0].Value)
 			}
 			if !jsonEqual(t, q.Event, []byte(tc.event)) {
@@ -193,7 +199,7 @@ func TestErrorsNameTheEvent(t *testing.T) {
 func TestEventErrorsAreCapped(t *testing.T) {
 	v := NewValidator(Limits{})
 	items := strings.TrimSuffix(strings.Repeat(`{"title":1,"token":2},`, 5000), ",")
-	body := `{"events":[` + rr(`{"request":{},"response":{"displays":[{"items":[`+items+`]}]}}`) + `,{"type":"X","name":"y"}]}`
+	body := `{"events":[` + rr(`{"request":{},"response":{"displays":[{"items":[`+items+`]}]}}`) + `,{"type":"X","name":7}]}`
 	res, err := v.ProcessBatch([]byte(body), testMeta)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +216,7 @@ func TestEventErrorsAreCapped(t *testing.T) {
 	if e := first[1]; e.Field != "payload.response.displays[0].items[0].token" {
 		t.Errorf("second error %+v", e)
 	}
-	if last := first[maxEventErrors]; last.Field != "" || !strings.Contains(last.Message, "more problems; only the first 20 are listed") {
+	if last := first[maxEventErrors]; last.Field != "" || last.Reason != ReasonMoreErrors || !strings.Contains(last.Message, "more problems; only the first 20 are listed") {
 		t.Errorf("last error %+v", last)
 	}
 	if n := len(res.Errors) - len(first); n != 1 || res.Errors[len(res.Errors)-1].Index != 1 {
@@ -347,23 +353,122 @@ func TestProcessBatchLimits(t *testing.T) {
 	}
 }
 
-func TestQuarantineTruncates(t *testing.T) {
-	v := NewValidator(Limits{MaxEventBytes: 1 << 20})
-	big := strings.Repeat("x", quarantineMaxEventBytes+10)
-	body := `{"events":[{"type":"NOPE","name":"n","pad":"` + big + `"}]}`
+func TestQuarantineKeepsEventsWhole(t *testing.T) {
+	const maxRecord = 4096
+	v := NewValidator(Limits{MaxEventBytes: 1000, MaxRecordBytes: maxRecord})
+	cases := []struct {
+		name      string
+		pad       string
+		truncated bool
+	}{
+		{"over the event limit, kept whole", strings.Repeat("x", 2000), false},
+		{"fits a record", strings.Repeat("x", maxRecord-600), false},
+		{"too large for a record", strings.Repeat("x", 3*maxRecord), true},
+		{"escapes at the cut", strings.Repeat("\\u0001\\\"é", maxRecord), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			raw := `{"type":"REQUEST","name":"n","pad":"` + c.pad + `"}`
+			res, err := v.ProcessBatch([]byte(`{"events":[`+raw+`]}`), testMeta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Quarantined) != 1 || res.Errors[0].Reason != ReasonTooLarge {
+				t.Fatalf("quarantined %d, errors %+v", len(res.Quarantined), res.Errors)
+			}
+			rec := res.Quarantined[0].Value
+			if len(rec) > maxRecord {
+				t.Errorf("record is %d bytes, over %d", len(rec), maxRecord)
+			}
+			var q struct {
+				Event     json.RawMessage
+				Truncated bool
+				Size      int
+			}
+			if err := json.Unmarshal(rec, &q); err != nil {
+				t.Fatalf("record is not JSON: %v", err)
+			}
+			if q.Truncated != c.truncated {
+				t.Fatalf("truncated = %v, want %v", q.Truncated, c.truncated)
+			}
+			if !c.truncated {
+				if string(q.Event) != raw {
+					t.Errorf("event not kept as sent: %.60s", q.Event)
+				}
+				return
+			}
+			var cut string
+			if err := json.Unmarshal(q.Event, &cut); err != nil {
+				t.Fatal(err)
+			}
+			if q.Size != len(raw) || !strings.HasPrefix(raw, cut) || len(cut) < maxRecord/8 {
+				t.Errorf("size %d (want %d), cut of %d bytes is a prefix: %v", q.Size, len(raw), len(cut), strings.HasPrefix(raw, cut))
+			}
+		})
+	}
+}
+
+func TestCutEscaped(t *testing.T) {
+	for _, s := range []string{"plain text", "q\"b\\", "\n\x01é€😀", "bad\xffutf"} {
+		full := len(appendString(nil, []byte(s)))
+		for room := 0; room <= full+1; room++ {
+			cut := cutEscaped([]byte(s), room)
+			if n := len(appendString(nil, cut)); n > room && len(cut) > 0 {
+				t.Errorf("%q in %d bytes: cut %q escapes to %d", s, room, cut, n)
+			}
+			if room >= full && string(cut) != s {
+				t.Errorf("%q in %d bytes: cut to %q", s, room, cut)
+			}
+			if !utf8.Valid(cut) && utf8.ValidString(s) {
+				t.Errorf("%q in %d bytes: cut %q splits a character", s, room, cut)
+			}
+		}
+	}
+}
+
+func TestAnyTypeByDefault(t *testing.T) {
+	v := NewValidator(DefaultLimits())
+	body := `{"events":[` +
+		`{"type":"REQUEST","name":"LAUNCH_REQUEST"},` +
+		`{"type":"ERROR","name":"TypeError","payload":{"message":"m","stack":[]}},` +
+		`{"type":"AnalyticsEvent","name":"CUSTOM"},` +
+		`{"type":"MessageEvent","name":"INFO","payload":"hello"},` +
+		`{"type":"LambdaSuccessEvent","name":"Lambda Finished"},` +
+		`{"type":"LambdaErrorEvent","name":"Lambda Finished","payload":"boom"},` +
+		`{"type":"SomethingNew","name":""},` +
+		`{"type":"","name":"x"},` +
+		`{"type":"` + strings.Repeat("t", 129) + `","name":"x"}]}`
 	res, err := v.ProcessBatch([]byte(body), testMeta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var q struct {
-		Event     string
-		Truncated bool
+	if len(res.Accepted) != 7 {
+		t.Errorf("accepted %d of the 7 events of any type, errors %+v", len(res.Accepted), res.Errors)
 	}
-	if err := json.Unmarshal(res.Quarantined[0].Value, &q); err != nil {
+	want := []FieldError{
+		{Index: 7, Field: "type", Reason: ReasonInvalid, Message: "must not be empty"},
+		{Index: 8, Field: "type", Reason: ReasonTooLong, Message: "must be at most 128 characters, got 129"},
+	}
+	if !reflect.DeepEqual(res.Errors, want) {
+		t.Errorf("errors = %+v, want %+v", res.Errors, want)
+	}
+}
+
+func TestEventIDsFromMeta(t *testing.T) {
+	v := NewValidator(DefaultLimits())
+	meta := testMeta
+	meta.EventIDs = []string{"kept-0", "", "kept-2"}
+	body := `{"events":[{"type":"REQUEST","name":"a"},{"type":"REQUEST","name":"b"},{"type":"REQUEST","name":"c","eventId":"own"},{"name":"bad"}]}`
+	res, err := v.ProcessBatch([]byte(body), meta)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !q.Truncated || len(q.Event) != quarantineMaxEventBytes || !strings.HasPrefix(q.Event, `{"type":"NOPE"`) {
-		t.Errorf("truncated=%v len=%d prefix=%.20q", q.Truncated, len(q.Event), q.Event)
+	derived := string(deriveID(nil, &meta, 1))
+	if want := []string{"kept-0", derived, "own"}; !slices.Equal(res.EventIDs, want) {
+		t.Errorf("event IDs %q, want %q", res.EventIDs, want)
+	}
+	if !strings.Contains(string(res.Quarantined[0].Value), `"eventId":"`+string(deriveID(nil, &meta, 3))+`"`) {
+		t.Errorf("quarantine record %s", res.Quarantined[0].Value)
 	}
 }
 

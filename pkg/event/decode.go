@@ -18,9 +18,22 @@ type Decoded struct {
 	Type, Name, SessionID, UserID, Channel, Platform   string
 	SelectedHandler, CurrentHandler, Environment       string
 	RequestType, IntentID, RawQuery, DisplayText, SSML string
-	Tag                                                string
-	MatchConfidence                                    *float32
-	DisplayCount                                       int
+	// Tags are the event's top-level tag (where the reference client puts
+	// it), else a REQUEST_RESPONSE payload's tag: a string gives one, an
+	// array its elements. Tag is the first of them.
+	Tags            []string
+	Tag             string
+	MatchConfidence *float32
+	DisplayCount    int
+	// ErrorMessage and ErrorStack (JSON text) come from ERROR payloads
+	// {message, stack}; a LambdaErrorEvent's string payload is its message.
+	ErrorMessage, ErrorStack string
+	// Message is the payload when it is a JSON string, as MessageEvent's is.
+	Message string
+	// KBUsed says the request carried a knowledgeBaseResult; KBDocuments
+	// counts its documents and suggested documents, KBFAQs its FAQs.
+	KBUsed              bool
+	KBDocuments, KBFAQs int
 	// Payload is the payload as JSON, empty when there was none.
 	Payload string
 	// Extra holds the event's other top-level fields as a JSON object.
@@ -153,8 +166,16 @@ func eventColumn(k []byte) int {
 	return -1
 }
 
+// Event types whose payloads fill columns of their own.
+const (
+	typeRequest     = "REQUEST"
+	typeError       = "ERROR"
+	typeLambdaError = "LambdaErrorEvent"
+)
+
 func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker) error {
 	var cols [12][]byte
+	var tag []byte
 	d.extra = append(d.extra[:0], '{')
 	m := newMembers(w.ct, ev)
 	for {
@@ -162,8 +183,12 @@ func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker) error {
 		if !ok {
 			break
 		}
-		c := eventColumn(keyName(raw, w.sc))
+		k := keyName(raw, w.sc)
+		c := eventColumn(k)
 		if c < 0 {
+			if string(k) == "tag" { // kept in extra as well, as sent
+				tag = ev[start:end]
+			}
 			if len(d.extra) > 1 {
 				d.extra = append(d.extra, ',')
 			}
@@ -201,37 +226,156 @@ func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker) error {
 			out.EventTime = t.UTC()
 		}
 	}
-	if p := cols[10]; p != nil && p[0] != 'n' {
-		out.Payload = string(p)
-		if out.Name == nameRequestResponse && p[0] == '{' {
-			d.decodeRequestResponse(out, p, w)
+	if out.Type == typeRequest {
+		out.RequestType = out.Name // the request type, unless the payload names it
+	}
+	out.Tags = d.appendTags(out.Tags[:0], tag, w)
+	p := cols[10]
+	if p == nil || p[0] == 'n' {
+		out.Tag = firstTag(out.Tags)
+		return nil
+	}
+	out.Payload = string(p)
+	switch {
+	case p[0] == '"':
+		out.Message = string(stringValue(p, w.sc))
+		if out.Type == typeError || out.Type == typeLambdaError {
+			out.ErrorMessage = out.Message
+		}
+	case p[0] != '{':
+	case out.Name == nameRequestResponse:
+		d.decodeRequestResponse(out, p, w, tag == nil)
+	case out.Type == typeRequest:
+		d.decodeRequest(out, p, w)
+	case out.Type == typeError:
+		var e [2][]byte
+		w.fields(p, []string{"message", "stack"}, e[:])
+		out.ErrorMessage = text(e[0], w)
+		if s := e[1]; s != nil && s[0] != 'n' {
+			out.ErrorStack = string(s)
 		}
 	}
+	out.Tag = firstTag(out.Tags)
 	return nil
 }
 
+func firstTag(tags []string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	return tags[0]
+}
+
+// text returns the content of a JSON string value, or "" for any other.
+func text(v []byte, w walker) string {
+	if v == nil || v[0] != '"' {
+		return ""
+	}
+	return string(stringValue(v, w.sc))
+}
+
+// appendTags adds the tags a tag value holds: a string is one tag, an
+// array's strings are tags; other values keep their JSON text.
+func (d *Decoder) appendTags(dst []string, v []byte, w walker) []string {
+	switch {
+	case v == nil || v[0] == 'n':
+		return dst
+	case v[0] == '"':
+		return append(dst, d.intern(stringValue(v, w.sc)))
+	case v[0] != '[':
+		return append(dst, string(v))
+	}
+	e := newElements(w.ct, v)
+	for {
+		start, end, ok := e.next()
+		if !ok {
+			return dst
+		}
+		if el := v[start:end]; el[0] == '"' {
+			dst = append(dst, d.intern(stringValue(el, w.sc)))
+		} else if el[0] != 'n' {
+			dst = append(dst, string(el))
+		}
+	}
+}
+
+// decodeRequest fills the request columns from a REQUEST event's payload
+// {request, intent, slots, matchConfidence, rawQuery}, which the reference
+// client builds from the request; the request's own fields fill what the
+// payload leaves out.
+func (d *Decoder) decodeRequest(out *Decoded, p []byte, w walker) {
+	var top [4][]byte
+	w.fields(p, []string{"request", "intent", "rawQuery", "matchConfidence"}, top[:])
+	if req := top[0]; req != nil && req[0] == '{' {
+		d.decodeRequestObject(out, req, w)
+	}
+	if v := top[1]; v != nil && v[0] == '"' {
+		out.IntentID = d.intern(stringValue(v, w.sc))
+	}
+	if v := top[2]; v != nil && v[0] == '"' {
+		out.RawQuery = string(stringValue(v, w.sc))
+	}
+	if c := confidence(top[3]); c != nil {
+		out.MatchConfidence = c
+	}
+}
+
+// decodeRequestObject fills the columns a request object names: its type,
+// intent, raw query, match confidence and knowledge-base result.
+func (d *Decoder) decodeRequestObject(out *Decoded, req []byte, w walker) {
+	var r [5][]byte
+	w.fields(req, []string{"type", "intentId", "rawQuery", "matchConfidence", "knowledgeBaseResult"}, r[:])
+	if r[0] != nil && r[0][0] == '"' {
+		out.RequestType = d.internText(r[0], w)
+	}
+	out.IntentID, out.RawQuery = d.internText(r[1], w), text(r[2], w)
+	out.MatchConfidence = confidence(r[3])
+	if kb := r[4]; kb != nil && kb[0] == '{' {
+		out.KBUsed = true
+		var parts [3][]byte
+		w.fields(kb, []string{"documents", "suggested", "faqs"}, parts[:])
+		out.KBDocuments = count(parts[0], w) + count(parts[1], w)
+		out.KBFAQs = count(parts[2], w)
+	}
+}
+
+// confidence reads a match confidence that a 32-bit float holds.
+func confidence(c []byte) *float32 {
+	if c == nil || !isNumber(c) {
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(c), 32)
+	if err != nil {
+		return nil
+	}
+	f32 := float32(f)
+	return &f32
+}
+
+// count returns the number of elements of an array value, 0 for others.
+func count(v []byte, w walker) int {
+	if v == nil || v[0] != '[' {
+		return 0
+	}
+	n := 0
+	for e := newElements(w.ct, v); ; n++ {
+		if _, _, ok := e.next(); !ok {
+			return n
+		}
+	}
+}
+
 // decodeRequestResponse fills the REQUEST_RESPONSE columns from a payload
-// that ingest has already checked.
-func (d *Decoder) decodeRequestResponse(out *Decoded, p []byte, w walker) {
+// that ingest has already checked; the payload's tag counts when the event
+// had none at its top level.
+func (d *Decoder) decodeRequestResponse(out *Decoded, p []byte, w walker, payloadTag bool) {
 	var top [3][]byte
 	w.fields(p, []string{"request", "response", "tag"}, top[:])
-	text := func(v []byte) string {
-		if v == nil || v[0] != '"' {
-			return ""
-		}
-		return string(stringValue(v, w.sc))
+	if payloadTag {
+		out.Tags = d.appendTags(out.Tags, top[2], w)
 	}
-	out.Tag = text(top[2])
 	if req := top[0]; req != nil && req[0] == '{' {
-		var r [4][]byte
-		w.fields(req, []string{"type", "intentId", "rawQuery", "matchConfidence"}, r[:])
-		out.RequestType, out.IntentID, out.RawQuery = d.internText(r[0], w), d.internText(r[1], w), text(r[2])
-		if c := r[3]; c != nil && isNumber(c) {
-			if f, err := strconv.ParseFloat(string(c), 32); err == nil {
-				f32 := float32(f)
-				out.MatchConfidence = &f32
-			}
-		}
+		d.decodeRequestObject(out, req, w)
 	}
 	if resp := top[1]; resp != nil && resp[0] == '{' {
 		var r [2][]byte
@@ -239,21 +383,13 @@ func (d *Decoder) decodeRequestResponse(out *Decoded, p []byte, w walker) {
 		switch s := r[0]; {
 		case s == nil:
 		case s[0] == '"':
-			out.DisplayText = text(s)
+			out.DisplayText = text(s, w)
 		case s[0] == '{':
 			var sp [2][]byte
 			w.fields(s, []string{"displayText", "ssml"}, sp[:])
-			out.DisplayText, out.SSML = text(sp[0]), text(sp[1])
+			out.DisplayText, out.SSML = text(sp[0], w), text(sp[1], w)
 		}
-		if ds := r[1]; ds != nil && ds[0] == '[' {
-			e := newElements(w.ct, ds)
-			for {
-				if _, _, ok := e.next(); !ok {
-					break
-				}
-				out.DisplayCount++
-			}
-		}
+		out.DisplayCount = count(r[1], w)
 	}
 }
 
@@ -262,4 +398,91 @@ func (d *Decoder) internText(v []byte, w walker) string {
 		return ""
 	}
 	return d.intern(stringValue(v, w.sc))
+}
+
+// Quarantined is one quarantine record (schemas/events/quarantine.schema.json)
+// mapped to the columns of the quarantine table.
+type Quarantined struct {
+	EventID, AppID, OrganizationID string
+	ReceivedAt                     time.Time
+	Index                          int
+	// Reason, Field and Message are the first error's.
+	Reason, Field, Message string
+	// Errors is every error, as the JSON array the record holds.
+	Errors string
+	// Event is the event as sent (JSON text); when Truncated, the first
+	// part of that text.
+	Event      string
+	EventBytes int
+	Truncated  bool
+}
+
+// DecodeQuarantine reads one quarantine record.
+func (d *Decoder) DecodeQuarantine(value []byte) (Quarantined, error) {
+	var out Quarantined
+	if err := strictJSON(value, &d.ct); err != nil {
+		return out, envelopeErr("not JSON: %v", err)
+	}
+	root := value[skipWS(value, 0):]
+	if root[0] != '{' {
+		return out, envelopeErr("not a JSON object")
+	}
+	d.scratch = d.scratch[:0]
+	w := walker{&d.ct, &d.scratch}
+	var top [9][]byte
+	keys := []string{"eventId", "appId", "organizationId", "receivedAt", "index", "errors", "event", "truncated", "size"}
+	if dup := w.fields(root, keys, top[:]); dup != "" {
+		return out, envelopeErr("%s appears twice", dup)
+	}
+	b, err := d.text(w, "eventId", top[0], true)
+	if err != nil {
+		return out, err
+	}
+	out.EventID = string(b)
+	if b, err = d.text(w, "appId", top[1], true); err != nil {
+		return out, err
+	}
+	out.AppID = d.intern(b)
+	if b, err = d.text(w, "organizationId", top[2], false); err != nil {
+		return out, err
+	}
+	out.OrganizationID = d.intern(b)
+	if b, err = d.text(w, "receivedAt", top[3], true); err != nil {
+		return out, err
+	}
+	if out.ReceivedAt, err = time.Parse(time.RFC3339Nano, string(b)); err != nil {
+		return out, envelopeErr("receivedAt %q is not an RFC 3339 time", b)
+	}
+	out.ReceivedAt = out.ReceivedAt.UTC()
+	if v := top[4]; v != nil {
+		if out.Index, err = strconv.Atoi(string(v)); err != nil || out.Index < 0 {
+			return out, envelopeErr("index %s is not a count", v)
+		}
+	}
+	errs := top[5]
+	if errs == nil || errs[0] != '[' {
+		return out, envelopeErr("errors is missing or not an array")
+	}
+	out.Errors = string(errs)
+	elems := newElements(w.ct, errs)
+	if start, end, ok := elems.next(); ok {
+		var f [3][]byte
+		if first := errs[start:end]; first[0] == '{' {
+			w.fields(first, []string{"reason", "field", "message"}, f[:])
+			out.Reason, out.Field, out.Message = d.internText(f[0], w), text(f[1], w), text(f[2], w)
+		}
+	}
+	ev := top[6]
+	if ev == nil {
+		return out, envelopeErr("event is missing")
+	}
+	out.Truncated = top[7] != nil && string(top[7]) == "true"
+	out.Event, out.EventBytes = string(ev), len(ev)
+	if out.Truncated {
+		out.Event = text(ev, w)
+		if out.EventBytes, err = strconv.Atoi(string(top[8])); err != nil {
+			out.EventBytes = len(out.Event)
+		}
+	}
+	return out, nil
 }

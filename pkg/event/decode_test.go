@@ -2,6 +2,7 @@ package event
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +90,109 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*50), "ns/row")
+}
+
+// TestDecodeClientEvents decodes what one turn of the reference client
+// sends: every type it defines fills its columns.
+func TestDecodeClientEvents(t *testing.T) {
+	kb := `"knowledgeBaseResult":{"documents":[{"document":"a"},{"document":"b"}],"suggested":[{"document":"c","topAnswer":"c"}],"faqs":[{"question":"q","document":"d"}]}`
+	f32 := func(f float32) *float32 { return &f }
+	cases := []struct {
+		name, event string
+		want        Decoded
+	}{
+		{"launch request", `{"type":"REQUEST","name":"LAUNCH_REQUEST"}`,
+			Decoded{RequestType: "LAUNCH_REQUEST"}},
+		{"intent request", `{"type":"REQUEST","name":"INTENT_REQUEST","payload":{"request":{"type":"INTENT_REQUEST","intentId":"FromRequest","rawQuery":"from request","matchConfidence":0.5,` + kb + `},"intent":"Order","slots":{},"matchConfidence":0.75,"rawQuery":"where is it"}}`,
+			Decoded{RequestType: "INTENT_REQUEST", IntentID: "Order", RawQuery: "where is it", MatchConfidence: f32(0.75), KBUsed: true, KBDocuments: 3, KBFAQs: 1}},
+		{"request fields fill what the payload leaves out", `{"type":"REQUEST","name":"INPUT_UNKNOWN_REQUEST","payload":{"request":{"type":"RAW_QUERY_REQUEST","intentId":"Unknown","rawQuery":"hm","matchConfidence":0.25}}}`,
+			Decoded{RequestType: "RAW_QUERY_REQUEST", IntentID: "Unknown", RawQuery: "hm", MatchConfidence: f32(0.25)}},
+		{"session ended", `{"type":"REQUEST","name":"SESSION_ENDED_REQUEST","payload":{"reason":"USER_INITIATED","errorType":null}}`,
+			Decoded{RequestType: "SESSION_ENDED_REQUEST"}},
+		{"request response, tag at the top", `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","tag":["a","b"],"payload":{"request":{"type":"INTENT_REQUEST","intentId":"Order",` + kb + `},"response":{"tag":["a","b"]},"tag":"ignored"}}`,
+			Decoded{RequestType: "INTENT_REQUEST", IntentID: "Order", Tags: []string{"a", "b"}, Tag: "a", KBUsed: true, KBDocuments: 3, KBFAQs: 1}},
+		{"request response, tag in the payload", `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","payload":{"request":{},"response":{},"tag":"orders"}}`,
+			Decoded{Tags: []string{"orders"}, Tag: "orders"}},
+		{"odd tags keep their text", `{"type":"AnalyticsEvent","name":"X","tag":["a",1,null,{"k":true}]}`,
+			Decoded{Tags: []string{"a", "1", `{"k":true}`}, Tag: "a"}},
+		{"error", `{"type":"ERROR","name":"TypeError","payload":{"message":"boom","stack":[{"file":"index.js","lineNumber":3}]}}`,
+			Decoded{ErrorMessage: "boom", ErrorStack: `[{"file":"index.js","lineNumber":3}]`}},
+		{"error with a string payload", `{"type":"ERROR","name":"Error","payload":"plain"}`,
+			Decoded{ErrorMessage: "plain", Message: "plain"}},
+		{"message", `{"type":"MessageEvent","name":"INFO","payload":"looking it up"}`,
+			Decoded{Message: "looking it up"}},
+		{"lambda success", `{"type":"LambdaSuccessEvent","name":"Lambda Finished"}`, Decoded{}},
+		{"lambda error", `{"type":"LambdaErrorEvent","name":"Lambda Finished","payload":"it failed"}`,
+			Decoded{ErrorMessage: "it failed", Message: "it failed"}},
+		{"unknown type", `{"type":"Custom","name":"n","payload":{"message":"not an error"}}`, Decoded{}},
+	}
+	v := NewValidator(DefaultLimits())
+	var d Decoder
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := v.ProcessBatch([]byte(`{"events":[`+c.event+`]}`), testMeta)
+			if err != nil || len(res.Accepted) != 1 {
+				t.Fatalf("not accepted: %v %+v", err, res.Errors)
+			}
+			got, err := d.Decode(res.Accepted[0].Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Compare the columns this test is about.
+			w := c.want
+			if got.RequestType != w.RequestType || got.IntentID != w.IntentID || got.RawQuery != w.RawQuery ||
+				!slices.Equal(got.Tags, w.Tags) || got.Tag != w.Tag || got.ErrorMessage != w.ErrorMessage ||
+				got.ErrorStack != w.ErrorStack || got.Message != w.Message || got.KBUsed != w.KBUsed ||
+				got.KBDocuments != w.KBDocuments || got.KBFAQs != w.KBFAQs ||
+				(got.MatchConfidence == nil) != (w.MatchConfidence == nil) ||
+				(got.MatchConfidence != nil && *got.MatchConfidence != *w.MatchConfidence) {
+				t.Errorf("got  %+v\nwant %+v", got, w)
+			}
+		})
+	}
+}
+
+func TestDecodeQuarantine(t *testing.T) {
+	v := NewValidator(Limits{MaxEventBytes: 200, MaxRecordBytes: 2000})
+	big := strings.Repeat("x", 3000)
+	body := `{"events":[{"type":"REQUEST","name":"ok"},{"type":"REQUEST","name":7,"sessionId":1},{"type":"REQUEST","name":"big","pad":"` + big + `"},42]}`
+	res, err := v.ProcessBatch([]byte(body), testMeta)
+	if err != nil || len(res.Quarantined) != 3 {
+		t.Fatalf("%v, %d quarantined", err, len(res.Quarantined))
+	}
+	var d Decoder
+	var got []Quarantined
+	for _, m := range res.Quarantined {
+		q, err := d.DecodeQuarantine(m.Value)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, m.Value)
+		}
+		got = append(got, q)
+	}
+	bad := got[0]
+	if bad.AppID != "app-1" || bad.OrganizationID != "org-1" || !bad.ReceivedAt.Equal(testMeta.ReceivedAt) || bad.Index != 1 ||
+		bad.EventID != string(deriveID(nil, &testMeta, 1)) || bad.Reason != ReasonWrongType || bad.Field != "name" ||
+		bad.Message != "must be a string, got number" || bad.Event != `{"type":"REQUEST","name":7,"sessionId":1}` ||
+		bad.EventBytes != len(bad.Event) || bad.Truncated || !strings.Contains(bad.Errors, `"field":"sessionId"`) {
+		t.Errorf("invalid event's row %+v", bad)
+	}
+	cut := got[1]
+	if !cut.Truncated || cut.Reason != ReasonTooLarge || cut.EventBytes != len(big)+len(`{"type":"REQUEST","name":"big","pad":""}`) ||
+		!strings.HasPrefix(cut.Event, `{"type":"REQUEST","name":"big","pad":"xxx`) || len(cut.Event) >= cut.EventBytes {
+		t.Errorf("cut event's row: truncated %v reason %q bytes %d, event of %d bytes", cut.Truncated, cut.Reason, cut.EventBytes, len(cut.Event))
+	}
+	if got[2].Event != "42" || got[2].Reason != ReasonNotObject || got[2].Field != "" {
+		t.Errorf("non-object's row %+v", got[2])
+	}
+	for name, in := range map[string]string{
+		"no errors":   `{"eventId":"e","appId":"a","receivedAt":"2026-01-01T00:00:00Z","event":{}}`,
+		"no event":    `{"eventId":"e","appId":"a","receivedAt":"2026-01-01T00:00:00Z","errors":[]}`,
+		"bad index":   `{"eventId":"e","appId":"a","receivedAt":"2026-01-01T00:00:00Z","index":-1,"errors":[],"event":{}}`,
+		"not an obj":  `"x"`,
+		"no event id": `{"appId":"a","receivedAt":"2026-01-01T00:00:00Z","errors":[],"event":{}}`,
+	} {
+		if _, err := d.DecodeQuarantine([]byte(in)); !errors.Is(err, ErrEnvelope) {
+			t.Errorf("%s: err = %v, want ErrEnvelope", name, err)
+		}
+	}
 }

@@ -11,8 +11,17 @@ import (
 // Default limits. The JSON Schemas under schemas/events state the same
 // numbers; a test keeps them in agreement.
 const (
-	DefaultMaxEvents     = 500
-	DefaultMaxEventBytes = 64 << 10
+	// DefaultMaxEvents is more events than a 10 MiB body of the reference
+	// client's smallest events holds, so that the body limit binds first:
+	// the client re-sends a refused batch, grown, for as long as it runs.
+	DefaultMaxEvents = 100_000
+	// DefaultMaxEventBytes fits the knowledge-base turns of the reference
+	// client, whose requests carry up to ten whole documents.
+	DefaultMaxEventBytes = 1 << 20
+	// DefaultMaxRecordBytes is the largest Kafka record value written: the
+	// default max.message.bytes of the topics the service creates, minus
+	// room for the record batch's own framing.
+	DefaultMaxRecordBytes = 8<<20 - 64<<10
 )
 
 // Limits configure a Validator.
@@ -21,18 +30,46 @@ type Limits struct {
 	MaxEvents int
 	// MaxEventBytes caps one event as sent (with appId filled in).
 	MaxEventBytes int
-	// Types lists the admitted values of an event's type field.
+	// MaxRecordBytes caps one Kafka record value. A quarantine record
+	// keeps the event whole within it; only an event too large for that
+	// is kept in part.
+	MaxRecordBytes int
+	// Types, when not empty, lists the admitted values of an event's type
+	// field; empty admits any type.
 	Types []string
 }
 
-// DefaultLimits returns the limits used when nothing is configured.
+// DefaultLimits returns the limits used when nothing is configured: any
+// event type is admitted.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxEvents:     DefaultMaxEvents,
-		MaxEventBytes: DefaultMaxEventBytes,
-		// The event types the interface names.
-		Types: []string{"REQUEST", "ERROR", "AnalyticsEvent"},
+		MaxEvents:      DefaultMaxEvents,
+		MaxEventBytes:  DefaultMaxEventBytes,
+		MaxRecordBytes: DefaultMaxRecordBytes,
 	}
+}
+
+// EnvelopeOverhead bounds what an envelope adds to an event (IDs of at
+// most 128 characters, each escaped at worst to six bytes, and times): the
+// record of an event of MaxEventBytes is at most this much larger.
+const EnvelopeOverhead = 4 << 10
+
+// Check reports limits that cannot work together.
+func (l Limits) Check() error {
+	if l.MaxEvents <= 0 || l.MaxEventBytes <= 0 || l.MaxRecordBytes <= 0 {
+		return fmt.Errorf("event limits must be positive: %d events, %d bytes per event, %d bytes per record",
+			l.MaxEvents, l.MaxEventBytes, l.MaxRecordBytes)
+	}
+	if need := l.MaxEventBytes + EnvelopeOverhead; l.MaxRecordBytes < need {
+		return fmt.Errorf("a record of at most %d bytes cannot hold an event of %d bytes in its envelope; allow records of at least %d bytes",
+			l.MaxRecordBytes, l.MaxEventBytes, need)
+	}
+	for _, t := range l.Types {
+		if t == "" {
+			return fmt.Errorf("the event type allow-list %q holds an empty type", l.Types)
+		}
+	}
+	return nil
 }
 
 // Meta is what the ingest service knows about a batch besides its body.
@@ -46,13 +83,41 @@ type Meta struct {
 	// none: the Idempotency-Key header, or else a hash of the body, so that
 	// a retried identical batch yields identical IDs.
 	IDSeed string
+	// EventIDs, when set, gives by index the IDs of events sent without
+	// one, instead of deriving them: a resubmitted event keeps the ID it
+	// got when it was first received.
+	EventIDs []string
 }
 
 // FieldError describes one problem with one event.
 type FieldError struct {
-	Index   int    `json:"index"`
-	Field   string `json:"field"`
+	Index int    `json:"index"`
+	Field string `json:"field"`
+	// Reason is one of the Reason constants: a short, stable code that
+	// metrics and the quarantine table group by.
+	Reason  string `json:"reason"`
 	Message string `json:"message"`
+}
+
+// Reasons an event is quarantined for.
+const (
+	ReasonNotObject      = "not_object"       // the event is not a JSON object
+	ReasonMissing        = "missing"          // a required field is absent
+	ReasonWrongType      = "wrong_type"       // a field has the wrong JSON type
+	ReasonTooLong        = "too_long"         // a string is over its length limit
+	ReasonInvalid        = "invalid_value"    // a value is empty, out of range or not JSON where JSON is required
+	ReasonDuplicateKey   = "duplicate_key"    // a checked key appears twice in one object
+	ReasonAppMismatch    = "app_mismatch"     // appId names another app than the token's
+	ReasonTypeNotAllowed = "type_not_allowed" // the type is not in the configured allow-list
+	ReasonTooLarge       = "too_large"        // the event is over the size limit
+	ReasonMoreErrors     = "more_errors"      // the note that further problems were not listed
+)
+
+// Reasons returns every reason an event's first error can have, for
+// metrics whose series start at zero.
+func Reasons() []string {
+	return []string{ReasonNotObject, ReasonMissing, ReasonWrongType, ReasonTooLong, ReasonInvalid,
+		ReasonDuplicateKey, ReasonAppMismatch, ReasonTypeNotAllowed, ReasonTooLarge}
 }
 
 // BatchError rejects a whole batch before any event is looked at.

@@ -11,6 +11,7 @@ import (
 // Schemas state the same numbers.
 const (
 	maxNameLen    = 256
+	maxTypeLen    = 128
 	maxAppIDLen   = 128
 	maxEventIDLen = 128
 	maxIDLen      = 256 // sessionId, userId, selectedHandler
@@ -93,12 +94,12 @@ type problems struct {
 	errs  []FieldError
 }
 
-func (p *problems) add(field, msg string) {
+func (p *problems) add(reason, field, msg string) {
 	switch n := len(p.errs); {
 	case n < maxEventErrors:
-		p.errs = append(p.errs, FieldError{Index: p.index, Field: field, Message: msg})
+		p.errs = append(p.errs, FieldError{Index: p.index, Field: field, Reason: reason, Message: msg})
 	case n == maxEventErrors:
-		p.errs = append(p.errs, FieldError{Index: p.index, Field: "",
+		p.errs = append(p.errs, FieldError{Index: p.index, Field: "", Reason: ReasonMoreErrors,
 			Message: "the event has more problems; only the first " + strconv.Itoa(maxEventErrors) + " are listed"})
 	}
 }
@@ -128,17 +129,17 @@ func checkString(p *problems, field string, v []byte, max int, nullable, nonEmpt
 		if nullable {
 			want = "a string or null"
 		}
-		p.add(field, "must be "+want+", got "+typeName(v))
+		p.add(ReasonWrongType, field, "must be "+want+", got "+typeName(v))
 		return nil
 	}
 	b := stringValue(v, scratch)
 	if nonEmpty && len(b) == 0 {
-		p.add(field, "must not be empty")
+		p.add(ReasonInvalid, field, "must not be empty")
 		return nil
 	}
 	if len(b) > max { // a code point is at least one byte
 		if n := utf8.RuneCount(b); n > max {
-			p.add(field, "must be at most "+strconv.Itoa(max)+" characters, got "+strconv.Itoa(n))
+			p.add(ReasonTooLong, field, "must be at most "+strconv.Itoa(max)+" characters, got "+strconv.Itoa(n))
 			return nil
 		}
 	}
@@ -196,14 +197,14 @@ func checkOpt(p *problems, prefix, key string, v []byte, want byte) {
 	if want == '0' {
 		name = "a number"
 	}
-	p.add(prefix+"."+key, "must be "+name+" or null, got "+typeName(v))
+	p.add(ReasonWrongType, prefix+"."+key, "must be "+name+" or null, got "+typeName(v))
 }
 
 // checkEvent validates one event and returns what the envelope needs.
 func (v *Validator) checkEvent(p *problems, st *batchState, ev []byte, meta *Meta) (eventFields, bool) {
 	var f eventFields
 	if ev[0] != '{' {
-		p.add("", "event must be a JSON object, got "+typeName(ev))
+		p.add(ReasonNotObject, "", "event must be a JSON object, got "+typeName(ev))
 		return f, false
 	}
 	var vals [nEventKeys][]byte
@@ -218,7 +219,7 @@ func (v *Validator) checkEvent(p *problems, st *batchState, ev []byte, meta *Met
 			continue
 		}
 		if vals[k] != nil {
-			p.add(string(keyName(raw, &st.scratch)), dupMessage)
+			p.add(ReasonDuplicateKey, string(keyName(raw, &st.scratch)), dupMessage)
 			return f, false
 		}
 		vals[k] = ev[start:end]
@@ -228,26 +229,23 @@ func (v *Validator) checkEvent(p *problems, st *batchState, ev []byte, meta *Met
 	}
 
 	sc := &st.scratch
-	switch typ := vals[kType]; {
-	case typ == nil:
-		p.add("type", "is required")
-	case typ[0] != '"':
-		p.add("type", "must be a string, got "+typeName(typ))
-	default:
-		if b := stringValue(typ, sc); !v.typeAllowed(b) {
-			p.add("type", "must be one of "+v.typeList+"; got "+quote(b))
-		}
+	if vals[kType] == nil {
+		p.add(ReasonMissing, "type", "is required")
+	} else if b := checkString(p, "type", vals[kType], maxTypeLen, false, true, sc); b != nil && !v.typeAllowed(b) {
+		p.add(ReasonTypeNotAllowed, "type", "must be one of "+v.typeList+" (this server's allow-list); got "+quote(b))
 	}
+	// The reference client sends an empty name for a message whose text
+	// starts with a colon; it is stored as sent.
 	if vals[kName] == nil {
-		p.add("name", "is required")
+		p.add(ReasonMissing, "name", "is required")
 	} else {
-		f.name = checkString(p, "name", vals[kName], maxNameLen, false, true, sc)
+		f.name = checkString(p, "name", vals[kName], maxNameLen, false, false, sc)
 	}
 	if a := vals[kAppID]; a != nil {
 		f.hasAppID = true
 		f.appID = checkString(p, "appId", a, maxAppIDLen, false, true, sc)
 		if f.appID != nil && string(f.appID) != meta.AppID {
-			p.add("appId", "must be the token's app "+strconv.Quote(meta.AppID)+", got "+quote(f.appID))
+			p.add(ReasonAppMismatch, "appId", "must be the token's app "+strconv.Quote(meta.AppID)+", got "+quote(f.appID))
 		}
 	}
 	if e := vals[kEventID]; e != nil {
@@ -276,6 +274,9 @@ func (v *Validator) checkEvent(p *problems, st *batchState, ev []byte, meta *Met
 }
 
 func (v *Validator) typeAllowed(b []byte) bool {
+	if len(v.types) == 0 {
+		return true
+	}
 	for _, t := range v.types {
 		if t == string(b) {
 			return true
@@ -290,7 +291,7 @@ func (v *Validator) typeAllowed(b []byte) bool {
 func checkRequestResponse(p *problems, payload []byte, w walker, inner *containers) []byte {
 	const field = "payload"
 	if payload == nil {
-		p.add(field, "is required for REQUEST_RESPONSE events")
+		p.add(ReasonMissing, field, "is required for REQUEST_RESPONSE events")
 		return nil
 	}
 	obj := payload
@@ -299,58 +300,58 @@ func checkRequestResponse(p *problems, payload []byte, w walker, inner *containe
 	case '"':
 		s := stringValue(payload, w.sc)
 		if err := strictJSON(s, inner); err != nil {
-			p.add(field, "must be an object or a string holding a JSON object; the string is not valid JSON: "+err.Error())
+			p.add(ReasonInvalid, field, "must be an object or a string holding a JSON object; the string is not valid JSON: "+err.Error())
 			return nil
 		}
 		if !utf8.Valid(s) {
-			p.add(field, "must be an object or a string holding a JSON object; the string holds invalid UTF-8")
+			p.add(ReasonInvalid, field, "must be an object or a string holding a JSON object; the string holds invalid UTF-8")
 			return nil
 		}
 		w.ct = inner
 		obj = s[skipWS(s, 0):]
 		obj = obj[:skipValue(w.ct, obj, 0)]
 		if obj[0] != '{' {
-			p.add(field, "must be an object or a string holding a JSON object, got a string holding "+typeName(obj))
+			p.add(ReasonWrongType, field, "must be an object or a string holding a JSON object, got a string holding "+typeName(obj))
 			return nil
 		}
 	default:
-		p.add(field, "must be an object or a string holding a JSON object, got "+typeName(payload))
+		p.add(ReasonWrongType, field, "must be an object or a string holding a JSON object, got "+typeName(payload))
 		return nil
 	}
 
 	var top [3][]byte
 	if d := w.fields(obj, []string{"request", "response", "tag"}, top[:]); d != "" {
-		p.add("payload."+d, dupMessage)
+		p.add(ReasonDuplicateKey, "payload."+d, dupMessage)
 		return nil
 	}
 	req, resp := top[0], top[1]
 	for i, part := range [...]string{"request", "response"} {
 		if top[i] == nil {
-			p.add("payload."+part, "is required")
+			p.add(ReasonMissing, "payload."+part, "is required")
 		} else if top[i][0] != '{' {
-			p.add("payload."+part, "must be an object, got "+typeName(top[i]))
+			p.add(ReasonWrongType, "payload."+part, "must be an object, got "+typeName(top[i]))
 		}
 	}
-	checkOpt(p, "payload", "tag", top[2], '"')
+	w.checkTag(p, top[2])
 
 	if req != nil && req[0] == '{' {
 		keys := []string{"type", "intentId", "rawQuery", "sessionId", "userId", "matchConfidence"}
 		var vals [6][]byte
 		if d := w.fields(req, keys, vals[:]); d != "" {
-			p.add("payload.request."+d, dupMessage)
+			p.add(ReasonDuplicateKey, "payload.request."+d, dupMessage)
 		}
 		for i, k := range keys[:5] {
 			checkOpt(p, "payload.request", k, vals[i], '"')
 		}
 		checkOpt(p, "payload.request", "matchConfidence", vals[5], '0')
 		if c := vals[5]; c != nil && isNumber(c) && !fitsFloat32(c) {
-			p.add("payload.request.matchConfidence", "must be a number a 32-bit float can hold (magnitude at most 3.4028235e38), got "+quote(c))
+			p.add(ReasonInvalid, "payload.request.matchConfidence", "must be a number a 32-bit float can hold (magnitude at most 3.4028235e38), got "+quote(c))
 		}
 	}
 	if resp != nil && resp[0] == '{' {
 		var vals [3][]byte
 		if d := w.fields(resp, []string{"outputSpeech", "reprompt", "displays"}, vals[:]); d != "" {
-			p.add("payload.response."+d, dupMessage)
+			p.add(ReasonDuplicateKey, "payload.response."+d, dupMessage)
 		}
 		w.checkSpeech(p, "payload.response.outputSpeech", vals[0])
 		w.checkSpeech(p, "payload.response.reprompt", vals[1])
@@ -382,12 +383,12 @@ func (w walker) checkSpeech(p *problems, field string, v []byte) {
 	case '{':
 		var vals [2][]byte
 		if d := w.fields(v, []string{"displayText", "ssml"}, vals[:]); d != "" {
-			p.add(field+"."+d, dupMessage)
+			p.add(ReasonDuplicateKey, field+"."+d, dupMessage)
 		}
 		checkOpt(p, field, "displayText", vals[0], '"')
 		checkOpt(p, field, "ssml", vals[1], '"')
 	default:
-		p.add(field, "must be a string, an object or null, got "+typeName(v))
+		p.add(ReasonWrongType, field, "must be a string, an object or null, got "+typeName(v))
 	}
 }
 
@@ -396,7 +397,7 @@ func (w walker) checkDisplays(p *problems, v []byte) {
 		return
 	}
 	if v[0] != '[' {
-		p.add(displayPath(-1, -1), "must be an array or null, got "+typeName(v))
+		p.add(ReasonWrongType, displayPath(-1, -1), "must be an array or null, got "+typeName(v))
 		return
 	}
 	displays := newElements(w.ct, v)
@@ -407,16 +408,16 @@ func (w walker) checkDisplays(p *problems, v []byte) {
 		}
 		d := v[start:end]
 		if d[0] != '{' {
-			p.add(displayPath(i, -1), "must be an object, got "+typeName(d))
+			p.add(ReasonWrongType, displayPath(i, -1), "must be an object, got "+typeName(d))
 			continue
 		}
 		var dv [3][]byte
 		if key := w.fields(d, []string{"type", "title", "items"}, dv[:]); key != "" {
-			p.add(displayPath(i, -1)+"."+key, dupMessage)
+			p.add(ReasonDuplicateKey, displayPath(i, -1)+"."+key, dupMessage)
 		}
 		for n, k := range [...]string{"type", "title"} {
 			if wrongType(dv[n], '"') {
-				p.add(displayPath(i, -1)+"."+k, "must be a string or null, got "+typeName(dv[n]))
+				p.add(ReasonWrongType, displayPath(i, -1)+"."+k, "must be a string or null, got "+typeName(dv[n]))
 			}
 		}
 		items := dv[2]
@@ -424,7 +425,7 @@ func (w walker) checkDisplays(p *problems, v []byte) {
 			continue
 		}
 		if items[0] != '[' {
-			p.add(displayPath(i, -1)+".items", "must be an array or null, got "+typeName(items))
+			p.add(ReasonWrongType, displayPath(i, -1)+".items", "must be an array or null, got "+typeName(items))
 			continue
 		}
 		list := newElements(w.ct, items)
@@ -435,19 +436,41 @@ func (w walker) checkDisplays(p *problems, v []byte) {
 			}
 			it := items[start:end]
 			if it[0] != '{' {
-				p.add(displayPath(i, j), "must be an object, got "+typeName(it))
+				p.add(ReasonWrongType, displayPath(i, j), "must be an object, got "+typeName(it))
 				continue
 			}
 			keys := [...]string{"title", "token", "description"}
 			var iv [3][]byte
 			if key := w.fields(it, keys[:], iv[:]); key != "" {
-				p.add(displayPath(i, j)+"."+key, dupMessage)
+				p.add(ReasonDuplicateKey, displayPath(i, j)+"."+key, dupMessage)
 			}
 			for n, k := range keys {
 				if wrongType(iv[n], '"') {
-					p.add(displayPath(i, j)+"."+k, "must be a string or null, got "+typeName(iv[n]))
+					p.add(ReasonWrongType, displayPath(i, j)+"."+k, "must be a string or null, got "+typeName(iv[n]))
 				}
 			}
+		}
+	}
+}
+
+// checkTag checks the payload's tag: a string, as the interface has it, or
+// an array of strings, as the reference client's responses carry it.
+func (w walker) checkTag(p *problems, v []byte) {
+	if v == nil || v[0] == 'n' || v[0] == '"' {
+		return
+	}
+	if v[0] != '[' {
+		p.add(ReasonWrongType, "payload.tag", "must be a string, an array of strings or null, got "+typeName(v))
+		return
+	}
+	tags := newElements(w.ct, v)
+	for i := 0; ; i++ {
+		start, end, ok := tags.next()
+		if !ok {
+			return
+		}
+		if v[start] != '"' {
+			p.add(ReasonWrongType, "payload.tag["+strconv.Itoa(i)+"]", "must be a string, got "+typeName(v[start:end]))
 		}
 	}
 }

@@ -28,7 +28,15 @@ type Features struct {
 	// LowCardinalitySetting says LowCardinality columns need
 	// allow_experimental_low_cardinality_type=1 on this server.
 	LowCardinalitySetting bool
+	// AddColumnIfNotExists allows ALTER TABLE ADD COLUMN IF NOT EXISTS;
+	// without it, a column that exists already fails the statement with
+	// ErrColumnExists, which the migration runner takes as done.
+	AddColumnIfNotExists bool
 }
+
+// ErrColumnExists is the server's error code for ADD COLUMN of a column
+// that exists.
+const ErrColumnExists = 44
 
 // Version is a server version such as 23.8 or 18.16.
 type Version struct{ Major, Minor int }
@@ -58,6 +66,7 @@ func FeaturesOf(v Version) Features {
 		Codecs:                v.atLeast(20, 1),
 		TTL:                   v.atLeast(20, 1),
 		LowCardinalitySetting: !v.atLeast(19, 9),
+		AddColumnIfNotExists:  v.atLeast(20, 1),
 	}
 }
 
@@ -74,12 +83,14 @@ type Options struct {
 type Migration struct {
 	Version int
 	Name    string
-	// SQL is the rendered statement.
-	SQL string
+	// SQL is the rendered migration; Statements are its statements, in
+	// order, as the native protocol takes them: one at a time.
+	SQL        string
+	Statements []string
 }
 
 type params struct {
-	DB, Time, Codec, TTL string
+	DB, Time, Codec, TTL, IfNotExists string
 }
 
 // Render returns every migration rendered for the features and options,
@@ -95,8 +106,16 @@ func Render(f Features, o Options) ([]Migration, error) {
 	if f.Codecs {
 		p.Codec = " CODEC(ZSTD(3))"
 	}
-	if f.TTL && o.RetentionDays > 0 {
-		p.TTL = fmt.Sprintf("TTL toDateTime(event_time) + INTERVAL %d DAY", o.RetentionDays)
+	// ttl drops rows whose time column is older than the retention.
+	ttl := func(column string) string {
+		if !f.TTL || o.RetentionDays <= 0 {
+			return ""
+		}
+		return fmt.Sprintf("TTL toDateTime(%s) + INTERVAL %d DAY", column, o.RetentionDays)
+	}
+	p.TTL = ttl("event_time")
+	if f.AddColumnIfNotExists {
+		p.IfNotExists = " IF NOT EXISTS"
 	}
 	names, err := files.ReadDir(".")
 	if err != nil {
@@ -117,7 +136,7 @@ func Render(f Features, o Options) ([]Migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, err := template.New(name).Option("missingkey=error").Parse(string(src))
+		t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{"ttl": ttl}).Parse(string(src))
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: %w", name, err)
 		}
@@ -125,7 +144,8 @@ func Render(f Features, o Options) ([]Migration, error) {
 		if err := t.Execute(&b, p); err != nil {
 			return nil, fmt.Errorf("render migration %s: %w", name, err)
 		}
-		out = append(out, Migration{Version: v, Name: rest, SQL: strings.TrimSpace(stripComments(b.String()))})
+		sql := strings.TrimSpace(stripComments(b.String()))
+		out = append(out, Migration{Version: v, Name: rest, SQL: sql, Statements: statements(sql)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	for i := 1; i < len(out); i++ {
@@ -134,6 +154,17 @@ func Render(f Features, o Options) ([]Migration, error) {
 		}
 	}
 	return out, nil
+}
+
+// statements splits a migration at the semicolons that end its lines.
+func statements(sql string) []string {
+	var out []string
+	for _, s := range strings.Split(sql, ";\n") {
+		if s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), ";")); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // stripComments drops whole-line "--" comments, which old servers do not
