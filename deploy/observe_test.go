@@ -341,13 +341,14 @@ func readContent(t *testing.T, base, token string) {
 }
 
 type response struct {
-	code int
-	body string
+	code   int
+	body   string
+	header http.Header
 }
 
-func do(t *testing.T, method, u, token, body string) response {
+func do(t *testing.T, method, u, token, body string, headers ...string) response {
 	t.Helper()
-	resp, err := request(context.Background(), method, u, token, body)
+	resp, err := request(context.Background(), method, u, token, body, headers...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +361,8 @@ func send(ctx context.Context, method, u, token, body string) (int, error) {
 	return resp.code, err
 }
 
-func request(ctx context.Context, method, u, token, body string) (response, error) {
+// request sends a request; headers are name/value pairs added to it.
+func request(ctx context.Context, method, u, token, body string, headers ...string) (response, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(body))
@@ -373,6 +375,9 @@ func request(ctx context.Context, method, u, token, body string) (response, erro
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Add(headers[i], headers[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return response{}, fmt.Errorf("%s %s: %w", method, u, err)
@@ -382,7 +387,7 @@ func request(ctx context.Context, method, u, token, body string) (response, erro
 	if err != nil {
 		return response{}, fmt.Errorf("%s %s: read the body: %w", method, u, err)
 	}
-	return response{resp.StatusCode, string(b)}, nil
+	return response{resp.StatusCode, string(b), resp.Header}, nil
 }
 
 // scrapeNames returns the names of every sample a /metrics page holds
@@ -441,26 +446,33 @@ func peak(snap statuspage.Snapshot, chart, series string) float64 {
 	return hi
 }
 
-// screenshot renders u in headless Chromium, giving its scripts time to
-// fetch and draw.
-func screenshot(ctx context.Context, t *testing.T, u string) image.Image {
+// chromium is headless Chromium with a fresh profile, without a sandbox,
+// GPU or network traffic of its own, running args; ending ctx ends it.
+func chromium(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	chromium, err := debpkg.Find("chromium")
+	bin, err := debpkg.Find("chromium")
 	if err != nil {
 		t.Fatalf("%v: go run ./deploy/local/test installs it (Debian's chromium package)", err)
 	}
-	dir := t.TempDir()
-	out := filepath.Join(dir, "status.png")
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--no-first-run", "--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1280,1100",
-		"--virtual-time-budget=5000", "--screenshot="+out, u)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + filepath.Join(t.TempDir(), "profile")}, args...)...)
 	// Chromium starts helper processes that hold its output open: its own
 	// process group is ended as a whole, and the wait for output bounded.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// screenshot renders u in headless Chromium, giving its scripts time to
+// fetch and draw.
+func screenshot(ctx context.Context, t *testing.T, u string) image.Image {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "status.png")
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := chromium(ctx, t, "--hide-scrollbars", "--window-size=1280,1100", "--virtual-time-budget=5000", "--screenshot="+out, u)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, b)
 	}

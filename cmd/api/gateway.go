@@ -26,10 +26,15 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
 	httpLimits := defineHTTPFlags(fs, httpDefaults{readHeader: gateway.DefaultReadHeaderTimeout, read: gateway.DefaultReadTimeout,
 		write: gateway.DefaultWriteTimeout, idle: gateway.DefaultIdleTimeout, maxHeader: gateway.DefaultMaxHeaderBytes})
+	corsPolicy := defineCORSFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := httpLimits.check(); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	allowedOrigins, err := corsPolicy()
+	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	if fs.NArg() > 0 {
@@ -39,7 +44,7 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(gateway.Config{Ingest: *ingestURL, API: *apiURL, ResponseTimeout: *respTimeout, ShutdownTimeout: *shutdown,
+	g, err := gateway.New(gateway.Config{Ingest: *ingestURL, API: *apiURL, ResponseTimeout: *respTimeout, ShutdownTimeout: *shutdown, CORS: allowedOrigins,
 		HTTP: serverlimits.Limits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
 			WriteTimeout: *httpLimits.write, IdleTimeout: *httpLimits.idle, MaxHeaderBytes: *httpLimits.maxHeader}}, log)
 	if err != nil {

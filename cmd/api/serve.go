@@ -48,10 +48,15 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
 	httpLimits := defineHTTPFlags(fs, httpDefaults{readHeader: contentapi.DefaultReadHeaderTimeout, read: contentapi.DefaultReadTimeout,
 		write: contentapi.DefaultWriteTimeout, idle: contentapi.DefaultIdleTimeout, maxHeader: contentapi.DefaultMaxHeaderBytes})
+	corsPolicy := defineCORSFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := httpLimits.check(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	allowedOrigins, err := corsPolicy()
+	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if fs.NArg() > 0 {
@@ -88,6 +93,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		ShutdownTimeout: *shutdown,
 		StatusSources:   sources,
 		StatusInterval:  *statusInterval,
+		CORS:            allowedOrigins,
 		HTTP: serverlimits.Limits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
 			WriteTimeout: *httpLimits.write, IdleTimeout: *httpLimits.idle, MaxHeaderBytes: *httpLimits.maxHeader},
 	}, store, log)

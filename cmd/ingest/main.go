@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content/contentdb"
+	"github.com/assistantcms/cms/pkg/cors"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/event"
 	"github.com/assistantcms/cms/pkg/health"
@@ -59,8 +60,13 @@ func run(args []string) error {
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
 	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
+	corsOrigins := fs.String("cors-allowed-origins", "CORS_ALLOWED_ORIGINS", "", "comma-separated origins (scheme://host[:port]) whose pages may call from a browser; * for any; empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	corsPolicy, err := cors.New(envflag.List(*corsOrigins))
+	if err != nil {
+		return fmt.Errorf("-cors-allowed-origins (CORS_ALLOWED_ORIGINS): %w", err)
 	}
 	log, err := logging.JSON(os.Stderr, *logLevel)
 	if err != nil {
@@ -99,6 +105,7 @@ func run(args []string) error {
 		ReadHeaderTimeout: *readHeaderTimeout,
 		ReadTimeout:       *readTimeout,
 		IdleTimeout:       *idleTimeout,
+		CORS:              corsPolicy,
 	}, store, log)
 	if err != nil {
 		return err

@@ -210,6 +210,8 @@ func TestBadConfigurationFails(t *testing.T) {
 		{"bad duration env", nil, "PRODUCE_TIMEOUT=soon", "PRODUCE_TIMEOUT"},
 		{"bad timeout env", nil, "READ_HEADER_TIMEOUT=soon", "READ_HEADER_TIMEOUT"},
 		{"unknown flag", []string{"-nope"}, "", "flag provided but not defined"},
+		{"CORS origin with a path", nil, "CORS_ALLOWED_ORIGINS=https://app.example.com,https://chat.example.com/", `CORS_ALLOWED_ORIGINS): allowed origin "https://chat.example.com/": a path ("/") is not part of an origin`},
+		{"CORS origin without a scheme", []string{"-cors-allowed-origins", "app.example.com"}, "", `allowed origin "app.example.com": no scheme`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

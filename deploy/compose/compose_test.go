@@ -476,12 +476,14 @@ func TestComposeInterpolation(t *testing.T) {
 		gatewayHost, gateway     string
 		chUser, chPassword       string
 		logLevel, image, grafana string
+		corsOrigins              string
 	}{
-		{"defaults", nil, "127.0.0.1", "8000", "cms", "cms-local", "info", "assistantcms/cms:local", "3000"},
+		{"defaults", nil, "127.0.0.1", "8000", "cms", "cms-local", "info", "assistantcms/cms:local", "3000", ""},
 		{"overrides", map[string]string{
 			"GATEWAY_PUBLISH_ADDR": "0.0.0.0", "GATEWAY_PORT": "18000", "CLICKHOUSE_USER": "writer",
 			"CLICKHOUSE_PASSWORD": "s3cret", "LOG_LEVEL": "debug", "CMS_IMAGE": "registry.example/cms:1.2", "GRAFANA_PORT": "13000",
-		}, "0.0.0.0", "18000", "writer", "s3cret", "debug", "registry.example/cms:1.2", "13000"},
+			"CORS_ALLOWED_ORIGINS": "https://app.example.com",
+		}, "0.0.0.0", "18000", "writer", "s3cret", "debug", "registry.example/cms:1.2", "13000", "https://app.example.com"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -489,6 +491,9 @@ func TestComposeInterpolation(t *testing.T) {
 			gw := p.Services["gateway"].Ports[0]
 			if gw.HostIP != tt.gatewayHost || gw.Published != tt.gateway {
 				t.Errorf("gateway published on %s:%s, want %s:%s", gw.HostIP, gw.Published, tt.gatewayHost, tt.gateway)
+			}
+			if got := env(p.Services["gateway"], "CORS_ALLOWED_ORIGINS"); got != tt.corsOrigins {
+				t.Errorf("gateway: CORS_ALLOWED_ORIGINS=%q, want %q", got, tt.corsOrigins)
 			}
 			if g := p.Services["grafana"].Ports[0]; g.Published != tt.grafana || g.HostIP != "127.0.0.1" {
 				t.Errorf("grafana published on %s:%s, want 127.0.0.1:%s", g.HostIP, g.Published, tt.grafana)

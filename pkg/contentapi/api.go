@@ -285,7 +285,8 @@ func (a *API) send(c *gin.Context, b *body) {
 	h := c.Writer.Header()
 	h.Set("ETag", b.etag)
 	h.Set("Cache-Control", a.cacheControl)
-	h.Set("Vary", "Authorization, Authorize")
+	// Added, not set: a Vary: Origin already there stays.
+	h.Add("Vary", "Authorization, Authorize")
 	if etagMatches(c.Request.Header.Get("If-None-Match"), b.etag) {
 		c.Status(http.StatusNotModified)
 		c.Writer.WriteHeaderNow()

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/cors"
 	"github.com/assistantcms/cms/pkg/graphql"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/ratelimit"
@@ -35,6 +36,10 @@ type ServiceConfig struct {
 	StatusInterval time.Duration
 	// HTTP bounds what one client connection may cost.
 	HTTP serverlimits.Limits
+	// CORS lets pages on other origins call from a browser; nil allows
+	// none. It wraps the engine, so that preflights of every route are
+	// answered before Gin's routing would refuse OPTIONS with 405.
+	CORS *cors.Policy
 }
 
 // Defaults of ServiceConfig.HTTP.
@@ -94,6 +99,7 @@ type Service struct {
 	checker *health.Checker
 	api     *API
 	engine  *gin.Engine
+	handler http.Handler
 	graphql *graphql.Handler
 	status  *statuspage.Sampler
 	watcher RevisionWatcher
@@ -155,13 +161,14 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.GET(statuspage.Path, gin.WrapH(statuspage.PageHandler()))
 	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
 
+	handler := cfg.CORS.Handler(engine)
 	srv := &http.Server{
-		Handler:  engine,
+		Handler:  handler,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	cfg.HTTP.Or(serverlimits.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
 		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}).Apply(srv)
-	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, graphql: gh, status: status}
+	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, handler: handler, graphql: gh, status: status}
 	if w, ok := store.(RevisionWatcher); ok {
 		svc.watcher = w
 	}
@@ -170,7 +177,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 
 // Handler is the service's HTTP handler, for tests and for serving on
 // listeners the caller owns.
-func (s *Service) Handler() http.Handler { return s.engine }
+func (s *Service) Handler() http.Handler { return s.handler }
 
 // API is the content endpoints, for callers that change content and must
 // make the change visible at once.

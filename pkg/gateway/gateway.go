@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/assistantcms/cms/pkg/cors"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/httpjson"
 	"github.com/assistantcms/cms/pkg/serverlimits"
@@ -39,6 +40,10 @@ type Config struct {
 	// one trickled slower is answered 408. Its WriteTimeout includes the
 	// upstream's wait, so it must be longer than ResponseTimeout.
 	HTTP serverlimits.Limits
+	// CORS, when it allows some origin, is the policy browsers see: the
+	// gateway answers preflights itself and replaces what the upstreams
+	// say about cross-origin access. Nil passes everything through.
+	CORS *cors.Policy
 }
 
 // Defaults of Config.
@@ -73,6 +78,7 @@ type Gateway struct {
 	latency  *prometheus.HistogramVec
 	checker  *health.Checker
 	mux      *http.ServeMux
+	handler  http.Handler
 	server   *http.Server
 	log      *slog.Logger
 }
@@ -129,8 +135,9 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	g.mux.Handle("GET /readyz", g.checker.ReadyHandler())
 	g.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	g.mux.Handle("/", http.HandlerFunc(g.route))
+	g.handler = cfg.CORS.Handler(g.mux)
 	g.server = &http.Server{
-		Handler:  g.mux,
+		Handler:  g.handler,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	cfg.HTTP.Apply(g.server)
@@ -150,6 +157,12 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 		// answering the truncated body it was sent (its own read timeout
 		// may fire first); the client hears why instead.
 		ModifyResponse: func(resp *http.Response) error {
+			if g.cfg.CORS.Enabled() {
+				// The gateway's own headers are set already; an upstream's
+				// second Access-Control-Allow-Origin would make the
+				// browser refuse the answer.
+				cors.Strip(resp.Header)
+			}
 			if body, ok := resp.Request.Context().Value(clientBodyKey{}).(*clientBody); ok {
 				if err := body.failure(); err != nil {
 					return fmt.Errorf("client request body: %w", err)
@@ -288,7 +301,7 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 }
 
 // Handler is the gateway's HTTP handler, for tests and embedding.
-func (g *Gateway) Handler() http.Handler { return g.mux }
+func (g *Gateway) Handler() http.Handler { return g.handler }
 
 // Serve answers on ln until ctx ends, then drains requests in flight.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {

@@ -21,6 +21,7 @@ import (
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/cors"
 	"github.com/assistantcms/cms/pkg/devbroker"
 	"github.com/assistantcms/cms/pkg/ingest"
 	"github.com/assistantcms/cms/pkg/ingest/ingesttest"
@@ -62,6 +63,7 @@ type harnessOpts struct {
 	rateBurst      int
 	tokenTTL       time.Duration
 	maxEvents      int
+	cors           *cors.Policy
 }
 
 func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
@@ -107,6 +109,7 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 		// Above net/http's 5 s wait for a connection that never sent a
 		// request, which a test client's spare connection would hit.
 		ShutdownTimeout: 10 * time.Second,
+		CORS:            o.cors,
 	}
 	cfg.Limits.MaxEvents = o.maxEvents
 	h.url = ingesttest.Start(t, cfg, store, log)

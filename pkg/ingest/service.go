@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/cors"
 	"github.com/assistantcms/cms/pkg/event"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/ratelimit"
@@ -42,6 +43,9 @@ type ServiceConfig struct {
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	IdleTimeout       time.Duration
+	// CORS lets pages on other origins send events from a browser; nil
+	// allows none.
+	CORS *cors.Policy
 }
 
 // Defaults for ServiceConfig.
@@ -129,7 +133,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	mux.Handle("GET /readyz", checker.ReadyHandler())
 
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           cfg.CORS.Handler(mux),
 		ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		ReadTimeout:       orDefault(cfg.ReadTimeout, DefaultReadTimeout),
 		// A response waits for the broker, bounded by the produce timeout.
