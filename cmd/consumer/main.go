@@ -1,5 +1,6 @@
-// Command consumer reads the events topic as a consumer group and writes
-// the events into ClickHouse. "consumer migrate" only applies the schema.
+// Command consumer reads the events and quarantine topics as a consumer
+// group and writes them into ClickHouse. "consumer migrate" only applies
+// the schema.
 // Every setting is an environment variable with a flag of the same
 // meaning; see README.md.
 package main
@@ -34,11 +35,13 @@ func run(args []string) error {
 	fs := envflag.New(flag.NewFlagSet("consumer", flag.ContinueOnError), nil)
 	addr := fs.String("addr", "CONSUMER_ADDR", ":8082", "HTTP listen address for /metrics, /healthz and /readyz")
 	brokers := fs.String("brokers", "KAFKA_BROKERS", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
-	topic := fs.String("events-topic", "EVENTS_TOPIC", "cms.events", "topic to consume")
+	topic := fs.String("events-topic", "EVENTS_TOPIC", "cms.events", "topic of accepted events, written to the events table")
+	quarantineTopic := fs.String("quarantine-topic", "QUARANTINE_TOPIC", "cms.events.quarantine", "topic of refused events, written to the quarantine table")
 	group := fs.String("group", "CONSUMER_GROUP", "cms-clickhouse", "consumer group ID; instances with one group share the partitions")
 	dlqTopic := fs.String("dead-letter-topic", "DEAD_LETTER_TOPIC", "cms.events.dead-letter", "topic for messages that can never be written")
-	partitions := fs.Int("topic-partitions", "TOPIC_PARTITIONS", 6, "partitions of the events topic if it must be created")
+	partitions := fs.Int("topic-partitions", "TOPIC_PARTITIONS", 6, "partitions of the events and quarantine topics if they must be created")
 	replication := fs.Int("topic-replication", "TOPIC_REPLICATION", 1, "replication factor of topics created at start-up")
+	maxMessage := fs.Int("kafka-max-message-bytes", "KAFKA_MAX_MESSAGE_BYTES", stream.DefaultMaxMessageBytes, "max.message.bytes of topics created at start-up (raised on existing topics that have less); the largest record read or dead-lettered")
 	sessionTimeout := fs.Duration("session-timeout", "KAFKA_SESSION_TIMEOUT", 10*time.Second, "consumer group session timeout")
 	chAddrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses")
 	chDB := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", "ClickHouse database of the tables")
@@ -46,6 +49,7 @@ func run(args []string) error {
 	chPassword := fs.Secret("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
 	retention := fs.Int("retention-days", "RETENTION_DAYS", 0, "drop events older than this many days (servers with TTL); 0 keeps them")
 	batchRows := fs.Int("batch-rows", "BATCH_ROWS", consumer.DefaultBatchRows, "insert once a batch holds this many messages")
+	batchBytes := fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes")
 	flushInterval := fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message")
 	retryMax := fs.Duration("retry-max", "RETRY_MAX", consumer.DefaultRetryMax, "longest wait between retries of a failed insert")
 	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", consumer.DefaultShutdownTimeout, "time for the final flush on SIGTERM")
@@ -70,11 +74,12 @@ func run(args []string) error {
 	}
 
 	svc, err := consumer.NewService(ctx, consumer.ServiceConfig{
-		Brokers: envflag.List(*brokers), Topic: *topic, GroupID: *group, DeadLetterTopic: *dlqTopic,
-		TopicPartitions: *partitions, TopicReplication: *replication, SessionTimeout: *sessionTimeout,
+		Brokers: envflag.List(*brokers), Topic: *topic, QuarantineTopic: *quarantineTopic, GroupID: *group, DeadLetterTopic: *dlqTopic,
+		TopicPartitions: *partitions, TopicReplication: *replication, MaxMessageBytes: *maxMessage, SessionTimeout: *sessionTimeout,
 		ClickHouse: chCfg,
-		Consumer:   consumer.Config{BatchRows: *batchRows, FlushInterval: *flushInterval, RetryMax: *retryMax, ShutdownTimeout: *shutdown},
-		Producer:   stream.ProducerConfig{},
+		Consumer: consumer.Config{BatchRows: *batchRows, BatchBytes: *batchBytes, FlushInterval: *flushInterval,
+			RetryMax: *retryMax, ShutdownTimeout: *shutdown},
+		Producer: stream.ProducerConfig{},
 	}, log)
 	if err != nil {
 		return err

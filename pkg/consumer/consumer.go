@@ -1,6 +1,7 @@
-// Package consumer moves events from the Kafka events topic into
-// ClickHouse: a consumer group member that inserts large batches and
-// commits offsets only after ClickHouse has accepted them.
+// Package consumer moves events from the Kafka events topic, and the
+// events ingest refused from the quarantine topic, into ClickHouse: a
+// consumer group member that inserts large batches and commits offsets
+// only after ClickHouse has accepted them.
 package consumer
 
 import (
@@ -18,9 +19,10 @@ import (
 	"github.com/assistantcms/cms/pkg/event"
 )
 
-// Sink stores rows; it takes a whole batch or none of it.
+// Sink stores rows; each insert takes a whole batch or none of it.
 type Sink interface {
 	InsertEvents(ctx context.Context, rows []chstore.Row) error
+	InsertQuarantine(ctx context.Context, rows []chstore.QuarantineRow) error
 }
 
 // Source is the consumer-group side of the events topic.
@@ -38,6 +40,12 @@ type DeadLetters interface {
 type Config struct {
 	// BatchRows flushes a batch once it holds this many messages.
 	BatchRows int
+	// BatchBytes flushes a batch once its messages hold this many bytes,
+	// so that batches of large events stay within memory.
+	BatchBytes int
+	// QuarantineTopic names the topic whose records are quarantined
+	// events; every other topic holds envelopes.
+	QuarantineTopic string
 	// FlushInterval flushes a batch this long after its first message.
 	FlushInterval time.Duration
 	// RetryMin and RetryMax bound the backoff between failed inserts.
@@ -50,6 +58,7 @@ type Config struct {
 // insert per second per table.
 const (
 	DefaultBatchRows       = 20000
+	DefaultBatchBytes      = 64 << 20
 	DefaultFlushInterval   = time.Second
 	DefaultRetryMin        = 100 * time.Millisecond
 	DefaultRetryMax        = 10 * time.Second
@@ -59,6 +68,9 @@ const (
 func (c Config) withDefaults() Config {
 	if c.BatchRows <= 0 {
 		c.BatchRows = DefaultBatchRows
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = DefaultBatchBytes
 	}
 	if c.FlushInterval <= 0 {
 		c.FlushInterval = DefaultFlushInterval
@@ -101,19 +113,26 @@ func (c *Consumer) Healthy() bool { return c.sinkOK.Load() }
 
 // batch is what has been fetched and not yet committed.
 type batch struct {
-	msgs []kafka.Message // every message, in fetch order, for the commit
-	rows []chstore.Row
-	dead []kafka.Message // messages for the dead-letter topic
+	msgs        []kafka.Message // every message, in fetch order, for the commit
+	bytes       int             // of the messages' values
+	rows        []chstore.Row
+	quarantined []chstore.QuarantineRow
+	dead        []kafka.Message // messages for the dead-letter topic
 	// due ends when the batch must be flushed; one context per batch, as
 	// a timer per fetched message would cost more than the fetch.
 	due    context.Context
 	cancel context.CancelFunc
 	// lag is each partition's lag after its last message in the batch.
-	lag map[int]int64
+	lag map[topicPartition]int64
+}
+
+type topicPartition struct {
+	topic     string
+	partition int
 }
 
 func (b *batch) reset() {
-	b.msgs, b.rows, b.dead = b.msgs[:0], b.rows[:0], b.dead[:0]
+	b.msgs, b.rows, b.quarantined, b.dead, b.bytes = b.msgs[:0], b.rows[:0], b.quarantined[:0], b.dead[:0], 0
 	if b.cancel != nil {
 		b.cancel()
 	}
@@ -124,7 +143,7 @@ func (b *batch) reset() {
 // Run consumes until ctx ends, then flushes and commits what it holds
 // within the shutdown timeout. It returns nil after a clean stop.
 func (c *Consumer) Run(ctx context.Context) error {
-	b := batch{lag: map[int]int64{}}
+	b := batch{lag: map[topicPartition]int64{}}
 	defer b.reset()
 	for {
 		fctx := ctx
@@ -135,7 +154,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		switch {
 		case err == nil:
 			c.add(ctx, &b, msg)
-			if len(b.msgs) < c.cfg.BatchRows {
+			if len(b.msgs) < c.cfg.BatchRows && b.bytes < c.cfg.BatchBytes {
 				continue
 			}
 		case ctx.Err() != nil:
@@ -164,15 +183,25 @@ func (c *Consumer) add(ctx context.Context, b *batch, msg kafka.Message) {
 		b.due, b.cancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
 	}
 	b.msgs = append(b.msgs, msg)
-	b.lag[msg.Partition] = max(0, msg.HighWaterMark-msg.Offset-1)
-	row, err := c.dec.Decode(msg.Value)
+	b.bytes += len(msg.Value)
+	b.lag[topicPartition{msg.Topic, msg.Partition}] = max(0, msg.HighWaterMark-msg.Offset-1)
+	var err error
+	if msg.Topic != "" && msg.Topic == c.cfg.QuarantineTopic {
+		var q event.Quarantined
+		if q, err = c.dec.DecodeQuarantine(msg.Value); err == nil {
+			b.quarantined = append(b.quarantined, chstore.QuarantineRow{Quarantined: q, Partition: msg.Partition, Offset: msg.Offset})
+		}
+	} else {
+		var row event.Decoded
+		if row, err = c.dec.Decode(msg.Value); err == nil {
+			b.rows = append(b.rows, chstore.Row{Decoded: row, Partition: msg.Partition, Offset: msg.Offset})
+		}
+	}
 	if err != nil {
 		c.log.Warn("message cannot be decoded; sending it to the dead-letter topic",
-			"partition", msg.Partition, "offset", msg.Offset, "err", err)
+			"topic", msg.Topic, "partition", msg.Partition, "offset", msg.Offset, "err", err)
 		b.dead = append(b.dead, deadLetter(msg, err.Error()))
-		return
 	}
-	b.rows = append(b.rows, chstore.Row{Decoded: row, Partition: msg.Partition, Offset: msg.Offset})
 }
 
 // deadLetter wraps a message for the dead-letter topic with where it came
@@ -223,6 +252,19 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 			// Clocks of ingest and consumer hosts may differ a little.
 			c.metrics.freshness.Observe(max(0, written.Sub(b.rows[i].ReceivedAt).Seconds()))
 		}
+		b.rows = b.rows[:0] // written; a retried flush must not insert them again
+	}
+	if len(b.quarantined) > 0 {
+		if err := c.retry(ctx, opQuarantine, func(ctx context.Context) error {
+			err := c.sink.InsertQuarantine(ctx, b.quarantined)
+			c.sinkOK.Store(err == nil)
+			return err
+		}); err != nil {
+			return err
+		}
+		for i := range b.quarantined {
+			c.metrics.quarantined.WithLabelValues(b.quarantined[i].Reason).Inc()
+		}
 	}
 	if err := c.src.CommitMessages(ctx, b.msgs...); err != nil {
 		// The rows are written; if the commit is lost the messages come
@@ -230,8 +272,8 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 		c.metrics.commitErrors.Inc()
 		c.log.Warn("offset commit failed; the batch may be delivered again", "messages", len(b.msgs), "err", err)
 	}
-	for p, lag := range b.lag {
-		c.metrics.lag.WithLabelValues(strconv.Itoa(p)).Set(float64(lag))
+	for tp, lag := range b.lag {
+		c.metrics.lag.WithLabelValues(tp.topic, strconv.Itoa(tp.partition)).Set(float64(lag))
 	}
 	b.reset()
 	return nil
@@ -240,6 +282,7 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 // The operations retried, as named in cms_consumer_retries_total.
 const (
 	opInsert     = "insert"
+	opQuarantine = "quarantine insert"
 	opDeadLetter = "dead-letter write"
 )
 

@@ -52,8 +52,22 @@ func (f *fakeSource) commits() int {
 type fakeSink struct {
 	mu       sync.Mutex
 	failures int // fail this many inserts first
-	inserts  [][]chstore.Row
-	attempts int
+	// quarantineFailures fails this many quarantine inserts first.
+	quarantineFailures int
+	inserts            [][]chstore.Row
+	quarantined        []chstore.QuarantineRow
+	attempts           int
+}
+
+func (f *fakeSink) InsertQuarantine(ctx context.Context, rows []chstore.QuarantineRow) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.quarantineFailures > 0 {
+		f.quarantineFailures--
+		return errors.New("connection refused")
+	}
+	f.quarantined = append(f.quarantined, rows...)
+	return nil
 }
 
 func (f *fakeSink) InsertEvents(ctx context.Context, rows []chstore.Row) error {
@@ -153,7 +167,7 @@ func TestFlushBySizeCommitsAfterInsert(t *testing.T) {
 	// Lag after the last message of each partition: offsets 23 and 24 of
 	// a high-water mark of 100.
 	for p, want := range map[string]float64{"0": 100 - 24 - 1, "1": 100 - 23 - 1} {
-		if got := testutil.ToFloat64(m.lag.WithLabelValues(p)); got != want {
+		if got := testutil.ToFloat64(m.lag.WithLabelValues("events", p)); got != want {
 			t.Errorf("lag of partition %s is %v, want %v", p, got, want)
 		}
 	}
@@ -254,5 +268,70 @@ func TestStopWhileInsertsFailDoesNotHang(t *testing.T) {
 	}
 	if src.commits() != 0 {
 		t.Errorf("%d offsets committed for rows never written", src.commits())
+	}
+}
+
+func quarantineRecord(id, reason string) []byte {
+	return []byte(`{"v":1,"appId":"a","organizationId":"o","receivedAt":"2026-11-21T10:00:00.000Z","index":0,"eventId":"` + id +
+		`","errors":[{"field":"type","reason":"` + reason + `","message":"m"}],"event":{"type":"X","name":"n"}}`)
+}
+
+// TestQuarantineTopicGoesToItsTable routes records by topic: envelopes to
+// the events table, quarantine records to the quarantine table, each
+// written once even when the other insert has to be retried.
+func TestQuarantineTopicGoesToItsTable(t *testing.T) {
+	src := &fakeSource{msgs: make(chan kafka.Message, 10)}
+	sink := &fakeSink{quarantineFailures: 2}
+	dlq := &fakeDLQ{}
+	_, m, stop := run(t, Config{BatchRows: 4, QuarantineTopic: "quarantine", RetryMin: time.Millisecond, RetryMax: time.Millisecond}, src, sink, dlq)
+	defer stop()
+	q := func(i int, v []byte) kafka.Message {
+		return kafka.Message{Topic: "quarantine", Partition: 0, Offset: int64(i), HighWaterMark: 10, Value: v}
+	}
+	src.msgs <- msg(1, envelope("a"))
+	src.msgs <- q(1, quarantineRecord("q1", "too_large"))
+	src.msgs <- q(2, quarantineRecord("q2", "type_not_allowed"))
+	src.msgs <- q(3, envelope("not a quarantine record"))
+	waitFor(t, func() bool { return src.commits() == 4 })
+	if sink.rows() != 1 || len(sink.inserts) != 1 {
+		t.Errorf("%d event rows in %d inserts, want 1 in 1 although the quarantine insert was retried", sink.rows(), len(sink.inserts))
+	}
+	if len(sink.quarantined) != 2 || sink.quarantined[0].EventID != "q1" || sink.quarantined[1].Reason != "type_not_allowed" || sink.quarantined[1].Offset != 2 {
+		t.Errorf("quarantine rows %+v", sink.quarantined)
+	}
+	if len(dlq.msgs) != 1 {
+		t.Fatalf("%d dead letters, want the envelope on the quarantine topic", len(dlq.msgs))
+	}
+	for _, h := range dlq.msgs[0].Headers {
+		if h.Key == "dlq-original-topic" && string(h.Value) != "quarantine" {
+			t.Errorf("dead letter from topic %q, want quarantine", h.Value)
+		}
+	}
+	for reason, want := range map[string]float64{"too_large": 1, "type_not_allowed": 1, "missing": 0} {
+		if got := testutil.ToFloat64(m.quarantined.WithLabelValues(reason)); got != want {
+			t.Errorf("quarantine rows of reason %s: %v, want %v", reason, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(m.retries.WithLabelValues("quarantine insert")); got != 2 {
+		t.Errorf("quarantine insert retries %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.lag.WithLabelValues("quarantine", "0")); got != 10-3-1 {
+		t.Errorf("quarantine lag %v", got)
+	}
+}
+
+// TestFlushByBytes flushes a batch of large messages before it reaches
+// its row count.
+func TestFlushByBytes(t *testing.T) {
+	src := &fakeSource{msgs: make(chan kafka.Message, 10)}
+	sink := &fakeSink{}
+	_, _, stop := run(t, Config{BatchRows: 1000, BatchBytes: 2 * len(envelope("e0")), FlushInterval: time.Hour}, src, sink, &fakeDLQ{})
+	defer stop()
+	for i := range 5 {
+		src.msgs <- msg(i, envelope("e"+strconv.Itoa(i)))
+	}
+	waitFor(t, func() bool { return src.commits() == 4 })
+	if len(sink.inserts) != 2 {
+		t.Errorf("%d inserts of %d rows; want 2 of 2, the fifth waiting", len(sink.inserts), sink.rows())
 	}
 }

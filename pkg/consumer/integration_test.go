@@ -56,7 +56,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) startConsumer(t *testing.T, group string) (url string) {
 	t.Helper()
 	svc, err := consumer.NewService(t.Context(), consumer.ServiceConfig{
-		Brokers: []string{e.broker.Addr()}, Topic: "events", GroupID: group, DeadLetterTopic: "dead-letters",
+		Brokers: []string{e.broker.Addr()}, Topic: "events", QuarantineTopic: "quarantine", GroupID: group, DeadLetterTopic: "dead-letters",
 		TopicPartitions: 3, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
 		ClickHouse: chstore.Config{Addrs: []string{e.ch.Addr()}, Database: "analytics"},
 		Consumer:   consumer.Config{BatchRows: 1000, FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},

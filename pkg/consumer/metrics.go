@@ -1,6 +1,10 @@
 package consumer
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assistantcms/cms/pkg/event"
+)
 
 // Metrics are the consumer's Prometheus collectors.
 type Metrics struct {
@@ -12,6 +16,7 @@ type Metrics struct {
 	retries       *prometheus.CounterVec
 	deadLetters   prometheus.Counter
 	commitErrors  prometheus.Counter
+	quarantined   *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -19,11 +24,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "cms", Subsystem: "consumer", Name: "lag_messages",
-			Help: "Messages behind the end of each partition, as of the last fetch.",
-		}, []string{"partition"}),
+			Help: "Messages behind the end of each partition of the events and quarantine topics, as of the last fetch.",
+		}, []string{"topic", "partition"}),
 		rows: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "cms", Subsystem: "consumer", Name: "rows_inserted_total",
-			Help: "Rows ClickHouse accepted.",
+			Help: "Event rows ClickHouse accepted.",
 		}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "cms", Subsystem: "consumer", Name: "batch_size_rows",
@@ -52,12 +57,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "cms", Subsystem: "consumer", Name: "commit_errors_total",
 			Help: "Offset commits that failed after the rows were written.",
 		}),
+		quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "consumer", Name: "quarantine_rows_inserted_total",
+			Help: "Quarantined events written to the quarantine table, by the reason of their first error.",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.lag, m.rows, m.batchSize, m.insertLatency, m.freshness, m.retries, m.deadLetters, m.commitErrors)
+	reg.MustRegister(m.lag, m.rows, m.batchSize, m.insertLatency, m.freshness, m.retries, m.deadLetters, m.commitErrors, m.quarantined)
 	// Retry series exist from the start, at zero, so that rates and
 	// alerts over them work before the first failure.
-	for _, op := range []string{opInsert, opDeadLetter} {
+	for _, op := range []string{opInsert, opQuarantine, opDeadLetter} {
 		m.retries.WithLabelValues(op)
+	}
+	for _, r := range event.Reasons() {
+		m.quarantined.WithLabelValues(r)
 	}
 	return m
 }

@@ -21,12 +21,19 @@ import (
 
 // ServiceConfig is everything the consumer process is configured with.
 type ServiceConfig struct {
-	Brokers          []string
-	Topic            string
+	Brokers []string
+	Topic   string
+	// QuarantineTopic holds the events ingest refused; the group reads it
+	// too, into the quarantine table.
+	QuarantineTopic  string
 	GroupID          string
 	DeadLetterTopic  string
 	TopicPartitions  int
 	TopicReplication int
+	// MaxMessageBytes is the max.message.bytes of topics created here
+	// (raised on existing ones that have less) and bounds the records the
+	// consumer reads and dead-letters; zero means stream's default.
+	MaxMessageBytes int
 	// SessionTimeout is how long the group waits for a silent member
 	// before giving its partitions to others.
 	SessionTimeout time.Duration
@@ -52,6 +59,10 @@ type Service struct {
 // NewService connects to ClickHouse, applies the schema, makes sure the
 // topics exist and joins the consumer group.
 func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Service, error) {
+	if cfg.Topic == "" || cfg.QuarantineTopic == "" || cfg.DeadLetterTopic == "" {
+		return nil, fmt.Errorf("the events, quarantine and dead-letter topics must all be named (got %q, %q, %q)",
+			cfg.Topic, cfg.QuarantineTopic, cfg.DeadLetterTopic)
+	}
 	store, err := chstore.Open(ctx, cfg.ClickHouse)
 	if err != nil {
 		return nil, err
@@ -60,9 +71,13 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 		store.Close()
 		return nil, fmt.Errorf("migrate ClickHouse schema: %w", err)
 	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = stream.DefaultMaxMessageBytes
+	}
 	topics := []stream.TopicSpec{
-		{Name: cfg.Topic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication},
-		{Name: cfg.DeadLetterTopic, Partitions: 1, ReplicationFactor: cfg.TopicReplication},
+		{Name: cfg.Topic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
+		{Name: cfg.QuarantineTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
+		{Name: cfg.DeadLetterTopic, Partitions: 1, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
 	}
 	if err := stream.EnsureTopics(ctx, cfg.Brokers, topics); err != nil {
 		store.Close()
@@ -75,11 +90,12 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 		cfg.MaxWait = 500 * time.Millisecond
 	}
 	reader := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           cfg.Brokers,
-		GroupID:           cfg.GroupID,
-		Topic:             cfg.Topic,
-		MinBytes:          1,
-		MaxBytes:          16 << 20,
+		Brokers:     cfg.Brokers,
+		GroupID:     cfg.GroupID,
+		GroupTopics: []string{cfg.Topic, cfg.QuarantineTopic},
+		MinBytes:    1,
+		// At least one whole record of the largest size the topics take.
+		MaxBytes:          max(16<<20, cfg.MaxMessageBytes+1<<20),
 		MaxWait:           cfg.MaxWait,
 		CommitInterval:    0, // commits are explicit, after each insert
 		StartOffset:       kafka.FirstOffset,
@@ -92,6 +108,10 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 	})
 	cfg.Producer.Brokers = cfg.Brokers
 	cfg.Producer.Logger = log
+	if cfg.Producer.BatchBytes <= 0 {
+		cfg.Producer.BatchBytes = int64(cfg.MaxMessageBytes)
+	}
+	cfg.Consumer.QuarantineTopic = cfg.QuarantineTopic
 	dlq, err := stream.NewWriter(cfg.Producer, cfg.DeadLetterTopic)
 	if err != nil {
 		reader.Close()
@@ -112,7 +132,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 		return nil
 	})
 	checker.Add("kafka", func(ctx context.Context) error {
-		return stream.CheckTopics(ctx, cfg.Brokers, []string{cfg.Topic, cfg.DeadLetterTopic})
+		return stream.CheckTopics(ctx, cfg.Brokers, []string{cfg.Topic, cfg.QuarantineTopic, cfg.DeadLetterTopic})
 	})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -130,7 +150,7 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 			s.log.Error("serve HTTP", "err", err)
 		}
 	}()
-	s.log.Info("consumer running", "addr", ln.Addr().String(), "topic", s.cfg.Topic, "group", s.cfg.GroupID,
+	s.log.Info("consumer running", "addr", ln.Addr().String(), "topic", s.cfg.Topic, "quarantine_topic", s.cfg.QuarantineTopic, "group", s.cfg.GroupID,
 		"clickhouse", s.cfg.ClickHouse.Addrs, "server_version", fmt.Sprintf("%d.%d", s.store.Version().Major, s.store.Version().Minor))
 	err := s.consumer.Run(ctx)
 	s.checker.SetStopping()

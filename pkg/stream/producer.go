@@ -38,10 +38,15 @@ const (
 	// for this many records with every batch, so a large value costs an
 	// allocation of that size every few milliseconds per partition.
 	DefaultBatchSize = 100
-	// DefaultBatchBytes keeps one produce request per partition under
-	// Kafka's default message.max.bytes (1,048,588): the broker refuses a
-	// larger batch whole, which would fail every record in it.
-	DefaultBatchBytes  = 1_000_000
+	// DefaultMaxMessageBytes is the max.message.bytes the services give
+	// the topics they create: room for the reference client's largest
+	// events, within what managed Kafka services allow (Confluent Cloud's
+	// standard clusters take up to 8 MiB).
+	DefaultMaxMessageBytes = 8 << 20
+	// DefaultBatchBytes keeps one produce request per partition within
+	// the topics' max.message.bytes: the broker refuses a larger batch
+	// whole, which would fail every record in it.
+	DefaultBatchBytes  = DefaultMaxMessageBytes
 	DefaultCompression = "lz4"
 )
 

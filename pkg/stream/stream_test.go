@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -102,5 +103,53 @@ func TestParseCompression(t *testing.T) {
 	}
 	if _, err := NewWriter(ProducerConfig{}, "t"); err == nil {
 		t.Error("a writer without brokers was created")
+	}
+}
+
+// TestTopicMessageBytes creates topics with max.message.bytes, raises it
+// on a topic created with less, leaves a larger one alone, and produces a
+// record only a raised topic takes.
+func TestTopicMessageBytes(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "old", "large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const want = 4 << 20
+	cl := client(brokers)
+	if _, err := cl.IncrementalAlterConfigs(ctx, &kafka.IncrementalAlterConfigsRequest{Resources: []kafka.IncrementalAlterConfigsRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: "large",
+		Configs: []kafka.IncrementalAlterConfigsRequestConfig{{Name: "max.message.bytes", Value: "16777216", ConfigOperation: kafka.ConfigOperationSet}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	big := []event.Message{{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 2<<20)}}
+	w, err := NewWriter(ProducerConfig{Brokers: brokers, BatchBytes: want, Compression: "none"}, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := write(ctx, w, big); err == nil {
+		t.Fatal("a 2 MiB record went to a topic of the default max.message.bytes")
+	}
+
+	specs := []TopicSpec{
+		{Name: "new", Partitions: 1, ReplicationFactor: 1, MaxMessageBytes: want},
+		{Name: "old", Partitions: 1, ReplicationFactor: 1, MaxMessageBytes: want},
+		{Name: "large", Partitions: 1, ReplicationFactor: 1, MaxMessageBytes: want},
+	}
+	if err := EnsureTopics(ctx, brokers, specs); err != nil {
+		t.Fatal(err)
+	}
+	for topic, n := range map[string]int{"new": want, "old": want, "large": 16 << 20} {
+		if got, err := MaxMessageBytes(ctx, brokers, topic); err != nil || got != n {
+			t.Errorf("topic %s: max.message.bytes %d, %v; want %d", topic, got, err, n)
+		}
+	}
+	if err := write(ctx, w, big); err != nil {
+		t.Errorf("a 2 MiB record to the raised topic: %v", err)
 	}
 }
