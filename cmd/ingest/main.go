@@ -1,5 +1,6 @@
 // Command ingest serves PUT /cms/app/events and publishes accepted runtime
-// events to Kafka. Every setting is an environment variable with a flag of
+// events to Kafka; "ingest resubmit" sends quarantined events through the
+// same rules again. Every setting is an environment variable with a flag of
 // the same meaning; see README.md.
 package main
 
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,20 +42,20 @@ func run(args []string) error {
 	contentDB := fs.Secret("content-db", "CONTENT_DB", "cms.db", "content database holding apps and tokens: a SQLite file path or a postgres:// URL")
 	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
 	grace := fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", ingest.DefaultTokenOutageGrace, "how long past the token cache TTL tokens looked up before are still accepted while the content database cannot be reached (negative: not at all)")
-	maxEvents := fs.Int("max-events", "MAX_EVENTS", event.DefaultMaxEvents, "most events in one batch")
-	maxEventBytes := fs.Int("max-event-bytes", "MAX_EVENT_BYTES", event.DefaultMaxEventBytes, "largest event in bytes, as sent (with appId filled in)")
-	extraTypes := fs.String("extra-event-types", "EXTRA_EVENT_TYPES", "", "comma-separated event types admitted besides REQUEST, ERROR and AnalyticsEvent (e.g. MessageEvent)")
+	maxEvents := fs.Int("max-events", "MAX_EVENTS", event.DefaultMaxEvents, "most events in one batch; more are answered 413")
+	maxEventBytes := fs.Int("max-event-bytes", "MAX_EVENT_BYTES", event.DefaultMaxEventBytes, "largest event in bytes, as sent (with appId filled in); larger ones are quarantined")
+	eventTypes := fs.String("event-types", "EVENT_TYPES", "", "comma-separated event types admitted; others are quarantined (empty: any type)")
 	maxBody := fs.Int64("max-body-bytes", "MAX_BODY_BYTES", ingest.DefaultMaxBodyBytes, "largest request body on the wire")
 	maxDecompressed := fs.Int64("max-decompressed-bytes", "MAX_DECOMPRESSED_BYTES", ingest.DefaultMaxDecompressedBytes, "largest gzip body once decompressed")
 	produceTimeout := fs.Duration("produce-timeout", "PRODUCE_TIMEOUT", ingest.DefaultProduceTimeout, "longest wait for the broker's acknowledgement before answering 503")
 	maxInFlight := fs.Int("max-in-flight", "MAX_IN_FLIGHT", ingest.DefaultMaxInFlight, "requests handled at once; more are answered 503")
 	maxInFlightPerToken := fs.Int("max-in-flight-per-token", "MAX_IN_FLIGHT_PER_TOKEN", 0, "requests of one token handled at once; more are answered 429 (0: half of -max-in-flight)")
-	maxBodyMemory := fs.Int64("max-body-memory", "MAX_BODY_MEMORY", ingest.DefaultMaxBodyMemory, "body bytes all requests may hold at once, past the first 64 KiB of each; more are answered 503")
+	maxBodyMemory := fs.Int64("max-body-memory", "MAX_BODY_MEMORY", ingest.DefaultMaxBodyMemory, "memory all requests' bodies and their records may hold at once (three bytes per body byte past the first 64 KiB of each); more are answered 503")
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
 	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", stream.DefaultBatchTimeout, "how long the producer waits to fill a batch")
 	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", stream.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
-	batchBytes := fs.Int64("kafka-batch-bytes", "KAFKA_BATCH_BYTES", ingest.DefaultProducerBatchBytes, "largest produce request per partition, uncompressed; keep it under the brokers' message.max.bytes")
+	maxMessage := fs.Int("kafka-max-message-bytes", "KAFKA_MAX_MESSAGE_BYTES", stream.DefaultMaxMessageBytes, "max.message.bytes of the topics (set when created, raised when less) and the producer's largest batch per partition")
 	readHeaderTimeout := fs.Duration("read-header-timeout", "READ_HEADER_TIMEOUT", ingest.DefaultReadHeaderTimeout, "time a client has to send a request's headers")
 	readTimeout := fs.Duration("read-timeout", "READ_TIMEOUT", ingest.DefaultReadTimeout, "time a client has to send a whole request, body included")
 	idleTimeout := fs.Duration("idle-timeout", "IDLE_TIMEOUT", ingest.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
@@ -75,28 +77,20 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	store, err := contentdb.Open(ctx, *contentDB)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-
-	limits := event.DefaultLimits()
-	limits.MaxEvents, limits.MaxEventBytes = *maxEvents, *maxEventBytes
-	limits.Types = append(limits.Types, envflag.List(*extraTypes)...)
-	svc, err := ingest.NewService(ctx, ingest.ServiceConfig{
+	cfg := ingest.ServiceConfig{
 		Brokers:          envflag.List(*brokers),
 		EventsTopic:      *eventsTopic,
 		QuarantineTopic:  *quarantineTopic,
 		TopicPartitions:  *partitions,
 		TopicReplication: *replication,
-		Producer:         stream.ProducerConfig{BatchTimeout: *batchTimeout, BatchBytes: *batchBytes, Compression: *compression},
+		MaxMessageBytes:  *maxMessage,
+		Producer:         stream.ProducerConfig{BatchTimeout: *batchTimeout, Compression: *compression},
 		Handler: ingest.Config{
 			MaxBodyBytes: *maxBody, MaxDecompressedBytes: *maxDecompressed,
 			ProduceTimeout: *produceTimeout, MaxInFlight: *maxInFlight,
 			MaxInFlightPerToken: *maxInFlightPerToken, MaxBodyMemory: *maxBodyMemory,
 		},
-		Limits:            limits,
+		Limits:            event.Limits{MaxEvents: *maxEvents, MaxEventBytes: *maxEventBytes, Types: envflag.List(*eventTypes)},
 		TokenCacheTTL:     *tokenTTL,
 		TokenOutageGrace:  *grace,
 		RateLimitRPS:      *rateRPS,
@@ -106,7 +100,23 @@ func run(args []string) error {
 		ReadTimeout:       *readTimeout,
 		IdleTimeout:       *idleTimeout,
 		CORS:              corsPolicy,
-	}, store, log)
+	}
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	switch rest := fs.Args(); {
+	case len(rest) > 0 && rest[0] == "resubmit":
+		return resubmitCommand(ctx, rest[1:], cfg, log)
+	case len(rest) > 0:
+		return fmt.Errorf("unknown command %q; the only command is resubmit", strings.Join(rest, " "))
+	}
+
+	store, err := contentdb.Open(ctx, *contentDB)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	svc, err := ingest.NewService(ctx, cfg, store, log)
 	if err != nil {
 		return err
 	}

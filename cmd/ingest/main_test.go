@@ -212,6 +212,12 @@ func TestBadConfigurationFails(t *testing.T) {
 		{"unknown flag", []string{"-nope"}, "", "flag provided but not defined"},
 		{"CORS origin with a path", nil, "CORS_ALLOWED_ORIGINS=https://app.example.com,https://chat.example.com/", `CORS_ALLOWED_ORIGINS): allowed origin "https://chat.example.com/": a path ("/") is not part of an origin`},
 		{"CORS origin without a scheme", []string{"-cors-allowed-origins", "app.example.com"}, "", `allowed origin "app.example.com": no scheme`},
+		{"events larger than a record", nil, "MAX_EVENT_BYTES=9000000", "cannot hold an event of 9000000 bytes in its envelope; allow records of at least 9004096"},
+		{"records larger than the topics take", []string{"-kafka-max-message-bytes", "1048576"}, "", "KAFKA_MAX_MESSAGE_BYTES"},
+		{"a body the memory budget cannot hold", nil, "MAX_BODY_MEMORY=100000000", "MAX_BODY_MEMORY 100000000 cannot hold a body of MAX_DECOMPRESSED_BYTES 67108864"},
+		{"unknown command", []string{"replay"}, "", `unknown command "replay"`},
+		{"resubmit with a bad time", []string{"resubmit", "-since", "yesterday"}, "", `-since "yesterday": want an RFC 3339 time`},
+		{"resubmit with an argument", []string{"resubmit", "all"}, "", "resubmit takes no arguments"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,25 +54,69 @@ type Config struct {
 	// once, so that one client (slow bodies, say) cannot take every slot
 	// from the others; more get 429. Zero means half of MaxInFlight.
 	MaxInFlightPerToken int
-	// MaxBodyMemory bounds the body bytes all requests hold at once,
-	// beyond the first BodyAllowance bytes of each, which small batches
-	// never pass. A request that would exceed it gets 503. It keeps
-	// concurrent gzip bombs, each decompressing to MaxDecompressedBytes,
-	// from exhausting memory.
+	// MaxBodyMemory bounds the memory all requests' bodies, and the
+	// records built from them, hold at once: MemoryPerBodyByte for every
+	// body byte beyond the first BodyAllowance of each, which small
+	// batches never pass. A request that would exceed it gets 503. It
+	// keeps concurrent large bodies, and gzip bombs decompressing to
+	// MaxDecompressedBytes, from exhausting memory.
 	MaxBodyMemory int64
 }
 
-// Defaults for Config.
+// Defaults for Config: bodies of a runtime's knowledge-base turns, and of
+// batches a runtime grew while the service was out of reach, fit.
 const (
-	DefaultMaxBodyBytes         = 1 << 20
-	DefaultMaxDecompressedBytes = 5 << 20
+	DefaultMaxBodyBytes         = 10 << 20
+	DefaultMaxDecompressedBytes = 64 << 20
 	DefaultProduceTimeout       = 5 * time.Second
 	DefaultMaxInFlight          = 256
-	DefaultMaxBodyMemory        = 64 << 20
+	DefaultMaxBodyMemory        = 256 << 20
 	// BodyAllowance is the part of each body MaxBodyMemory does not count.
-	BodyAllowance        = 64 << 10
+	BodyAllowance = 64 << 10
+	// MemoryPerBodyByte is what a body byte costs until its answer: the
+	// body, the envelopes built from it and the records' own buffer.
+	MemoryPerBodyByte    = 3
 	maxIdempotencyKeyLen = 256
 )
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxDecompressedBytes <= 0 {
+		c.MaxDecompressedBytes = DefaultMaxDecompressedBytes
+	}
+	if c.ProduceTimeout <= 0 {
+		c.ProduceTimeout = DefaultProduceTimeout
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxInFlightPerToken <= 0 {
+		c.MaxInFlightPerToken = max(1, c.MaxInFlight/2)
+	}
+	if c.MaxBodyMemory <= 0 {
+		c.MaxBodyMemory = DefaultMaxBodyMemory
+	}
+	return c
+}
+
+// check refuses limits under which the largest body allowed could never
+// be admitted: it would get 503, and a client retrying it would never
+// get through.
+func (c Config) check() error {
+	c = c.withDefaults()
+	for _, l := range []struct {
+		name string
+		n    int64
+	}{{"MAX_BODY_BYTES", c.MaxBodyBytes}, {"MAX_DECOMPRESSED_BYTES", c.MaxDecompressedBytes}} {
+		if need := (l.n - BodyAllowance) * MemoryPerBodyByte; need > c.MaxBodyMemory {
+			return fmt.Errorf("MAX_BODY_MEMORY %d cannot hold a body of %s %d (%d bytes with the records built from it); raise it or lower %s",
+				c.MaxBodyMemory, l.name, l.n, need, l.name)
+		}
+	}
+	return nil
+}
 
 // Handler serves the events endpoint.
 type Handler struct {
@@ -95,24 +139,7 @@ type Handler struct {
 
 // New returns a Handler. limiter may be nil (no per-token limit).
 func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *ratelimit.Limiter, m *Metrics, log *slog.Logger) *Handler {
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.MaxDecompressedBytes <= 0 {
-		cfg.MaxDecompressedBytes = DefaultMaxDecompressedBytes
-	}
-	if cfg.ProduceTimeout <= 0 {
-		cfg.ProduceTimeout = DefaultProduceTimeout
-	}
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
-	}
-	if cfg.MaxInFlightPerToken <= 0 {
-		cfg.MaxInFlightPerToken = max(1, cfg.MaxInFlight/2)
-	}
-	if cfg.MaxBodyMemory <= 0 {
-		cfg.MaxBodyMemory = DefaultMaxBodyMemory
-	}
+	cfg = cfg.withDefaults()
 	return &Handler{
 		cfg: cfg, validator: v, auth: a, pub: p, limiter: limiter, metrics: m, log: log,
 		now:    time.Now,
@@ -282,7 +309,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		last := -1
 		for _, e := range res.Errors {
 			if e.Index != last { // one count per event, by its first error
-				h.metrics.rejected.WithLabelValues(reason(e.Field)).Inc()
+				h.metrics.rejected.WithLabelValues(e.Reason, fieldLabel(e.Field)).Inc()
 				last = e.Index
 			}
 		}
@@ -453,7 +480,8 @@ func (b *budget) give(n int64) {
 // errOverBudget stops reading a body the memory budget cannot hold.
 var errOverBudget = errors.New("memory budget for request bodies exhausted")
 
-// budgetReader takes from the budget for every byte read past free.
+// budgetReader takes MemoryPerBodyByte from the budget for every byte
+// read past free.
 type budgetReader struct {
 	r      io.Reader
 	budget *budget
@@ -466,11 +494,11 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if over := int64(n) - b.free; over > 0 {
 		b.free = 0
-		if !b.budget.take(over) {
+		if !b.budget.take(over * MemoryPerBodyByte) {
 			b.denied = true
 			return 0, errOverBudget
 		}
-		b.taken += over
+		b.taken += over * MemoryPerBodyByte
 	} else {
 		b.free -= int64(n)
 	}

@@ -50,7 +50,7 @@ func (b *blockingPublisher) Publish(ctx context.Context, accepted, quarantined [
 	return b.err
 }
 
-const body = `{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST"},{"type":"NOPE","name":"x"}]}`
+const body = `{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST"},{"type":7,"name":"x"}]}`
 
 func newTestHandler(pub Publisher, cfg Config) (*Handler, *Metrics) {
 	m := NewMetrics(prometheus.NewRegistry())
@@ -156,7 +156,10 @@ func TestTokenShareOfSlots(t *testing.T) {
 // and the budget is whole again once the held request finishes.
 func TestMemoryBudget(t *testing.T) {
 	pub := &gatePublisher{entered: make(chan struct{}), release: make(chan struct{})}
-	h, _ := newTestHandler(pub, Config{MaxBodyMemory: 1 << 20})
+	// A large body takes three times its size past the allowance: itself,
+	// its envelopes and its records.
+	const budget = 3 << 20
+	h, _ := newTestHandler(pub, Config{MaxBodyMemory: budget})
 	large := 900 << 10
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- putAs(h, "a", "HOLD", large) }()
@@ -176,8 +179,8 @@ func TestMemoryBudget(t *testing.T) {
 	if rec := putAs(h, "b", "GO", large); rec.Code != 200 {
 		t.Errorf("large body after the budget came back: %d %s", rec.Code, rec.Body)
 	}
-	if free := h.memory.free; free != 1<<20 {
-		t.Errorf("budget holds %d bytes after every request finished, want %d", free, 1<<20)
+	if free := h.memory.free; free != budget {
+		t.Errorf("budget holds %d bytes after every request finished, want %d", free, budget)
 	}
 }
 
@@ -206,7 +209,7 @@ func TestMetricsCountOutcomes(t *testing.T) {
 	checks := map[string]float64{
 		"accepted": testutil.ToFloat64(m.events.WithLabelValues("accepted")),
 		"rejected": testutil.ToFloat64(m.events.WithLabelValues("rejected")),
-		"by type":  testutil.ToFloat64(m.rejected.WithLabelValues("type")),
+		"by type":  testutil.ToFloat64(m.rejected.WithLabelValues("wrong_type", "type")),
 		"200":      testutil.ToFloat64(m.requests.WithLabelValues("/cms/app/events", "200")),
 	}
 	for name, got := range checks {
@@ -226,6 +229,8 @@ cms_ingest_batch_size_events_bucket{le="50"} 1
 cms_ingest_batch_size_events_bucket{le="100"} 1
 cms_ingest_batch_size_events_bucket{le="200"} 1
 cms_ingest_batch_size_events_bucket{le="500"} 1
+cms_ingest_batch_size_events_bucket{le="1000"} 1
+cms_ingest_batch_size_events_bucket{le="10000"} 1
 cms_ingest_batch_size_events_bucket{le="+Inf"} 1
 cms_ingest_batch_size_events_sum 2
 cms_ingest_batch_size_events_count 1
@@ -235,15 +240,33 @@ cms_ingest_batch_size_events_count 1
 	}
 }
 
-func TestReason(t *testing.T) {
+func TestFieldLabel(t *testing.T) {
 	cases := map[string]string{
-		"":     "event",
+		"":     "",
 		"type": "type",
 		"payload.response.displays[3].items[12].title": "payload.response.displays[].items[].title",
 	}
 	for in, want := range cases {
-		if got := reason(in); got != want {
-			t.Errorf("reason(%q) = %q, want %q", in, got, want)
+		if got := fieldLabel(in); got != want {
+			t.Errorf("fieldLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"defaults", Config{}, true},
+		{"a decompressed body the budget cannot hold", Config{MaxDecompressedBytes: 100 << 20}, false},
+		{"a wire body the budget cannot hold", Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 1 << 20, MaxBodyMemory: 2 << 20}, false},
+		{"just enough", Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 1 << 20, MaxBodyMemory: 3 * (1<<20 - BodyAllowance)}, true},
+	}
+	for _, c := range cases {
+		if err := c.cfg.check(); (err == nil) != c.ok {
+			t.Errorf("%s: %v", c.name, err)
 		}
 	}
 }

@@ -117,28 +117,31 @@ func TestPartialBatchQuarantinesInvalidEvents(t *testing.T) {
 		launch("s-1"),
 		`{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","sessionId":"s-1","payload":{"request":{"matchConfidence":"high"},"response":{}}}`,
 		`{"type":"REQUEST","name":"LAUNCH_REQUEST","appId":"app-b1"}`,
-		`{"type":"BOGUS","name":"x"}`,
+		`{"type":"REQUEST","name":7}`,
+		// Types the interface does not name are stored as sent.
+		`{"type":"MessageEvent","name":"INFO","sessionId":"s-1","payload":"looking it up"}`,
+		`{"type":"LambdaSuccessEvent","name":"Lambda Finished","sessionId":"s-1"}`,
 	)
 	r := h.put("/cms/app/events", body, h.bearer("a1")...)
-	if r.status != 200 || r.body["accepted"] != 1.0 || r.body["rejected"] != 3.0 {
+	if r.status != 200 || r.body["accepted"] != 3.0 || r.body["rejected"] != 3.0 {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 	errs := r.body["errors"].([]any)
 	want := []struct {
-		index float64
-		field string
-	}{{1, "payload.request.matchConfidence"}, {2, "appId"}, {3, "type"}}
+		index         float64
+		field, reason string
+	}{{1, "payload.request.matchConfidence", "wrong_type"}, {2, "appId", "app_mismatch"}, {3, "name", "wrong_type"}}
 	if len(errs) != len(want) {
 		t.Fatalf("errors %v", errs)
 	}
 	for i, w := range want {
 		e := errs[i].(map[string]any)
-		if e["index"] != w.index || e["field"] != w.field || e["message"] == "" {
-			t.Errorf("error %d = %v, want index %v field %s", i, e, w.index, w.field)
+		if e["index"] != w.index || e["field"] != w.field || e["reason"] != w.reason || e["message"] == "" {
+			t.Errorf("error %d = %v, want index %v field %s reason %s", i, e, w.index, w.field, w.reason)
 		}
 	}
-	if recs := readTopic(t, b.Addr(), h.topic); len(recs) != 1 {
-		t.Errorf("events topic holds %d records, want 1", len(recs))
+	if recs := readTopic(t, b.Addr(), h.topic); len(recs) != 3 {
+		t.Errorf("events topic holds %d records, want 3", len(recs))
 	}
 	q := readTopic(t, b.Addr(), h.quarantine)
 	if len(q) != 3 {
@@ -152,8 +155,8 @@ func TestPartialBatchQuarantinesInvalidEvents(t *testing.T) {
 	if app["appId"] != "app-a1" || app["event"].(map[string]any)["appId"] != "app-b1" {
 		t.Errorf("quarantine record keeps the event as received: %v", app)
 	}
-	if reason := app["errors"].([]any)[0].(map[string]any)["field"]; reason != "appId" {
-		t.Errorf("quarantine reason field %v", reason)
+	if e := app["errors"].([]any)[0].(map[string]any); e["field"] != "appId" || e["reason"] != "app_mismatch" {
+		t.Errorf("quarantine record's error %v", e)
 	}
 
 	// Strict mode: the same batch stores nothing.
@@ -161,7 +164,7 @@ func TestPartialBatchQuarantinesInvalidEvents(t *testing.T) {
 	if r.status != http.StatusUnprocessableEntity || r.body["accepted"] != 0.0 || r.body["rejected"] != 3.0 {
 		t.Fatalf("strict: %d %s", r.status, r.raw)
 	}
-	if recs := readTopic(t, b.Addr(), h.topic); len(recs) != 1 {
+	if recs := readTopic(t, b.Addr(), h.topic); len(recs) != 3 {
 		t.Errorf("strict mode published: events topic holds %d records", len(recs))
 	}
 	if q := readTopic(t, b.Addr(), h.quarantine); len(q) != 3 {
@@ -173,8 +176,8 @@ func TestStatusCodes(t *testing.T) {
 	b := startBroker(t, "")
 	h := newHarness(t, b, harnessOpts{maxEvents: 10})
 	ok := eventsBody(launch("s"))
-	big := `{"events":[` + launch("s") + `],"pad":"` + strings.Repeat("x", 1<<20) + `"}`
-	bomb := gzipped(t, `{"events":[`+launch("s")+`],"pad":"`+strings.Repeat("x", 6<<20)+`"}`)
+	big := `{"events":[` + launch("s") + `],"pad":"` + strings.Repeat("x", ingest.DefaultMaxBodyBytes) + `"}`
+	bomb := gzipped(t, `{"events":[`+launch("s")+`],"pad":"`+strings.Repeat("x", ingest.DefaultMaxDecompressedBytes)+`"}`)
 	many := make([]string, 11)
 	for i := range many {
 		many[i] = launch("s")
@@ -203,8 +206,8 @@ func TestStatusCodes(t *testing.T) {
 		{"bad strict", "PUT", "/cms/app/events?strict=maybe", []byte(ok), h.bearer("a1"), 400, "true or false"},
 		{"bad gzip", "PUT", "/cms/app/events", []byte("not gzip"), append(h.bearer("a1"), "Content-Encoding", "gzip"), 400, "not valid gzip"},
 		{"too many events", "PUT", "/cms/app/events", []byte(eventsBody(many...)), h.bearer("a1"), 413, "at most 10"},
-		{"body too large", "PUT", "/cms/app/events", []byte(big), h.bearer("a1"), 413, "body exceeds 1048576 bytes"},
-		{"gzip bomb", "PUT", "/cms/app/events", bomb, append(h.bearer("a1"), "Content-Encoding", "gzip"), 413, "decompressed body exceeds 5242880"},
+		{"body too large", "PUT", "/cms/app/events", []byte(big), h.bearer("a1"), 413, "body exceeds 10485760 bytes"},
+		{"gzip bomb", "PUT", "/cms/app/events", bomb, append(h.bearer("a1"), "Content-Encoding", "gzip"), 413, "decompressed body exceeds 67108864"},
 		{"xml", "PUT", "/cms/app/events", []byte(ok), append(h.bearer("a1"), "Content-Type", "application/xml"), 415, "not supported"},
 		{"brotli", "PUT", "/cms/app/events", []byte(ok), append(h.bearer("a1"), "Content-Encoding", "br"), 415, "not supported"},
 	}
@@ -398,5 +401,42 @@ func TestStartupFailsClearlyWithoutBroker(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("start-up took %s to fail", took)
+	}
+}
+
+// TestLargeEvents sends what knowledge-base turns make: events of hundreds
+// of KB are accepted, and one over MAX_EVENT_BYTES is quarantined whole,
+// which needs both topics to take records over Kafka's default size.
+func TestLargeEvents(t *testing.T) {
+	b := startBroker(t, "")
+	h := newHarness(t, b, harnessOpts{})
+	doc := func(n int) string {
+		return `{"title":"Doc","uri":"https://example.com/d","document":"` + strings.Repeat("Orders ship within two days. ", n/29) + `"}`
+	}
+	var docs []string
+	for range 10 {
+		docs = append(docs, doc(60<<10))
+	}
+	kbTurn := `{"type":"REQUEST","name":"INTENT_REQUEST","sessionId":"s-kb","payload":{"request":{"type":"INTENT_REQUEST","knowledgeBaseResult":{"documents":[` +
+		strings.Join(docs, ",") + `]}},"intent":"Shipping"}}`
+	tooLarge := `{"type":"REQUEST","name":"INTENT_REQUEST","sessionId":"s-kb","pad":"` + strings.Repeat("x", ingest.DefaultMaxBodyBytes/4) + `"}`
+	body := eventsBody(kbTurn, tooLarge)
+	r := h.do("PUT", "/cms/app/events", gzipped(t, body), append(h.bearer("a1"), "Content-Encoding", "gzip")...)
+	if r.status != 200 || r.body["accepted"] != 1.0 || r.body["rejected"] != 1.0 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if e := r.body["errors"].([]any)[0].(map[string]any); e["index"] != 1.0 || e["reason"] != "too_large" || e["field"] != "" {
+		t.Errorf("error %v", e)
+	}
+	recs := readTopic(t, b.Addr(), h.topic)
+	if len(recs) != 1 || len(recs[0].value["event"].(map[string]any)["payload"].(map[string]any)["request"].(map[string]any)["knowledgeBaseResult"].(map[string]any)["documents"].([]any)) != 10 {
+		t.Fatalf("events topic: %d records", len(recs))
+	}
+	q := readTopic(t, b.Addr(), h.quarantine)
+	if len(q) != 1 || q[0].value["truncated"] != nil {
+		t.Fatalf("quarantine: %d records, truncated %v", len(q), q[0].value["truncated"])
+	}
+	if pad := q[0].value["event"].(map[string]any)["pad"].(string); len(pad) != ingest.DefaultMaxBodyBytes/4 {
+		t.Errorf("quarantined event's pad is %d bytes, want it whole", len(pad))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assistantcms/cms/pkg/event"
 )
 
 // Metrics are the ingest service's Prometheus collectors.
@@ -35,12 +37,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"outcome"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "cms", Subsystem: "ingest", Name: "events_rejected_total",
-			Help: "Rejected events by reason: the field of the event's first error, array indexes removed.",
-		}, []string{"reason"}),
+			Help: "Rejected (quarantined) events by the reason and field of their first error, array indexes removed from the field.",
+		}, []string{"reason", "field"}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "cms", Subsystem: "ingest", Name: "batch_size_events",
 			Help:    "Events per accepted request body.",
-			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000},
 		}),
 		produceLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "cms", Subsystem: "ingest", Name: "produce_duration_seconds",
@@ -61,15 +63,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, result := range []string{"ok", "error"} {
 		m.produceLatency.WithLabelValues(result)
 	}
+	for _, r := range event.Reasons() {
+		m.rejected.WithLabelValues(r, "")
+	}
 	return m
 }
 
-// reason turns an error's field path into a bounded label value:
+// fieldLabel turns an error's field path into a bounded label value:
 // "payload.response.displays[3].title" becomes "payload.response.displays[].title".
-func reason(field string) string {
-	if field == "" {
-		return "event"
-	}
+func fieldLabel(field string) string {
 	if !strings.Contains(field, "[") {
 		return field
 	}

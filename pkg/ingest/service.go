@@ -28,10 +28,17 @@ type ServiceConfig struct {
 	QuarantineTopic  string
 	TopicPartitions  int
 	TopicReplication int
-	Producer         stream.ProducerConfig
-	Handler          Config
-	Limits           event.Limits
-	TokenCacheTTL    time.Duration
+	// MaxMessageBytes is the max.message.bytes of both topics (set when
+	// they are created, raised when they allow less) and the producer's
+	// largest batch; records' values stay RecordFraming under it. Zero
+	// means stream.DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	Producer        stream.ProducerConfig
+	Handler         Config
+	// Limits are the event rules; zero fields take event's defaults, and
+	// MaxRecordBytes follows from MaxMessageBytes.
+	Limits        event.Limits
+	TokenCacheTTL time.Duration
 	// TokenOutageGrace is how long past TokenCacheTTL a token looked up
 	// before is still accepted while the content database cannot answer;
 	// zero means DefaultTokenOutageGrace, negative none.
@@ -60,9 +67,6 @@ const (
 	// DefaultTokenOutageGrace keeps events flowing through a short outage
 	// of the content database, as the api keeps answering through one.
 	DefaultTokenOutageGrace = 30 * time.Second
-	// DefaultProducerBatchBytes is the producer's: one produce request per
-	// partition under Kafka's default message.max.bytes.
-	DefaultProducerBatchBytes = stream.DefaultBatchBytes
 )
 
 // Store is what the service needs from the content database.
@@ -80,28 +84,61 @@ type Service struct {
 	checker  *health.Checker
 }
 
+// EventLimits completes the event rules of cfg: defaults for zero fields
+// and records that fit the topics' max.message.bytes. Resubmission checks
+// quarantined events by the same rules.
+func (cfg *ServiceConfig) EventLimits() (event.Limits, error) {
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = stream.DefaultMaxMessageBytes
+	}
+	l, d := cfg.Limits, event.DefaultLimits()
+	if l.MaxEvents <= 0 {
+		l.MaxEvents = d.MaxEvents
+	}
+	if l.MaxEventBytes <= 0 {
+		l.MaxEventBytes = d.MaxEventBytes
+	}
+	if l.MaxRecordBytes <= 0 {
+		l.MaxRecordBytes = cfg.MaxMessageBytes - stream.RecordFraming
+	}
+	if err := l.Check(); err != nil {
+		return l, fmt.Errorf("event limits with topics of max.message.bytes %d (KAFKA_MAX_MESSAGE_BYTES): %w", cfg.MaxMessageBytes, err)
+	}
+	return l, nil
+}
+
+// Check refuses settings that cannot work together, before anything is
+// opened or connected.
+func (cfg ServiceConfig) Check() error {
+	if _, err := cfg.EventLimits(); err != nil {
+		return err
+	}
+	return cfg.Handler.check()
+}
+
 // NewService connects to the brokers, creates missing topics and builds
 // the HTTP server. It fails with a clear message when the brokers cannot
 // be reached or the topics cannot be created.
 func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.Logger) (*Service, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	limits, err := cfg.EventLimits()
+	if err != nil {
+		return nil, err
+	}
 	startup := cfg.StartupTimeout
 	if startup <= 0 {
 		startup = 30 * time.Second
 	}
 	sctx, cancel := context.WithTimeout(ctx, startup)
 	defer cancel()
-	topics := []stream.TopicSpec{
-		{Name: cfg.EventsTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication},
-		{Name: cfg.QuarantineTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication},
-	}
-	if err := stream.EnsureTopics(sctx, cfg.Brokers, topics); err != nil {
+	if err := stream.EnsureTopics(sctx, cfg.Brokers, cfg.Topics()); err != nil {
 		return nil, fmt.Errorf("prepare Kafka topics: %w", err)
 	}
 
 	cfg.Producer.Brokers = cfg.Brokers
-	if cfg.Producer.BatchBytes <= 0 {
-		cfg.Producer.BatchBytes = DefaultProducerBatchBytes
-	}
+	cfg.Producer.BatchBytes = int64(cfg.MaxMessageBytes)
 	cfg.Producer.Logger = log
 	producer, err := stream.NewProducer(cfg.Producer, cfg.EventsTopic, cfg.QuarantineTopic)
 	if err != nil {
@@ -119,7 +156,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	handler := New(cfg.Handler, event.NewValidator(cfg.Limits), authn, producer, limiter, NewMetrics(reg), log)
+	handler := New(cfg.Handler, event.NewValidator(limits), authn, producer, limiter, NewMetrics(reg), log)
 
 	checker := health.New()
 	topicNames := []string{cfg.EventsTopic, cfg.QuarantineTopic}
@@ -143,6 +180,14 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return &Service{cfg: cfg, log: log, server: srv, producer: producer, checker: checker}, nil
+}
+
+// Topics are the topics ingest writes, as they must be on the brokers.
+func (cfg *ServiceConfig) Topics() []stream.TopicSpec {
+	return []stream.TopicSpec{
+		{Name: cfg.EventsTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
+		{Name: cfg.QuarantineTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
+	}
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -43,6 +43,10 @@ const (
 	// events, within what managed Kafka services allow (Confluent Cloud's
 	// standard clusters take up to 8 MiB).
 	DefaultMaxMessageBytes = 8 << 20
+	// RecordFraming is the room a topic's max.message.bytes must leave
+	// beside a record's value: the record batch's header, the record's key
+	// (app and session IDs) and its own fields.
+	RecordFraming = 64 << 10
 	// DefaultBatchBytes keeps one produce request per partition within
 	// the topics' max.message.bytes: the broker refuses a larger batch
 	// whole, which would fail every record in it.
