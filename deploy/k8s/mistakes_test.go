@@ -168,8 +168,8 @@ func TestChecksCatchMistakes(t *testing.T) {
 		},
 		{
 			name:  "another binary's variable",
-			edit:  func(t *testing.T, cl *cluster) { configMapWith(t, cl, "CONSUMER_GROUP").Data["QUARANTINE_TOPIC"] = "q" },
-			check: checkEnv, want: "QUARANTINE_TOPIC (from ConfigMap cms-consumer-",
+			edit:  func(t *testing.T, cl *cluster) { configMapWith(t, cl, "CONSUMER_GROUP").Data["MAX_EVENT_BYTES"] = "1048576" },
+			check: checkEnv, want: "MAX_EVENT_BYTES (from ConfigMap cms-consumer-",
 		},
 		{
 			name: "variable set twice",
@@ -358,9 +358,9 @@ func TestChecksCatchMistakes(t *testing.T) {
 			check: checkIngress, want: `/metrics exposes "/usr/local/bin/consumer"`,
 		},
 		{
-			name:  "body size at nginx's default",
-			edit:  func(t *testing.T, cl *cluster) { cl.ingresses[0].Metadata.Annotations[bodySizeAnnotation] = "1m" },
-			check: checkIngress, want: "1048576 bytes is not above /usr/local/bin/ingest's MAX_BODY_BYTES 1048576",
+			name:  "body size of the old event limit",
+			edit:  func(t *testing.T, cl *cluster) { cl.ingresses[0].Metadata.Annotations[bodySizeAnnotation] = "5m" },
+			check: checkIngress, want: "5242880 bytes is not above /usr/local/bin/ingest's MAX_BODY_BYTES 10485760",
 		},
 		{
 			name:  "no TLS",
