@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -248,7 +249,38 @@ func TestLiveStack(t *testing.T) {
 			t.Errorf("%d pixels shaded in a colour no series has", n)
 		}
 	})
+
+	t.Run("status page shows quarantined events by reason", func(t *testing.T) {
+		// The one refused event, counted by ingest under its reason and
+		// written by the consumer to the quarantine table.
+		want := map[string]float64{rejectedReason: 1}
+		var snap statuspage.Snapshot
+		waitFor(t, 60*time.Second, "status data with the quarantined event and its row", func() bool {
+			snap = statusData(t, one)
+			rows := counterValue(snap, "Quarantined rows in ClickHouse")
+			got, ok := quarantinedByReason(snap)
+			return ok && maps.Equal(got, want) && rows != nil && *rows == 1
+		})
+		dom := renderDOM(ctx, t, one+statuspage.Path)
+		table := regexp.MustCompile(`<div class="breakdown"><h2>Quarantined by reason</h2>(.*?)</div>`).FindStringSubmatch(dom)
+		if table == nil {
+			t.Fatalf("no table of events quarantined by reason on the page:\n%s", dom)
+		}
+		shown := map[string]string{}
+		for _, m := range regexp.MustCompile(`<tr><td>([^<]*)</td><td class="n">([^<]*)</td>`).FindAllStringSubmatch(table[1], -1) {
+			shown[m[1]] = m[2]
+		}
+		if !maps.Equal(shown, map[string]string{rejectedReason: "1"}) {
+			t.Errorf("the page lists quarantined events by reason as %v, want %s: 1 alone:\n%s", shown, rejectedReason, table[1])
+		}
+		if c := `<div class="counter">Quarantined rows in ClickHouse<b>1</b></div>`; !strings.Contains(dom, c) {
+			t.Errorf("the page has no %s:\n%s", c, dom)
+		}
+	})
 }
+
+// rejectedReason is the reason of the one event sendTraffic has refused.
+const rejectedReason = "wrong_type"
 
 // sendTraffic sends demo conversations and one invalid event through the
 // one address and returns how many events ingest accepted.
@@ -269,14 +301,15 @@ func sendTraffic(ctx context.Context, t *testing.T, base, token string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.Accepted == 0 || len(stats.Failures) > 0 {
-		t.Fatalf("demo traffic: %d accepted, failures %v", stats.Accepted, stats.Failures)
+	if stats.Accepted == 0 || stats.Quarantined != 0 || len(stats.Failures) > 0 {
+		t.Fatalf("demo traffic: %d accepted, %d quarantined, failures %v", stats.Accepted, stats.Quarantined, stats.Failures)
 	}
-	// A rejected event gives the rejection series a reason.
+	// One rejected event, the only one, gives the rejection series a
+	// reason: a number where sessionId must be a string.
 	body := `{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web","platform":"web","sessionId":7,"userId":"u1","selectedHandler":"LaunchRequest"}]}`
 	resp := do(t, http.MethodPut, base+"/cms/app/events", token, body)
-	if resp.code != http.StatusOK || !strings.Contains(resp.body, `"rejected":1`) {
-		t.Fatalf("invalid event: %d %s", resp.code, resp.body)
+	if resp.code != http.StatusOK || !strings.Contains(resp.body, `"rejected":1`) || !strings.Contains(resp.body, `"reason":"`+rejectedReason+`"`) {
+		t.Fatalf("invalid event: %d %s, want it rejected for %s", resp.code, resp.body, rejectedReason)
 	}
 	return stats.Accepted
 }
@@ -446,6 +479,34 @@ func peak(snap statuspage.Snapshot, chart, series string) float64 {
 	return hi
 }
 
+// counterValue is a status page total, nil when unknown or absent.
+func counterValue(snap statuspage.Snapshot, label string) *float64 {
+	for _, c := range snap.Counters {
+		if c.Label == label {
+			return c.Value
+		}
+	}
+	return nil
+}
+
+// quarantinedByReason is the status page's breakdown of quarantined
+// events without its zero rows; ok is false while it is unknown.
+func quarantinedByReason(snap statuspage.Snapshot) (byReason map[string]float64, ok bool) {
+	for _, b := range snap.Breakdowns {
+		if b.Title != "Quarantined by reason" || b.Rows == nil {
+			continue
+		}
+		byReason = map[string]float64{}
+		for _, r := range b.Rows {
+			if r.Value != 0 {
+				byReason[r.Key] = r.Value
+			}
+		}
+		return byReason, true
+	}
+	return nil, false
+}
+
 // chromium is headless Chromium with a fresh profile, without a sandbox,
 // GPU or network traffic of its own, running args; ending ctx ends it.
 func chromium(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
@@ -492,6 +553,22 @@ func screenshot(ctx context.Context, t *testing.T, u string) image.Image {
 		}
 	}
 	return img
+}
+
+// renderDOM loads u in headless Chromium, gives its scripts time to fetch
+// and draw, and returns the document as they left it.
+func renderDOM(ctx context.Context, t *testing.T, u string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := chromium(ctx, t, "--virtual-time-budget=5000", "--dump-dom", u)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return string(out)
 }
 
 // shaded counts the pixels of the colour c laid at 20% over white, as the

@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -50,6 +51,13 @@ type chartDef struct {
 type counterDef struct {
 	label string
 	m     measure
+}
+
+// breakdownDef splits a total by the values of one label, summing over
+// the other labels and the sources.
+type breakdownDef struct {
+	title, by, unit string
+	m               measure
 }
 
 func labelIs(name, want string) func(*dto.Metric) bool {
@@ -113,50 +121,89 @@ func counters() []counterDef {
 		{"Events accepted", measure{"cms_ingest_events_total", value, labelIs("outcome", "accepted")}},
 		{"Events rejected", measure{"cms_ingest_events_total", value, labelIs("outcome", "rejected")}},
 		{"Rows written to ClickHouse", measure{"cms_consumer_rows_inserted_total", value, nil}},
+		{"Quarantined rows in ClickHouse", measure{"cms_consumer_quarantine_rows_inserted_total", value, nil}},
 		{"Consumer lag (messages)", measure{"cms_consumer_lag_messages", value, nil}},
 		{"Dead letters", measure{"cms_consumer_dead_letters_total", value, nil}},
 		{"Content API requests", measure{"cms_api_requests_total", value, contentRoute}},
 	}
 }
 
+// breakdowns say why events were refused: ingest counts each quarantined
+// event by the reason of its first error (and the field, summed over
+// here, since a table of every field would not stay small).
+func breakdowns() []breakdownDef {
+	return []breakdownDef{
+		{"Quarantined by reason", "reason", "events", measure{"cms_ingest_events_rejected_total", value, nil}},
+	}
+}
+
 // read sums m over the families of one source.
 func read(fams map[string]*dto.MetricFamily, m measure) float64 {
-	f := fams[m.metric]
-	if f == nil {
-		// Labelled series appear only once observed: none yet is zero.
-		return 0
-	}
 	var total float64
-	for _, x := range f.GetMetric() {
-		if m.match != nil && !m.match(x) {
-			continue
-		}
-		switch {
-		case m.field == histSum:
-			total += x.GetHistogram().GetSampleSum()
-		case m.field == histCount:
-			total += float64(x.GetHistogram().GetSampleCount())
-		case x.Counter != nil:
-			total += x.GetCounter().GetValue()
-		case x.Gauge != nil:
-			total += x.GetGauge().GetValue()
-		default:
-			total += x.GetUntyped().GetValue()
-		}
+	for _, x := range matching(fams, m) {
+		total += valueOf(x, m.field)
 	}
 	return total
+}
+
+// readBy sums m over the families of one source into out, by the value of
+// the label by ("" for series without it).
+func readBy(fams map[string]*dto.MetricFamily, m measure, by string, out map[string]float64) {
+	for _, x := range matching(fams, m) {
+		key := ""
+		for _, l := range x.GetLabel() {
+			if l.GetName() == by {
+				key = l.GetValue()
+			}
+		}
+		out[key] += valueOf(x, m.field)
+	}
+}
+
+// matching is m's series in one source; labelled series appear only once
+// observed, so a metric not there yet has none and sums to zero.
+func matching(fams map[string]*dto.MetricFamily, m measure) []*dto.Metric {
+	f := fams[m.metric]
+	if f == nil {
+		return nil
+	}
+	var out []*dto.Metric
+	for _, x := range f.GetMetric() {
+		if m.match == nil || m.match(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// valueOf is one series' number: the part f names of a histogram, else
+// its value.
+func valueOf(x *dto.Metric, f field) float64 {
+	switch {
+	case f == histSum:
+		return x.GetHistogram().GetSampleSum()
+	case f == histCount:
+		return float64(x.GetHistogram().GetSampleCount())
+	case x.Counter != nil:
+		return x.GetCounter().GetValue()
+	case x.Gauge != nil:
+		return x.GetGauge().GetValue()
+	default:
+		return x.GetUntyped().GetValue()
+	}
 }
 
 // Sampler reads the sources at a fixed interval and keeps the latest
 // samples.
 type Sampler struct {
-	sources  []Source
-	interval time.Duration
-	keep     int
-	log      *slog.Logger
-	charts   []chartDef
-	counters []counterDef
-	now      func() time.Time
+	sources    []Source
+	interval   time.Duration
+	keep       int
+	log        *slog.Logger
+	charts     []chartDef
+	counters   []counterDef
+	breakdowns []breakdownDef
+	now        func() time.Time
 
 	mu      sync.Mutex
 	samples []sampleValues
@@ -165,17 +212,18 @@ type Sampler struct {
 
 // sampleValues holds a sample's numbers in definition order: for each
 // chart series its measure (and for a mean, the count after the sum),
-// then each counter.
+// then each counter; and for each breakdown its totals by label value.
 type sampleValues struct {
-	at   time.Time
-	up   []bool
-	nums []float64
+	at     time.Time
+	up     []bool
+	nums   []float64
+	groups []map[string]float64
 }
 
 // NewSampler samples sources every interval and keeps keep samples.
 func NewSampler(sources []Source, interval time.Duration, keep int, log *slog.Logger) *Sampler {
 	return &Sampler{sources: sources, interval: interval, keep: max(keep, 2), log: log,
-		charts: charts(), counters: counters(), errs: make([]string, len(sources)), now: time.Now}
+		charts: charts(), counters: counters(), breakdowns: breakdowns(), errs: make([]string, len(sources)), now: time.Now}
 }
 
 // Run samples until ctx ends.
@@ -234,6 +282,15 @@ func (s *Sampler) Sample(ctx context.Context) {
 	for _, c := range s.counters {
 		v.nums = append(v.nums, sum(c.m))
 	}
+	for _, b := range s.breakdowns {
+		g := map[string]float64{}
+		for _, f := range fams {
+			if f != nil {
+				readBy(f, b.m, b.by, g)
+			}
+		}
+		v.groups = append(v.groups, g)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -254,6 +311,7 @@ type Snapshot struct {
 	IntervalSeconds float64       `json:"intervalSeconds"`
 	Sources         []SourceState `json:"sources"`
 	Counters        []Counter     `json:"counters"`
+	Breakdowns      []Breakdown   `json:"breakdowns"`
 	Charts          []Chart       `json:"charts"`
 }
 
@@ -269,6 +327,22 @@ type SourceState struct {
 type Counter struct {
 	Label string   `json:"label"`
 	Value *float64 `json:"value"`
+}
+
+// Breakdown is a total at the last sample split by the values of the
+// label By, one row for each value any source exports, largest first.
+// Rows is null unless every source answered, as a Counter's value is.
+type Breakdown struct {
+	Title string         `json:"title"`
+	By    string         `json:"by"`
+	Unit  string         `json:"unit"`
+	Rows  []BreakdownRow `json:"rows"`
+}
+
+// BreakdownRow is one label value's total.
+type BreakdownRow struct {
+	Key   string  `json:"key"`
+	Value float64 `json:"value"`
 }
 
 // Chart is a few series over the same times (Unix milliseconds).
@@ -330,6 +404,19 @@ func (s *Sampler) Snapshot() Snapshot {
 		}
 		snap.Counters = append(snap.Counters, cnt)
 		idx++
+	}
+	for i, b := range s.breakdowns {
+		bd := Breakdown{Title: b.title, By: b.by, Unit: b.unit}
+		if complete {
+			bd.Rows = make([]BreakdownRow, 0, len(last.groups[i]))
+			for k, v := range last.groups[i] {
+				bd.Rows = append(bd.Rows, BreakdownRow{k, v})
+			}
+			slices.SortFunc(bd.Rows, func(a, b BreakdownRow) int {
+				return cmp.Or(cmp.Compare(b.Value, a.Value), strings.Compare(a.Key, b.Key))
+			})
+		}
+		snap.Breakdowns = append(snap.Breakdowns, bd)
 	}
 	return snap
 }

@@ -6,13 +6,19 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/assistantcms/cms/pkg/debpkg"
 )
 
 func TestParseSources(t *testing.T) {
@@ -66,19 +72,21 @@ func newFakeIngest() *fakeIngest {
 }
 
 type fakeConsumer struct {
-	reg       *prometheus.Registry
-	rows      prometheus.Counter
-	lag       *prometheus.GaugeVec
-	freshness prometheus.Histogram
+	reg         *prometheus.Registry
+	rows        prometheus.Counter
+	quarantined *prometheus.CounterVec
+	lag         *prometheus.GaugeVec
+	freshness   prometheus.Histogram
 }
 
 func newFakeConsumer() *fakeConsumer {
 	f := &fakeConsumer{reg: prometheus.NewRegistry(),
-		rows:      prometheus.NewCounter(prometheus.CounterOpts{Name: "cms_consumer_rows_inserted_total"}),
-		lag:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cms_consumer_lag_messages"}, []string{"partition"}),
-		freshness: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cms_consumer_freshness_seconds"}),
+		rows:        prometheus.NewCounter(prometheus.CounterOpts{Name: "cms_consumer_rows_inserted_total"}),
+		quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cms_consumer_quarantine_rows_inserted_total"}, []string{"reason"}),
+		lag:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cms_consumer_lag_messages"}, []string{"topic", "partition"}),
+		freshness:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cms_consumer_freshness_seconds"}),
 	}
-	f.reg.MustRegister(f.rows, f.lag, f.freshness)
+	f.reg.MustRegister(f.rows, f.quarantined, f.lag, f.freshness)
 	return f
 }
 
@@ -147,8 +155,12 @@ func TestSamplerDerivesRatesGaugesAndMeans(t *testing.T) {
 	ing.events.WithLabelValues("accepted").Add(100)
 	ing.events.WithLabelValues("rejected").Add(4)
 	con.rows.Add(60)
-	con.lag.WithLabelValues("0").Set(30)
-	con.lag.WithLabelValues("1").Set(10)
+	con.quarantined.WithLabelValues("wrong_type").Add(3)
+	con.quarantined.WithLabelValues("missing").Add(1)
+	// Lag is summed over partitions and over both topics the consumer reads.
+	con.lag.WithLabelValues("cms.events", "0").Set(25)
+	con.lag.WithLabelValues("cms.events", "1").Set(10)
+	con.lag.WithLabelValues("cms.events.quarantine", "0").Set(5)
 	con.freshness.Observe(0.5)
 	con.freshness.Observe(1.5)
 	step()
@@ -180,7 +192,7 @@ func TestSamplerDerivesRatesGaugesAndMeans(t *testing.T) {
 			t.Errorf("%s / %s: %s, want %s", tc.chart, tc.label, show(got), show(tc.want))
 		}
 	}
-	for label, want := range map[string]float64{"Events accepted": 160, "Events rejected": 4, "Rows written to ClickHouse": 180, "Consumer lag (messages)": 40} {
+	for label, want := range map[string]float64{"Events accepted": 160, "Events rejected": 4, "Rows written to ClickHouse": 180, "Quarantined rows in ClickHouse": 4, "Consumer lag (messages)": 40} {
 		if got := counter(t, snap, label); got != want {
 			t.Errorf("counter %s = %v, want %v", label, got, want)
 		}
@@ -284,4 +296,168 @@ func TestAPITrafficLeavesOutScrapesAndPolling(t *testing.T) {
 			t.Errorf("%s: %s, want %s", label, got, want)
 		}
 	}
+}
+
+// rejectedBy registers ingest's quarantine counter, labelled as ingest
+// labels it.
+func rejectedBy(reg *prometheus.Registry) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cms_ingest_events_rejected_total"}, []string{"reason", "field"})
+	reg.MustRegister(c)
+	return c
+}
+
+func TestQuarantinedByReasonSumsFieldsAndSources(t *testing.T) {
+	// Two ingest replicas; the breakdown adds them up.
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	a, b := rejectedBy(regA), rejectedBy(regB)
+	bDown := false
+	srcB := Local("ingest-b", regB)
+	s := NewSampler([]Source{Local("ingest-a", regA), {Name: "ingest-b", Gather: func(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+		if bDown {
+			return nil, errors.New("connection refused")
+		}
+		return srcB.Gather(ctx)
+	}}}, time.Second, 3, nil)
+	for _, step := range []struct {
+		name   string
+		change func()
+		want   string // the rows as JSON
+	}{
+		{"nothing exported yet", func() {}, `[]`},
+		{"zero series are rows too", func() {
+			a.WithLabelValues("too_large", "")
+			b.WithLabelValues("app_mismatch", "")
+		}, `[{"key":"app_mismatch","value":0},{"key":"too_large","value":0}]`},
+		{"summed over fields and sources, largest first", func() {
+			a.WithLabelValues("wrong_type", "sessionId").Add(2)
+			a.WithLabelValues("wrong_type", "payload.response.displays[].title").Add(1)
+			b.WithLabelValues("wrong_type", "sessionId").Add(1)
+			a.WithLabelValues("missing", "name").Add(3)
+			b.WithLabelValues("missing", "type").Add(1)
+			b.WithLabelValues("not_object", "").Add(1)
+		}, `[{"key":"missing","value":4},{"key":"wrong_type","value":4},{"key":"not_object","value":1},{"key":"app_mismatch","value":0},{"key":"too_large","value":0}]`},
+		{"a source down: unknown", func() { bDown = true }, `null`},
+		{"back", func() { bDown = false }, `[{"key":"missing","value":4},{"key":"wrong_type","value":4},{"key":"not_object","value":1},{"key":"app_mismatch","value":0},{"key":"too_large","value":0}]`},
+	} {
+		step.change()
+		s.Sample(context.Background())
+		snap := s.Snapshot()
+		if len(snap.Breakdowns) != 1 {
+			t.Fatalf("%s: %d breakdowns, want 1", step.name, len(snap.Breakdowns))
+		}
+		bd := snap.Breakdowns[0]
+		if bd.Title != "Quarantined by reason" || bd.By != "reason" || bd.Unit != "events" {
+			t.Errorf("%s: breakdown %q by %q in %q", step.name, bd.Title, bd.By, bd.Unit)
+		}
+		if got, _ := json.Marshal(bd.Rows); string(got) != step.want {
+			t.Errorf("%s: rows %s, want %s", step.name, got, step.want)
+		}
+	}
+}
+
+// TestPageShowsQuarantinedByReason renders the page in headless Chromium
+// and reads what its script made of the data.
+func TestPageShowsQuarantinedByReason(t *testing.T) {
+	chromium, err := debpkg.Find("chromium")
+	if err != nil {
+		t.Fatalf("%v: go run ./deploy/local/test installs it (Debian's chromium package)", err)
+	}
+	down := Source{Name: "ingest", Gather: func(context.Context) (map[string]*dto.MetricFamily, error) {
+		return nil, errors.New("connection refused")
+	}}
+	for _, tc := range []struct {
+		name  string
+		setup func(ing *prometheus.CounterVec, con *fakeConsumer)
+		down  bool
+		// want is the breakdown as text: a line per table row, cells
+		// separated by "|".
+		want, rows string
+	}{
+		{"ingest down", nil, true, "Quarantined by reason\n–", "–"},
+		{"nothing quarantined", func(ing *prometheus.CounterVec, con *fakeConsumer) {
+			ing.WithLabelValues("wrong_type", "")
+			con.quarantined.WithLabelValues("wrong_type")
+		}, false, "Quarantined by reason\nNone", "0"},
+		{"by reason, zeros left out", func(ing *prometheus.CounterVec, con *fakeConsumer) {
+			ing.WithLabelValues("too_large", "")
+			ing.WithLabelValues("wrong_type", "sessionId").Add(2)
+			ing.WithLabelValues("wrong_type", "userId").Add(1)
+			ing.WithLabelValues("missing", "name").Add(1)
+			con.quarantined.WithLabelValues("wrong_type").Add(3)
+		}, false, "Quarantined by reason\nreason|events|share\nwrong_type|3|75%\nmissing|1|25%", "3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			ing, con := rejectedBy(reg), newFakeConsumer()
+			if tc.setup != nil {
+				tc.setup(ing, con)
+			}
+			src := Local("ingest", reg)
+			if tc.down {
+				src = down
+			}
+			s := NewSampler([]Source{src, Local("consumer", con.reg)}, time.Second, 3, nil)
+			s.Sample(context.Background())
+			mux := http.NewServeMux()
+			mux.Handle(Path, PageHandler())
+			mux.Handle(DataPath, s.DataHandler())
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+
+			dom := renderDOM(t, chromium, srv.URL+Path)
+			m := breakdownRE.FindStringSubmatch(dom)
+			if m == nil {
+				t.Fatalf("no breakdown on the page:\n%s", dom)
+			}
+			if got := cellText(m[1]); got != tc.want {
+				t.Errorf("breakdown shows\n%s\nwant\n%s", got, tc.want)
+			}
+			if want := `<div class="counter">Quarantined rows in ClickHouse<b>` + tc.rows + `</b></div>`; !strings.Contains(dom, want) {
+				t.Errorf("no %s on the page:\n%s", want, dom)
+			}
+		})
+	}
+}
+
+var (
+	breakdownRE = regexp.MustCompile(`<div class="breakdown">(.*?)</div>`)
+	rowEndRE    = regexp.MustCompile(`</(?:h2|tr|p)>`)
+	cellEndRE   = regexp.MustCompile(`</t[dh]>`)
+	tagRE       = regexp.MustCompile(`<[^>]*>`)
+)
+
+// cellText turns a breakdown's HTML into a line per heading, row or
+// paragraph, with "|" between cells.
+func cellText(h string) string {
+	h = rowEndRE.ReplaceAllString(h, "\n")
+	h = cellEndRE.ReplaceAllString(h, "|")
+	h = tagRE.ReplaceAllString(h, "")
+	var lines []string
+	for l := range strings.SplitSeq(strings.TrimSpace(h), "\n") {
+		lines = append(lines, strings.TrimSuffix(l, "|"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// renderDOM loads u in headless Chromium, gives its script time to fetch
+// and draw, and returns the document as it then is.
+func renderDOM(t *testing.T, chromium, u string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), "--virtual-time-budget=3000", "--dump-dom", u)
+	// Chromium's helper processes hold its output open: its process group
+	// is ended as a whole, and the wait for output bounded.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return string(out)
 }
