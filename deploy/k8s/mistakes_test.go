@@ -167,8 +167,10 @@ func TestChecksCatchMistakes(t *testing.T) {
 			check: checkEnv, want: "KAFKA_BROKER (from ConfigMap cms-kafka-",
 		},
 		{
-			name:  "another binary's variable",
-			edit:  func(t *testing.T, cl *cluster) { configMapWith(t, cl, "CONSUMER_GROUP").Data["MAX_EVENT_BYTES"] = "1048576" },
+			name: "another binary's variable",
+			edit: func(t *testing.T, cl *cluster) {
+				configMapWith(t, cl, "CONSUMER_GROUP").Data["MAX_EVENT_BYTES"] = "1048576"
+			},
 			check: checkEnv, want: "MAX_EVENT_BYTES (from ConfigMap cms-consumer-",
 		},
 		{
