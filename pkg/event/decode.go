@@ -74,44 +74,61 @@ func envelopeErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrEnvelope, fmt.Sprintf(format, a...))
 }
 
-// Decode reads one envelope (schemas/events/envelope.schema.json).
-func (d *Decoder) Decode(value []byte) (Decoded, error) {
-	var out Decoded
+// recordHeader is what envelopes and quarantine records both begin with.
+type recordHeader struct {
+	eventID, appID, organizationID string
+	receivedAt                     time.Time
+}
+
+// open checks that value is a JSON object, looks up keys in it (the first
+// four being eventId, appId, organizationId and receivedAt) and reads the
+// header they give.
+func (d *Decoder) open(value []byte, keys []string, vals [][]byte) (walker, recordHeader, error) {
+	var h recordHeader
+	d.scratch = d.scratch[:0]
+	w := walker{&d.ct, &d.scratch}
 	if err := strictJSON(value, &d.ct); err != nil {
-		return out, envelopeErr("not JSON: %v", err)
+		return w, h, envelopeErr("not JSON: %v", err)
 	}
 	root := value[skipWS(value, 0):]
 	if root[0] != '{' {
-		return out, envelopeErr("not a JSON object")
+		return w, h, envelopeErr("not a JSON object")
 	}
-	d.scratch = d.scratch[:0]
-	w := walker{&d.ct, &d.scratch}
+	if dup := w.fields(root, keys, vals); dup != "" {
+		return w, h, envelopeErr("%s appears twice", dup)
+	}
+	b, err := d.text(w, "eventId", vals[0], true)
+	if err != nil {
+		return w, h, err
+	}
+	h.eventID = string(b)
+	if b, err = d.text(w, "appId", vals[1], true); err != nil {
+		return w, h, err
+	}
+	h.appID = d.intern(b)
+	if b, err = d.text(w, "organizationId", vals[2], false); err != nil {
+		return w, h, err
+	}
+	h.organizationID = d.intern(b)
+	if b, err = d.text(w, "receivedAt", vals[3], true); err != nil {
+		return w, h, err
+	}
+	if h.receivedAt, err = time.Parse(time.RFC3339Nano, string(b)); err != nil {
+		return w, h, envelopeErr("receivedAt %q is not an RFC 3339 time", b)
+	}
+	h.receivedAt = h.receivedAt.UTC()
+	return w, h, nil
+}
+
+// Decode reads one envelope (schemas/events/envelope.schema.json).
+func (d *Decoder) Decode(value []byte) (Decoded, error) {
+	var out Decoded
 	var top [5][]byte
-	if dup := w.fields(root, []string{"eventId", "appId", "organizationId", "receivedAt", "event"}, top[:]); dup != "" {
-		return out, envelopeErr("%s appears twice", dup)
-	}
-	var err error
-	var b []byte
-	if b, err = d.text(w, "eventId", top[0], true); err != nil {
-		return out, err
-	}
-	out.EventID = string(b)
-	if b, err = d.text(w, "appId", top[1], true); err != nil {
-		return out, err
-	}
-	out.AppID = d.intern(b)
-	if b, err = d.text(w, "organizationId", top[2], false); err != nil {
-		return out, err
-	}
-	out.OrganizationID = d.intern(b)
-	received, err := d.text(w, "receivedAt", top[3], true)
+	w, h, err := d.open(value, []string{"eventId", "appId", "organizationId", "receivedAt", "event"}, top[:])
 	if err != nil {
 		return out, err
 	}
-	if out.ReceivedAt, err = time.Parse(time.RFC3339Nano, string(received)); err != nil {
-		return out, envelopeErr("receivedAt %q is not an RFC 3339 time", received)
-	}
-	out.ReceivedAt = out.ReceivedAt.UTC()
+	out.EventID, out.AppID, out.OrganizationID, out.ReceivedAt = h.eventID, h.appID, h.organizationID, h.receivedAt
 	ev := top[4]
 	if ev == nil || ev[0] != '{' {
 		return out, envelopeErr("event is missing or not an object")
@@ -420,40 +437,13 @@ type Quarantined struct {
 // DecodeQuarantine reads one quarantine record.
 func (d *Decoder) DecodeQuarantine(value []byte) (Quarantined, error) {
 	var out Quarantined
-	if err := strictJSON(value, &d.ct); err != nil {
-		return out, envelopeErr("not JSON: %v", err)
-	}
-	root := value[skipWS(value, 0):]
-	if root[0] != '{' {
-		return out, envelopeErr("not a JSON object")
-	}
-	d.scratch = d.scratch[:0]
-	w := walker{&d.ct, &d.scratch}
 	var top [9][]byte
 	keys := []string{"eventId", "appId", "organizationId", "receivedAt", "index", "errors", "event", "truncated", "size"}
-	if dup := w.fields(root, keys, top[:]); dup != "" {
-		return out, envelopeErr("%s appears twice", dup)
-	}
-	b, err := d.text(w, "eventId", top[0], true)
+	w, h, err := d.open(value, keys, top[:])
 	if err != nil {
 		return out, err
 	}
-	out.EventID = string(b)
-	if b, err = d.text(w, "appId", top[1], true); err != nil {
-		return out, err
-	}
-	out.AppID = d.intern(b)
-	if b, err = d.text(w, "organizationId", top[2], false); err != nil {
-		return out, err
-	}
-	out.OrganizationID = d.intern(b)
-	if b, err = d.text(w, "receivedAt", top[3], true); err != nil {
-		return out, err
-	}
-	if out.ReceivedAt, err = time.Parse(time.RFC3339Nano, string(b)); err != nil {
-		return out, envelopeErr("receivedAt %q is not an RFC 3339 time", b)
-	}
-	out.ReceivedAt = out.ReceivedAt.UTC()
+	out.EventID, out.AppID, out.OrganizationID, out.ReceivedAt = h.eventID, h.appID, h.organizationID, h.receivedAt
 	if v := top[4]; v != nil {
 		if out.Index, err = strconv.Atoi(string(v)); err != nil || out.Index < 0 {
 			return out, envelopeErr("index %s is not a count", v)
