@@ -73,16 +73,8 @@ func query(t *testing.T, s *Store, sql string) [][]string {
 func conf(f float32) *float32 { return &f }
 
 func TestAnalystQueries(t *testing.T) {
-	srv := startServer(t)
+	s := migrated(t)
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Addrs: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour) // today, 01:00
 	ev := func(id, session, user, channel, typ, name, handler string, at time.Duration) event.Decoded {
 		return event.Decoded{EventID: id, AppID: "demo-app", OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),

@@ -15,6 +15,21 @@ import (
 
 func startServer(t *testing.T) *devclickhouse.Server { return devclickhouse.StartForTest(t) }
 
+// migrated opens a new server's default database with the schema applied.
+func migrated(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Addrs: []string{startServer(t).Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	srv := startServer(t)
 	ctx := context.Background()
@@ -173,16 +188,8 @@ func insert(t *testing.T, s *Store, query string, values ...any) {
 }
 
 func TestInsertQuarantine(t *testing.T) {
-	srv := startServer(t)
+	s := migrated(t)
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Addrs: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	q := event.Quarantined{EventID: "e-1", AppID: "app-1", OrganizationID: "org-1", ReceivedAt: at, Index: 3,
 		Reason: event.ReasonTooLarge, Field: "", Message: "event is 2000000 bytes", Errors: `[{"field":"","reason":"too_large"}]`,
@@ -204,7 +211,7 @@ func TestInsertQuarantine(t *testing.T) {
 	if err := s.Conn().QueryRow(s.Context(ctx), "SELECT count() FROM quarantine FINAL").Scan(&count); err != nil || count != 1 {
 		t.Fatalf("%d rows after FINAL, %v; want 1", count, err)
 	}
-	err = s.Conn().QueryRow(s.Context(ctx), "SELECT received_at, app_id, organization_id, event_id, batch_index, reason, field, message, errors, event, "+
+	err := s.Conn().QueryRow(s.Context(ctx), "SELECT received_at, app_id, organization_id, event_id, batch_index, reason, field, message, errors, event, "+
 		"event_bytes, truncated, kafka_partition, kafka_offset FROM quarantine FINAL").Scan(&received, &app, &org, &id, &index, &reason,
 		&field, &msg, &errs, &ev, &size, &truncated, &partition, &offset)
 	if err != nil {
@@ -217,16 +224,8 @@ func TestInsertQuarantine(t *testing.T) {
 }
 
 func TestQueryCountsView(t *testing.T) {
-	srv := startServer(t)
+	s := migrated(t)
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Addrs: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	cctx := s.Context(ctx)
 	b, err := s.Conn().PrepareBatch(cctx, "INSERT INTO events (event_id, app_id, event_time, received_at, channel, raw_query)")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // QuarantineFilter chooses quarantined events; zero fields choose all.
@@ -74,15 +75,6 @@ func (s *Store) QuarantineKeys(ctx context.Context, f QuarantineFilter) ([]Quara
 	return out, rows.Err()
 }
 
-// byApp groups event IDs by app, for queries that use the tables' order.
-func byApp(keys []QuarantineKey) map[string][]string {
-	ids := map[string][]string{}
-	for _, k := range keys {
-		ids[k.AppID] = append(ids[k.AppID], k.EventID)
-	}
-	return ids
-}
-
 // set renders values as ('a', 'b'), which every server takes after IN; a
 // plain slice renders as an array, which old servers refuse there.
 func set(values []string) clickhouse.GroupSet {
@@ -96,49 +88,54 @@ func set(values []string) clickhouse.GroupSet {
 // StoredEventIDs returns which of the events the events table holds.
 func (s *Store) StoredEventIDs(ctx context.Context, keys []QuarantineKey) (map[EventKey]bool, error) {
 	out := map[EventKey]bool{}
-	for app, ids := range byApp(keys) {
-		rows, err := s.conn.Query(s.Context(ctx), "SELECT DISTINCT event_id FROM `"+s.cfg.Database+"`.events WHERE app_id = ? AND event_id IN ?", app, set(ids))
-		if err != nil {
-			return nil, fmt.Errorf("look up %d events of app %s: %w", len(ids), app, err)
-		}
-		for rows.Next() {
+	err := s.perApp(ctx, keys, "look up events", "SELECT DISTINCT event_id FROM `"+s.cfg.Database+"`.events WHERE app_id = ? AND event_id IN ?",
+		func(app string, rows driver.Rows) error {
 			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("look up events of app %s: %w", app, err)
-			}
+			err := rows.Scan(&id)
 			out[EventKey{app, id}] = true
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("look up events of app %s: %w", app, err)
-		}
-	}
-	return out, nil
+			return err
+		})
+	return out, err
 }
 
 // QuarantinedEvents reads the events, as sent, of the keys.
 func (s *Store) QuarantinedEvents(ctx context.Context, keys []QuarantineKey) (map[EventKey]string, error) {
 	out := make(map[EventKey]string, len(keys))
-	for app, ids := range byApp(keys) {
-		rows, err := s.conn.Query(s.Context(ctx), "SELECT event_id, any(event) FROM `"+s.cfg.Database+"`.quarantine WHERE app_id = ? AND event_id IN ? GROUP BY event_id", app, set(ids))
+	err := s.perApp(ctx, keys, "read quarantined events", "SELECT event_id, any(event) FROM `"+s.cfg.Database+"`.quarantine WHERE app_id = ? AND event_id IN ? GROUP BY event_id",
+		func(app string, rows driver.Rows) error {
+			var id, ev string
+			err := rows.Scan(&id, &ev)
+			out[EventKey{app, id}] = ev
+			return err
+		})
+	return out, err
+}
+
+// perApp runs query, which takes an app and a set of event IDs, once per
+// app of keys, so that it reads along the tables' order, and hands each
+// row to scan.
+func (s *Store) perApp(ctx context.Context, keys []QuarantineKey, what, query string, scan func(app string, rows driver.Rows) error) error {
+	ids := map[string][]string{}
+	for _, k := range keys {
+		ids[k.AppID] = append(ids[k.AppID], k.EventID)
+	}
+	for app, appIDs := range ids {
+		rows, err := s.conn.Query(s.Context(ctx), query, app, set(appIDs))
 		if err != nil {
-			return nil, fmt.Errorf("read %d quarantined events of app %s: %w", len(ids), app, err)
+			return fmt.Errorf("%s: %d of app %s: %w", what, len(appIDs), app, err)
 		}
 		for rows.Next() {
-			var id, ev string
-			if err := rows.Scan(&id, &ev); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("read quarantined events of app %s: %w", app, err)
+			if err = scan(app, rows); err != nil {
+				break
 			}
-			out[EventKey{app, id}] = ev
 		}
-		err = rows.Err()
+		if err == nil {
+			err = rows.Err()
+		}
 		rows.Close()
 		if err != nil {
-			return nil, fmt.Errorf("read quarantined events of app %s: %w", app, err)
+			return fmt.Errorf("%s of app %s: %w", what, app, err)
 		}
 	}
-	return out, nil
+	return nil
 }
