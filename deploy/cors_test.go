@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/childproc"
+	"github.com/assistantcms/cms/pkg/headless"
 	"github.com/assistantcms/cms/pkg/localstack"
 )
 
@@ -125,7 +126,7 @@ func (p *page) open(ctx context.Context, t *testing.T, base, token string) pageR
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	out := &childproc.Output{}
-	cmd := chromium(ctx, t, p.srv.URL+"/?"+url.Values{"base": {base}, "token": {token}}.Encode())
+	cmd := headless.Command(ctx, t, p.srv.URL+"/?"+url.Values{"base": {base}, "token": {token}}.Encode())
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start chromium: %v", err)

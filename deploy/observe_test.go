@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/debpkg"
 	"github.com/assistantcms/cms/pkg/demotraffic"
+	"github.com/assistantcms/cms/pkg/headless"
 	"github.com/assistantcms/cms/pkg/localstack"
 	"github.com/assistantcms/cms/pkg/statuspage"
 )
@@ -261,7 +261,7 @@ func TestLiveStack(t *testing.T) {
 			got, ok := quarantinedByReason(snap)
 			return ok && maps.Equal(got, want) && rows != nil && *rows == 1
 		})
-		dom := renderDOM(ctx, t, one+statuspage.Path)
+		dom := headless.DumpDOM(ctx, t, one+statuspage.Path, 5*time.Second)
 		table := regexp.MustCompile(`<div class="breakdown"><h2>Quarantined by reason</h2>(.*?)</div>`).FindStringSubmatch(dom)
 		if table == nil {
 			t.Fatalf("no table of events quarantined by reason on the page:\n%s", dom)
@@ -507,25 +507,6 @@ func quarantinedByReason(snap statuspage.Snapshot) (byReason map[string]float64,
 	return nil, false
 }
 
-// chromium is headless Chromium with a fresh profile, without a sandbox,
-// GPU or network traffic of its own, running args; ending ctx ends it.
-func chromium(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
-	t.Helper()
-	bin, err := debpkg.Find("chromium")
-	if err != nil {
-		t.Fatalf("%v: go run ./deploy/local/test installs it (Debian's chromium package)", err)
-	}
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + filepath.Join(t.TempDir(), "profile")}, args...)...)
-	// Chromium starts helper processes that hold its output open: its own
-	// process group is ended as a whole, and the wait for output bounded.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	return cmd
-}
-
 // screenshot renders u in headless Chromium, giving its scripts time to
 // fetch and draw.
 func screenshot(ctx context.Context, t *testing.T, u string) image.Image {
@@ -533,7 +514,7 @@ func screenshot(ctx context.Context, t *testing.T, u string) image.Image {
 	out := filepath.Join(t.TempDir(), "status.png")
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := chromium(ctx, t, "--hide-scrollbars", "--window-size=1280,1100", "--virtual-time-budget=5000", "--screenshot="+out, u)
+	cmd := headless.Command(ctx, t, "--hide-scrollbars", "--window-size=1280,1100", "--virtual-time-budget=5000", "--screenshot="+out, u)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, b)
 	}
@@ -553,22 +534,6 @@ func screenshot(ctx context.Context, t *testing.T, u string) image.Image {
 		}
 	}
 	return img
-}
-
-// renderDOM loads u in headless Chromium, gives its scripts time to fetch
-// and draw, and returns the document as they left it.
-func renderDOM(ctx context.Context, t *testing.T, u string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := chromium(ctx, t, "--virtual-time-budget=5000", "--dump-dom", u)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	return string(out)
 }
 
 // shaded counts the pixels of the colour c laid at 20% over white, as the

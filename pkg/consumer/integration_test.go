@@ -17,6 +17,7 @@ import (
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/chstore"
 	"github.com/assistantcms/cms/pkg/consumer"
+	"github.com/assistantcms/cms/pkg/consumer/consumertest"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/devbroker"
@@ -55,25 +56,12 @@ func newEnv(t *testing.T) *env {
 // startConsumer runs a consumer service until the test ends.
 func (e *env) startConsumer(t *testing.T, group string) (url string) {
 	t.Helper()
-	svc, err := consumer.NewService(t.Context(), consumer.ServiceConfig{
+	return consumertest.Start(t, consumer.ServiceConfig{
 		Brokers: []string{e.broker.Addr()}, Topic: "events", QuarantineTopic: "quarantine", GroupID: group, DeadLetterTopic: "dead-letters",
 		TopicPartitions: 3, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
 		ClickHouse: chstore.Config{Addrs: []string{e.ch.Addr()}, Database: "analytics"},
 		Consumer:   consumer.Config{BatchRows: 1000, FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},
-	}, quiet())
-	must(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("consumer stop: %v", err)
-		}
 	})
-	return "http://" + ln.Addr().String()
 }
 
 func (e *env) query(t *testing.T) *chstore.Store {

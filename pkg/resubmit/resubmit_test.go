@@ -1,22 +1,19 @@
 package resubmit_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/chstore"
 	"github.com/assistantcms/cms/pkg/consumer"
+	"github.com/assistantcms/cms/pkg/consumer/consumertest"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/content/fixture"
 	"github.com/assistantcms/cms/pkg/devbroker"
 	"github.com/assistantcms/cms/pkg/devclickhouse"
 	"github.com/assistantcms/cms/pkg/event"
@@ -74,34 +71,21 @@ func TestQuarantineAndResubmit(t *testing.T) {
 	t.Cleanup(func() { _ = b.Stop() })
 	brokers := []string{b.Addr()}
 
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cms.db"))
-	must(t, err)
-	defer db.Close()
-	now := time.Now()
-	must(t, db.CreateOrganization(ctx, content.Organization{ID: "org-1", Name: "o", CreatedAt: now}))
-	must(t, db.CreateApp(ctx, content.App{ID: "app-1", OrganizationID: "org-1", Name: "a", CreatedAt: now, UpdatedAt: now}))
-	tok, id, err := auth.NewToken()
-	must(t, err)
-	must(t, db.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
+	db, tokens := fixture.Open(t, `{"organizations":[{"id":"org-1","name":"o"}],"apps":[{"appId":"app-1","organizationId":"org-1","name":"a"}]}`,
+		map[string]content.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
+	tok, now := tokens["app"], time.Now()
 
 	// Narrow rules, as an operator might have had them.
 	narrow := event.Limits{MaxEvents: 100, MaxEventBytes: 2048, MaxRecordBytes: event.DefaultMaxRecordBytes, Types: []string{"REQUEST", "AnalyticsEvent"}}
 	url := ingesttest.Start(t, ingest.ServiceConfig{
 		Brokers: brokers, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 2, TopicReplication: 1, Limits: narrow,
 	}, db, quiet())
-	csvc, err := consumer.NewService(ctx, consumer.ServiceConfig{
+	consumertest.Start(t, consumer.ServiceConfig{
 		Brokers: brokers, Topic: "events", QuarantineTopic: "quarantine", GroupID: "g", DeadLetterTopic: "dead",
 		TopicPartitions: 2, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
 		ClickHouse: chstore.Config{Addrs: []string{ch.Addr()}, Database: "analytics"},
 		Consumer:   consumer.Config{FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},
-	}, quiet())
-	must(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	cctx, cstop := context.WithCancel(context.Background())
-	cdone := make(chan error, 1)
-	go func() { cdone <- csvc.Run(cctx, ln) }()
-	t.Cleanup(func() { cstop(); <-cdone })
+	})
 
 	big := `{"type":"REQUEST","name":"INTENT_REQUEST","sessionId":"s1","isoTime":"2026-11-25T09:00:00.000Z","payload":{"request":{"knowledgeBaseResult":{"documents":[{"document":"` + strings.Repeat("d", 3000) + `"}]}}}}`
 	message := `{"type":"MessageEvent","name":"INFO","eventId":"msg-1","sessionId":"s1","payload":"hello"}`

@@ -6,11 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/assistantcms/cms/pkg/debpkg"
+	"github.com/assistantcms/cms/pkg/headless"
 )
 
 func TestParseSources(t *testing.T) {
@@ -358,10 +355,6 @@ func TestQuarantinedByReasonSumsFieldsAndSources(t *testing.T) {
 // TestPageShowsQuarantinedByReason renders the page in headless Chromium
 // and reads what its script made of the data.
 func TestPageShowsQuarantinedByReason(t *testing.T) {
-	chromium, err := debpkg.Find("chromium")
-	if err != nil {
-		t.Fatalf("%v: go run ./deploy/local/test installs it (Debian's chromium package)", err)
-	}
 	down := Source{Name: "ingest", Gather: func(context.Context) (map[string]*dto.MetricFamily, error) {
 		return nil, errors.New("connection refused")
 	}}
@@ -404,7 +397,7 @@ func TestPageShowsQuarantinedByReason(t *testing.T) {
 			srv := httptest.NewServer(mux)
 			defer srv.Close()
 
-			dom := renderDOM(t, chromium, srv.URL+Path)
+			dom := headless.DumpDOM(t.Context(), t, srv.URL+Path, 3*time.Second)
 			m := breakdownRE.FindStringSubmatch(dom)
 			if m == nil {
 				t.Fatalf("no breakdown on the page:\n%s", dom)
@@ -437,27 +430,4 @@ func cellText(h string) string {
 		lines = append(lines, strings.TrimSuffix(l, "|"))
 	}
 	return strings.Join(lines, "\n")
-}
-
-// renderDOM loads u in headless Chromium, gives its script time to fetch
-// and draw, and returns the document as it then is.
-func renderDOM(t *testing.T, chromium, u string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), "--virtual-time-budget=3000", "--dump-dom", u)
-	// Chromium's helper processes hold its output open: its process group
-	// is ended as a whole, and the wait for output bounded.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	return string(out)
 }
