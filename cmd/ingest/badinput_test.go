@@ -200,11 +200,15 @@ func vmHWM(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// topicRecords counts the records of every partition of topic.
-func topicRecords(t *testing.T, broker, topic string) int64 {
+// partitionOffset is where one partition of a topic begins and ends.
+type partitionOffset struct {
+	id          int
+	first, last int64
+}
+
+// partitionOffsets reads the offsets of every partition of topic.
+func partitionOffsets(ctx context.Context, t *testing.T, broker, topic string) []partitionOffset {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
 	conn, err := kafka.DialContext(ctx, "tcp", broker)
 	if err != nil {
 		t.Fatal(err)
@@ -214,8 +218,8 @@ func topicRecords(t *testing.T, broker, topic string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n int64
-	for _, p := range parts {
+	out := make([]partitionOffset, len(parts))
+	for i, p := range parts {
 		pc, err := kafka.DialLeader(ctx, "tcp", broker, topic, p.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +229,19 @@ func topicRecords(t *testing.T, broker, topic string) int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n += last - first
+		out[i] = partitionOffset{p.ID, first, last}
+	}
+	return out
+}
+
+// topicRecords counts the records of every partition of topic.
+func topicRecords(t *testing.T, broker, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var n int64
+	for _, p := range partitionOffsets(ctx, t, broker, topic) {
+		n += p.last - p.first
 	}
 	return n
 }

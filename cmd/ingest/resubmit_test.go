@@ -119,27 +119,10 @@ func readAll(t *testing.T, broker, topic string) []kafka.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	conn, err := kafka.DialContext(ctx, "tcp", broker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, err := conn.ReadPartitions(topic)
-	conn.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []kafka.Message
-	for _, p := range parts {
-		pc, err := kafka.DialLeader(ctx, "tcp", broker, topic, p.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, last, err := pc.ReadOffsets()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: p.ID, MaxBytes: 16 << 20})
-		for range last - first {
+	for _, p := range partitionOffsets(ctx, t, broker, topic) {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: p.id, MaxBytes: 16 << 20})
+		for range p.last - p.first {
 			m, err := r.ReadMessage(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +130,6 @@ func readAll(t *testing.T, broker, topic string) []kafka.Message {
 			out = append(out, m)
 		}
 		r.Close()
-		pc.Close()
 	}
 	return out
 }
