@@ -121,7 +121,8 @@ func readAll(t *testing.T, broker, topic string) []kafka.Message {
 	defer cancel()
 	var out []kafka.Message
 	for _, p := range partitionOffsets(ctx, t, broker, topic) {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: p.id, MaxBytes: 16 << 20})
+		// kafka-go waits MaxWait (10 s by default) before a fetch answers.
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: p.id, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond})
 		for range p.last - p.first {
 			m, err := r.ReadMessage(ctx)
 			if err != nil {
