@@ -40,8 +40,9 @@ const (
 	DefaultBatchSize = 100
 	// DefaultMaxMessageBytes is the max.message.bytes the services give
 	// the topics they create: room for the reference client's largest
-	// events, within what managed Kafka services allow (Confluent Cloud's
-	// standard clusters take up to 8 MiB).
+	// events and for quarantined events kept whole. Managed Kafka services
+	// cap this setting; KAFKA_MAX_MESSAGE_BYTES sets it to what a cluster
+	// allows.
 	DefaultMaxMessageBytes = 8 << 20
 	// RecordFraming is the room a topic's max.message.bytes must leave
 	// beside a record's value: the record batch's header, the record's key

@@ -145,7 +145,7 @@ func TestTopicMessageBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for topic, n := range map[string]int{"new": want, "old": want, "large": 16 << 20} {
-		if got, err := MaxMessageBytes(ctx, brokers, topic); err != nil || got != n {
+		if got, err := topicMessageBytes(ctx, brokers, topic); err != nil || got != n {
 			t.Errorf("topic %s: max.message.bytes %d, %v; want %d", topic, got, err, n)
 		}
 	}

@@ -76,9 +76,9 @@ func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) erro
 	return CheckTopics(ctx, brokers, names)
 }
 
-// MaxMessageBytes reads a topic's max.message.bytes as the brokers apply
-// it (the topic's own setting or the brokers' default).
-func MaxMessageBytes(ctx context.Context, brokers []string, topic string) (int, error) {
+// topicMessageBytes reads a topic's max.message.bytes as the brokers
+// apply it (the topic's own setting or the brokers' default).
+func topicMessageBytes(ctx context.Context, brokers []string, topic string) (int, error) {
 	got, err := describeMessageBytes(ctx, client(brokers), []TopicSpec{{Name: topic}})
 	if err != nil {
 		return 0, err
