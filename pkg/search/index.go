@@ -332,12 +332,24 @@ type termPlan struct {
 // new item can reach the results, and the remaining (common, long) terms
 // only update the items already seen.
 func (ix *Index) Search(q string, o Options) []Result {
+	res, _ := ix.search(q, o, false)
+	return res
+}
+
+// SearchCount is Search that also counts every group that matches q,
+// however many Limit leaves out. The count needs every posting of the
+// query's terms read, which ranking the first few alone can skip.
+func (ix *Index) SearchCount(q string, o Options) ([]Result, int) {
+	return ix.search(q, o, true)
+}
+
+func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 	if o.Limit <= 0 {
 		o.Limit = 10
 	}
 	pq := parseQuery(q, ix.stems)
 	if len(pq.terms) == 0 || len(ix.docs) == 0 {
-		return nil
+		return nil, 0
 	}
 	n := len(ix.docs)
 	// Dense per-item accumulators: cheaper than maps when common words
@@ -387,7 +399,7 @@ func (ix *Index) Search(q string, o Options) []Result {
 	var maxScore float64
 	closed := false // no new item can reach the results
 	for _, p := range plans {
-		if !closed && rest < maxScore && len(touched) >= o.Limit {
+		if !countAll && !closed && rest < maxScore && len(touched) >= o.Limit {
 			closed = ix.kthBest(sc, touched, o.Limit) > rest
 		}
 		rest -= p.bound
@@ -441,6 +453,7 @@ func (ix *Index) Search(q string, o Options) []Result {
 	}
 	sc.touched = touched
 	top := ix.groupBests(sc, touched)
+	matched := len(top)
 	less := func(a, b int32) int {
 		if as[a].score != as[b].score {
 			if as[a].score > as[b].score {
@@ -469,7 +482,7 @@ func (ix *Index) Search(q string, o Options) []Result {
 		as[d] = acc{}
 	}
 	ix.scratch.Put(sc)
-	return out
+	return out, matched
 }
 
 // groupBests returns the best item of each group among touched, in the

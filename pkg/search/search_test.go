@@ -91,6 +91,39 @@ func TestGroups(t *testing.T) {
 	}
 }
 
+// TestSearchCount counts every matching group, and ranks the first ones
+// as a search of every match would.
+func TestSearchCount(t *testing.T) {
+	ix := Build([]Doc{
+		{ID: "q1", Group: "returns", Title: "Can I return a bike?"},
+		{ID: "q2", Group: "returns", Title: "What is your return policy?"},
+		{ID: "q3", Group: "bikes", Title: "Which bike fits me?"},
+		{ID: "q4", Group: "bike-hire", Title: "Can I hire a bike for a day?"},
+		{ID: "q5", Group: "hours", Title: "When do you open?"},
+	})
+	for _, tc := range []struct {
+		q     string
+		limit int
+		count int
+	}{
+		{"bike", 1, 3},
+		{"bike", 2, 3},
+		// "bike" is in most items, so beside a rarer word it is left out.
+		{"return bike", 1, 1},
+		{"open", 5, 1},
+		{"zebra", 3, 0},
+	} {
+		res, n := ix.SearchCount(tc.q, Options{Limit: tc.limit})
+		all := ix.Search(tc.q, Options{Limit: 100})
+		if n != tc.count || n != len(all) {
+			t.Errorf("%q: counted %d, want %d (a search of every match finds %d)", tc.q, n, tc.count, len(all))
+		}
+		if want := ids(all[:min(tc.limit, len(all))]); ids(res) != want {
+			t.Errorf("%q, limit %d: %q, want %q", tc.q, tc.limit, ids(res), want)
+		}
+	}
+}
+
 func TestHighlightsAndPassages(t *testing.T) {
 	ix := Build(corpus)
 	rs := ix.Search("inflate tyre pressure", Options{})
