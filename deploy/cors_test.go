@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/childproc"
-	"github.com/assistantcms/cms/pkg/headless"
-	"github.com/assistantcms/cms/pkg/localstack"
+	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/headless"
+	"github.com/assistantcms/cms/internal/localstack"
 )
 
 // runtimePage is what a browser runtime does on start and on one turn:

@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assistantcms/cms/pkg/debpkg"
+	"github.com/assistantcms/cms/internal/debpkg"
 )
 
 func TestPrometheusRules(t *testing.T) {
 	promtool, err := debpkg.Find("promtool")
 	if err != nil {
-		t.Fatalf("%v: go run ./deploy/local/test installs it (Debian's prometheus package)", err)
+		t.Fatalf("%v: go run ./dev/test installs it (Debian's prometheus package)", err)
 	}
 	for _, args := range [][]string{
 		{"check", "rules", "prometheus/alerts.yml"},

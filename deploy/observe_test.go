@@ -23,13 +23,13 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/assistantcms/cms/pkg/childproc"
+	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/debpkg"
+	"github.com/assistantcms/cms/internal/demotraffic"
+	"github.com/assistantcms/cms/internal/headless"
+	"github.com/assistantcms/cms/internal/localstack"
 	"github.com/assistantcms/cms/pkg/content/bundle"
-	"github.com/assistantcms/cms/pkg/debpkg"
-	"github.com/assistantcms/cms/pkg/demotraffic"
-	"github.com/assistantcms/cms/pkg/headless"
-	"github.com/assistantcms/cms/pkg/localstack"
-	"github.com/assistantcms/cms/pkg/statuspage"
+	"github.com/assistantcms/cms/pkg/edge/statuspage"
 )
 
 // query is one PromQL expression of a dashboard panel or an alert.
@@ -153,7 +153,7 @@ func TestDashboardQueries(t *testing.T) {
 	}
 	promtool, err := debpkg.Find("promtool")
 	if err != nil {
-		t.Fatalf("%v: go run ./deploy/local/test installs it (Debian's prometheus package)", err)
+		t.Fatalf("%v: go run ./dev/test installs it (Debian's prometheus package)", err)
 	}
 	file := filepath.Join(t.TempDir(), "dashboards.yml")
 	if err := os.WriteFile(file, []byte(rules.String()), 0o644); err != nil {

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/childproc"
-	"github.com/assistantcms/cms/pkg/devbroker"
+	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/devbroker"
 )
 
 // The server limits the bad-input test runs with, set through the

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/assistantcms/cms/pkg/cors"
+	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/envflag"
 )
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/assistantcms/cms/pkg/edge/gateway"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/gateway"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/logging"
 	"github.com/assistantcms/cms/pkg/serverlimits"

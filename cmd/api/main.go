@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/admin"
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/admin"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/logging"

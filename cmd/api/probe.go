@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/admin"
+	"github.com/assistantcms/cms/pkg/content/admin"
 )
 
 // defaultProbeTimeout stays well under the interval container runtimes

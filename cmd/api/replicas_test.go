@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/childproc"
-	"github.com/assistantcms/cms/pkg/devbroker"
-	"github.com/assistantcms/cms/pkg/devpostgres"
+	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/devbroker"
+	"github.com/assistantcms/cms/internal/devpostgres"
 )
 
 // TestReplicasShareOnePostgreSQL moves content and a token from SQLite to

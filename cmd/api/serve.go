@@ -8,16 +8,16 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/chstore"
+	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
-	"github.com/assistantcms/cms/pkg/contentapi"
+	"github.com/assistantcms/cms/pkg/content/graphql"
+	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/edge/statuspage"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/graphql"
 	"github.com/assistantcms/cms/pkg/health"
-	"github.com/assistantcms/cms/pkg/knowledge"
 	"github.com/assistantcms/cms/pkg/logging"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/serverlimits"
-	"github.com/assistantcms/cms/pkg/statuspage"
 )
 
 // serve runs the content API until ctx ends.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/childproc"
+	"github.com/assistantcms/cms/internal/childproc"
 )
 
 func TestServeConfiguredByEnvironmentStopsCleanly(t *testing.T) {

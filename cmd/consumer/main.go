@@ -16,12 +16,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/chstore"
-	"github.com/assistantcms/cms/pkg/consumer"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/logging"
-	"github.com/assistantcms/cms/pkg/stream"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/consumer"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 func main() {
@@ -41,7 +41,7 @@ func run(args []string) error {
 	dlqTopic := fs.String("dead-letter-topic", "DEAD_LETTER_TOPIC", "cms.events.dead-letter", "topic for messages that can never be written")
 	partitions := fs.Int("topic-partitions", "TOPIC_PARTITIONS", 6, "partitions of the events and quarantine topics if they must be created")
 	replication := fs.Int("topic-replication", "TOPIC_REPLICATION", 1, "replication factor of topics created at start-up")
-	maxMessage := fs.Int("kafka-max-message-bytes", "KAFKA_MAX_MESSAGE_BYTES", stream.DefaultMaxMessageBytes, "max.message.bytes of topics created at start-up (raised on existing topics that have less); the largest record read or dead-lettered")
+	maxMessage := fs.Int("kafka-max-message-bytes", "KAFKA_MAX_MESSAGE_BYTES", kafka.DefaultMaxMessageBytes, "max.message.bytes of topics created at start-up (raised on existing topics that have less); the largest record read or dead-lettered")
 	sessionTimeout := fs.Duration("session-timeout", "KAFKA_SESSION_TIMEOUT", 10*time.Second, "consumer group session timeout")
 	chAddrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses")
 	chDB := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", "ClickHouse database of the tables")
@@ -79,7 +79,7 @@ func run(args []string) error {
 		ClickHouse: chCfg,
 		Consumer: consumer.Config{BatchRows: *batchRows, BatchBytes: *batchBytes, FlushInterval: *flushInterval,
 			RetryMax: *retryMax, ShutdownTimeout: *shutdown},
-		Producer: stream.ProducerConfig{},
+		Producer: kafka.ProducerConfig{},
 	}, log)
 	if err != nil {
 		return err

@@ -15,9 +15,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/assistantcms/cms/pkg/chstore"
-	"github.com/assistantcms/cms/pkg/devbroker"
-	"github.com/assistantcms/cms/pkg/devclickhouse"
+	"github.com/assistantcms/cms/internal/devbroker"
+	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
 type rig struct {

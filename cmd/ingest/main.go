@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content/contentdb"
-	"github.com/assistantcms/cms/pkg/cors"
+	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/event"
 	"github.com/assistantcms/cms/pkg/health"
-	"github.com/assistantcms/cms/pkg/ingest"
 	"github.com/assistantcms/cms/pkg/logging"
-	"github.com/assistantcms/cms/pkg/stream"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 func main() {
@@ -53,9 +53,9 @@ func run(args []string) error {
 	maxBodyMemory := fs.Int64("max-body-memory", "MAX_BODY_MEMORY", ingest.DefaultMaxBodyMemory, "memory all requests' bodies and their records may hold at once (three bytes per body byte past the first 64 KiB of each); more are answered 503")
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
-	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", stream.DefaultBatchTimeout, "how long the producer waits to fill a batch")
-	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", stream.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
-	maxMessage := fs.Int("kafka-max-message-bytes", "KAFKA_MAX_MESSAGE_BYTES", stream.DefaultMaxMessageBytes, "max.message.bytes of the topics (set when created, raised when less) and the producer's largest batch per partition")
+	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", kafka.DefaultBatchTimeout, "how long the producer waits to fill a batch")
+	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", kafka.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
+	maxMessage := fs.Int("kafka-max-message-bytes", "KAFKA_MAX_MESSAGE_BYTES", kafka.DefaultMaxMessageBytes, "max.message.bytes of the topics (set when created, raised when less) and the producer's largest batch per partition")
 	readHeaderTimeout := fs.Duration("read-header-timeout", "READ_HEADER_TIMEOUT", ingest.DefaultReadHeaderTimeout, "time a client has to send a request's headers")
 	readTimeout := fs.Duration("read-timeout", "READ_TIMEOUT", ingest.DefaultReadTimeout, "time a client has to send a whole request, body included")
 	idleTimeout := fs.Duration("idle-timeout", "IDLE_TIMEOUT", ingest.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
@@ -84,7 +84,7 @@ func run(args []string) error {
 		TopicPartitions:  *partitions,
 		TopicReplication: *replication,
 		MaxMessageBytes:  *maxMessage,
-		Producer:         stream.ProducerConfig{BatchTimeout: *batchTimeout, Compression: *compression},
+		Producer:         kafka.ProducerConfig{BatchTimeout: *batchTimeout, Compression: *compression},
 		Handler: ingest.Config{
 			MaxBodyBytes: *maxBody, MaxDecompressedBytes: *maxDecompressed,
 			ProduceTimeout: *produceTimeout, MaxInFlight: *maxInFlight,

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/childproc"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
-	"github.com/assistantcms/cms/pkg/devbroker"
 )
 
 // The ingest and broker binaries are built once for the package by

@@ -8,12 +8,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/chstore"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/event"
-	"github.com/assistantcms/cms/pkg/ingest"
-	"github.com/assistantcms/cms/pkg/resubmit"
-	"github.com/assistantcms/cms/pkg/stream"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
+	"github.com/assistantcms/cms/pkg/pipeline/resubmit"
 )
 
 // resubmitCommand reads quarantined events from ClickHouse and publishes
@@ -59,11 +59,11 @@ func resubmitCommand(ctx context.Context, args []string, cfg ingest.ServiceConfi
 	cfg.Producer.Brokers, cfg.Producer.BatchBytes, cfg.Producer.Logger = cfg.Brokers, int64(cfg.MaxMessageBytes), log
 	if !*dryRun {
 		// The records may be larger than the topics took before.
-		if err := stream.EnsureTopics(ctx, cfg.Brokers, cfg.Topics()); err != nil {
+		if err := kafka.EnsureTopics(ctx, cfg.Brokers, cfg.Topics()); err != nil {
 			return fmt.Errorf("prepare Kafka topics: %w", err)
 		}
 	}
-	pub, err := stream.NewProducer(cfg.Producer, cfg.EventsTopic, cfg.QuarantineTopic)
+	pub, err := kafka.NewProducer(cfg.Producer, cfg.EventsTopic, cfg.QuarantineTopic)
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/assistantcms/cms/pkg/chstore"
-	"github.com/assistantcms/cms/pkg/devclickhouse"
-	"github.com/assistantcms/cms/pkg/event"
+	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 // TestResubmitCommand runs "ingest resubmit" as an operator would after

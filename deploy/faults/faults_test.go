@@ -20,10 +20,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/chstore"
-	"github.com/assistantcms/cms/pkg/delivery"
-	"github.com/assistantcms/cms/pkg/devpostgres"
-	"github.com/assistantcms/cms/pkg/localstack"
+	"github.com/assistantcms/cms/internal/delivery"
+	"github.com/assistantcms/cms/internal/devpostgres"
+	"github.com/assistantcms/cms/internal/localstack"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/segmentio/kafka-go"
 )
 

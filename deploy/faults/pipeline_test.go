@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/delivery"
-	"github.com/assistantcms/cms/pkg/localstack"
+	"github.com/assistantcms/cms/internal/delivery"
+	"github.com/assistantcms/cms/internal/localstack"
 )
 
 // rate is the load every pipeline fault runs under, in events per second.

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/childproc"
-	"github.com/assistantcms/cms/pkg/chstore"
-	"github.com/assistantcms/cms/pkg/localstack"
+	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/localstack"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
 // The local stack's demo token publishes for this app of this organization.
@@ -54,10 +54,10 @@ type sent struct {
 func TestReferenceClientRuntime(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatalf("node is not installed: run `go run ./deploy/local/test` (it installs Debian's nodejs and npm): %v", err)
+		t.Fatalf("node is not installed: run `go run ./dev/test` (it installs Debian's nodejs and npm): %v", err)
 	}
 	if _, err := os.Stat(filepath.Join("node_modules", "stentor-service-studio", "package.json")); err != nil {
-		t.Fatalf("the reference client is not installed in deploy/runtime/node_modules: run `go run ./deploy/local/test` or `npm ci` in deploy/runtime: %v", err)
+		t.Fatalf("the reference client is not installed in deploy/runtime/node_modules: run `go run ./dev/test` or `npm ci` in deploy/runtime: %v", err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
-	"github.com/assistantcms/cms/pkg/knowledge"
 )
 
 // TestSearchQualityMatchesSQLite runs the labelled search, FAQ and
@@ -20,11 +20,11 @@ import (
 // would move them.
 func TestSearchQualityMatchesSQLite(t *testing.T) {
 	ctx := context.Background()
-	file, err := bundle.ReadFile("../../knowledge/testdata/eval/content.json")
+	file, err := bundle.ReadFile("../knowledge/testdata/eval/content.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile("../../knowledge/testdata/eval/questions.json")
+	raw, err := os.ReadFile("../knowledge/testdata/eval/questions.json")
 	if err != nil {
 		t.Fatal(err)
 	}

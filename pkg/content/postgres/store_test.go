@@ -13,9 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/assistantcms/cms/internal/contenttest"
+	"github.com/assistantcms/cms/internal/devpostgres"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/contenttest"
-	"github.com/assistantcms/cms/pkg/devpostgres"
 )
 
 // server is the package's PostgreSQL server; each test takes a fresh

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/contenttest"
 )
 
 func openTemp(t *testing.T) (*Store, string) {

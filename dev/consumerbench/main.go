@@ -1,0 +1,447 @@
+// Command consumerbench measures the consumer on this machine:
+//
+//	go run ./dev/consumerbench [-events 1000000] [-freshness 30s]
+//
+// It pre-fills the events topic of a local broker with REQUEST_RESPONSE
+// envelopes (as ingest writes them), runs the consumer binary until all of
+// them are rows in a private ClickHouse, and reports rows/s, CPU seconds
+// per 100k rows and peak RSS of the consumer. In the same run it measures
+// the ceiling: clickhouse-go inserting the same rows, already decoded,
+// straight from memory. Last it runs ingest and the consumer together at a
+// steady 10k events/s and reports the time from ingest's 200 to the row
+// being queryable.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/devbroker"
+	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/internal/loadgen"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
+)
+
+// The goals the report is held against.
+const (
+	goalRowsPerSec   = 120000
+	goalCeilingRatio = 0.75
+	goalCPUPer100k   = 0.8
+	goalFreshnessP99 = 2 * time.Second
+)
+
+func main() {
+	events := flag.Int("events", 1_000_000, "envelopes to pre-fill the topic with (a multiple of 10,000)")
+	batchRows := flag.Int("batch-rows", 0, "BATCH_ROWS of the consumer (0: its default)")
+	freshness := flag.Duration("freshness", 30*time.Second, "length of the steady-load freshness phase (0 skips it)")
+	rate := flag.Int("rate", 10000, "events per second in the freshness phase")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, log, *events, *batchRows, *freshness, *rate); err != nil {
+		log.Error("benchmark failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+type rig struct {
+	dir, bin string
+	broker   *devbroker.Broker
+	ch       *devclickhouse.Server
+	log      *slog.Logger
+}
+
+func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness time.Duration, rate int) error {
+	if events <= 0 || events%10000 != 0 {
+		return errors.New("-events must be a positive multiple of 10,000")
+	}
+	dir, err := os.MkdirTemp("", "cms-consumerbench-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	r := &rig{dir: dir, bin: filepath.Join(dir, "bin"), log: log}
+	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
+		return err
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", r.bin+"/", "./cmd/consumer", "./cmd/ingest", "./cmd/api")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	brokerBin, err := devbroker.Build(ctx, r.bin)
+	if err != nil {
+		return err
+	}
+	if r.broker, err = devbroker.Start(ctx, brokerBin, devbroker.Options{}); err != nil {
+		return err
+	}
+	defer r.broker.Stop()
+	if err := os.MkdirAll(filepath.Join(dir, "ch"), 0o755); err != nil {
+		return err
+	}
+	if r.ch, err = devclickhouse.Start(ctx, devclickhouse.Options{Dir: filepath.Join(dir, "ch")}); err != nil {
+		return err
+	}
+	defer r.ch.Stop()
+
+	log.Info("pre-filling the topic", "events", events)
+	rows, err := r.prefill(ctx, events)
+	if err != nil {
+		return err
+	}
+
+	log.Info("ceiling: clickhouse-go inserting decoded rows from memory")
+	ceiling, err := r.ceiling(ctx, rows, batchRows)
+	if err != nil {
+		return err
+	}
+	rows = nil
+
+	log.Info("consumer: draining the topic into ClickHouse")
+	cons, err := r.consume(ctx, events, batchRows)
+	if err != nil {
+		return err
+	}
+
+	var fresh *loadgen.Latency
+	if freshness > 0 {
+		log.Info("freshness at steady load", "events_per_sec", rate, "for", freshness)
+		if fresh, err = r.freshness(ctx, freshness, rate); err != nil {
+			return err
+		}
+	}
+	report(events, ceiling, cons, fresh, rate)
+	return nil
+}
+
+// prefill writes events envelopes to the events topic and returns them
+// decoded, for the ceiling.
+func (r *rig) prefill(ctx context.Context, n int) ([]chstore.Row, error) {
+	if err := kafka.EnsureTopics(ctx, []string{r.broker.Addr()}, []kafka.TopicSpec{{Name: "cms.events", Partitions: 6, ReplicationFactor: 1}}); err != nil {
+		return nil, err
+	}
+	w, err := kafka.NewWriter(kafka.ProducerConfig{Brokers: []string{r.broker.Addr()}}, "cms.events")
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	bodies := loadgen.Bodies(loadgen.BodyOptions{AppID: "demo-app", Count: 200})
+	v := event.NewValidator(event.Limits{})
+	var dec event.Decoder
+	rows := make([]chstore.Row, 0, n)
+	for round := 0; len(rows) < n; round++ {
+		var msgs []kafkago.Message
+		for i, body := range bodies {
+			res, err := v.ProcessBatch(body, event.Meta{AppID: "demo-app", OrganizationID: "demo-org", ReceivedAt: time.Now(),
+				IDSeed: "bench-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)})
+			if err != nil || len(res.Errors) > 0 {
+				return nil, fmt.Errorf("build records: %v %v", err, res.Errors)
+			}
+			for _, m := range res.Accepted {
+				d, err := dec.Decode(m.Value)
+				if err != nil {
+					return nil, err
+				}
+				rows = append(rows, chstore.Row{Decoded: d})
+				msgs = append(msgs, kafkago.Message{Key: m.Key, Value: m.Value})
+			}
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			return nil, fmt.Errorf("pre-fill the topic: %w", err)
+		}
+	}
+	return rows, nil
+}
+
+type phase struct {
+	rows    int
+	elapsed time.Duration
+	usage   *loadgen.Usage
+}
+
+func (p phase) rate() float64 { return float64(p.rows) / p.elapsed.Seconds() }
+
+func (r *rig) store(ctx context.Context, db string) (*chstore.Store, error) {
+	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{r.ch.Addr()}, Database: db})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ceiling inserts the decoded rows in batches of the consumer's size into
+// a database of its own, timing only the inserts.
+func (r *rig) ceiling(ctx context.Context, rows []chstore.Row, batchRows int) (phase, error) {
+	s, err := r.store(ctx, "ceiling")
+	if err != nil {
+		return phase{}, err
+	}
+	defer s.Close()
+	if batchRows <= 0 {
+		batchRows = 20000
+	}
+	self, err := loadgen.StartMeter(os.Getpid())
+	if err != nil {
+		return phase{}, err
+	}
+	start := time.Now()
+	for i := 0; i < len(rows); i += batchRows {
+		if err := s.InsertEvents(ctx, rows[i:min(i+batchRows, len(rows))]); err != nil {
+			return phase{}, err
+		}
+	}
+	elapsed := time.Since(start)
+	u, err := self.Stop(int64(len(rows)))
+	return phase{rows: len(rows), elapsed: elapsed, usage: u}, err
+}
+
+// service starts one of the built binaries with env and waits until its
+// readiness endpoint answers 200.
+func (r *rig) service(ctx context.Context, name string, env ...string) (*childproc.Proc, string, error) {
+	port, err := devbroker.FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(filepath.Join(r.bin, name))
+	cmd.Env = append(os.Environ(), append(env, strings.ToUpper(name)+"_ADDR="+addr, "KAFKA_BROKERS="+r.broker.Addr())...)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	proc, err := childproc.Start(name, cmd)
+	if err != nil {
+		return nil, "", err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return proc, "http://" + addr, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			_ = proc.Stop(syscall.SIGKILL, 10*time.Second)
+			return nil, "", fmt.Errorf("%s not ready after 60s:\n%s", name, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func stopCmd(p *childproc.Proc) { _ = p.Stop(syscall.SIGTERM, 20*time.Second) }
+
+// consume runs the consumer until every pre-filled event is a row, and
+// measures it from its first inserted row to the last.
+func (r *rig) consume(ctx context.Context, n, batchRows int) (phase, error) {
+	s, err := r.store(ctx, "default")
+	if err != nil {
+		return phase{}, err
+	}
+	defer s.Close()
+	env := []string{"CLICKHOUSE_ADDR=" + r.ch.Addr()}
+	if batchRows > 0 {
+		env = append(env, "BATCH_ROWS="+strconv.Itoa(batchRows))
+	}
+	cmd, _, err := r.service(ctx, "consumer", env...)
+	if err != nil {
+		return phase{}, err
+	}
+	defer stopCmd(cmd)
+	count := func() uint64 {
+		var c uint64
+		_ = s.Conn().QueryRow(s.Context(ctx), "SELECT count() FROM events").Scan(&c)
+		return c
+	}
+	// Measured from the first rows seen, so that start-up and the group
+	// join do not count; if everything lands at once, from readiness.
+	readyMeter, err := loadgen.StartMeter(cmd.PID())
+	if err != nil {
+		return phase{}, err
+	}
+	readyAt := time.Now()
+	var first uint64
+	var start time.Time
+	var meter *loadgen.Meter
+	for {
+		c := count()
+		if meter == nil && c >= uint64(n) {
+			u, err := readyMeter.Stop(int64(c))
+			return phase{rows: int(c), elapsed: time.Since(readyAt), usage: u}, err
+		}
+		if meter == nil && c > 0 {
+			first, start = c, time.Now()
+			if meter, err = loadgen.StartMeter(cmd.PID()); err != nil {
+				return phase{}, err
+			}
+		}
+		if c >= uint64(n) {
+			elapsed := time.Since(start)
+			u, err := meter.Stop(int64(c - first))
+			return phase{rows: int(c - first), elapsed: elapsed, usage: u}, err
+		}
+		if ctx.Err() != nil {
+			return phase{}, ctx.Err()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// freshness runs ingest and the consumer together at a steady rate and
+// measures, per request, the time from ingest's 200 to all its events
+// being queryable.
+func (r *rig) freshness(ctx context.Context, d time.Duration, rate int) (*loadgen.Latency, error) {
+	db := filepath.Join(r.dir, "cms.db")
+	out, err := exec.CommandContext(ctx, filepath.Join(r.bin, "api"), "-content-db", db, "demo", "--quiet").Output()
+	if err != nil {
+		return nil, fmt.Errorf("create a token: %w", err)
+	}
+	token := strings.TrimSpace(string(out))
+	// Its own topic and database, so the pre-filled events play no part.
+	ingest, ingestURL, err := r.service(ctx, "ingest", "CONTENT_DB="+db, "RATE_LIMIT_RPS=0", "EVENTS_TOPIC=fresh.events")
+	if err != nil {
+		return nil, err
+	}
+	defer stopCmd(ingest)
+	cons, _, err := r.service(ctx, "consumer", "CLICKHOUSE_ADDR="+r.ch.Addr(), "EVENTS_TOPIC=fresh.events", "CLICKHOUSE_DATABASE=fresh")
+	if err != nil {
+		return nil, err
+	}
+	defer stopCmd(cons)
+	s, err := r.store(ctx, "fresh")
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+
+	const perReq = 50
+	template := loadgen.Bodies(loadgen.BodyOptions{AppID: "demo-app", Count: 1})[0]
+	reqs := int(d.Seconds() * float64(rate) / perReq)
+	interval := time.Duration(float64(time.Second) * perReq / float64(rate))
+	acked := make([]time.Time, reqs)
+	visible := make([]time.Time, reqs)
+	client := loadgen.NewClient(32)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	sem := make(chan struct{}, 64)
+	start := time.Now()
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		seen := 0
+		for seen < reqs && time.Since(start) < d+30*time.Second {
+			rows, err := s.Conn().Query(s.Context(ctx), "SELECT toUInt32OrZero(splitByChar('-', event_id)[2]) AS r FROM fresh.events "+
+				"WHERE event_id LIKE 'f-%' GROUP BY r HAVING count() >= 50")
+			if err == nil {
+				now := time.Now()
+				for rows.Next() {
+					var req uint32
+					if rows.Scan(&req) == nil && int(req) < reqs && visible[req].IsZero() {
+						visible[req] = now
+						seen++
+					}
+				}
+				rows.Close()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	for i := range reqs {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+		body := template
+		for j := range perReq {
+			body = bytes.Replace(body, []byte(`{"type":"AnalyticsEvent"`), []byte(`{"eventId":"f-`+strconv.Itoa(i)+`-`+strconv.Itoa(j)+`","type":"AnalyticsEvent"`), 1)
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, ingestURL+"/cms/app/events", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := client.Do(req)
+			outcome := ""
+			if err != nil {
+				outcome = err.Error()
+			} else {
+				resp.Body.Close()
+				outcome = strconv.Itoa(resp.StatusCode)
+				if resp.StatusCode == 200 {
+					acked[i] = time.Now()
+				}
+			}
+			mu.Lock()
+			outcomes[outcome]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	<-pollDone
+	var lat []time.Duration
+	missing := 0
+	for i := range reqs {
+		switch {
+		case acked[i].IsZero():
+			missing++
+		case visible[i].IsZero():
+			missing++
+		default:
+			lat = append(lat, max(0, visible[i].Sub(acked[i])))
+		}
+	}
+	if missing > 0 {
+		return nil, fmt.Errorf("%d of %d requests were not acknowledged or not seen in ClickHouse (answers: %v)", missing, reqs, outcomes)
+	}
+	l := loadgen.Summarize(lat)
+	return &l, nil
+}
+
+func report(events int, ceiling, cons phase, fresh *loadgen.Latency, rate int) {
+	ratio := cons.rate() / ceiling.rate()
+	fmt.Printf("\n%d REQUEST_RESPONSE events pre-filled on 6 partitions; ClickHouse 18.16 on loopback.\n\n", events)
+	fmt.Println("| | rows/s | CPU s / 100k rows | peak RSS | consumer / ceiling |")
+	fmt.Println("|---|---:|---:|---:|---:|")
+	fmt.Printf("| consumer (kafka-go group reader, decode, clickhouse-go) | %.0f | %.2f | %d MiB | %.0f%% |\n",
+		cons.rate(), cons.usage.CPUPer100k, cons.usage.PeakRSS>>20, 100*ratio)
+	fmt.Printf("| ceiling: clickhouse-go inserting decoded rows from memory | %.0f | %.2f (bench process) | %d MiB | 100%% |\n",
+		ceiling.rate(), ceiling.usage.CPUPer100k, ceiling.usage.PeakRSS>>20)
+	if fresh != nil {
+		fmt.Printf("\nFreshness at %d events/s (ingest's 200 to queryable, per request of 50 events, polled every 50 ms): p50 %s, p99 %s, max %s over %d requests.\n",
+			rate, fresh.P50.Round(time.Millisecond), fresh.P99.Round(time.Millisecond), fresh.Max.Round(time.Millisecond), fresh.Count)
+	}
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	fmt.Printf("\n- at least %d rows/s: %s (%.0f)\n", goalRowsPerSec, met(cons.rate() >= goalRowsPerSec), cons.rate())
+	fmt.Printf("- at least %.0f%% of the ceiling: %s (%.0f%%)\n", 100*goalCeilingRatio, met(ratio >= goalCeilingRatio), 100*ratio)
+	fmt.Printf("- at most %.1f CPU s per 100k rows: %s (%.2f)\n", goalCPUPer100k, met(cons.usage.CPUPer100k <= goalCPUPer100k), cons.usage.CPUPer100k)
+	if fresh != nil {
+		fmt.Printf("- freshness p99 under %s: %s (%s)\n", goalFreshnessP99, met(fresh.P99 < goalFreshnessP99), fresh.P99.Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,94 @@
+// Command searcheval measures search, FAQ and suggestion quality on the
+// labelled evaluation set:
+//
+//	go run ./dev/searcheval [-content FILE] [-questions FILE] [-misses]
+//
+// It builds the knowledge base of the bundle's app exactly as the api
+// does and reports MRR and nDCG@5 for search and for FAQ matching, MRR
+// per question style, and the suggestion hit rate at 5 for prefixes of
+// the FAQ questions.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/knowledge"
+)
+
+func main() {
+	contentPath := flag.String("content", "pkg/content/knowledge/testdata/eval/content.json", "content bundle of one app")
+	questionsPath := flag.String("questions", "pkg/content/knowledge/testdata/eval/questions.json", "labelled questions")
+	misses := flag.Bool("misses", false, "list the questions with no relevant result in the top 10")
+	flag.Parse()
+	if err := run(*contentPath, *questionsPath, *misses); err != nil {
+		fmt.Fprintln(os.Stderr, "searcheval:", err)
+		os.Exit(1)
+	}
+}
+
+func run(contentPath, questionsPath string, misses bool) error {
+	b, docs, faqs, err := Load(contentPath)
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(questionsPath)
+	if err != nil {
+		return err
+	}
+	var qs []knowledge.Question
+	if err := json.Unmarshal(raw, &qs); err != nil {
+		return fmt.Errorf("%s: %w", questionsPath, err)
+	}
+	ev, err := b.Evaluate(qs)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d documents, %d FAQs, %d labelled questions.\n\n", docs, faqs, len(qs))
+	fmt.Println("| | questions | MRR | nDCG@5 |")
+	fmt.Println("|---|---:|---:|---:|")
+	fmt.Printf("| search | %d | %.3f | %.3f |\n", ev.Search.Questions, ev.Search.MRR, ev.Search.NDCG5)
+	fmt.Printf("| FAQ | %d | %.3f | %.3f |\n", ev.FAQ.Questions, ev.FAQ.MRR, ev.FAQ.NDCG5)
+	fmt.Printf("\nMRR by question style:")
+	styles := make([]string, 0, len(ev.ByStyle))
+	for s := range ev.ByStyle {
+		styles = append(styles, s)
+	}
+	slices.Sort(styles)
+	for _, s := range styles {
+		fmt.Printf(" %s %.3f;", s, ev.ByStyle[s])
+	}
+	fmt.Printf("\nSuggestion hit rate@5 over %d prefixes (half and three quarters) of the FAQ questions: %.3f\n", ev.SuggestionPrefixes, ev.SuggestionHitRate)
+	if misses {
+		for _, m := range append(ev.Search.Misses, ev.FAQ.Misses...) {
+			fmt.Println("miss:", m)
+		}
+	}
+	return nil
+}
+
+// Load builds the knowledge base of the bundle's records.
+func Load(path string) (*knowledge.Base, int, int, error) {
+	file, err := bundle.ReadFile(path)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	var lists [3][]content.Record
+	for _, r := range file.Bundle.Records {
+		switch r.Kind {
+		case content.KindDocument:
+			lists[0] = append(lists[0], r)
+		case content.KindFAQ:
+			lists[1] = append(lists[1], r)
+		case content.KindIntent:
+			lists[2] = append(lists[2], r)
+		}
+	}
+	b, err := knowledge.Build(lists[0], lists[1], lists[2])
+	return b, len(lists[0]), len(lists[1]), err
+}

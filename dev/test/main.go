@@ -1,0 +1,110 @@
+// Command test installs what the tests need and runs all of them, the
+// fault tests (deploy/faults) alone after the rest:
+//
+//	go run ./dev/test [go test flags]
+//
+// The tests start their own Kafka-protocol broker, ClickHouse server and
+// PostgreSQL server on loopback ports; ClickHouse and PostgreSQL come from
+// Debian's packages and are installed with apt when missing (as root), as
+// are promtool (Debian's prometheus package), which checks the alerting
+// rules and the dashboards' queries, and Chromium, which renders the status
+// page in its test. Node.js and npm (Debian's nodejs and npm) run the
+// assistant runtime of deploy/runtime, whose npm packages (the reference
+// client) are installed with npm ci from its package-lock.json.
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/assistantcms/cms/internal/debpkg"
+	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/internal/devpostgres"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "test: install ClickHouse:", err)
+		os.Exit(1)
+	}
+	if err := devpostgres.Install(ctx, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "test: install PostgreSQL:", err)
+		os.Exit(1)
+	}
+	for _, tool := range []struct{ bin, pkg string }{
+		{"promtool", "prometheus"}, // checks the alerting rules and dashboard queries
+		{"chromium", "chromium"},   // renders the status page
+		{"node", "nodejs"},         // runs the reference client's runtime
+		{"npm", "npm"},             // installs the reference client
+	} {
+		if _, err := debpkg.Ensure(ctx, os.Stderr, []string{tool.bin}, tool.pkg); err != nil {
+			fmt.Fprintf(os.Stderr, "test: install %s: %v\n", tool.bin, err)
+			os.Exit(1)
+		}
+	}
+	if err := npmCI(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "test:", err)
+		os.Exit(1)
+	}
+	runs := [][]string{append([]string{"test", "-race", "-count=1"}, os.Args[1:]...)}
+	if len(os.Args) == 1 {
+		// The fault tests time recoveries of a whole stack (a frozen
+		// broker, restarts); they run alone, after the rest, so that the
+		// other packages' tests do not share the two cores with them.
+		pkgs, err := exec.CommandContext(ctx, "go", "list", "./...").Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test: list the packages:", err)
+			os.Exit(1)
+		}
+		var rest []string
+		for _, p := range strings.Fields(string(pkgs)) {
+			if !strings.HasSuffix(p, faults) {
+				rest = append(rest, p)
+			}
+		}
+		runs = [][]string{append(runs[0], rest...), {"test", "-race", "-count=1", "." + faults}}
+	}
+	for _, args := range runs {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			if exit, ok := err.(*exec.ExitError); ok {
+				os.Exit(exit.ExitCode())
+			}
+			fmt.Fprintln(os.Stderr, "test:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// npmCI installs the reference client's packages in deploy/runtime exactly
+// as its package-lock.json pins them (their install scripts only print
+// notices, so they are not run), printing npm's output only when it
+// fails.
+func npmCI(ctx context.Context) error {
+	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return fmt.Errorf("find the module root: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(root)), "deploy", "runtime")
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out.String())
+	}
+	return nil
+}
+
+// faults is the package of the fault tests, relative to the module root.
+const faults = "/deploy/faults"

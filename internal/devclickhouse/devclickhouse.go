@@ -1,0 +1,253 @@
+// Package devclickhouse runs a private ClickHouse server for tests and the
+// local stack: Debian's clickhouse-server with a project-owned
+// configuration, loopback ports and its own data directory. It is never
+// used in production.
+package devclickhouse
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/debpkg"
+)
+
+// Packages are the Debian packages the server comes from.
+const (
+	serverPackage = "clickhouse-server"
+	clientPackage = "clickhouse-client"
+)
+
+// binaries are where clickhouse-server may be.
+func binaries() []string {
+	return []string{"clickhouse-server", "/usr/bin/clickhouse-server", "/usr/sbin/clickhouse-server"}
+}
+
+// Binary returns the path of clickhouse-server, or an error saying how to
+// install it.
+func Binary() (string, error) {
+	p, err := debpkg.Find(binaries()...)
+	if err != nil {
+		return "", fmt.Errorf("%w (apt-get install %s %s)", err, serverPackage, clientPackage)
+	}
+	return p, nil
+}
+
+// Install installs the server and client with apt when they are missing.
+// It needs root; out is where apt's output goes.
+func Install(ctx context.Context, out io.Writer) error {
+	_, err := debpkg.Ensure(ctx, out, binaries(), serverPackage, clientPackage)
+	return err
+}
+
+// Options configure Start.
+type Options struct {
+	// Dir holds the configuration, data and logs; it must exist.
+	Dir string
+	// TCPPort is the native protocol port; 0 picks a free one.
+	TCPPort int
+	// Log receives the server's stdout and stderr; nil discards them.
+	Log io.Writer
+}
+
+// Server is a running private ClickHouse server.
+type Server struct {
+	bin  string
+	o    Options
+	proc *childproc.Proc
+}
+
+// Start writes the configuration and starts the server, waiting until it
+// answers queries.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	if o.TCPPort == 0 {
+		if o.TCPPort, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{bin: bin, o: o}
+	if err := s.writeConfig(); err != nil {
+		return nil, err
+	}
+	if err := s.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Addr is the native protocol address.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.o.TCPPort) }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) writeConfig() error {
+	dir, err := filepath.Abs(s.o.Dir)
+	if err != nil {
+		return err
+	}
+	s.o.Dir = dir
+	for _, sub := range []string{"data", "tmp", "user_files", "format_schemas", "logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return fmt.Errorf("create ClickHouse directory: %w", err)
+		}
+	}
+	httpPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	// The <yandex> root element is what the 18.16 server reads; newer
+	// servers accept it too.
+	config := fmt.Sprintf(`<?xml version="1.0"?>
+<yandex>
+    <logger>
+        <level>warning</level>
+        <log>%[1]s/logs/server.log</log>
+        <errorlog>%[1]s/logs/error.log</errorlog>
+        <size>10M</size>
+        <count>1</count>
+    </logger>
+    <listen_host>127.0.0.1</listen_host>
+    <tcp_port>%[2]d</tcp_port>
+    <http_port>%[3]d</http_port>
+    <path>%[1]s/data/</path>
+    <tmp_path>%[1]s/tmp/</tmp_path>
+    <user_files_path>%[1]s/user_files/</user_files_path>
+    <format_schema_path>%[1]s/format_schemas/</format_schema_path>
+    <users_config>%[1]s/users.xml</users_config>
+    <default_profile>default</default_profile>
+    <default_database>default</default_database>
+    <mark_cache_size>268435456</mark_cache_size>
+    <max_concurrent_queries>100</max_concurrent_queries>
+</yandex>
+`, dir, s.o.TCPPort, httpPort)
+	users := `<?xml version="1.0"?>
+<yandex>
+    <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+    <users>
+        <default>
+            <password></password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </default>
+    </users>
+    <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors>
+        <result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
+</yandex>
+`
+	if err := os.WriteFile(filepath.Join(dir, "config.xml"), []byte(config), 0o644); err != nil {
+		return fmt.Errorf("write ClickHouse config: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "users.xml"), []byte(users), 0o644); err != nil {
+		return fmt.Errorf("write ClickHouse users: %w", err)
+	}
+	return nil
+}
+
+// Start (re)starts a stopped server on the same port and data directory.
+func (s *Server) Start(ctx context.Context) error {
+	cmd := exec.Command(s.bin, "--config-file="+filepath.Join(s.o.Dir, "config.xml"))
+	cmd.Dir = s.o.Dir
+	cmd.Stdout, cmd.Stderr = s.o.Log, s.o.Log
+	proc, err := childproc.Start("clickhouse-server", cmd)
+	if err != nil {
+		return err
+	}
+	s.proc = proc
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := s.ping(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-proc.Done():
+			s.proc = nil
+			return fmt.Errorf("clickhouse-server exited during start-up; see %s/logs/error.log: %w", s.o.Dir, err)
+		case <-ctx.Done():
+			_ = s.Kill()
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = s.Kill()
+			return fmt.Errorf("clickhouse-server not answering after 60s: %w", err)
+		}
+	}
+}
+
+func (s *Server) ping(ctx context.Context) error {
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}, DialTimeout: time.Second})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return conn.Ping(pctx)
+}
+
+// PID of the running process, or 0.
+func (s *Server) PID() int {
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.PID()
+}
+
+// Stop ends the server with SIGTERM and waits; after 30 s it is killed.
+func (s *Server) Stop() error { return s.signal(syscall.SIGTERM, 30*time.Second) }
+
+// Kill ends the server with SIGKILL.
+func (s *Server) Kill() error { return s.signal(syscall.SIGKILL, 10*time.Second) }
+
+func (s *Server) signal(sig syscall.Signal, wait time.Duration) error {
+	if s.proc == nil {
+		return nil
+	}
+	defer func() { s.proc = nil }()
+	return s.proc.Stop(sig, wait)
+}
+
+// StartForTest starts a server for one test and stops it when the test
+// ends. Without clickhouse-server the test is skipped with the reason,
+// except in CI (CI set), where it fails: CI must run every test.
+func StartForTest(t testing.TB) *Server {
+	t.Helper()
+	if _, err := Binary(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must have ClickHouse: %v", err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}

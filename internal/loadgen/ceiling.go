@@ -1,0 +1,115 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
+)
+
+// Records turns each body into the Kafka records ingest would publish for
+// it, with the same validator. Every event must be accepted.
+func Records(bodies [][]byte, meta event.Meta) ([][]event.Message, error) {
+	v := event.NewValidator(event.Limits{})
+	out := make([][]event.Message, len(bodies))
+	for i, b := range bodies {
+		m := meta
+		if m.IDSeed == "" {
+			m.IDSeed = "loadgen-" + strconv.Itoa(i)
+		}
+		res, err := v.ProcessBatch(b, m)
+		if err != nil {
+			return nil, fmt.Errorf("build records of body %d: %w", i, err)
+		}
+		if len(res.Errors) > 0 || len(res.Quarantined) > 0 {
+			return nil, fmt.Errorf("build records of body %d: %d events invalid, first: %+v", i, len(res.Errors), res.Errors[0])
+		}
+		out[i] = res.Accepted
+	}
+	return out, nil
+}
+
+// CeilingConfig configures a Ceiling.
+type CeilingConfig struct {
+	// Producer is the configuration ingest's writer uses; the writer comes
+	// from kafka.NewWriter so that batching, acks and compression match.
+	Producer kafka.ProducerConfig
+	Topic    string
+	// Records holds one slice per request body; each WriteMessages call
+	// sends one slice, as ingest does per request.
+	Records     [][]event.Message
+	Concurrency int
+}
+
+// Ceiling produces records straight to the broker: the most the producer
+// and broker can do with ingest's batching, without HTTP and validation in
+// front. Runs share one writer, so a short first run warms it up.
+type Ceiling struct {
+	cfg CeilingConfig
+	w   *kafkago.Writer
+}
+
+// NewCeiling returns a Ceiling with its own writer; Close releases it.
+func NewCeiling(cfg CeilingConfig) (*Ceiling, error) {
+	if len(cfg.Records) == 0 || cfg.Concurrency <= 0 || cfg.Topic == "" {
+		return nil, errors.New("ceiling needs records, a topic and a positive concurrency")
+	}
+	w, err := kafka.NewWriter(cfg.Producer, cfg.Topic)
+	if err != nil {
+		return nil, fmt.Errorf("ceiling writer: %w", err)
+	}
+	return &Ceiling{cfg: cfg, w: w}, nil
+}
+
+// Close flushes and closes the writer.
+func (c *Ceiling) Close() error { return c.w.Close() }
+
+// Run writes from Concurrency goroutines for d, one WriteMessages call of
+// one record slice at a time each.
+func (c *Ceiling) Run(ctx context.Context, d time.Duration) (*Report, error) {
+	if d <= 0 {
+		return nil, errors.New("ceiling run needs a positive duration")
+	}
+	cfg := &c.cfg
+	tallies := make([]*tally, cfg.Concurrency)
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for g := range cfg.Concurrency {
+		t := newTally()
+		tallies[g] = t
+		wg.Go(func() {
+			for i := g; ctx.Err() == nil; i += cfg.Concurrency {
+				begin := time.Now()
+				if !begin.Before(end) {
+					return
+				}
+				recs := cfg.Records[i%len(cfg.Records)]
+				// A fresh slice per call, as ingest converts per request.
+				km := make([]kafkago.Message, len(recs))
+				for j, m := range recs {
+					km[j] = kafkago.Message{Key: m.Key, Value: m.Value}
+				}
+				err := c.w.WriteMessages(ctx, km...)
+				outcome := "ok"
+				if err != nil {
+					outcome = errorOutcome(err)
+				}
+				t.record(begin, time.Now(), outcome, err == nil, 0)
+			}
+		})
+	}
+	wg.Wait()
+	r := merge("ceiling", cfg.Concurrency, start, len(cfg.Records[0]), tallies)
+	if err := ctx.Err(); err != nil {
+		return r, fmt.Errorf("ceiling run interrupted: %w", err)
+	}
+	return r, nil
+}

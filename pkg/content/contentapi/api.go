@@ -1,0 +1,313 @@
+// Package contentapi serves the content of apps to assistant runtimes over
+// HTTP with Gin: handlers, app information and entities, with bearer-token
+// auth, ETags, per-token rate limits, request IDs and metrics.
+package contentapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/edge/ratelimit"
+	"github.com/assistantcms/cms/pkg/httpjson"
+)
+
+// Store is what the API reads content from.
+type Store interface {
+	auth.Store
+	RevisionSource
+	AppByChannelKey(ctx context.Context, key string) (content.App, string, error)
+	Record(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error)
+	ListRecords(ctx context.Context, appID string, kind content.Kind) ([]content.Record, error)
+}
+
+// Authenticator checks tokens and decides which app a request acts for.
+type Authenticator interface {
+	Authenticate(ctx context.Context, h http.Header) (auth.Principal, error)
+	Resolve(ctx context.Context, p auth.Principal, appIDParam string) (auth.Target, error)
+}
+
+// Config tunes the API.
+type Config struct {
+	// RefreshInterval bounds how long a change made by another process
+	// takes to show: each app's revision is read at most this often.
+	RefreshInterval time.Duration
+	// OutageGrace is how long answers cached before the content store
+	// became unreachable keep being served; zero means the default,
+	// negative means none.
+	OutageGrace time.Duration
+	// CacheMaxAge is the max-age clients may cache responses for; zero
+	// means the default, negative means none.
+	CacheMaxAge time.Duration
+	// History is where HISTORICAL suggestions come from; nil leaves them
+	// out (and says so in a header).
+	History History
+	// HistoryRefresh is how long past queries are kept before being read
+	// again.
+	HistoryRefresh time.Duration
+	// Generator, when set, writes RAG answers from the retrieved passages;
+	// the extractive answer stands in when it fails.
+	Generator knowledge.Generator
+}
+
+// Defaults for Config.
+const (
+	DefaultRefreshInterval = time.Second
+	DefaultOutageGrace     = 30 * time.Second
+	DefaultCacheMaxAge     = 10 * time.Second
+)
+
+// API is the content endpoints.
+type API struct {
+	cfg          Config
+	history      *historyCache
+	keys         *keyCache
+	store        Store
+	authn        Authenticator
+	limiter      *ratelimit.Limiter
+	cache        *cache
+	log          *slog.Logger
+	cacheControl string
+	// buffers hold encoded answers (*[]byte) between requests.
+	buffers sync.Pool
+}
+
+// New returns the API. limiter may be nil to disable rate limiting.
+func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limiter, log *slog.Logger) *API {
+	if cfg.RefreshInterval <= 0 {
+		cfg.RefreshInterval = DefaultRefreshInterval
+	}
+	switch {
+	case cfg.OutageGrace == 0:
+		cfg.OutageGrace = DefaultOutageGrace
+	case cfg.OutageGrace < 0:
+		cfg.OutageGrace = 0
+	}
+	switch {
+	case cfg.CacheMaxAge == 0:
+		cfg.CacheMaxAge = DefaultCacheMaxAge
+	case cfg.CacheMaxAge < 0:
+		cfg.CacheMaxAge = 0
+	}
+	// Responses depend on the token, so only the client's own cache may
+	// keep them; must-revalidate makes it ask again (cheaply, with the
+	// ETag) once they are older than max-age.
+	cc := "private, max-age=" + strconv.Itoa(int(cfg.CacheMaxAge/time.Second)) + ", must-revalidate"
+	return &API{cfg: cfg, history: newHistoryCache(cfg.History, cfg.HistoryRefresh),
+		keys:  &keyCache{store: store, ttl: cfg.RefreshInterval, entries: map[string]keyEntry{}},
+		store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval, cfg.OutageGrace), log: log, cacheControl: cc}
+}
+
+// Invalidate makes the next read of the app see changes at once.
+func (a *API) Invalidate(appID string) { a.cache.Invalidate(appID) } // "" for every app
+
+// Register adds the content routes to r.
+func (a *API) Register(r gin.IRouter) {
+	g := r.Group("/cms", a.authenticate)
+	g.GET("/handler", a.list(content.KindHandler, "handlers"))
+	g.GET("/handler/:id", a.one(content.KindHandler, "handler", "Handler not found."))
+	g.GET("/entity", a.list(content.KindEntity, "entities"))
+	g.GET("/entity/:id", a.one(content.KindEntity, "entity", "Entity not found."))
+	g.GET("/app", a.app)
+	g.GET("/search", a.search)
+	g.GET("/faq/query", a.faq)
+	g.GET("/rag", a.rag)
+	// The channel key names the app, so this route resolves it itself.
+	r.GET("/cms/suggestions", a.suggestions)
+}
+
+const targetKey = "cms.target"
+
+// authenticate resolves the token and the app, and applies the rate limit.
+func (a *API) authenticate(c *gin.Context) {
+	p, ok := a.principal(c)
+	if !ok {
+		return
+	}
+	appID, present := c.GetQuery("appId")
+	if present && strings.TrimSpace(appID) == "" {
+		abort(c, http.StatusBadRequest, "appId", "appId must not be empty.")
+		return
+	}
+	a.resolve(c, p, appID)
+}
+
+// principal checks the token and the token's rate limit; on failure it
+// has answered.
+func (a *API) principal(c *gin.Context) (auth.Principal, bool) {
+	p, err := a.authn.Authenticate(c.Request.Context(), c.Request.Header)
+	if err != nil {
+		a.authError(c, err)
+		return p, false
+	}
+	if a.limiter != nil {
+		if ok, wait := a.limiter.Allow(p.TokenID); !ok {
+			httpjson.RetryAfter(c.Writer, wait.Seconds())
+			abort(c, http.StatusTooManyRequests, "", "Too many requests for this token; retry after the time in Retry-After.")
+			return p, false
+		}
+	}
+	return p, true
+}
+
+// resolve decides the app the request acts for; on failure it has
+// answered.
+func (a *API) resolve(c *gin.Context, p auth.Principal, appID string) bool {
+	t, err := a.authn.Resolve(c.Request.Context(), p, appID)
+	if err != nil {
+		a.authError(c, err)
+		return false
+	}
+	c.Set(targetKey, t)
+	c.Set(logAppKey, t.AppID)
+	return true
+}
+
+func (a *API) authError(c *gin.Context, err error) {
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		if ae.Status >= 500 {
+			a.log.Error("authentication failed", "err", err, "request_id", c.GetString(requestIDKey))
+		}
+		field := ""
+		if ae.Status == http.StatusBadRequest || ae.Status == http.StatusForbidden {
+			field = "appId"
+		}
+		abort(c, ae.Status, field, ae.Message)
+		return
+	}
+	a.serverError(c, "authenticate", err)
+}
+
+func (a *API) serverError(c *gin.Context, what string, err error) {
+	a.log.Error(what+" failed", "err", err, "request_id", c.GetString(requestIDKey))
+	abort(c, http.StatusServiceUnavailable, "", "The content store is unavailable; try again later.")
+}
+
+func abort(c *gin.Context, status int, field, msg string) {
+	httpjson.Error(c.Writer, status, field, msg)
+	c.Abort()
+}
+
+func target(c *gin.Context) auth.Target {
+	t, _ := c.Get(targetKey)
+	return t.(auth.Target) // set by authenticate for every route
+}
+
+// list serves every record of a kind: {"<wrapper>": [...]}.
+func (a *API) list(kind content.Kind, wrapper string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		t := target(c)
+		b, err := a.cache.body(c.Request.Context(), t.AppID, wrapper, func(ctx context.Context) ([]byte, error) {
+			recs, err := a.store.ListRecords(ctx, t.AppID, kind)
+			if err != nil {
+				return nil, err
+			}
+			dst := append(make([]byte, 0, 256*len(recs)+32), `{"`+wrapper+`":[`...)
+			for i, r := range recs {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = r.AppendJSON(dst, t.OrganizationID)
+			}
+			return append(dst, "]}\n"...), nil
+		})
+		if err != nil {
+			a.serverError(c, "list "+wrapper, err)
+			return
+		}
+		a.send(c, b)
+	}
+}
+
+// one serves one record by ID: {"<wrapper>": {...}}, or 404 with the
+// message the reference client knows.
+func (a *API) one(kind content.Kind, wrapper, notFound string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		t := target(c)
+		id := c.Param("id")
+		if !auth.PossibleID(id) {
+			// No record can have it; PostgreSQL would refuse the query.
+			abort(c, http.StatusNotFound, "", notFound)
+			return
+		}
+		b, err := a.cache.body(c.Request.Context(), t.AppID, wrapper+"/"+id, func(ctx context.Context) ([]byte, error) {
+			r, err := a.store.Record(ctx, t.AppID, kind, id)
+			if err != nil {
+				return nil, err
+			}
+			dst := append(make([]byte, 0, len(r.Doc)+200), `{"`+wrapper+`":`...)
+			return append(r.AppendJSON(dst, t.OrganizationID), "}\n"...), nil
+		})
+		switch {
+		case errors.Is(err, content.ErrNotFound):
+			abort(c, http.StatusNotFound, "", notFound)
+		case err != nil:
+			a.serverError(c, fmt.Sprintf("get %s %q", kind, id), err)
+		default:
+			a.send(c, b)
+		}
+	}
+}
+
+func (a *API) app(c *gin.Context) {
+	t := target(c)
+	b, err := a.cache.body(c.Request.Context(), t.AppID, "app", func(ctx context.Context) ([]byte, error) {
+		app, err := a.store.App(ctx, t.AppID)
+		if err != nil {
+			return nil, err
+		}
+		return append(app.AppendJSON(append(make([]byte, 0, len(app.Doc)+200), `{"app":`...)), "}\n"...), nil
+	})
+	switch {
+	case errors.Is(err, content.ErrNotFound):
+		abort(c, http.StatusNotFound, "", "App not found.")
+	case err != nil:
+		a.serverError(c, "get app", err)
+	default:
+		a.send(c, b)
+	}
+}
+
+// send writes a cached body, or 304 when the client holds it already.
+func (a *API) send(c *gin.Context, b *body) {
+	h := c.Writer.Header()
+	h.Set("ETag", b.etag)
+	h.Set("Cache-Control", a.cacheControl)
+	// Added, not set: a Vary: Origin already there stays.
+	h.Add("Vary", "Authorization, Authorize")
+	if etagMatches(c.Request.Header.Get("If-None-Match"), b.etag) {
+		c.Status(http.StatusNotModified)
+		c.Writer.WriteHeaderNow()
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b.data)))
+	c.Status(http.StatusOK)
+	_, _ = c.Writer.Write(b.data)
+}
+
+// etagMatches implements If-None-Match's weak comparison over a list.
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}

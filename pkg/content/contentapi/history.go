@@ -1,0 +1,63 @@
+package contentapi
+
+import (
+	"context"
+	"sync"
+
+	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+)
+
+// ClickHouseHistory reads past queries from the query-count view. It
+// connects on first use and again after a failure, so the api starts and
+// serves while ClickHouse is down.
+type ClickHouseHistory struct {
+	cfg   chstore.Config
+	mu    sync.Mutex
+	store *chstore.Store
+}
+
+// NewClickHouseHistory returns a History reading the database in cfg.
+func NewClickHouseHistory(cfg chstore.Config) *ClickHouseHistory { return &ClickHouseHistory{cfg: cfg} }
+
+// TopQueries implements History.
+func (h *ClickHouseHistory) TopQueries(ctx context.Context, appID, channel string, limit int) ([]knowledge.QueryCount, error) {
+	h.mu.Lock()
+	s := h.store
+	if s == nil {
+		var err error
+		if s, err = chstore.Open(ctx, h.cfg); err != nil {
+			h.mu.Unlock()
+			return nil, err
+		}
+		h.store = s
+	}
+	h.mu.Unlock()
+	qs, err := s.TopQueries(ctx, appID, channel, limit)
+	if err != nil {
+		h.mu.Lock()
+		if h.store == s {
+			h.store = nil
+			_ = s.Close()
+		}
+		h.mu.Unlock()
+		return nil, err
+	}
+	out := make([]knowledge.QueryCount, len(qs))
+	for i, q := range qs {
+		out[i] = knowledge.QueryCount{Query: q.Query, Asked: q.Asked}
+	}
+	return out, nil
+}
+
+// Close releases the connection.
+func (h *ClickHouseHistory) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.store == nil {
+		return nil
+	}
+	err := h.store.Close()
+	h.store = nil
+	return err
+}

@@ -1,0 +1,404 @@
+package contentapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/content/search"
+)
+
+// History reads how often past queries were asked on an app's channel,
+// most asked first.
+type History interface {
+	TopQueries(ctx context.Context, appID, channel string, limit int) ([]knowledge.QueryCount, error)
+}
+
+// Limits of the knowledge endpoints.
+const (
+	// maxQuestionRunes is how much of a question or typed text is
+	// searched; the rest is left out (see shorten).
+	maxQuestionRunes      = 1000
+	defaultSuggestions    = 5
+	maxSuggestions        = 50
+	defaultFAQs           = 10
+	maxFAQs               = 100
+	historyQueries        = 5000
+	DefaultHistoryRefresh = 30 * time.Second
+	// historyRetry is how long a failed read of past queries is not
+	// tried again, so that an unreachable ClickHouse costs little.
+	historyRetry = 5 * time.Second
+	// maxPooledBuffer bounds the answer buffers kept for reuse.
+	maxPooledBuffer = 1 << 20
+	jsonContentType = "application/json; charset=utf-8"
+	// OmittedHeader names suggestion types left out of an answer.
+	OmittedHeader = "X-Suggestions-Omitted"
+)
+
+// base returns the app's knowledge base at its current revision, built
+// once per revision.
+func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
+	v, err := a.cache.getOrStale(ctx, appID, "knowledge", func(ctx context.Context) (any, error) {
+		var lists [3][]content.Record
+		for i, k := range []content.Kind{content.KindDocument, content.KindFAQ, content.KindIntent} {
+			recs, err := a.store.ListRecords(ctx, appID, k)
+			if err != nil {
+				return nil, err
+			}
+			lists[i] = recs
+		}
+		return knowledge.Build(lists[0], lists[1], lists[2])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*knowledge.Base), nil
+}
+
+// text reads an optional text parameter; on failure it has answered.
+// Clients send UTF-8 (URLSearchParams does); other bytes or a NUL are a
+// mistake better told than answered with nothing found.
+func text(c *gin.Context, name string) (string, bool) {
+	v := c.Query(name)
+	if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+		abort(c, http.StatusBadRequest, name, name+" must be UTF-8 text without NUL characters.")
+		return "", false
+	}
+	return v, true
+}
+
+// question reads the required question parameter; on failure it has
+// answered. A question over maxQuestionRunes is searched on its start
+// (see shorten).
+func question(c *gin.Context, name string) (string, bool) {
+	q, ok := text(c, name)
+	if !ok {
+		return "", false
+	}
+	if q = strings.TrimSpace(q); q == "" {
+		abort(c, http.StatusBadRequest, name, name+" is required.")
+		return "", false
+	}
+	return shorten(q), true
+}
+
+// shorten cuts a text over maxQuestionRunes to its start, at the last
+// word boundary before the limit when there is one near it. Runtimes pass
+// on whatever the user typed or pasted, and the reference client treats
+// any refusal as a failure with nothing to show, while the start of a
+// long text still says what it is about; the limit keeps the cost of a
+// search bounded.
+func shorten(text string) string {
+	short, _ := knowledge.Cut(text, maxQuestionRunes)
+	return short
+}
+
+// intParam reads an optional integer parameter within [1, max].
+func intParam(c *gin.Context, name string, def, max int) (int, bool) {
+	v := c.Query(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		abort(c, http.StatusBadRequest, name, fmt.Sprintf("%s must be a whole number from 1 to %d.", name, max))
+		return 0, false
+	}
+	return n, true
+}
+
+// asked reads the question and the app's knowledge base; on failure it
+// has answered.
+func (a *API) asked(c *gin.Context) (string, *knowledge.Base, bool) {
+	q, ok := question(c, "question")
+	if !ok {
+		return "", nil, false
+	}
+	b, err := a.base(c.Request.Context(), target(c).AppID)
+	if err != nil {
+		a.serverError(c, "build the knowledge base", err)
+		return "", nil, false
+	}
+	return q, b, true
+}
+
+func (a *API) search(c *gin.Context) {
+	location, ok := text(c, "locationId")
+	if !ok {
+		return
+	}
+	if q, b, ok := a.asked(c); ok {
+		buf, _ := a.buffers.Get().(*[]byte)
+		if buf == nil {
+			buf = new([]byte)
+		}
+		*buf = b.Search(q, location).AppendJSON((*buf)[:0])
+		c.Data(http.StatusOK, jsonContentType, *buf)
+		if cap(*buf) <= maxPooledBuffer {
+			a.buffers.Put(buf)
+		}
+	}
+}
+
+func (a *API) faq(c *gin.Context) {
+	size, ok := intParam(c, "size", defaultFAQs, maxFAQs)
+	if !ok {
+		return
+	}
+	if q, b, ok := a.asked(c); ok {
+		c.JSON(http.StatusOK, b.FAQs(q, size))
+	}
+}
+
+// temperature reads the parameter leniently: the reference client may
+// send "undefined"; anything that is not a number in [0, 2] means the
+// default.
+func temperature(v string) float64 {
+	t, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || t < 0 || t > 2 || t != t {
+		return 0.5
+	}
+	return t
+}
+
+func (a *API) rag(c *gin.Context) {
+	location, ok := text(c, "locationId")
+	if !ok {
+		return
+	}
+	q, b, ok := a.asked(c)
+	if !ok {
+		return
+	}
+	// useRetrievalApi ("retrieve" or "query") chooses between two
+	// retrieval services in the reference client; here both retrieve the
+	// same way, so it is accepted and not needed.
+	ans, genErr := b.Answer(c.Request.Context(), q, location, a.cfg.Generator, temperature(c.Query("temperature")))
+	if genErr != nil {
+		a.log.Warn("answer generator failed; answered extractively", "err", genErr, "request_id", c.GetString(requestIDKey))
+		c.Header("X-Answer-Generator", "fallback")
+	}
+	c.JSON(http.StatusOK, ans)
+}
+
+// suggestionKinds parses the type parameter.
+func suggestionKinds(v string) (map[string]bool, error) {
+	kinds := map[string]bool{}
+	if strings.TrimSpace(v) == "" {
+		for _, k := range knowledge.SuggestionKinds() {
+			kinds[k] = true
+		}
+		return kinds, nil
+	}
+	for _, part := range strings.Split(v, ",") {
+		k := strings.ToUpper(strings.TrimSpace(part))
+		switch k {
+		case knowledge.KindIntent, knowledge.KindFAQ, knowledge.KindHistorical:
+			kinds[k] = true
+		case "":
+		default:
+			return nil, fmt.Errorf("type %q is not a suggestion type; use INTENT, FAQ or HISTORICAL, comma-separated", strings.TrimSpace(part))
+		}
+	}
+	if len(kinds) == 0 {
+		return nil, fmt.Errorf("type names no suggestion type; use INTENT, FAQ or HISTORICAL, comma-separated")
+	}
+	return kinds, nil
+}
+
+func (a *API) suggestions(c *gin.Context) {
+	p, ok := a.principal(c)
+	if !ok {
+		return
+	}
+	appID, hasAppID := c.GetQuery("appId")
+	if hasAppID && strings.TrimSpace(appID) == "" {
+		abort(c, http.StatusBadRequest, "appId", "appId must not be empty.")
+		return
+	}
+	key, ok := text(c, "key")
+	if !ok {
+		return
+	}
+	if key = strings.TrimSpace(key); key == "" {
+		abort(c, http.StatusBadRequest, "key", "key is required.")
+		return
+	}
+	typed, ok := text(c, "queryText")
+	if !ok {
+		return
+	}
+	if strings.TrimSpace(typed) == "" {
+		abort(c, http.StatusBadRequest, "queryText", "queryText is required.")
+		return
+	}
+	typed = shorten(typed)
+	types, ok := text(c, "type")
+	if !ok {
+		return
+	}
+	kinds, err := suggestionKinds(types)
+	if err != nil {
+		abort(c, http.StatusBadRequest, "type", err.Error()+".")
+		return
+	}
+	size, ok := intParam(c, "size", defaultSuggestions, maxSuggestions)
+	if !ok {
+		return
+	}
+	app, channel, err := a.keys.lookup(c.Request.Context(), key)
+	switch {
+	case err != nil && isNotFound(err):
+		abort(c, http.StatusNotFound, "key", "No channel has this key.")
+		return
+	case err != nil:
+		a.serverError(c, "look up the channel key", err)
+		return
+	}
+	// A key of an app the token cannot reach is refused like a foreign
+	// appId.
+	if p.AppID != "" && p.AppID != app.ID || p.OrganizationID != app.OrganizationID {
+		abort(c, http.StatusForbidden, "key", "This channel key belongs to an app this token cannot reach.")
+		return
+	}
+	// The key names the app; an appId naming another is a contradiction
+	// refused as on the other routes, not silently ignored.
+	if hasAppID && appID != app.ID {
+		abort(c, http.StatusForbidden, "appId", "appId names another app than the channel key's.")
+		return
+	}
+	if !a.resolve(c, p, app.ID) {
+		return
+	}
+	b, err := a.base(c.Request.Context(), app.ID)
+	if err != nil {
+		a.serverError(c, "build the knowledge base", err)
+		return
+	}
+	var history *search.Suggester
+	if kinds[knowledge.KindHistorical] {
+		if history = a.history.get(c.Request.Context(), app.ID, channel); history == nil {
+			c.Header(OmittedHeader, knowledge.KindHistorical)
+		}
+	}
+	c.JSON(http.StatusOK, struct {
+		Suggestions []knowledge.Suggestion `json:"suggestions"`
+	}{b.Suggest(typed, kinds, history, size)})
+}
+
+// historyCache keeps each channel's past queries for a while, so that
+// suggestions need no ClickHouse round trip per keystroke.
+type historyCache struct {
+	src     History
+	refresh time.Duration
+	mu      sync.Mutex
+	entries map[string]*historyEntry
+}
+
+type historyEntry struct {
+	mu       sync.Mutex
+	at       time.Time
+	failedAt time.Time
+	sugg     *search.Suggester
+}
+
+func newHistoryCache(src History, refresh time.Duration) *historyCache {
+	if refresh <= 0 {
+		refresh = DefaultHistoryRefresh
+	}
+	return &historyCache{src: src, refresh: refresh, entries: map[string]*historyEntry{}}
+}
+
+// get returns the channel's past queries, or nil when they cannot be read
+// now: no history store, or it failed on the last try.
+func (h *historyCache) get(ctx context.Context, appID, channel string) *search.Suggester {
+	if h.src == nil {
+		return nil
+	}
+	h.mu.Lock()
+	e, ok := h.entries[appID+"\x00"+channel]
+	if !ok {
+		e = &historyEntry{}
+		h.entries[appID+"\x00"+channel] = e
+	}
+	h.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	if e.sugg != nil && now.Sub(e.at) < h.refresh {
+		return e.sugg
+	}
+	if !e.failedAt.IsZero() && now.Sub(e.failedAt) < historyRetry {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	qs, err := h.src.TopQueries(ctx, appID, channel, historyQueries)
+	if err != nil {
+		// Stale counts are not served: the answer says HISTORICAL is
+		// missing instead.
+		e.failedAt, e.sugg = now, nil
+		return nil
+	}
+	e.at, e.failedAt, e.sugg = now, time.Time{}, knowledge.History(qs)
+	return e.sugg
+}
+
+func isNotFound(err error) bool { return errors.Is(err, content.ErrNotFound) }
+
+// keyCache remembers channel keys for a refresh interval, as the other
+// caches do, so that a keystroke costs no database query.
+type keyCache struct {
+	store interface {
+		AppByChannelKey(ctx context.Context, key string) (content.App, string, error)
+	}
+	ttl     time.Duration
+	mu      sync.Mutex
+	entries map[string]keyEntry
+}
+
+type keyEntry struct {
+	app     content.App
+	channel string
+	err     error // ErrNotFound is cached too; other errors are not
+	at      time.Time
+}
+
+// maxKeys bounds the cache, which unknown keys could otherwise grow;
+// unknown keys longer than maxCachedUnknownKey are not kept at all, so
+// that the cache's memory stays small whatever callers make up.
+const (
+	maxKeys             = 10_000
+	maxCachedUnknownKey = 256
+)
+
+func (k *keyCache) lookup(ctx context.Context, key string) (content.App, string, error) {
+	now := time.Now()
+	k.mu.Lock()
+	e, ok := k.entries[key]
+	k.mu.Unlock()
+	if ok && now.Sub(e.at) < k.ttl {
+		return e.app, e.channel, e.err
+	}
+	app, channel, err := k.store.AppByChannelKey(ctx, key)
+	if err != nil && (!isNotFound(err) || len(key) > maxCachedUnknownKey) {
+		return app, channel, err
+	}
+	k.mu.Lock()
+	if len(k.entries) >= maxKeys {
+		clear(k.entries)
+	}
+	k.entries[key] = keyEntry{app: app, channel: channel, err: err, at: now}
+	k.mu.Unlock()
+	return app, channel, err
+}

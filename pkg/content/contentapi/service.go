@@ -1,0 +1,213 @@
+package contentapi
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content/graphql"
+	"github.com/assistantcms/cms/pkg/edge/cors"
+	"github.com/assistantcms/cms/pkg/edge/ratelimit"
+	"github.com/assistantcms/cms/pkg/edge/statuspage"
+	"github.com/assistantcms/cms/pkg/health"
+	"github.com/assistantcms/cms/pkg/serverlimits"
+)
+
+// ServiceConfig is everything the api process serves with.
+type ServiceConfig struct {
+	API             Config
+	GraphQL         graphql.Limits
+	TokenCacheTTL   time.Duration
+	RateLimitRPS    float64
+	RateLimitBurst  int
+	ShutdownTimeout time.Duration
+	// StatusSources are the other services charted on the status page,
+	// beside the api itself; StatusInterval is how often they are read.
+	StatusSources  []statuspage.Source
+	StatusInterval time.Duration
+	// HTTP bounds what one client connection may cost.
+	HTTP serverlimits.Limits
+	// CORS lets pages on other origins call from a browser; nil allows
+	// none. It wraps the engine, so that preflights of every route are
+	// answered before Gin's routing would refuse OPTIONS with 405.
+	CORS *cors.Policy
+}
+
+// Defaults of ServiceConfig.HTTP.
+const (
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+)
+
+// pingWithin fails readiness only once the store has not answered for
+// longer than grace: until then the api answers from its cache, and
+// taking it out of rotation sooner would drop exactly the answers the
+// grace is for.
+func pingWithin(ping func(context.Context) error, grace time.Duration, now func() time.Time) func(context.Context) error {
+	var mu sync.Mutex
+	var answered time.Time
+	return func(ctx context.Context) error {
+		err := ping(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		switch t := now(); {
+		case err == nil:
+			answered = t
+		case !answered.IsZero() && t.Sub(answered) < grace:
+			return nil
+		}
+		return err
+	}
+}
+
+// DefaultStatusInterval is how often the status page's sources are read.
+const DefaultStatusInterval = 2 * time.Second
+
+// ServiceStore is what the service needs from the content database.
+type ServiceStore interface {
+	Store
+	graphql.Store
+	Ping(ctx context.Context) error
+}
+
+// RevisionWatcher is a store that tells when another process changed an
+// app, so that replicas see changes at once rather than at their next
+// revision check. An empty app ID means any app may have changed (the
+// watch was interrupted).
+type RevisionWatcher interface {
+	WatchRevisions(ctx context.Context, changed func(appID string), failed func(error)) error
+}
+
+// Service is a running api process: the content routes plus /metrics,
+// /healthz and /readyz.
+type Service struct {
+	cfg     ServiceConfig
+	log     *slog.Logger
+	server  *http.Server
+	checker *health.Checker
+	api     *API
+	engine  *gin.Engine
+	handler http.Handler
+	graphql *graphql.Handler
+	status  *statuspage.Sampler
+	watcher RevisionWatcher
+}
+
+// GraphQL is the GraphQL endpoint, for printing its schema.
+func (s *Service) GraphQL() *graphql.Handler { return s.graphql }
+
+// NewService builds the HTTP server.
+func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Service, error) {
+	grace := cfg.API.OutageGrace
+	switch {
+	case grace == 0:
+		grace = DefaultOutageGrace
+	case grace < 0:
+		grace = 0
+	}
+	// Tokens get the same grace as content: a cached answer is no use if
+	// the token asking for it can no longer be checked.
+	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL, OutageGrace: grace})
+	if err != nil {
+		return nil, err
+	}
+	limiter := ratelimit.Optional(cfg.RateLimitRPS, cfg.RateLimitBurst)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := NewMetrics(reg)
+
+	checker := health.New()
+	checker.Add("content_db", pingWithin(store.Ping, grace, time.Now))
+
+	api := New(cfg.API, store, authn, limiter, log)
+	// Gin's debug mode prints every route to stdout; the mode is Gin's own
+	// process-wide setting.
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	engine.HandleMethodNotAllowed = true
+	engine.Use(observe(metrics, log), recovery(log))
+	engine.NoRoute(notFound)
+	engine.NoMethod(notAllowed)
+	api.Register(engine)
+	gh, err := graphql.New(cfg.GraphQL, store, authn, limiter, api.Invalidate, log)
+	if err != nil {
+		return nil, err
+	}
+	engine.POST("/cms/graphql", gin.WrapH(gh))
+	engine.GET("/cms/graphql", gin.WrapH(gh))
+	engine.GET(graphql.AssetsPath+"*file", gin.WrapH(graphql.Assets()))
+	engine.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	engine.GET("/healthz", gin.WrapH(health.LiveHandler()))
+	engine.GET("/readyz", gin.WrapH(checker.ReadyHandler()))
+	interval := cfg.StatusInterval
+	if interval <= 0 {
+		interval = DefaultStatusInterval
+	}
+	// Five minutes of history, so the charts have data as the page opens.
+	status := statuspage.NewSampler(append([]statuspage.Source{statuspage.Local("api", reg)}, cfg.StatusSources...),
+		interval, int(5*time.Minute/interval)+1, log)
+	engine.GET(statuspage.Path, gin.WrapH(statuspage.PageHandler()))
+	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
+
+	handler := cfg.CORS.Handler(engine)
+	srv := &http.Server{
+		Handler:  handler,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	cfg.HTTP.Or(serverlimits.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}).Apply(srv)
+	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, handler: handler, graphql: gh, status: status}
+	if w, ok := store.(RevisionWatcher); ok {
+		svc.watcher = w
+	}
+	return svc, nil
+}
+
+// Handler is the service's HTTP handler, for tests and for serving on
+// listeners the caller owns.
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// API is the content endpoints, for callers that change content and must
+// make the change visible at once.
+func (s *Service) API() *API { return s.api }
+
+// Serve answers requests on ln until ctx is cancelled, then shuts down
+// gracefully: readiness fails at once and requests in flight finish.
+func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	timeout := s.cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	sctx, stop := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Go(func() { s.status.Run(sctx) })
+	if s.watcher != nil {
+		bg.Go(func() {
+			failed := func(err error) {
+				s.log.Warn("watching content changes: connection lost; reconnecting (until then changes by other replicas show within the refresh interval)", "err", err)
+			}
+			if err := s.watcher.WatchRevisions(sctx, s.api.Invalidate, failed); err != nil && sctx.Err() == nil {
+				s.log.Error("watching content changes stopped; changes by other replicas show within the refresh interval", "err", err)
+			}
+		})
+	}
+	// The sampler's last scrape and the watcher end before Serve returns.
+	defer func() { stop(); bg.Wait() }()
+	if err := health.Serve(ctx, s.log, "api", s.server, ln, s.checker, timeout); err != nil {
+		return err
+	}
+	s.log.Info("api stopped")
+	return nil
+}

@@ -1,0 +1,259 @@
+// Package graphql serves POST /cms/graphql: create, read, update and
+// delete of an app's intents, handlers and entities with graphql-go, with
+// the same tokens as the REST API, limits on request size, depth and
+// complexity, and a GraphiQL page for people.
+package graphql
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	gql "github.com/graphql-go/graphql"
+	"github.com/graphql-go/graphql/gqlerrors"
+	"github.com/graphql-go/graphql/language/ast"
+
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/edge/ratelimit"
+	"github.com/assistantcms/cms/pkg/httpjson"
+)
+
+// Authenticator checks tokens and resolves apps, as for REST.
+type Authenticator interface {
+	Authenticate(ctx context.Context, h http.Header) (auth.Principal, error)
+	AppResolver
+}
+
+// Handler is the GraphQL endpoint.
+type Handler struct {
+	schema  gql.Schema
+	authn   Authenticator
+	limiter *ratelimit.Limiter
+	limits  Limits
+	rules   []gql.ValidationRuleFn
+	log     *slog.Logger
+}
+
+// New builds the endpoint. changed is called with the app of every
+// successful mutation, so that readers see the change at once; limiter
+// may be nil.
+func New(limits Limits, store Store, authn Authenticator, limiter *ratelimit.Limiter, changed func(appID string), log *slog.Logger) (*Handler, error) {
+	if changed == nil {
+		changed = func(string) {}
+	}
+	schema, err := newSchema(&resolvers{store: store, apps: authn, changed: changed})
+	if err != nil {
+		return nil, fmt.Errorf("build GraphQL schema: %w", err)
+	}
+	return &Handler{schema: schema, authn: authn, limiter: limiter, limits: limits.withDefaults(), rules: validationRules(), log: log}, nil
+}
+
+// request is a GraphQL request as POSTed.
+type request struct {
+	Query         string         `json:"query"`
+	Variables     map[string]any `json:"variables"`
+	OperationName string         `json:"operationName"`
+}
+
+// result is what the endpoint answers.
+type result struct {
+	Data   any                        `json:"data,omitempty"`
+	Errors []gqlerrors.FormattedError `json:"errors,omitempty"`
+}
+
+func writeResult(w http.ResponseWriter, status int, r result) {
+	httpjson.Write(w, status, r)
+}
+
+func writeError(w http.ResponseWriter, status int, e *codedError) {
+	writeResult(w, status, result{Errors: []gqlerrors.FormattedError{{Message: e.msg, Extensions: e.Extensions()}}})
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		if r.URL.Query().Get("query") == "" && strings.Contains(r.Header.Get("Accept"), "text/html") {
+			serveGraphiQL(w, r)
+			return
+		}
+	case http.MethodPost:
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		writeError(w, http.StatusMethodNotAllowed, errorf(CodeBadRequest, "", "use POST (or GET for queries)"))
+		return
+	}
+	p, err := h.authn.Authenticate(r.Context(), r.Header)
+	if err != nil {
+		var ae *auth.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+			writeError(w, http.StatusUnauthorized, errorf(CodeUnauthenticated, "", "Unauthorized"))
+			return
+		}
+		h.log.Error("authentication failed", "err", err)
+		writeError(w, http.StatusServiceUnavailable, errorf(CodeUnavailable, "", "the token store is unavailable; try again later"))
+		return
+	}
+	if h.limiter != nil {
+		if ok, wait := h.limiter.Allow(p.TokenID); !ok {
+			httpjson.RetryAfter(w, wait.Seconds())
+			writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "too many requests for this token; retry after the time in Retry-After"))
+			return
+		}
+	}
+	req, status, cerr := h.read(w, r)
+	if cerr != nil {
+		writeError(w, status, cerr)
+		return
+	}
+	d, rerr := parseQuery(req.Query, h.limits, h.log)
+	if rerr != nil {
+		writeResult(w, rerr.status, result{Errors: rerr.errs})
+		return
+	}
+	doc := d.ast
+	if v := h.validate(doc); !v.IsValid {
+		d.relocate(v.Errors)
+		for i := range v.Errors {
+			v.Errors[i].Extensions = map[string]any{"code": CodeValidationFailed}
+		}
+		writeResult(w, http.StatusBadRequest, result{Errors: v.Errors})
+		return
+	}
+	if errs := d.mergeable(); len(errs) > 0 {
+		writeResult(w, http.StatusBadRequest, result{Errors: errs})
+		return
+	}
+	op := operation(doc, req.OperationName)
+	if op == nil {
+		msg := "the request has several operations; name one in operationName"
+		if req.OperationName != "" {
+			msg = fmt.Sprintf("no operation named %q", req.OperationName)
+		}
+		writeError(w, http.StatusBadRequest, errorf(CodeBadRequest, "operationName", "%s", msg))
+		return
+	}
+	if op.Operation == ast.OperationTypeSubscription {
+		writeError(w, http.StatusBadRequest, errorf(CodeValidationFailed, "", "subscriptions are not supported; use a query or a mutation"))
+		return
+	}
+	if r.Method == http.MethodGet && op.Operation == ast.OperationTypeMutation {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, errorf(CodeMutationNotAllowed, "", "mutations need POST; GET may only run queries"))
+		return
+	}
+	if depth, fields := measure(doc, op, h.limits.MaxFields); depth > h.limits.MaxDepth {
+		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooDeep, "", "the request nests fields %d deep; at most %d is allowed", depth, h.limits.MaxDepth))
+		return
+	} else if fields > h.limits.MaxFields {
+		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooComplex, "", "the request selects more than %d fields", h.limits.MaxFields))
+		return
+	}
+	res := gql.Execute(gql.ExecuteParams{
+		Schema: h.schema, AST: doc, OperationName: req.OperationName, Args: req.Variables,
+		Context: withPrincipal(r.Context(), p),
+	})
+	d.relocate(res.Errors)
+	if variableErrors(res.Errors) {
+		// Variables that do not fit their types stop the request before
+		// anything runs, as a validation error does.
+		writeResult(w, http.StatusBadRequest, result{Errors: res.Errors})
+		return
+	}
+	writeResult(w, http.StatusOK, result{Data: res.Data, Errors: expand(res.Errors)})
+}
+
+// malformed is the message for a query graphql-go's parser or validator
+// panicked on; its parser lets a few malformed documents through.
+const malformed = "the request is malformed"
+
+// validate runs graphql-go's validation rules, answering a document they
+// panic on as invalid rather than dropping the connection.
+func (h *Handler) validate(doc *ast.Document) (res gql.ValidationResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.log.Error("GraphQL validation failed", "panic", p, "stack", string(debug.Stack()))
+			res = gql.ValidationResult{Errors: []gqlerrors.FormattedError{{Message: malformed}}}
+		}
+	}()
+	return gql.ValidateDocument(&h.schema, doc, h.rules)
+}
+
+// read takes the request from a POST body or GET parameters.
+func (h *Handler) read(w http.ResponseWriter, r *http.Request) (request, int, *codedError) {
+	var req request
+	if r.Method == http.MethodGet {
+		q := r.URL.Query()
+		req.Query, req.OperationName = q.Get("query"), q.Get("operationName")
+		if v := q.Get("variables"); v != "" {
+			if err := decodeJSON(strings.NewReader(v), &req.Variables); err != nil {
+				return req, http.StatusBadRequest, errorf(CodeBadRequest, "variables", "variables: not a JSON object: %v", err)
+			}
+		}
+	} else {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.limits.MaxBodyBytes))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			return req, http.StatusRequestEntityTooLarge, errorf(CodeRequestTooLarge, "", "the request body is larger than %d bytes", h.limits.MaxBodyBytes)
+		case err != nil:
+			return req, http.StatusBadRequest, errorf(CodeBadRequest, "", "read the request body: %v", err)
+		}
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+			return req, http.StatusBadRequest, errorf(CodeBadRequest, "", "batched requests (a JSON array) are not supported; send one request per POST")
+		}
+		if err := decodeJSON(bytes.NewReader(body), &req); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				member, _, _ := strings.Cut(te.Field, ".")
+				want := "a string"
+				if member == "variables" {
+					want = "an object"
+				}
+				return req, http.StatusBadRequest, errorf(CodeBadRequest, member, "%s: must be %s, not %s", member, want, jsonKind(te.Value))
+			}
+			if errors.As(err, &te) {
+				err = fmt.Errorf("not %s", jsonKind(te.Value))
+			}
+			return req, http.StatusBadRequest, errorf(CodeBadRequest, "", "the body must be a JSON object with query, variables and operationName: %v", err)
+		}
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		return req, http.StatusBadRequest, errorf(CodeBadRequest, "query", "query is required")
+	}
+	return req, 0, nil
+}
+
+// jsonKind names a kind of JSON value as encoding/json reports it.
+func jsonKind(v string) string {
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "string", "number":
+		return "a " + v
+	case "bool":
+		return "a boolean"
+	}
+	return v
+}
+
+// decodeJSON keeps numbers as written, so that free-form values are
+// stored exactly as sent.
+func decodeJSON(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,313 @@
+// Package gateway is the one address clients call. The reference client
+// framework takes a single base URL for every call, event batches
+// included, so the gateway sends PUT /cms/app/events and /cms/apps/events
+// to ingest and every other request to the content API.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/assistantcms/cms/pkg/edge/cors"
+	"github.com/assistantcms/cms/pkg/health"
+	"github.com/assistantcms/cms/pkg/httpjson"
+	"github.com/assistantcms/cms/pkg/serverlimits"
+)
+
+// Config names the upstreams and bounds the gateway's waits.
+type Config struct {
+	// Ingest and API are the upstreams' base URLs (http://host:port).
+	Ingest, API string
+	// ResponseTimeout bounds the wait for an upstream's response headers.
+	ResponseTimeout time.Duration
+	// ShutdownTimeout bounds draining requests in flight on shutdown.
+	ShutdownTimeout time.Duration
+	// HTTP bounds client connections. Its ReadTimeout also bounds a body:
+	// one trickled slower is answered 408. Its WriteTimeout includes the
+	// upstream's wait, so it must be longer than ResponseTimeout.
+	HTTP serverlimits.Limits
+	// CORS, when it allows some origin, is the policy browsers see: the
+	// gateway answers preflights itself and replaces what the upstreams
+	// say about cross-origin access. Nil passes everything through.
+	CORS *cors.Policy
+}
+
+// Defaults of Config.
+const (
+	DefaultResponseTimeout   = 30 * time.Second
+	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+)
+
+// Upstream names.
+const (
+	upstreamIngest = "ingest"
+	upstreamAPI    = "api"
+)
+
+// IsEventsPath reports whether path is one of ingest's: the two spellings
+// of the events endpoint.
+func IsEventsPath(path string) bool {
+	return path == "/cms/app/events" || path == "/cms/apps/events"
+}
+
+// Gateway routes requests to ingest or the content API.
+type Gateway struct {
+	cfg      Config
+	ingest   *httputil.ReverseProxy
+	api      *httputil.ReverseProxy
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	checker  *health.Checker
+	mux      *http.ServeMux
+	handler  http.Handler
+	server   *http.Server
+	log      *slog.Logger
+}
+
+// New returns a gateway to the upstreams in cfg.
+func New(cfg Config, log *slog.Logger) (*Gateway, error) {
+	if cfg.ResponseTimeout <= 0 {
+		cfg.ResponseTimeout = DefaultResponseTimeout
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	cfg.HTTP = cfg.HTTP.Or(serverlimits.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes})
+	if cfg.HTTP.WriteTimeout <= cfg.ResponseTimeout {
+		// Otherwise a slow upstream's answer would be cut off unsent.
+		return nil, fmt.Errorf("write timeout %s must be longer than the response timeout %s", cfg.HTTP.WriteTimeout, cfg.ResponseTimeout)
+	}
+	g := &Gateway{cfg: cfg, log: log, checker: health.New(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "gateway", Name: "requests_total",
+			Help: "Requests passed on, by upstream and status code (503 when the upstream could not be reached).",
+		}, []string{"upstream", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "cms", Subsystem: "gateway", Name: "request_duration_seconds",
+			Help:    "Time to answer requests through the gateway, by upstream.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"upstream"}),
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(g.requests, g.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	transport := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: cfg.ResponseTimeout,
+		// Bodies pass through as sent: gzip batches stay gzip.
+		DisableCompression: true,
+	}
+	for _, u := range []struct {
+		name, raw string
+		proxy     **httputil.ReverseProxy
+	}{{upstreamIngest, cfg.Ingest, &g.ingest}, {upstreamAPI, cfg.API, &g.api}} {
+		target, err := url.Parse(u.raw)
+		if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
+			return nil, fmt.Errorf("%s upstream %q: want http://host:port", u.name, u.raw)
+		}
+		*u.proxy = g.proxy(u.name, target, transport)
+		g.checker.Add(u.name, upstreamReady(transport, target.JoinPath("/readyz").String()))
+	}
+	g.mux = http.NewServeMux()
+	g.mux.Handle("GET /healthz", health.LiveHandler())
+	g.mux.Handle("GET /readyz", g.checker.ReadyHandler())
+	g.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	g.mux.Handle("/", http.HandlerFunc(g.route))
+	g.handler = cfg.CORS.Handler(g.mux)
+	g.server = &http.Server{
+		Handler:  g.handler,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	cfg.HTTP.Apply(g.server)
+	return g, nil
+}
+
+func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTripper) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.SetXForwarded()
+			// The client's Host is kept: upstreams log what was called.
+			r.Out.Host = r.In.Host
+		},
+		Transport: transport,
+		// An upstream that answers after the client's body failed is
+		// answering the truncated body it was sent (its own read timeout
+		// may fire first); the client hears why instead.
+		ModifyResponse: func(resp *http.Response) error {
+			if g.cfg.CORS.Enabled() {
+				// The gateway's own headers are set already; an upstream's
+				// second Access-Control-Allow-Origin would make the
+				// browser refuse the answer.
+				cors.Strip(resp.Header)
+			}
+			if body, ok := resp.Request.Context().Value(clientBodyKey{}).(*clientBody); ok {
+				if err := body.failure(); err != nil {
+					return fmt.Errorf("client request body: %w", err)
+				}
+			}
+			return nil
+		},
+		// Event responses are small; streaming anything else at once
+		// keeps long answers flowing.
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if body, ok := r.Context().Value(clientBodyKey{}).(*clientBody); ok {
+				if berr := body.failure(); berr != nil {
+					// The client's fault: told so in the error shape, not
+					// answered as a client gone away (499, no body) or an
+					// unreachable upstream (503, inviting a retry).
+					g.clientBodyError(w, r, berr)
+					return
+				}
+			}
+			if errors.Is(err, context.Canceled) {
+				// The client went away; nobody reads an answer.
+				w.WriteHeader(499)
+				return
+			}
+			g.log.Warn("upstream unreachable", "upstream", name, "method", r.Method, "path", r.URL.Path, "err", err)
+			// 503 with Retry-After: the reference client retries, and
+			// ingest never claimed the batch.
+			httpjson.RetryAfter(w, 1)
+			httpjson.Error(w, http.StatusServiceUnavailable, "", "The "+name+" service cannot be reached; retry shortly.")
+		},
+	}
+}
+
+// upstreamReady checks an upstream's readiness endpoint.
+func upstreamReady(rt http.RoundTripper, readyURL string) health.Check {
+	client := &http.Client{Transport: rt, Timeout: 2 * time.Second}
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyURL, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %d", readyURL, resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+// statusWriter remembers the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// clientBody remembers why reading a client's request body failed, so
+// that the failure is answered as the client's rather than as an
+// unreachable upstream. The transport reads the body on a goroutine of
+// its own, hence the lock.
+type clientBody struct {
+	io.ReadCloser
+	mu  sync.Mutex
+	err error
+}
+
+type clientBodyKey struct{}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *clientBody) failure() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// clientBodyError answers a request whose body could not be read: 408
+// when it did not arrive within the read timeout, 400 otherwise.
+func (g *Gateway) clientBodyError(w http.ResponseWriter, r *http.Request, err error) {
+	g.log.Info("request body not received", "method", r.Method, "path", r.URL.Path, "err", err)
+	w.Header().Set("Connection", "close")
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		httpjson.Error(w, http.StatusRequestTimeout, "", "The request body did not arrive within "+g.cfg.HTTP.ReadTimeout.String()+".")
+		return
+	}
+	httpjson.Error(w, http.StatusBadRequest, "", "The request body could not be read.")
+}
+
+func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name, proxy := upstreamAPI, g.api
+	if IsEventsPath(r.URL.Path) {
+		name, proxy = upstreamIngest, g.ingest
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		body := &clientBody{ReadCloser: r.Body}
+		r = r.WithContext(context.WithValue(r.Context(), clientBodyKey{}, body))
+		r.Body = body
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	proxy.ServeHTTP(sw, r)
+	g.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
+	g.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+}
+
+// Handler is the gateway's HTTP handler, for tests and embedding.
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+// Serve answers on ln until ctx ends, then drains requests in flight.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	if err := health.Serve(ctx, g.log, "gateway", g.server, ln, g.checker, g.cfg.ShutdownTimeout, "ingest", g.cfg.Ingest, "api", g.cfg.API); err != nil {
+		return err
+	}
+	g.log.Info("gateway stopped")
+	return nil
+}

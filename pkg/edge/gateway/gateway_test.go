@@ -1,0 +1,338 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/assistantcms/cms/internal/devbroker"
+	"github.com/assistantcms/cms/internal/fixture"
+	"github.com/assistantcms/cms/internal/ingesttest"
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/contentapi"
+	"github.com/assistantcms/cms/pkg/serverlimits"
+)
+
+// brokerBin is the development broker, built once for the package: the
+// test runs ingest against it over TCP.
+var brokerBin string
+
+func TestMain(m *testing.M) { os.Exit(devbroker.RunTests(m, &brokerBin)) }
+
+const bundleJSON = `{
+ "organizations": [{"id": "org-1", "name": "Org"}],
+ "apps": [{"appId": "app-1", "organizationId": "org-1", "name": "Shop"}],
+ "handlers": [{"appId": "app-1", "intentId": "LaunchRequest", "name": "Launch"}]
+}`
+
+const launch = `{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web","platform":"stentor","sessionId":"s-1","userId":"u-1","environment":"production","isNewSession":true,"isoTime":"2026-11-21T10:00:00.000Z"}`
+
+// serve runs a service on a loopback port until the test ends.
+func serve(t *testing.T, run func(ctx context.Context, ln net.Listener) error) (url string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, ln) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return "http://" + ln.Addr().String(), stop
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func do(t *testing.T, method, url, token string, body []byte, headers ...string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, string(b)}
+}
+
+// TestOneAddress sends event batches and content reads to the gateway
+// alone, with ingest, the broker and the content API real behind it.
+func TestOneAddress(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	broker := devbroker.StartForTest(t, brokerBin)
+	store, tokens := fixture.Open(t, bundleJSON, map[string]content.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
+	token := tokens["app"]
+	ingestURL, topic := ingesttest.Serve(t, broker.Addr(), store, "gateway-events")
+	api, err := contentapi.NewService(contentapi.ServiceConfig{ShutdownTimeout: 10 * time.Second}, store, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiURL, stopAPI := serve(t, api.Serve)
+	g, err := New(Config{Ingest: ingestURL, API: apiURL}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, _ := serve(t, g.Serve)
+
+	if r := do(t, http.MethodGet, gw+"/readyz", "", nil); r.status != 200 {
+		t.Fatalf("readyz %d: %s", r.status, r.body)
+	}
+	batch := []byte(`{"events":[` + launch + `]}`)
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	zw.Write(batch)
+	zw.Close()
+	for _, tt := range []struct {
+		path    string
+		body    []byte
+		headers []string
+	}{
+		{"/cms/app/events", batch, []string{"Content-Type", "application/json"}},
+		{"/cms/apps/events", batch, []string{"Content-Type", "application/json"}},
+		{"/cms/app/events", zipped.Bytes(), []string{"Content-Type", "application/json", "Content-Encoding", "gzip"}},
+	} {
+		if r := do(t, http.MethodPut, gw+tt.path, token, tt.body, tt.headers...); r.status != 200 {
+			t.Errorf("PUT %s %v: %d %s", tt.path, tt.headers, r.status, r.body)
+		}
+	}
+	if n := countRecords(t, broker.Addr(), topic); n != 3 {
+		t.Errorf("%d events on the topic, want the 3 sent through the gateway", n)
+	}
+	// Reads reach the API; the events path reaches ingest whatever the
+	// method, and ingest answers for it.
+	if r := do(t, http.MethodGet, gw+"/cms/handler/LaunchRequest", token, nil); r.status != 200 || !strings.Contains(r.body, `"name":"Launch"`) {
+		t.Errorf("GET handler: %d %s", r.status, r.body)
+	}
+	if r := do(t, http.MethodGet, gw+"/cms/app/events", token, nil); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("GET /cms/app/events: %d %s, want ingest's 405", r.status, r.body)
+	}
+	if r := do(t, http.MethodGet, gw+"/cms/handler/LaunchRequest", "", nil); r.status != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want the API's 401", r.status)
+	}
+
+	// With the API gone, reads get a 503 to retry and readiness fails;
+	// events still flow.
+	stopAPI()
+	r := do(t, http.MethodGet, gw+"/cms/handler/LaunchRequest", token, nil)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `"errorType":"ServerError"`) {
+		t.Errorf("API down: %d %v %s", r.status, r.header, r.body)
+	}
+	deadline := time.Now().Add(5 * time.Second) // readiness results are cached for a second
+	for do(t, http.MethodGet, gw+"/readyz", "", nil).status != http.StatusServiceUnavailable {
+		if time.Now().After(deadline) {
+			t.Fatal("readyz still 200 with the API down")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := do(t, http.MethodPut, gw+"/cms/app/events", token, batch, "Content-Type", "application/json"); r.status != 200 {
+		t.Errorf("events with the API down: %d %s", r.status, r.body)
+	}
+	m := do(t, http.MethodGet, gw+"/metrics", "", nil).body
+	for _, want := range []string{
+		`cms_gateway_requests_total{code="200",upstream="ingest"} 4`,
+		`cms_gateway_requests_total{code="503",upstream="api"} 1`,
+		`cms_gateway_requests_total{code="405",upstream="ingest"} 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// countRecords reads the end offset of partition 0.
+func countRecords(t *testing.T, broker, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := kafka.DialLeader(ctx, "tcp", broker, topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	end, err := conn.ReadLastOffset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
+}
+
+func TestIsEventsPath(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/cms/app/events": true, "/cms/apps/events": true,
+		"/cms/app/events/": false, "/cms/app": false, "/cms/handler": false, "/": false, "/cms/app/events2": false,
+	} {
+		if IsEventsPath(path) != want {
+			t.Errorf("IsEventsPath(%q) = %v", path, !want)
+		}
+	}
+}
+
+func TestNewRefusesBadUpstreams(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, c := range []Config{
+		{Ingest: "", API: "http://127.0.0.1:1"},
+		{Ingest: "127.0.0.1:1", API: "http://127.0.0.1:1"},
+		{Ingest: "http://127.0.0.1:1", API: "ftp://x"},
+	} {
+		if _, err := New(c, log); err == nil {
+			t.Errorf("New(%+v) accepted", c)
+		}
+	}
+}
+
+// TestForwardedHeaders checks what an upstream sees of the client: its
+// address in X-Forwarded-For, and the body and headers as sent.
+func TestForwardedHeaders(t *testing.T) {
+	got := make(chan *http.Request, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		got <- r
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer upstream.Close()
+	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	defer gw.Close()
+	r := do(t, http.MethodPut, gw.URL+"/cms/app/events", "tok", []byte("zipped"), "Content-Encoding", "gzip")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("status %d", r.status)
+	}
+	req := <-got
+	body, _ := io.ReadAll(req.Body)
+	if req.Header.Get("X-Forwarded-For") != "127.0.0.1" || req.Header.Get("Authorization") != "Bearer tok" ||
+		req.Header.Get("Content-Encoding") != "gzip" || string(body) != "zipped" {
+		t.Errorf("upstream saw %v, body %q", req.Header, body)
+	}
+}
+
+func TestHTTPLimits(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := g.server
+	if s.ReadHeaderTimeout != DefaultReadHeaderTimeout || s.ReadTimeout != DefaultReadTimeout || s.WriteTimeout != DefaultWriteTimeout ||
+		s.IdleTimeout != DefaultIdleTimeout || s.MaxHeaderBytes != DefaultMaxHeaderBytes {
+		t.Errorf("defaults: %v %v %v %v %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+	want := serverlimits.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 40 * time.Second, IdleTimeout: 3 * time.Second, MaxHeaderBytes: 4096}
+	g, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", HTTP: want}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := g.server; serverlimits.Of(s) != want {
+		t.Errorf("configured: %v %v %v %v %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+	// An answer could never be written after waiting this long upstream.
+	_, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", ResponseTimeout: time.Minute, HTTP: serverlimits.Limits{WriteTimeout: time.Minute}}, log)
+	if err == nil || !strings.Contains(err.Error(), "longer than the response timeout") {
+		t.Errorf("a write timeout no longer than the response timeout: %v", err)
+	}
+}
+
+// TestSlowBodyIsTheClientsFault trickles a request body through the
+// gateway slower than its read timeout: the answer is 408 in the JSON
+// error shape, counted as such, not a 503 that blames the upstream and
+// invites the client to retry the same upload.
+func TestSlowBodyIsTheClientsFault(t *testing.T) {
+	read := make(chan error, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		read <- err
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer upstream.Close()
+	const timeout = 500 * time.Millisecond
+	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL, HTTP: serverlimits.Limits{ReadTimeout: timeout}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, _ := serve(t, g.Serve)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(gw, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	if _, err := io.WriteString(conn, "PUT /cms/app/events HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"events\":["); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Errorf("read answer: %v", err)
+		}
+		answered <- resp
+	}()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var resp *http.Response
+	give := time.After(10 * time.Second)
+	for waiting := true; waiting; {
+		select {
+		case resp = <-answered:
+			waiting = false
+		case <-tick.C:
+			_, _ = io.WriteString(conn, " ") // fails once the gateway has closed
+		case <-give:
+			t.Fatal("no answer within 10s")
+		}
+	}
+	if resp == nil {
+		return // the read failed, as reported
+	}
+	body, _ := io.ReadAll(resp.Body)
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"httpStatus":408`) || took < timeout/2 || took > timeout+5*time.Second {
+		t.Errorf("after %v: %d %s; want 408 in the JSON shape after about %v", took, resp.StatusCode, body, timeout)
+	}
+	if err := <-read; err == nil {
+		t.Error("the upstream read the whole body of a request cut off")
+	}
+	m := do(t, http.MethodGet, gw+"/metrics", "", nil).body
+	if !strings.Contains(m, `cms_gateway_requests_total{code="408",upstream="ingest"} 1`) {
+		t.Errorf("metrics lack the 408")
+	}
+}

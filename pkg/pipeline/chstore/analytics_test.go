@@ -1,0 +1,158 @@
+package chstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/pipeline/event"
+)
+
+// docQueries returns the SQL blocks of docs/analytics.md by heading.
+func docQueries(t *testing.T) map[string]string {
+	t.Helper()
+	doc, err := os.ReadFile("../../../docs/analytics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?s)\n## ([^\n]+)\n.*?```sql\n(.*?)```")
+	out := map[string]string{}
+	for _, m := range re.FindAllStringSubmatch(string(doc), -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// query runs sql and returns its rows with every value formatted by %v.
+func query(t *testing.T, s *Store, sql string) [][]string {
+	t.Helper()
+	ctx := s.Context(context.Background())
+	rows, err := s.Conn().Query(ctx, sql)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, sql)
+	}
+	defer rows.Close()
+	var out [][]string
+	types := rows.ColumnTypes()
+	for rows.Next() {
+		dest := make([]any, len(types))
+		for i, ct := range types {
+			dest[i] = reflect.New(ct.ScanType()).Interface()
+		}
+		if err := rows.Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(dest))
+		for i, d := range dest {
+			v := reflect.ValueOf(d).Elem()
+			for v.Kind() == reflect.Pointer && !v.IsNil() {
+				v = v.Elem()
+			}
+			switch x := v.Interface().(type) {
+			case time.Time:
+				row[i] = x.UTC().Format(time.RFC3339)
+			case float32, float64:
+				row[i] = fmt.Sprintf("%.3g", x)
+			default:
+				row[i] = fmt.Sprint(x)
+			}
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func conf(f float32) *float32 { return &f }
+
+func TestAnalystQueries(t *testing.T) {
+	s := migrated(t)
+	ctx := context.Background()
+	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour) // today, 01:00
+	ev := func(id, session, user, channel, typ, name, handler string, at time.Duration) event.Decoded {
+		return event.Decoded{EventID: id, AppID: "demo-app", OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
+			Type: typ, Name: name, SessionID: session, UserID: user, Channel: channel, SelectedHandler: handler, Extra: "{}"}
+	}
+	launch := ev("e1", "session-1", "u1", "web", "REQUEST", "LAUNCH_REQUEST", "LaunchRequest", 0)
+	rr1 := ev("e2", "session-1", "u1", "web", "AnalyticsEvent", "REQUEST_RESPONSE", "OrderStatus", time.Second)
+	rr1.RequestType, rr1.IntentID, rr1.RawQuery, rr1.MatchConfidence, rr1.DisplayText = "INTENT_REQUEST", "OrderStatus", "Where is my order", conf(0.9), "Soon."
+	rr1.Tags = []string{"orders", "status"}
+	unknown := ev("e3", "session-1", "u1", "web", "AnalyticsEvent", "REQUEST_RESPONSE", "Fallback", 2*time.Second)
+	unknown.RequestType, unknown.RawQuery, unknown.DisplayText = "INPUT_UNKNOWN_REQUEST", "blah blah", "Sorry?"
+	unknown.KBUsed, unknown.KBDocuments, unknown.KBFAQs, unknown.Tags = true, 10, 2, []string{"kb"}
+	failure := ev("e4", "session-1", "u1", "web", "ERROR", "HandlerError", "OrderStatus", 3*time.Second)
+	failure.ErrorMessage, failure.ErrorStack = "boom", `[{"file":"index.js"}]`
+	rr2 := ev("e5", "session-2", "u2", "sms", "AnalyticsEvent", "REQUEST_RESPONSE", "OrderStatus", 4*time.Second)
+	rr2.RequestType, rr2.IntentID, rr2.RawQuery, rr2.MatchConfidence = "INTENT_REQUEST", "OrderStatus", "where is my order", conf(0.4)
+	rr2.KBUsed, rr2.KBDocuments, rr2.Tags = true, 4, []string{"orders"}
+	finished := ev("e6", "session-2", "u2", "sms", "LambdaErrorEvent", "Lambda Finished", "OrderStatus", 5*time.Second)
+	finished.ErrorMessage, finished.Message = "boom", "boom"
+	var rows []Row
+	for i, d := range []event.Decoded{launch, rr1, unknown, failure, rr2, finished, rr1} { // rr1 twice, as a retry writes it
+		rows = append(rows, Row{Decoded: d, Partition: 0, Offset: int64(i)})
+	}
+	if err := s.InsertEvents(ctx, rows[:6]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InsertEvents(ctx, rows[6:]); err != nil {
+		t.Fatal(err)
+	}
+	quarantined := func(id, reason, field string, at time.Duration) QuarantineRow {
+		return QuarantineRow{Quarantined: event.Quarantined{EventID: id, AppID: "demo-app", OrganizationID: "o", ReceivedAt: t0.Add(at),
+			Reason: reason, Field: field, Message: "m", Errors: "[]", Event: "{}", EventBytes: 2}}
+	}
+	// q-1 and q-2 wait; e5 was quarantined once and has been resubmitted.
+	if err := s.InsertQuarantine(ctx, []QuarantineRow{quarantined("q-1", "too_large", "", 0), quarantined("q-2", "type_not_allowed", "type", time.Second),
+		quarantined("e5", "too_large", "", 2*time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+
+	day := t0.Format("2006-01-02")
+	want := map[string]string{
+		"Events per day, per app and channel":                       day + "T00:00:00Z demo-app sms 2|" + day + "T00:00:00Z demo-app web 4",
+		"Daily active users and sessions":                           day + "T00:00:00Z 2 2",
+		"Top intents":                                               "OrderStatus 2 0.65",
+		"Unanswered or low-confidence queries":                      "blah blah 1 <nil>|where is my order 1 0.4",
+		"Error rate by handler":                                     "OrderStatus 1 4 0.25|Fallback 0 1 0|LaunchRequest 0 1 0",
+		"A session's transcript":                                    "",
+		"Historical queries (the source of HISTORICAL suggestions)": "where is my order 2|blah blah 1",
+		"Knowledge-base turns":                                      day + "T00:00:00Z 3 2 7 1",
+		"Errors by message":                                         `ERROR HandlerError boom 1 [{"file":"index.js"}]|LambdaErrorEvent Lambda Finished boom 1 `,
+		"Turns by tag":                                              "orders 2|kb 1|status 1",
+		"Quarantined events by reason":                              "too_large  2 " + t0.Format(time.RFC3339) + " " + t0.Add(2*time.Second).Format(time.RFC3339) + "|type_not_allowed type 1 " + t0.Add(time.Second).Format(time.RFC3339) + " " + t0.Add(time.Second).Format(time.RFC3339),
+		"Quarantined events not yet recovered":                      t0.Format(time.RFC3339) + " q-1 too_large  m|" + t0.Add(time.Second).Format(time.RFC3339) + " q-2 type_not_allowed type m",
+	}
+	queries := docQueries(t)
+	if len(queries) != len(want) {
+		t.Fatalf("docs/analytics.md has %d queries, the test knows %d", len(queries), len(want))
+	}
+	for heading, sql := range queries {
+		t.Run(heading, func(t *testing.T) {
+			exp, ok := want[heading]
+			if !ok {
+				t.Fatalf("no expectation for %q", heading)
+			}
+			got := query(t, s, sql)
+			if heading == "A session's transcript" {
+				if len(got) != 4 || got[1][2] != "Where is my order" || got[2][1] != "REQUEST_RESPONSE" || got[3][1] != "HandlerError" {
+					t.Errorf("transcript %v", got)
+				}
+				return
+			}
+			lines := make([]string, len(got))
+			for i, r := range got {
+				lines[i] = strings.Join(r, " ")
+			}
+			if g := strings.Join(lines, "|"); g != exp {
+				t.Errorf("got  %s\nwant %s", g, exp)
+			}
+		})
+	}
+}

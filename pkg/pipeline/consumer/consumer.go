@@ -1,0 +1,316 @@
+// Package consumer moves events from the Kafka events topic, and the
+// events ingest refused from the quarantine topic, into ClickHouse: a
+// consumer group member that inserts large batches and commits offsets
+// only after ClickHouse has accepted them.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
+)
+
+// Sink stores rows; each insert takes a whole batch or none of it.
+type Sink interface {
+	InsertEvents(ctx context.Context, rows []chstore.Row) error
+	InsertQuarantine(ctx context.Context, rows []chstore.QuarantineRow) error
+}
+
+// Source is the consumer-group side of the events topic.
+type Source interface {
+	FetchMessage(ctx context.Context) (kafka.Message, error)
+	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// DeadLetters takes messages that can never be written.
+type DeadLetters interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// Config tunes batching and retries.
+type Config struct {
+	// BatchRows flushes a batch once it holds this many messages.
+	BatchRows int
+	// BatchBytes flushes a batch once its messages hold this many bytes,
+	// so that batches of large events stay within memory.
+	BatchBytes int
+	// QuarantineTopic names the topic whose records are quarantined
+	// events; every other topic holds envelopes.
+	QuarantineTopic string
+	// FlushInterval flushes a batch this long after its first message.
+	FlushInterval time.Duration
+	// RetryMin and RetryMax bound the backoff between failed inserts.
+	RetryMin, RetryMax time.Duration
+	// ShutdownTimeout bounds the final flush after the context ends.
+	ShutdownTimeout time.Duration
+}
+
+// Defaults: ClickHouse prefers thousands of rows per insert and about one
+// insert per second per table.
+const (
+	DefaultBatchRows       = 20000
+	DefaultBatchBytes      = 64 << 20
+	DefaultFlushInterval   = time.Second
+	DefaultRetryMin        = 100 * time.Millisecond
+	DefaultRetryMax        = 10 * time.Second
+	DefaultShutdownTimeout = 12 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.BatchRows <= 0 {
+		c.BatchRows = DefaultBatchRows
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = DefaultBatchBytes
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = DefaultRetryMin
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return c
+}
+
+// Consumer runs the fetch, insert, commit loop.
+type Consumer struct {
+	cfg     Config
+	src     Source
+	sink    Sink
+	dlq     DeadLetters
+	metrics *Metrics
+	log     *slog.Logger
+	dec     event.Decoder
+
+	// sinkOK is false while inserts fail, for readiness.
+	sinkOK atomic.Bool
+}
+
+// New returns a Consumer.
+func New(cfg Config, src Source, sink Sink, dlq DeadLetters, m *Metrics, log *slog.Logger) *Consumer {
+	c := &Consumer{cfg: cfg.withDefaults(), src: src, sink: sink, dlq: dlq, metrics: m, log: log}
+	c.sinkOK.Store(true)
+	return c
+}
+
+// Healthy reports whether the last insert succeeded.
+func (c *Consumer) Healthy() bool { return c.sinkOK.Load() }
+
+// batch is what has been fetched and not yet committed.
+type batch struct {
+	msgs        []kafka.Message // every message, in fetch order, for the commit
+	bytes       int             // of the messages' values
+	rows        []chstore.Row
+	quarantined []chstore.QuarantineRow
+	dead        []kafka.Message // messages for the dead-letter topic
+	// due ends when the batch must be flushed; one context per batch, as
+	// a timer per fetched message would cost more than the fetch.
+	due    context.Context
+	cancel context.CancelFunc
+	// lag is each partition's lag after its last message in the batch.
+	lag map[topicPartition]int64
+}
+
+type topicPartition struct {
+	topic     string
+	partition int
+}
+
+func (b *batch) reset() {
+	b.msgs, b.rows, b.quarantined, b.dead, b.bytes = b.msgs[:0], b.rows[:0], b.quarantined[:0], b.dead[:0], 0
+	if b.cancel != nil {
+		b.cancel()
+	}
+	b.due, b.cancel = nil, nil
+	clear(b.lag)
+}
+
+// Run consumes until ctx ends, then flushes and commits what it holds
+// within the shutdown timeout. It returns nil after a clean stop.
+func (c *Consumer) Run(ctx context.Context) error {
+	b := batch{lag: map[topicPartition]int64{}}
+	defer b.reset()
+	for {
+		fctx := ctx
+		if b.due != nil {
+			fctx = b.due
+		}
+		msg, err := c.src.FetchMessage(fctx)
+		switch {
+		case err == nil:
+			c.add(ctx, &b, msg)
+			if len(b.msgs) < c.cfg.BatchRows && b.bytes < c.cfg.BatchBytes {
+				continue
+			}
+		case ctx.Err() != nil:
+			// Stopping: write and commit what was fetched, then return.
+			sctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
+			defer cancel()
+			if err := c.flush(sctx, &b); err != nil {
+				return fmt.Errorf("final flush: %w", err)
+			}
+			return nil
+		case errors.Is(err, context.DeadlineExceeded):
+			// The batch is due.
+		default:
+			c.log.Warn("fetch from Kafka failed", "err", err)
+			sleep(ctx, c.cfg.RetryMin)
+			continue
+		}
+		// An error here means ctx ended mid-retry; the next fetch sees
+		// that and flushes once more within the shutdown timeout.
+		_ = c.flush(ctx, &b)
+	}
+}
+
+func (c *Consumer) add(ctx context.Context, b *batch, msg kafka.Message) {
+	if len(b.msgs) == 0 {
+		b.due, b.cancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
+	}
+	b.msgs = append(b.msgs, msg)
+	b.bytes += len(msg.Value)
+	b.lag[topicPartition{msg.Topic, msg.Partition}] = max(0, msg.HighWaterMark-msg.Offset-1)
+	var err error
+	if msg.Topic != "" && msg.Topic == c.cfg.QuarantineTopic {
+		var q event.Quarantined
+		if q, err = c.dec.DecodeQuarantine(msg.Value); err == nil {
+			b.quarantined = append(b.quarantined, chstore.QuarantineRow{Quarantined: q, Partition: msg.Partition, Offset: msg.Offset})
+		}
+	} else {
+		var row event.Decoded
+		if row, err = c.dec.Decode(msg.Value); err == nil {
+			b.rows = append(b.rows, chstore.Row{Decoded: row, Partition: msg.Partition, Offset: msg.Offset})
+		}
+	}
+	if err != nil {
+		c.log.Warn("message cannot be decoded; sending it to the dead-letter topic",
+			"topic", msg.Topic, "partition", msg.Partition, "offset", msg.Offset, "err", err)
+		b.dead = append(b.dead, deadLetter(msg, err.Error()))
+	}
+}
+
+// deadLetter wraps a message for the dead-letter topic with where it came
+// from and why it was set aside.
+func deadLetter(msg kafka.Message, reason string) kafka.Message {
+	return kafka.Message{
+		Key:   msg.Key,
+		Value: msg.Value,
+		Headers: append(append([]kafka.Header(nil), msg.Headers...),
+			kafka.Header{Key: "dlq-reason", Value: []byte(reason)},
+			kafka.Header{Key: "dlq-original-topic", Value: []byte(msg.Topic)},
+			kafka.Header{Key: "dlq-original-partition", Value: []byte(strconv.Itoa(msg.Partition))},
+			kafka.Header{Key: "dlq-original-offset", Value: []byte(strconv.FormatInt(msg.Offset, 10))},
+		),
+	}
+}
+
+// flush writes the batch, retrying until it succeeds or ctx ends, and then
+// commits its offsets. Nothing is committed that was not written.
+func (c *Consumer) flush(ctx context.Context, b *batch) error {
+	if len(b.msgs) == 0 {
+		return nil
+	}
+	if len(b.dead) > 0 {
+		if err := c.retry(ctx, opDeadLetter, func(ctx context.Context) error {
+			return c.dlq.WriteMessages(ctx, b.dead...)
+		}); err != nil {
+			return err
+		}
+		c.metrics.deadLetters.Add(float64(len(b.dead)))
+		b.dead = b.dead[:0] // written; a retried flush must not send them again
+	}
+	if len(b.rows) > 0 {
+		err := c.retry(ctx, opInsert, func(ctx context.Context) error {
+			start := time.Now()
+			err := c.sink.InsertEvents(ctx, b.rows)
+			c.metrics.insertLatency.Observe(time.Since(start).Seconds())
+			c.sinkOK.Store(err == nil)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		c.metrics.rows.Add(float64(len(b.rows)))
+		c.metrics.batchSize.Observe(float64(len(b.rows)))
+		written := time.Now()
+		for i := range b.rows {
+			// Clocks of ingest and consumer hosts may differ a little.
+			c.metrics.freshness.Observe(max(0, written.Sub(b.rows[i].ReceivedAt).Seconds()))
+		}
+		b.rows = b.rows[:0] // written; a retried flush must not insert them again
+	}
+	if len(b.quarantined) > 0 {
+		if err := c.retry(ctx, opQuarantine, func(ctx context.Context) error {
+			err := c.sink.InsertQuarantine(ctx, b.quarantined)
+			c.sinkOK.Store(err == nil)
+			return err
+		}); err != nil {
+			return err
+		}
+		for i := range b.quarantined {
+			c.metrics.quarantined.WithLabelValues(b.quarantined[i].Reason).Inc()
+		}
+	}
+	if err := c.src.CommitMessages(ctx, b.msgs...); err != nil {
+		// The rows are written; if the commit is lost the messages come
+		// again and their duplicates collapse by event ID.
+		c.metrics.commitErrors.Inc()
+		c.log.Warn("offset commit failed; the batch may be delivered again", "messages", len(b.msgs), "err", err)
+	}
+	for tp, lag := range b.lag {
+		c.metrics.lag.WithLabelValues(tp.topic, strconv.Itoa(tp.partition)).Set(float64(lag))
+	}
+	b.reset()
+	return nil
+}
+
+// The operations retried, as named in cms_consumer_retries_total.
+const (
+	opInsert     = "insert"
+	opQuarantine = "quarantine insert"
+	opDeadLetter = "dead-letter write"
+)
+
+// retry runs op until it succeeds or ctx ends, backing off exponentially.
+func (c *Consumer) retry(ctx context.Context, what string, op func(context.Context) error) error {
+	wait := c.cfg.RetryMin
+	for attempt := 1; ; attempt++ {
+		err := op(ctx)
+		if err == nil {
+			return nil
+		}
+		c.metrics.retries.WithLabelValues(what).Inc()
+		c.log.Warn(what+" failed; retrying", "attempt", attempt, "in", wait.String(), "err", err)
+		if !sleep(ctx, wait) {
+			return fmt.Errorf("%s: %w (gave up: %w)", what, err, ctx.Err())
+		}
+		wait = min(2*wait, c.cfg.RetryMax)
+	}
+}
+
+// sleep waits for d or until ctx ends; it reports whether it slept fully.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

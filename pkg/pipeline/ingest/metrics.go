@@ -1,0 +1,93 @@
+package ingest
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assistantcms/cms/pkg/pipeline/event"
+)
+
+// Metrics are the ingest service's Prometheus collectors.
+type Metrics struct {
+	requests       *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	events         *prometheus.CounterVec
+	rejected       *prometheus.CounterVec
+	batchSize      prometheus.Histogram
+	produceLatency *prometheus.HistogramVec
+	inFlight       prometheus.Gauge
+}
+
+// NewMetrics creates the collectors and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "ingest", Name: "http_requests_total",
+			Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "cms", Subsystem: "ingest", Name: "http_request_duration_seconds",
+			Help:    "Time from request start to response, by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "ingest", Name: "events_total",
+			Help: "Events by outcome: accepted (published to the events topic) or rejected (quarantined).",
+		}, []string{"outcome"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "ingest", Name: "events_rejected_total",
+			Help: "Rejected (quarantined) events by the reason and field of their first error, array indexes removed from the field.",
+		}, []string{"reason", "field"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "cms", Subsystem: "ingest", Name: "batch_size_events",
+			Help:    "Events per accepted request body.",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000},
+		}),
+		produceLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "cms", Subsystem: "ingest", Name: "produce_duration_seconds",
+			Help:    "Time until the broker acknowledged a request's records, by result.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"result"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "cms", Subsystem: "ingest", Name: "in_flight_requests",
+			Help: "Requests being handled now.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.events, m.rejected, m.batchSize, m.produceLatency, m.inFlight)
+	// Series of known label values exist from the start, at zero, so that
+	// rates and alerts over them work before the first event of each kind.
+	for _, outcome := range []string{"accepted", "rejected"} {
+		m.events.WithLabelValues(outcome)
+	}
+	for _, result := range []string{"ok", "error"} {
+		m.produceLatency.WithLabelValues(result)
+	}
+	for _, r := range event.Reasons() {
+		m.rejected.WithLabelValues(r, "")
+	}
+	return m
+}
+
+// fieldLabel turns an error's field path into a bounded label value:
+// "payload.response.displays[3].title" becomes "payload.response.displays[].title".
+func fieldLabel(field string) string {
+	if !strings.Contains(field, "[") {
+		return field
+	}
+	var b strings.Builder
+	skip := false
+	for _, r := range field {
+		switch {
+		case r == '[':
+			skip = true
+			b.WriteRune(r)
+		case r == ']':
+			skip = false
+			b.WriteRune(r)
+		case !skip:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

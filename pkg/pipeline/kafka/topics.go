@@ -1,0 +1,182 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// TopicSpec describes a topic to create when it is missing.
+type TopicSpec struct {
+	Name              string
+	Partitions        int
+	ReplicationFactor int
+	// MaxMessageBytes, when set, is the topic's max.message.bytes: given
+	// to a topic created here, and raised on an existing topic that has
+	// less, since records that large would otherwise be refused by the
+	// brokers for as long as the service runs.
+	MaxMessageBytes int
+}
+
+const maxMessageBytes = "max.message.bytes"
+
+func client(brokers []string) *kafkago.Client {
+	return &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second}
+}
+
+// EnsureTopics creates the topics that do not exist yet and raises the
+// max.message.bytes of those that allow less than their spec. Partitions
+// and replication of an existing topic are left as they are.
+func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) error {
+	req := &kafkago.CreateTopicsRequest{}
+	for _, s := range specs {
+		tc := kafkago.TopicConfig{
+			Topic:             s.Name,
+			NumPartitions:     s.Partitions,
+			ReplicationFactor: s.ReplicationFactor,
+		}
+		if s.MaxMessageBytes > 0 {
+			tc.ConfigEntries = []kafkago.ConfigEntry{{ConfigName: maxMessageBytes, ConfigValue: strconv.Itoa(s.MaxMessageBytes)}}
+		}
+		req.Topics = append(req.Topics, tc)
+	}
+	c := client(brokers)
+	resp, err := c.CreateTopics(ctx, req)
+	if err != nil {
+		return fmt.Errorf("create topics on %v: %w", brokers, err)
+	}
+	var errs []error
+	var existing []TopicSpec
+	for _, s := range specs {
+		switch err := resp.Errors[s.Name]; {
+		case errors.Is(err, kafkago.TopicAlreadyExists):
+			if s.MaxMessageBytes > 0 {
+				existing = append(existing, s)
+			}
+		case err != nil:
+			errs = append(errs, fmt.Errorf("create topic %q (%d partitions, replication %d, %s %d): %w",
+				s.Name, s.Partitions, s.ReplicationFactor, maxMessageBytes, s.MaxMessageBytes, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := raiseMessageBytes(ctx, c, existing); err != nil {
+		return err
+	}
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	return CheckTopics(ctx, brokers, names)
+}
+
+// topicMessageBytes reads a topic's max.message.bytes as the brokers
+// apply it (the topic's own setting or the brokers' default).
+func topicMessageBytes(ctx context.Context, brokers []string, topic string) (int, error) {
+	got, err := describeMessageBytes(ctx, client(brokers), []TopicSpec{{Name: topic}})
+	if err != nil {
+		return 0, err
+	}
+	return got[topic], nil
+}
+
+func describeMessageBytes(ctx context.Context, c *kafkago.Client, specs []TopicSpec) (map[string]int, error) {
+	req := &kafkago.DescribeConfigsRequest{}
+	for _, s := range specs {
+		req.Resources = append(req.Resources, kafkago.DescribeConfigRequestResource{
+			ResourceType: kafkago.ResourceTypeTopic, ResourceName: s.Name, ConfigNames: []string{maxMessageBytes},
+		})
+	}
+	resp, err := c.DescribeConfigs(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("describe the configuration of topics: %w", err)
+	}
+	got := map[string]int{}
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			return nil, fmt.Errorf("describe the configuration of topic %q: %w", r.ResourceName, r.Error)
+		}
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName != maxMessageBytes {
+				continue
+			}
+			n, err := strconv.Atoi(e.ConfigValue)
+			if err != nil {
+				return nil, fmt.Errorf("topic %q has %s %q, not a number", r.ResourceName, maxMessageBytes, e.ConfigValue)
+			}
+			got[r.ResourceName] = n
+		}
+	}
+	return got, nil
+}
+
+// raiseMessageBytes sets max.message.bytes on the topics that allow less
+// than their spec.
+func raiseMessageBytes(ctx context.Context, c *kafkago.Client, specs []TopicSpec) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	got, err := describeMessageBytes(ctx, c, specs)
+	if err != nil {
+		return err
+	}
+	req := &kafkago.IncrementalAlterConfigsRequest{}
+	for _, s := range specs {
+		if n, ok := got[s.Name]; ok && n >= s.MaxMessageBytes {
+			continue
+		}
+		req.Resources = append(req.Resources, kafkago.IncrementalAlterConfigsRequestResource{
+			ResourceType: kafkago.ResourceTypeTopic, ResourceName: s.Name,
+			Configs: []kafkago.IncrementalAlterConfigsRequestConfig{{
+				Name: maxMessageBytes, Value: strconv.Itoa(s.MaxMessageBytes), ConfigOperation: kafkago.ConfigOperationSet,
+			}},
+		})
+	}
+	if len(req.Resources) == 0 {
+		return nil
+	}
+	resp, err := c.IncrementalAlterConfigs(ctx, req)
+	if err == nil {
+		for _, r := range resp.Resources {
+			if r.Error != nil {
+				err = errors.Join(err, fmt.Errorf("topic %q: %w", r.ResourceName, r.Error))
+			}
+		}
+	}
+	if err != nil {
+		var names []string
+		for _, r := range req.Resources {
+			names = append(names, fmt.Sprintf("%s (has %d, needs %s)", r.ResourceName, got[r.ResourceName], r.Configs[0].Value))
+		}
+		return fmt.Errorf("raise %s of %s; raise it on the cluster or lower KAFKA_MAX_MESSAGE_BYTES: %w",
+			maxMessageBytes, strings.Join(names, ", "), err)
+	}
+	return nil
+}
+
+// CheckTopics asks the brokers for the topics' metadata: it fails when no
+// broker answers or a topic is missing. Readiness probes use it.
+func CheckTopics(ctx context.Context, brokers []string, topics []string) error {
+	md, err := client(brokers).Metadata(ctx, &kafkago.MetadataRequest{Topics: topics})
+	if err != nil {
+		return fmt.Errorf("read metadata from %v: %w", brokers, err)
+	}
+	for _, t := range md.Topics {
+		if t.Error != nil {
+			return fmt.Errorf("topic %q: %w", t.Name, t.Error)
+		}
+		if len(t.Partitions) == 0 {
+			return fmt.Errorf("topic %q has no partitions", t.Name)
+		}
+	}
+	if len(md.Topics) != len(topics) {
+		return fmt.Errorf("brokers %v know %d of the topics %v", brokers, len(md.Topics), topics)
+	}
+	return nil
+}
