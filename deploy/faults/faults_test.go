@@ -1,5 +1,5 @@
 // Package faults injects faults into a running local stack under load and
-// checks what the README's "What it survives" table claims: ingest answers
+// checks what docs/resilience.md claims: ingest answers
 // 200 only for events that reach the broker, every acknowledged event ends
 // up in ClickHouse exactly once after deduplication, and the content API
 // keeps answering from its cache while its database is locked or down.
