@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,48 @@ func (p *Proc) Stop(sig syscall.Signal, wait time.Duration) error {
 		<-p.done
 		return fmt.Errorf("%s did not stop within %s; killed", p.name, wait)
 	}
+}
+
+// Slot holds the process of a server that is stopped and started again
+// over its life, as tests restart a server or kill it as a crash would.
+// The zero Slot holds none.
+type Slot struct{ proc *Proc }
+
+// Set records the process just started.
+func (s *Slot) Set(p *Proc) { s.proc = p }
+
+// Clear forgets a process that has exited on its own.
+func (s *Slot) Clear() { s.proc = nil }
+
+// Running reports whether the slot holds a process.
+func (s *Slot) Running() bool { return s.proc != nil }
+
+// PID of the process held, or 0.
+func (s *Slot) PID() int {
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.PID()
+}
+
+// Signal stops the process held with sig, as Proc.Stop does, and empties
+// the slot. An empty slot has nothing to stop.
+func (s *Slot) Signal(sig syscall.Signal, wait time.Duration) error {
+	if s.proc == nil {
+		return nil
+	}
+	defer s.Clear()
+	return s.proc.Stop(sig, wait)
+}
+
+// FreePort asks the kernel for a loopback port that is free right now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // GoBuild compiles the module's packages (paths relative to the module

@@ -2,6 +2,7 @@ package childproc
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,4 +67,47 @@ func TestOutputTakesConcurrentWriters(t *testing.T) {
 	if n := strings.Count(o.String(), "line\n"); n != 800 {
 		t.Errorf("%d lines, want 800", n)
 	}
+}
+
+func TestSlotHoldsOneRestartableProcess(t *testing.T) {
+	var s Slot
+	if s.Running() || s.PID() != 0 {
+		t.Fatalf("zero Slot: running %v, PID %d; want none", s.Running(), s.PID())
+	}
+	if err := s.Signal(syscall.SIGTERM, time.Second); err != nil {
+		t.Fatalf("Signal on an empty slot: %v", err)
+	}
+	for round := range 2 {
+		p, err := Start("sleep", exec.Command("sleep", "30"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Set(p)
+		if !s.Running() || s.PID() != p.PID() {
+			t.Fatalf("round %d: running %v, PID %d; want the process %d", round, s.Running(), s.PID(), p.PID())
+		}
+		if err := s.Signal(syscall.SIGTERM, 10*time.Second); err != nil {
+			t.Fatalf("round %d: stop: %v", round, err)
+		}
+		select {
+		case <-p.Done():
+		default:
+			t.Fatalf("round %d: Signal returned before the process exited", round)
+		}
+		if s.Running() || s.PID() != 0 {
+			t.Fatalf("round %d: slot still holds a process after Signal", round)
+		}
+	}
+}
+
+func TestFreePortCanBeListenedOn(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("listen on the port found free: %v", err)
+	}
+	l.Close()
 }

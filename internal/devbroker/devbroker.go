@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,14 +34,7 @@ func Build(ctx context.Context, dir string) (string, error) {
 }
 
 // FreePort asks the kernel for a loopback port that is free right now.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func FreePort() (int, error) { return childproc.FreePort() }
 
 // Broker is a running broker process.
 type Broker struct {
@@ -51,7 +43,7 @@ type Broker struct {
 	dataDir string
 	sync    bool
 	log     io.Writer
-	proc    *childproc.Proc
+	proc    childproc.Slot
 }
 
 // Options configure Start.
@@ -86,12 +78,7 @@ func Start(ctx context.Context, bin string, o Options) (*Broker, error) {
 func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.port) }
 
 // PID of the running process, or 0.
-func (b *Broker) PID() int {
-	if b.proc == nil {
-		return 0
-	}
-	return b.proc.PID()
-}
+func (b *Broker) PID() int { return b.proc.PID() }
 
 // Start (re)starts a stopped broker on the same port and data directory.
 func (b *Broker) Start(ctx context.Context) error {
@@ -111,12 +98,12 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.proc = proc
+	b.proc.Set(proc)
 	select {
 	case <-listening.seen:
 		return nil
 	case <-proc.Done():
-		b.proc = nil
+		b.proc.Clear()
 		return fmt.Errorf("start broker on port %d: it exited before it listened", b.port)
 	case <-ctx.Done():
 		_ = b.Kill()
@@ -143,20 +130,12 @@ func (f *firstLine) Write(p []byte) (int, error) {
 // Stop ends the broker with SIGTERM (it flushes its data directory) and
 // waits for it; after 10 s it is killed.
 func (b *Broker) Stop() error {
-	return b.signal(syscall.SIGTERM)
+	return b.proc.Signal(syscall.SIGTERM, 10*time.Second)
 }
 
 // Kill ends the broker with SIGKILL, as a crash would.
 func (b *Broker) Kill() error {
-	return b.signal(syscall.SIGKILL)
-}
-
-func (b *Broker) signal(sig syscall.Signal) error {
-	if b.proc == nil {
-		return nil
-	}
-	defer func() { b.proc = nil }()
-	return b.proc.Stop(sig, 10*time.Second)
+	return b.proc.Signal(syscall.SIGKILL, 10*time.Second)
 }
 
 // RunTests builds the broker into a temporary directory, stores its path

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +64,7 @@ type Options struct {
 type Server struct {
 	bin  string
 	o    Options
-	proc *childproc.Proc
+	proc childproc.Slot
 }
 
 // Start writes the configuration and starts the server, waiting until it
@@ -76,7 +75,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	if o.TCPPort == 0 {
-		if o.TCPPort, err = freePort(); err != nil {
+		if o.TCPPort, err = childproc.FreePort(); err != nil {
 			return nil, err
 		}
 	}
@@ -93,15 +92,6 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 // Addr is the native protocol address.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.o.TCPPort) }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func (s *Server) writeConfig() error {
 	dir, err := filepath.Abs(s.o.Dir)
 	if err != nil {
@@ -113,7 +103,7 @@ func (s *Server) writeConfig() error {
 			return fmt.Errorf("create ClickHouse directory: %w", err)
 		}
 	}
-	httpPort, err := freePort()
+	httpPort, err := childproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -175,7 +165,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.proc = proc
+	s.proc.Set(proc)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		err := s.ping(ctx)
@@ -184,7 +174,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		select {
 		case <-proc.Done():
-			s.proc = nil
+			s.proc.Clear()
 			return fmt.Errorf("clickhouse-server exited during start-up; see %s/logs/error.log: %w", s.o.Dir, err)
 		case <-ctx.Done():
 			_ = s.Kill()
@@ -210,26 +200,13 @@ func (s *Server) ping(ctx context.Context) error {
 }
 
 // PID of the running process, or 0.
-func (s *Server) PID() int {
-	if s.proc == nil {
-		return 0
-	}
-	return s.proc.PID()
-}
+func (s *Server) PID() int { return s.proc.PID() }
 
 // Stop ends the server with SIGTERM and waits; after 30 s it is killed.
-func (s *Server) Stop() error { return s.signal(syscall.SIGTERM, 30*time.Second) }
+func (s *Server) Stop() error { return s.proc.Signal(syscall.SIGTERM, 30*time.Second) }
 
 // Kill ends the server with SIGKILL.
-func (s *Server) Kill() error { return s.signal(syscall.SIGKILL, 10*time.Second) }
-
-func (s *Server) signal(sig syscall.Signal, wait time.Duration) error {
-	if s.proc == nil {
-		return nil
-	}
-	defer func() { s.proc = nil }()
-	return s.proc.Stop(sig, wait)
-}
+func (s *Server) Kill() error { return s.proc.Signal(syscall.SIGKILL, 10*time.Second) }
 
 // StartForTest starts a server for one test and stops it when the test
 // ends. Without clickhouse-server the test is skipped with the reason,

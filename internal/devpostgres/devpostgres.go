@@ -125,7 +125,7 @@ type Server struct {
 	// cred is who initdb and the server run as; nil means this process's
 	// user.
 	cred *syscall.Credential
-	proc *childproc.Proc
+	proc childproc.Slot
 	// seq numbers the databases NewDatabase creates.
 	seq atomic.Int64
 }
@@ -149,7 +149,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	// binds it; then another is tried.
 	for attempt := 1; ; attempt++ {
 		if o.Port == 0 {
-			if s.port, err = freePort(); err != nil {
+			if s.port, err = childproc.FreePort(); err != nil {
 				return nil, err
 			}
 		}
@@ -171,15 +171,6 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, errors.Join(err, s.Stop())
 	}
 	return s, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // prepareDir creates the directory and, as root, hands it to the postgres
@@ -308,7 +299,7 @@ func (s *Server) serverSettings() []string {
 // Start (re)starts a stopped server on the same port and directory and
 // waits until it accepts connections.
 func (s *Server) Start(ctx context.Context) error {
-	if s.proc != nil {
+	if s.proc.Running() {
 		return errors.New("start postgres: already running")
 	}
 	// The server outlives ctx, which bounds only the wait for it.
@@ -320,7 +311,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.proc = proc
+	s.proc.Set(proc)
 	const limit = 60 * time.Second
 	deadline := time.Now().Add(limit)
 	for {
@@ -330,7 +321,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		select {
 		case <-proc.Done():
-			s.proc = nil
+			s.proc.Clear()
 			return fmt.Errorf("postgres exited during start-up: %w\n%s", err, s.tail.String())
 		case <-ctx.Done():
 			return errors.Join(fmt.Errorf("start postgres: %w", ctx.Err()), s.Kill())
@@ -377,12 +368,7 @@ func (s *Server) DSN(db string) string {
 }
 
 // PID of the running postmaster, or 0.
-func (s *Server) PID() int {
-	if s.proc == nil {
-		return 0
-	}
-	return s.proc.PID()
-}
+func (s *Server) PID() int { return s.proc.PID() }
 
 // CreateDatabase creates an empty database.
 func (s *Server) CreateDatabase(ctx context.Context, name string) error {
@@ -430,19 +416,11 @@ func (s *Server) admin(ctx context.Context, stmt, what string) error {
 
 // Stop shuts the server down fast (SIGINT: sessions are ended, the
 // cluster is left consistent) and waits; after 30 s it is killed.
-func (s *Server) Stop() error { return s.signal(syscall.SIGINT, 30*time.Second) }
+func (s *Server) Stop() error { return s.proc.Signal(syscall.SIGINT, 30*time.Second) }
 
 // Kill ends the postmaster with SIGKILL, as a crash would; its backends
 // exit on their own once they see it gone, and the next Start recovers.
-func (s *Server) Kill() error { return s.signal(syscall.SIGKILL, 10*time.Second) }
-
-func (s *Server) signal(sig syscall.Signal, wait time.Duration) error {
-	if s.proc == nil {
-		return nil
-	}
-	defer func() { s.proc = nil }()
-	return s.proc.Stop(sig, wait)
-}
+func (s *Server) Kill() error { return s.proc.Signal(syscall.SIGKILL, 10*time.Second) }
 
 // NewDatabase creates a fresh empty database for one test, named after it,
 // drops it when the test ends and returns its DSN.
