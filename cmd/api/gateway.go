@@ -7,10 +7,9 @@ import (
 	"io"
 
 	"github.com/assistantcms/cms/pkg/edge/gateway"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/logging"
-	"github.com/assistantcms/cms/pkg/serverlimits"
 )
 
 // runGateway serves the one address clients call until ctx ends: event
@@ -45,12 +44,12 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 		return err
 	}
 	g, err := gateway.New(gateway.Config{Ingest: *ingestURL, API: *apiURL, ResponseTimeout: *respTimeout, ShutdownTimeout: *shutdown, CORS: allowedOrigins,
-		HTTP: serverlimits.Limits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
+		HTTP: httpserve.Limits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
 			WriteTimeout: *httpLimits.write, IdleTimeout: *httpLimits.idle, MaxHeaderBytes: *httpLimits.maxHeader}}, log)
 	if err != nil {
 		return err
 	}
-	ln, err := health.Listen(log, *addr, *debugAddr)
+	ln, err := httpserve.Listen(log, *addr, *debugAddr)
 	if err != nil {
 		return err
 	}

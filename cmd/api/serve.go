@@ -12,12 +12,11 @@ import (
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/logging"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
-	"github.com/assistantcms/cms/pkg/serverlimits"
 )
 
 // serve runs the content API until ctx ends.
@@ -94,13 +93,13 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		StatusSources:   sources,
 		StatusInterval:  *statusInterval,
 		CORS:            allowedOrigins,
-		HTTP: serverlimits.Limits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
+		HTTP: httpserve.Limits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
 			WriteTimeout: *httpLimits.write, IdleTimeout: *httpLimits.idle, MaxHeaderBytes: *httpLimits.maxHeader},
 	}, store, log)
 	if err != nil {
 		return err
 	}
-	ln, err := health.Listen(log, *addr, *debugAddr)
+	ln, err := httpserve.Listen(log, *addr, *debugAddr)
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/edge/cors"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/logging"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
@@ -120,7 +120,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := health.Listen(log, *addr, *debugAddr)
+	ln, err := httpserve.Listen(log, *addr, *debugAddr)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/assistantcms/cms/pkg/health"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
@@ -52,7 +52,7 @@ type Service struct {
 	reader   *kafkago.Reader
 	dlq      *kafkago.Writer
 	consumer *Consumer
-	checker  *health.Checker
+	checker  *httpserve.Checker
 	server   *http.Server
 }
 
@@ -123,7 +123,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c := New(cfg.Consumer, reader, store, dlq, NewMetrics(reg), log)
 
-	checker := health.New()
+	checker := httpserve.NewChecker()
 	checker.Add("clickhouse", store.Ping)
 	checker.Add("inserts", func(context.Context) error {
 		if !c.Healthy() {
@@ -136,7 +136,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 	})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("GET /healthz", health.LiveHandler())
+	mux.Handle("GET /healthz", httpserve.LiveHandler())
 	mux.Handle("GET /readyz", checker.ReadyHandler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return &Service{cfg: cfg, log: log, store: store, reader: reader, dlq: dlq, consumer: c, checker: checker, server: srv}, nil

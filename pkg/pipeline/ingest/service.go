@@ -15,8 +15,8 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/edge/cors"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
-	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
@@ -81,7 +81,7 @@ type Service struct {
 	log      *slog.Logger
 	server   *http.Server
 	producer *kafka.Producer
-	checker  *health.Checker
+	checker  *httpserve.Checker
 }
 
 // EventLimits completes the event rules of cfg: defaults for zero fields
@@ -158,7 +158,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler := New(cfg.Handler, event.NewValidator(limits), authn, producer, limiter, NewMetrics(reg), log)
 
-	checker := health.New()
+	checker := httpserve.NewChecker()
 	topicNames := []string{cfg.EventsTopic, cfg.QuarantineTopic}
 	checker.Add("kafka", func(ctx context.Context) error { return kafka.CheckTopics(ctx, cfg.Brokers, topicNames) })
 	checker.Add("content_db", store.Ping)
@@ -166,7 +166,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	mux := http.NewServeMux()
 	handler.Register(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("GET /healthz", health.LiveHandler())
+	mux.Handle("GET /healthz", httpserve.LiveHandler())
 	mux.Handle("GET /readyz", checker.ReadyHandler())
 
 	srv := &http.Server{
@@ -203,7 +203,7 @@ func orDefault(d, def time.Duration) time.Duration {
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	// A second of the shutdown time is kept for flushing the producer.
 	drain := orDefault(s.cfg.ShutdownTimeout, 10*time.Second) - time.Second
-	err := health.Serve(ctx, s.log, "ingest", s.server, ln, s.checker, drain, "brokers", s.cfg.Brokers,
+	err := httpserve.Serve(ctx, s.log, "ingest", s.server, ln, s.checker, drain, "brokers", s.cfg.Brokers,
 		"events_topic", s.cfg.EventsTopic, "quarantine_topic", s.cfg.QuarantineTopic)
 	if cerr := s.producer.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("flush producer: %w", cerr))
