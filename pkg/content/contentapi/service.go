@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/graphql"
@@ -123,8 +120,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 		return nil, err
 	}
 	limiter := ratelimit.Optional(cfg.RateLimitRPS, cfg.RateLimitBurst)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := httpserve.NewRegistry()
 	metrics := NewMetrics(reg)
 
 	checker := httpserve.NewChecker()
@@ -147,9 +143,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.POST("/cms/graphql", gin.WrapH(gh))
 	engine.GET("/cms/graphql", gin.WrapH(gh))
 	engine.GET(graphql.AssetsPath+"*file", gin.WrapH(graphql.Assets()))
-	engine.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-	engine.GET("/healthz", gin.WrapH(httpserve.LiveHandler()))
-	engine.GET("/readyz", gin.WrapH(checker.ReadyHandler()))
+	httpserve.Mount(func(path string, h http.Handler) { engine.GET(path, gin.WrapH(h)) }, reg, checker)
 	interval := cfg.StatusInterval
 	if interval <= 0 {
 		interval = DefaultStatusInterval
@@ -161,12 +155,8 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
 
 	handler := cfg.CORS.Handler(engine)
-	srv := &http.Server{
-		Handler:  handler,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	cfg.HTTP.Or(httpserve.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
-		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}).Apply(srv)
+	srv := httpserve.NewServer(handler, cfg.HTTP.Or(httpserve.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}), log)
 	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, handler: handler, graphql: gh, status: status}
 	if w, ok := store.(RevisionWatcher); ok {
 		svc.watcher = w

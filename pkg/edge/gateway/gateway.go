@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
@@ -106,8 +104,7 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"upstream"}),
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(g.requests, g.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := httpserve.NewRegistry(g.requests, g.latency)
 	transport := &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          256,
@@ -129,16 +126,10 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 		g.checker.Add(u.name, upstreamReady(transport, target.JoinPath("/readyz").String()))
 	}
 	g.mux = http.NewServeMux()
-	g.mux.Handle("GET /healthz", httpserve.LiveHandler())
-	g.mux.Handle("GET /readyz", g.checker.ReadyHandler())
-	g.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	httpserve.Mount(httpserve.GetOn(g.mux), reg, g.checker)
 	g.mux.Handle("/", http.HandlerFunc(g.route))
 	g.handler = cfg.CORS.Handler(g.mux)
-	g.server = &http.Server{
-		Handler:  g.handler,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	cfg.HTTP.Apply(g.server)
+	g.server = httpserve.NewServer(g.handler, cfg.HTTP, log)
 	return g, nil
 }
 
