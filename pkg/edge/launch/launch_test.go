@@ -62,9 +62,13 @@ func TestStart(t *testing.T) {
 					s.CORS.Allows("https://app.example.com") && !s.CORS.Allows("https://other.example.com")
 			}},
 		{name: "flags", opts: base, args: []string{"-addr", ":9", "-read-timeout", "7s", "-max-header-bytes", "2048"}, env: map[string]string{"HTTP_READ_TIMEOUT": "2s"},
-			want: func(s Settings) bool { return s.Addr == ":9" && s.HTTP.ReadTimeout == 7*time.Second && s.HTTP.MaxHeaderBytes == 2048 }},
+			want: func(s Settings) bool {
+				return s.Addr == ":9" && s.HTTP.ReadTimeout == 7*time.Second && s.HTTP.MaxHeaderBytes == 2048
+			}},
 		{name: "former names are read and warned of", opts: renamed, env: map[string]string{"READ_TIMEOUT": "2s", "HTTP_IDLE_TIMEOUT": "4s", "IDLE_TIMEOUT": "9s"},
-			want: func(s Settings) bool { return s.HTTP.ReadTimeout == 2*time.Second && s.HTTP.IdleTimeout == 4*time.Second },
+			want: func(s Settings) bool {
+				return s.HTTP.ReadTimeout == 2*time.Second && s.HTTP.IdleTimeout == 4*time.Second
+			},
 			wantLogs: []string{`"old":"READ_TIMEOUT","new":"HTTP_READ_TIMEOUT"`, `"old":"IDLE_TIMEOUT","new":"HTTP_IDLE_TIMEOUT"`, `"level":"WARN"`}},
 		{name: "former names elsewhere are not read", opts: base, env: map[string]string{"READ_TIMEOUT": "2s"},
 			want: func(s Settings) bool { return s.HTTP.ReadTimeout == 30*time.Second }, noLogs: []string{"READ_TIMEOUT"}},
@@ -78,7 +82,9 @@ func TestStart(t *testing.T) {
 		{name: "bad origin", opts: withCORS, env: map[string]string{"CORS_ALLOWED_ORIGINS": "app.example.com"}, wantErr: `-cors-allowed-origins (CORS_ALLOWED_ORIGINS): allowed origin "app.example.com": no scheme`},
 		{name: "bad log level", opts: base, env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "log level"},
 		{name: "log level given elsewhere", opts: given, env: map[string]string{"LOG_LEVEL": "loud"},
-			want: func(s Settings) bool { return !s.Log.Enabled(context.Background(), -4) && s.Log.Enabled(context.Background(), 4) }},
+			want: func(s Settings) bool {
+				return !s.Log.Enabled(context.Background(), -4) && s.Log.Enabled(context.Background(), 4)
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
