@@ -15,20 +15,19 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/admin"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
+	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/logging"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := launch.Signals(context.Background())
 	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

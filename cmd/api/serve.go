@@ -12,19 +12,24 @@ import (
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
+	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/health"
-	"github.com/assistantcms/cms/pkg/logging"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
-	"github.com/assistantcms/cms/pkg/serverlimits"
 )
 
 // serve runs the content API until ctx ends.
 func serve(ctx context.Context, args []string, lookupEnv func(string) (string, bool), contentDB, logLevel string, stderr io.Writer) error {
 	fs := envflag.New(flag.NewFlagSet("api serve", flag.ContinueOnError), lookupEnv)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "API_ADDR", ":8080", "HTTP listen address")
+	svcFlags := launch.Define(fs, launch.Options{
+		AddrEnv: "API_ADDR", Addr: ":8080", AddrHelp: "HTTP listen address",
+		ShutdownTimeout: 10 * time.Second, ShutdownHelp: "time allowed to drain requests on SIGTERM",
+		LogLevel: &logLevel, CORS: true,
+		HTTP: httpserve.Limits{ReadHeaderTimeout: contentapi.DefaultReadHeaderTimeout, ReadTimeout: contentapi.DefaultReadTimeout,
+			WriteTimeout: contentapi.DefaultWriteTimeout, IdleTimeout: contentapi.DefaultIdleTimeout, MaxHeaderBytes: contentapi.DefaultMaxHeaderBytes},
+	})
 	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
@@ -44,28 +49,17 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	llmKey := fs.Secret("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
 	statusSources := fs.String("status-sources", "STATUS_SOURCES", "", "other services charted on /status, as name=metrics-URL,... (the api's own metrics are always there)")
 	statusInterval := fs.Duration("status-interval", "STATUS_INTERVAL", contentapi.DefaultStatusInterval, "how often /status reads its sources")
-	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
-	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
-	httpLimits := defineHTTPFlags(fs, httpDefaults{readHeader: contentapi.DefaultReadHeaderTimeout, read: contentapi.DefaultReadTimeout,
-		write: contentapi.DefaultWriteTimeout, idle: contentapi.DefaultIdleTimeout, maxHeader: contentapi.DefaultMaxHeaderBytes})
-	corsPolicy := defineCORSFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	if err := httpLimits.check(); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	allowedOrigins, err := corsPolicy()
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	log, err := logging.JSON(stderr, logLevel)
+	settings, err := svcFlags.Start(stderr)
 	if err != nil {
-		return err
+		return fmt.Errorf("serve: %w", err)
 	}
+	log := settings.Log
 	sources, err := statuspage.ParseSources(*statusSources, &http.Client{Timeout: 10 * time.Second})
 	if err != nil {
 		return err
@@ -90,19 +84,14 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		TokenCacheTTL:   *tokenTTL,
 		RateLimitRPS:    *rateRPS,
 		RateLimitBurst:  *rateBurst,
-		ShutdownTimeout: *shutdown,
+		ShutdownTimeout: settings.ShutdownTimeout,
 		StatusSources:   sources,
 		StatusInterval:  *statusInterval,
-		CORS:            allowedOrigins,
-		HTTP: serverlimits.Limits{ReadHeaderTimeout: *httpLimits.readHeader, ReadTimeout: *httpLimits.read,
-			WriteTimeout: *httpLimits.write, IdleTimeout: *httpLimits.idle, MaxHeaderBytes: *httpLimits.maxHeader},
+		CORS:            settings.CORS,
+		HTTP:            settings.HTTP,
 	}, store, log)
 	if err != nil {
 		return err
 	}
-	ln, err := health.Listen(log, *addr, *debugAddr)
-	if err != nil {
-		return err
-	}
-	return svc.Serve(ctx, ln)
+	return settings.Serve(ctx, svc.Serve)
 }

@@ -11,14 +11,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
+	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/health"
-	"github.com/assistantcms/cms/pkg/logging"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
@@ -33,7 +31,11 @@ func main() {
 
 func run(args []string) error {
 	fs := envflag.New(flag.NewFlagSet("consumer", flag.ContinueOnError), nil)
-	addr := fs.String("addr", "CONSUMER_ADDR", ":8082", "HTTP listen address for /metrics, /healthz and /readyz")
+	svcFlags := launch.Define(fs, launch.Options{
+		AddrEnv: "CONSUMER_ADDR", Addr: ":8082", AddrHelp: "HTTP listen address for /metrics, /healthz and /readyz",
+		ShutdownTimeout: consumer.DefaultShutdownTimeout, ShutdownHelp: "time for the final flush on SIGTERM",
+		HTTP: httpserve.DefaultLimits(),
+	})
 	brokers := fs.String("brokers", "KAFKA_BROKERS", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
 	topic := fs.String("events-topic", "EVENTS_TOPIC", "cms.events", "topic of accepted events, written to the events table")
 	quarantineTopic := fs.String("quarantine-topic", "QUARANTINE_TOPIC", "cms.events.quarantine", "topic of refused events, written to the quarantine table")
@@ -52,17 +54,15 @@ func run(args []string) error {
 	batchBytes := fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes")
 	flushInterval := fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message")
 	retryMax := fs.Duration("retry-max", "RETRY_MAX", consumer.DefaultRetryMax, "longest wait between retries of a failed insert")
-	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", consumer.DefaultShutdownTimeout, "time for the final flush on SIGTERM")
-	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
-	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := logging.JSON(os.Stderr, *logLevel)
+	settings, err := svcFlags.Start(os.Stderr)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	log := settings.Log
+	ctx, stop := launch.Signals(context.Background())
 	defer stop()
 
 	chCfg := chstore.Config{Addrs: envflag.List(*chAddrs), Database: *chDB, Username: *chUser, Password: *chPassword, RetentionDays: *retention}
@@ -78,17 +78,14 @@ func run(args []string) error {
 		TopicPartitions: *partitions, TopicReplication: *replication, MaxMessageBytes: *maxMessage, SessionTimeout: *sessionTimeout,
 		ClickHouse: chCfg,
 		Consumer: consumer.Config{BatchRows: *batchRows, BatchBytes: *batchBytes, FlushInterval: *flushInterval,
-			RetryMax: *retryMax, ShutdownTimeout: *shutdown},
+			RetryMax: *retryMax, ShutdownTimeout: settings.ShutdownTimeout},
 		Producer: kafka.ProducerConfig{},
+		HTTP:     settings.HTTP,
 	}, log)
 	if err != nil {
 		return err
 	}
-	ln, err := health.Listen(log, *addr, *debugAddr)
-	if err != nil {
-		return err
-	}
-	return svc.Run(ctx, ln)
+	return settings.Serve(ctx, svc.Run)
 }
 
 func migrate(ctx context.Context, cfg chstore.Config, log *slog.Logger) error {

@@ -206,5 +206,34 @@ func TestMigrateCommandAndReadiness(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The endpoints' server has header limits like every service's.
+	req, err := http.NewRequest(http.MethodGet, p.url+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Big", strings.Repeat("b", 100<<10))
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Errorf("oversized headers: %v", err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("oversized headers: %d, want 431", resp.StatusCode)
+	}
 	stopCleanly(t, p)
+}
+
+// TestHTTPLimitFlagsRefuseNoLimit checks that the consumer does not start
+// with a limit net/http would read as none at all.
+func TestHTTPLimitFlagsRefuseNoLimit(t *testing.T) {
+	for _, tc := range []struct{ env, value, want string }{
+		{"HTTP_READ_TIMEOUT", "0s", "-read-timeout 0s: must be positive"},
+		{"HTTP_WRITE_TIMEOUT", "-1s", "-write-timeout -1s: must be positive"},
+		{"HTTP_MAX_HEADER_BYTES", "10", "-max-header-bytes 10: must be at least 1024"},
+		{"HTTP_IDLE_TIMEOUT", "soon", `HTTP_IDLE_TIMEOUT="soon": not a duration`},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			if err := run(nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s=%s: %v, want an error containing %q", tc.env, tc.value, err, tc.want)
+			}
+		})
+	}
 }

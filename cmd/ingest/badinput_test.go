@@ -281,11 +281,13 @@ type badCase struct {
 // all), never a 5xx. Then gzip bombs arrive all at once (refused, or shed
 // with 503 and Retry-After) and slow clients are cut off by the timeouts.
 // The process never dies, stores exactly what it answered for, answers a
-// valid batch at the end, and its peak memory stays under a bound.
+// valid batch at the end, and its peak memory stays under a bound. The
+// read timeout is set by its former variable, READ_TIMEOUT, which must
+// still hold.
 func TestBadInput(t *testing.T) {
 	p := startIngest(t, "MAX_EVENTS="+strconv.Itoa(badMaxEvents), "MAX_BODY_BYTES="+strconv.Itoa(badMaxBody),
 		"MAX_DECOMPRESSED_BYTES="+strconv.Itoa(badMaxDecompressed), "MAX_EVENT_BYTES="+strconv.Itoa(badMaxEventBytes),
-		"READ_HEADER_TIMEOUT="+badReadHeaderTimeout.String(), "READ_TIMEOUT="+badReadTimeout.String(),
+		"HTTP_READ_HEADER_TIMEOUT="+badReadHeaderTimeout.String(), "READ_TIMEOUT="+badReadTimeout.String(),
 		"MAX_IN_FLIGHT="+strconv.Itoa(badInFlight), "MAX_BODY_MEMORY="+strconv.Itoa(badBodyMemory))
 	pid := p.cmd.Process.Pid
 	startRSS := vmHWM(t, pid)
@@ -511,6 +513,10 @@ func TestBadInput(t *testing.T) {
 		float64(startRSS)/(1<<20), float64(peak)/(1<<20), peakRSSBound>>20)
 	if peak > peakRSSBound {
 		t.Errorf("peak RSS %.1f MiB, over the bound of %d MiB", float64(peak)/(1<<20), peakRSSBound>>20)
+	}
+	// READ_TIMEOUT, the variable's former name, was read with a warning.
+	if !strings.Contains(p.logs.String(), `"old":"READ_TIMEOUT","new":"HTTP_READ_TIMEOUT"`) {
+		t.Errorf("no deprecation warning for READ_TIMEOUT:\n%s", p.logs.String())
 	}
 	if strings.Contains(p.logs.String(), "panic") {
 		t.Errorf("the log mentions a panic:\n%s", p.logs.String())

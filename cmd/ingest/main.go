@@ -9,16 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content/contentdb"
-	"github.com/assistantcms/cms/pkg/edge/cors"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
+	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/envflag"
-	"github.com/assistantcms/cms/pkg/health"
-	"github.com/assistantcms/cms/pkg/logging"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
@@ -33,7 +30,17 @@ func main() {
 
 func run(args []string) error {
 	fs := envflag.New(flag.NewFlagSet("ingest", flag.ContinueOnError), nil)
-	addr := fs.String("addr", "INGEST_ADDR", ":8081", "HTTP listen address")
+	svcFlags := launch.Define(fs, launch.Options{
+		AddrEnv: "INGEST_ADDR", Addr: ":8081", AddrHelp: "HTTP listen address",
+		ShutdownTimeout: 10 * time.Second, ShutdownHelp: "time allowed to drain requests on SIGTERM",
+		CORS: true,
+		HTTP: httpserve.Limits{ReadHeaderTimeout: ingest.DefaultReadHeaderTimeout, ReadTimeout: ingest.DefaultReadTimeout,
+			IdleTimeout: ingest.DefaultIdleTimeout, MaxHeaderBytes: ingest.DefaultMaxHeaderBytes},
+		WriteTimeoutRule: "the read timeout plus the produce timeout plus 5s",
+		// The names these variables had before every service shared them.
+		FormerEnv: map[string]string{launch.EnvReadHeaderTimeout: "READ_HEADER_TIMEOUT", launch.EnvReadTimeout: "READ_TIMEOUT",
+			launch.EnvIdleTimeout: "IDLE_TIMEOUT"},
+	})
 	brokers := fs.String("brokers", "KAFKA_BROKERS", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
 	eventsTopic := fs.String("events-topic", "EVENTS_TOPIC", "cms.events", "topic for accepted events")
 	quarantineTopic := fs.String("quarantine-topic", "QUARANTINE_TOPIC", "cms.events.quarantine", "topic for rejected events and their reasons")
@@ -56,25 +63,15 @@ func run(args []string) error {
 	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", kafka.DefaultBatchTimeout, "how long the producer waits to fill a batch")
 	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", kafka.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
 	maxMessage := fs.Int("kafka-max-message-bytes", "KAFKA_MAX_MESSAGE_BYTES", kafka.DefaultMaxMessageBytes, "max.message.bytes of the topics (set when created, raised when less) and the producer's largest batch per partition")
-	readHeaderTimeout := fs.Duration("read-header-timeout", "READ_HEADER_TIMEOUT", ingest.DefaultReadHeaderTimeout, "time a client has to send a request's headers")
-	readTimeout := fs.Duration("read-timeout", "READ_TIMEOUT", ingest.DefaultReadTimeout, "time a client has to send a whole request, body included")
-	idleTimeout := fs.Duration("idle-timeout", "IDLE_TIMEOUT", ingest.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
-	shutdown := fs.Duration("shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "time allowed to drain requests on SIGTERM")
-	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
-	debugAddr := fs.String("debug-addr", "DEBUG_ADDR", "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
-	corsOrigins := fs.String("cors-allowed-origins", "CORS_ALLOWED_ORIGINS", "", "comma-separated origins (scheme://host[:port]) whose pages may call from a browser; * for any; empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	corsPolicy, err := cors.New(envflag.List(*corsOrigins))
-	if err != nil {
-		return fmt.Errorf("-cors-allowed-origins (CORS_ALLOWED_ORIGINS): %w", err)
-	}
-	log, err := logging.JSON(os.Stderr, *logLevel)
+	settings, err := svcFlags.Start(os.Stderr)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	log := settings.Log
+	ctx, stop := launch.Signals(context.Background())
 	defer stop()
 
 	cfg := ingest.ServiceConfig{
@@ -90,16 +87,14 @@ func run(args []string) error {
 			ProduceTimeout: *produceTimeout, MaxInFlight: *maxInFlight,
 			MaxInFlightPerToken: *maxInFlightPerToken, MaxBodyMemory: *maxBodyMemory,
 		},
-		Limits:            event.Limits{MaxEvents: *maxEvents, MaxEventBytes: *maxEventBytes, Types: envflag.List(*eventTypes)},
-		TokenCacheTTL:     *tokenTTL,
-		TokenOutageGrace:  *grace,
-		RateLimitRPS:      *rateRPS,
-		RateLimitBurst:    *rateBurst,
-		ShutdownTimeout:   *shutdown,
-		ReadHeaderTimeout: *readHeaderTimeout,
-		ReadTimeout:       *readTimeout,
-		IdleTimeout:       *idleTimeout,
-		CORS:              corsPolicy,
+		Limits:           event.Limits{MaxEvents: *maxEvents, MaxEventBytes: *maxEventBytes, Types: envflag.List(*eventTypes)},
+		TokenCacheTTL:    *tokenTTL,
+		TokenOutageGrace: *grace,
+		RateLimitRPS:     *rateRPS,
+		RateLimitBurst:   *rateBurst,
+		ShutdownTimeout:  settings.ShutdownTimeout,
+		HTTP:             settings.HTTP,
+		CORS:             settings.CORS,
 	}
 	if err := cfg.Check(); err != nil {
 		return err
@@ -120,9 +115,5 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := health.Listen(log, *addr, *debugAddr)
-	if err != nil {
-		return err
-	}
-	return svc.Serve(ctx, ln)
+	return settings.Serve(ctx, svc.Serve)
 }

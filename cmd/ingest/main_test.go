@@ -208,7 +208,12 @@ func TestBadConfigurationFails(t *testing.T) {
 	}{
 		{"bad log level", []string{"-log-level", "loud"}, "", "log level"},
 		{"bad duration env", nil, "PRODUCE_TIMEOUT=soon", "PRODUCE_TIMEOUT"},
-		{"bad timeout env", nil, "READ_HEADER_TIMEOUT=soon", "READ_HEADER_TIMEOUT"},
+		{"bad timeout env", nil, "HTTP_READ_HEADER_TIMEOUT=soon", `HTTP_READ_HEADER_TIMEOUT="soon": not a duration`},
+		{"bad timeout in a former variable", nil, "READ_HEADER_TIMEOUT=soon", `READ_HEADER_TIMEOUT="soon": not a duration`},
+		{"no read limit in a former variable", nil, "READ_TIMEOUT=0s", "-read-timeout 0s: must be positive"},
+		{"no idle limit in a former variable", nil, "IDLE_TIMEOUT=-1s", "-idle-timeout -1s: must be positive"},
+		{"tiny header limit", nil, "HTTP_MAX_HEADER_BYTES=100", "-max-header-bytes 100: must be at least 1024"},
+		{"write timeout within the produce timeout", []string{"-produce-timeout", "8s"}, "HTTP_WRITE_TIMEOUT=8s", "write timeout 8s must be longer than the produce timeout 8s"},
 		{"unknown flag", []string{"-nope"}, "", "flag provided but not defined"},
 		{"CORS origin with a path", nil, "CORS_ALLOWED_ORIGINS=https://app.example.com,https://chat.example.com/", `CORS_ALLOWED_ORIGINS): allowed origin "https://chat.example.com/": a path ("/") is not part of an origin`},
 		{"CORS origin without a scheme", []string{"-cors-allowed-origins", "app.example.com"}, "", `allowed origin "app.example.com": no scheme`},

@@ -1,36 +1,90 @@
 package k8s_test
 
 import (
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestReadEnv checks the source scan the environment check depends on:
-// it must find each binary's own variables and nothing of the others'.
+// TestReadEnv checks the help scan the environment check depends on: it
+// must find each binary's own variables, wherever its flags are defined,
+// and nothing of the others'.
 func TestReadEnv(t *testing.T) {
+	built, err := builtEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
-		name    string
-		dir     string
-		funcs   []string
+		cmd     string
 		want    []string
 		notWant []string
-		wantErr string
+		former  map[string]string
 	}{
-		{name: "ingest", dir: "../../cmd/ingest", funcs: []string{"run"},
-			want:    []string{"INGEST_ADDR", "KAFKA_BROKERS", "CONTENT_DB", "SHUTDOWN_TIMEOUT", "MAX_BODY_BYTES"},
-			notWant: []string{"API_ADDR", "CONSUMER_GROUP", "CLICKHOUSE_PASSWORD"}},
-		{name: "consumer", dir: "../../cmd/consumer", funcs: []string{"run"},
-			want:    []string{"CONSUMER_ADDR", "CONSUMER_GROUP", "CLICKHOUSE_PASSWORD", "TOPIC_PARTITIONS"},
-			notWant: []string{"INGEST_ADDR", "CONTENT_DB"}},
-		{name: "api serve", dir: "../../cmd/api", funcs: []string{"run", "serve"},
-			want:    []string{"CONTENT_DB", "LOG_LEVEL", "API_ADDR", "RAG_LLM_API_KEY", "GRAPHQL_MAX_BODY_BYTES"},
-			notWant: []string{"GATEWAY_ADDR", "INGEST_URL", "KAFKA_BROKERS"}},
-		{name: "missing function", dir: "../../cmd/ingest", funcs: []string{"run", "serve"}, wantErr: "no function serve"},
-		{name: "function without flags", dir: "../../cmd/ingest", funcs: []string{"main"}, wantErr: "defines no environment-backed flags"},
+		{cmd: ingestBin,
+			want: []string{"INGEST_ADDR", "KAFKA_BROKERS", "CONTENT_DB", "SHUTDOWN_TIMEOUT", "MAX_BODY_BYTES", "LOG_LEVEL",
+				"HTTP_READ_TIMEOUT", "HTTP_WRITE_TIMEOUT", "HTTP_MAX_HEADER_BYTES", "CORS_ALLOWED_ORIGINS"},
+			notWant: []string{"API_ADDR", "CONSUMER_GROUP", "CLICKHOUSE_PASSWORD", "READ_TIMEOUT"},
+			former:  map[string]string{"READ_HEADER_TIMEOUT": "HTTP_READ_HEADER_TIMEOUT", "READ_TIMEOUT": "HTTP_READ_TIMEOUT", "IDLE_TIMEOUT": "HTTP_IDLE_TIMEOUT"}},
+		{cmd: consumerBin,
+			want:    []string{"CONSUMER_ADDR", "CONSUMER_GROUP", "CLICKHOUSE_PASSWORD", "TOPIC_PARTITIONS", "HTTP_IDLE_TIMEOUT", "DEBUG_ADDR"},
+			notWant: []string{"INGEST_ADDR", "CONTENT_DB", "CORS_ALLOWED_ORIGINS"},
+			former:  map[string]string{}},
+		{cmd: apiBin,
+			want:    []string{"CONTENT_DB", "LOG_LEVEL", "API_ADDR", "RAG_LLM_API_KEY", "GRAPHQL_MAX_BODY_BYTES", "HTTP_READ_HEADER_TIMEOUT"},
+			notWant: []string{"GATEWAY_ADDR", "INGEST_URL", "KAFKA_BROKERS"},
+			former:  map[string]string{}},
+	}
+	for _, tc := range cases {
+		t.Run(path.Base(tc.cmd), func(t *testing.T) {
+			got, ok := built[tc.cmd]
+			if !ok {
+				t.Fatalf("%s not built", tc.cmd)
+			}
+			for _, n := range tc.want {
+				if !got.read[n] {
+					t.Errorf("%s missing from %v", n, sortedKeys(got.read))
+				}
+			}
+			for _, n := range tc.notWant {
+				if got.read[n] {
+					t.Errorf("%s found, but %s does not read it", n, tc.cmd)
+				}
+			}
+			if !maps.Equal(got.former, tc.former) {
+				t.Errorf("former names %v, want %v", got.former, tc.former)
+			}
+		})
+	}
+}
+
+// TestReadEnvParsesHelp runs stand-ins for binaries that print a given
+// help.
+func TestReadEnvParsesHelp(t *testing.T) {
+	cases := []struct {
+		name, help string
+		want       []string
+		former     map[string]string
+		wantErr    string
+	}{
+		{name: "variables", help: "  -addr string\n    \tlisten address (env SVC_ADDR) (default \":1\")\n  -n int\n    \tcount (env N)\n",
+			want: []string{"SVC_ADDR", "N"}, former: map[string]string{}},
+		{name: "former names", help: "  -t duration\n    \ttimeout (env HTTP_T) (formerly T, OLD_T, deprecated) (default 5s)\n",
+			want: []string{"HTTP_T"}, former: map[string]string{"T": "HTTP_T", "OLD_T": "HTTP_T"}},
+		{name: "no variables", help: "Usage of svc:\n  -n int\n    \tcount\n", wantErr: "names no environment variable"},
+		{name: "lower case is no variable", help: "  -n int\n    \tcount (env n)\n", wantErr: "names no environment variable"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := readEnv(tc.dir, tc.funcs)
+			bin := filepath.Join(t.TempDir(), "svc")
+			script := "#!/bin/sh\nprintf '%s' '" + strings.ReplaceAll(tc.help, "'", `'\''`) + "' >&2\nexit 2\n"
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readEnv(t.Context(), bin, [][]string{nil})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v; want one containing %q", err, tc.wantErr)
@@ -40,15 +94,8 @@ func TestReadEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, n := range tc.want {
-				if !got[n] {
-					t.Errorf("%s missing from %v", n, sortedKeys(got))
-				}
-			}
-			for _, n := range tc.notWant {
-				if got[n] {
-					t.Errorf("%s found, but %s does not read it", n, tc.name)
-				}
+			if !slices.Equal(sortedKeys(got.read), slices.Sorted(slices.Values(tc.want))) || !maps.Equal(got.former, tc.former) {
+				t.Errorf("read %v, former %v; want %v, %v", sortedKeys(got.read), got.former, tc.want, tc.former)
 			}
 		})
 	}

@@ -72,7 +72,7 @@ type cluster struct {
 	// secrets holds each Secret's values, decoded.
 	secrets map[string]map[string]string
 	// reads holds the variables each binary reads, by command line.
-	reads map[string]map[string]bool
+	reads map[string]envNames
 	// wantImage is the reference every container must use; pinned says
 	// whether the kustomization sets it.
 	wantImage string
@@ -99,7 +99,6 @@ func decodeCluster(t *testing.T, k kustomization, m *manifests) *cluster {
 		policies:      decodeKind[networkPolicy](t, m, "NetworkPolicy"),
 		configMaps:    map[string]configMap{},
 		secrets:       map[string]map[string]string{},
-		reads:         map[string]map[string]bool{},
 	}
 	for _, cm := range decodeKind[configMap](t, m, "ConfigMap") {
 		cl.configMaps[cm.Metadata.Name] = cm
@@ -118,14 +117,10 @@ func decodeCluster(t *testing.T, k kustomization, m *manifests) *cluster {
 		}
 		cl.secrets[s.Metadata.Name] = values
 	}
-	for cmd, b := range binaries() {
-		names, err := readEnv(b.dir, b.funcs)
-		if err != nil {
-			t.Fatalf("variables read by %s: %v", cmd, err)
-		}
-		cl.reads[cmd] = names
-	}
 	var err error
+	if cl.reads, err = builtEnv(); err != nil {
+		t.Fatal(err)
+	}
 	if cl.wantImage, cl.pinned, err = kustomizationImage(k.dir, image); err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +587,9 @@ func checkEnv(r reporter, cl *cluster) {
 					if v.resource != "limits.memory" || (v.container != "" && v.container != c.Name) {
 						r.Errorf("%s: GOMEMLIMIT from %s; want this container's limits.memory", name, v.source)
 					}
-				case !reads[n]:
+				case reads.former[n] != "":
+					r.Errorf("%s: %s (from %s) is the deprecated former name of %s; set %s instead", name, n, v.source, reads.former[n], reads.former[n])
+				case !reads.read[n]:
 					r.Errorf("%s: %s (from %s) is not a variable %s reads", name, n, v.source, cmd)
 				}
 				if looksSecret(n) && v.secret == nil {

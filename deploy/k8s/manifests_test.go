@@ -1,25 +1,28 @@
 package k8s_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"math"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/assistantcms/cms/internal/childproc"
 )
 
 // The subset of the Kubernetes objects the checks read. Decoding ignores
@@ -384,10 +387,11 @@ func selects(sel labelSelector, labels map[string]string) (bool, error) {
 
 // binary is what the checks know of one command the image runs.
 type binary struct {
-	// dir is the command's package, relative to deploy/k8s.
-	dir string
-	// funcs are the functions that define its flags.
-	funcs []string
+	// pkg is the command's package, relative to the module root.
+	pkg string
+	// help are the arguments, before -h, whose help lists its flags: the
+	// global ones and a subcommand's.
+	help [][]string
 	// addrEnv names the variable holding the HTTP listen address.
 	addrEnv string
 }
@@ -395,82 +399,79 @@ type binary struct {
 // binaries maps a container's command line to its binary.
 func binaries() map[string]binary {
 	return map[string]binary{
-		"/usr/local/bin/ingest":    {dir: "../../cmd/ingest", funcs: []string{"run"}, addrEnv: "INGEST_ADDR"},
-		"/usr/local/bin/consumer":  {dir: "../../cmd/consumer", funcs: []string{"run"}, addrEnv: "CONSUMER_ADDR"},
-		"/usr/local/bin/api serve": {dir: "../../cmd/api", funcs: []string{"run", "serve"}, addrEnv: "API_ADDR"},
+		"/usr/local/bin/ingest":    {pkg: "./cmd/ingest", help: [][]string{nil}, addrEnv: "INGEST_ADDR"},
+		"/usr/local/bin/consumer":  {pkg: "./cmd/consumer", help: [][]string{nil}, addrEnv: "CONSUMER_ADDR"},
+		"/usr/local/bin/api serve": {pkg: "./cmd/api", help: [][]string{nil, {"serve"}}, addrEnv: "API_ADDR"},
 	}
 }
 
-var envNamePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+// envNames are the environment variables one binary reads.
+type envNames struct {
+	// read holds the variables its flags read.
+	read map[string]bool
+	// former maps deprecated former names, still read, to their
+	// replacements.
+	former map[string]string
+}
 
-// readEnv returns the environment variables the named functions of the Go
-// package in dir read through pkg/envflag: the second argument of calls
-// such as fs.String("addr", "INGEST_ADDR", ":8081", "..."). A function
-// that is missing or defines no such flag is an error, so a rename cannot
-// leave the check with nothing to compare against.
-func readEnv(dir string, funcs []string) (map[string]bool, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+// builtEnv builds every binary once and reads its variables from its
+// help, so that the checks see what the binaries read wherever their
+// flags are defined.
+var builtEnv = sync.OnceValues(func() (map[string]envNames, error) {
+	dir, err := os.MkdirTemp("", "cms-k8s-bin-*")
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", dir, err)
+		return nil, err
 	}
-	found := map[string]map[string]bool{}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
+	defer os.RemoveAll(dir)
+	var pkgs []string
+	for _, b := range binaries() {
+		pkgs = append(pkgs, b.pkg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := childproc.GoBuild(ctx, dir, pkgs...); err != nil {
+		return nil, err
+	}
+	all := map[string]envNames{}
+	for cmd, b := range binaries() {
+		names, err := readEnv(ctx, filepath.Join(dir, path.Base(b.pkg)), b.help)
 		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", f, err)
+			return nil, fmt.Errorf("variables read by %s: %w", cmd, err)
 		}
-		for _, d := range file.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || !slices.Contains(funcs, fn.Name.Name) || fn.Body == nil {
-				continue
-			}
-			names := map[string]bool{}
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok || len(call.Args) != 4 {
-					return true
-				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok || !slices.Contains([]string{"String", "Secret", "Int", "Int64", "Float64", "Duration", "Bool"}, sel.Sel.Name) {
-					return true
-				}
-				flagName, ok1 := stringLit(call.Args[0])
-				env, ok2 := stringLit(call.Args[1])
-				if ok1 && ok2 && flagName != "" && envNamePattern.MatchString(env) {
-					names[env] = true
-				}
-				return true
-			})
-			found[fn.Name.Name] = names
-		}
-	}
-	all := map[string]bool{}
-	for _, fn := range funcs {
-		names, ok := found[fn]
-		if !ok {
-			return nil, fmt.Errorf("%s: no function %s", dir, fn)
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("%s: function %s defines no environment-backed flags", dir, fn)
-		}
-		for n := range names {
-			all[n] = true
-		}
+		all[cmd] = names
 	}
 	return all, nil
-}
+})
 
-func stringLit(e ast.Expr) (string, bool) {
-	lit, ok := e.(*ast.BasicLit)
-	if !ok || lit.Kind != token.STRING {
-		return "", false
+// helpEnv matches how pkg/envflag names a flag's variable in its help,
+// with the deprecated former names it still reads.
+var helpEnv = regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)\)(?: \(formerly ([A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)*), deprecated\))?`)
+
+// readEnv runs bin with each argument list of help followed by -h and
+// returns the variables the help names. A help that names none is an
+// error, so that a change of the help's form cannot leave the checks with
+// nothing to compare against.
+func readEnv(ctx context.Context, bin string, help [][]string) (envNames, error) {
+	names := envNames{read: map[string]bool{}, former: map[string]string{}}
+	for _, args := range help {
+		cmd := exec.CommandContext(ctx, bin, append(slices.Clone(args), "-h")...)
+		cmd.Env = []string{} // defaults only: the help must not depend on this process
+		// -h exits 0 or 1 by binary; the text is what counts.
+		out, _ := cmd.CombinedOutput()
+		found := helpEnv.FindAllStringSubmatch(string(out), -1)
+		if len(found) == 0 {
+			return names, fmt.Errorf("%s %s -h names no environment variable:\n%s", bin, strings.Join(args, " "), out)
+		}
+		for _, m := range found {
+			names.read[m[1]] = true
+			if m[2] != "" {
+				for _, old := range strings.Split(m[2], ", ") {
+					names.former[old] = m[1]
+				}
+			}
+		}
 	}
-	s, err := strconv.Unquote(lit.Value)
-	return s, err == nil
+	return names, nil
 }
 
 // parseQuantity reads a Kubernetes resource quantity ("250m", "1",

@@ -174,6 +174,21 @@ func TestChecksCatchMistakes(t *testing.T) {
 			check: checkEnv, want: "MAX_EVENT_BYTES (from ConfigMap cms-consumer-",
 		},
 		{
+			name: "a variable's deprecated former name",
+			edit: func(t *testing.T, cl *cluster) {
+				_, c := mustRun(t, cl, ingestBin)
+				c.Env = append(c.Env, envVar{Name: "READ_TIMEOUT", Value: ptr("30s")})
+			},
+			check: checkEnv, want: "READ_TIMEOUT (from a literal value) is the deprecated former name of HTTP_READ_TIMEOUT",
+		},
+		{
+			name: "CORS origins for the consumer, which browsers never call",
+			edit: func(t *testing.T, cl *cluster) {
+				configMapWith(t, cl, "CONSUMER_GROUP").Data["CORS_ALLOWED_ORIGINS"] = "https://app.example.com"
+			},
+			check: checkEnv, want: "CORS_ALLOWED_ORIGINS (from ConfigMap cms-consumer-",
+		},
+		{
 			name: "variable set twice",
 			edit: func(t *testing.T, cl *cluster) {
 				_, c := mustRun(t, cl, ingestBin)

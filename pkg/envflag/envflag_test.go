@@ -3,6 +3,8 @@ package envflag
 import (
 	"flag"
 	"io"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +117,85 @@ func TestSecretIsUsedButNeverShown(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestAlias(t *testing.T) {
+	cases := []struct {
+		name      string
+		env       map[string]string
+		args      []string
+		want      time.Duration
+		wantErr   string
+		wantDepr  []Deprecation
+		wantWarns []string
+	}{
+		{name: "neither set", want: time.Second},
+		{name: "new name", env: map[string]string{"HTTP_READ_TIMEOUT": "2s"}, want: 2 * time.Second},
+		{name: "old name", env: map[string]string{"READ_TIMEOUT": "3s"}, want: 3 * time.Second,
+			wantDepr:  []Deprecation{{Old: "READ_TIMEOUT", New: "HTTP_READ_TIMEOUT"}},
+			wantWarns: []string{`old=READ_TIMEOUT new=HTTP_READ_TIMEOUT`, "set HTTP_READ_TIMEOUT instead of READ_TIMEOUT"}},
+		{name: "both: the new name wins", env: map[string]string{"HTTP_READ_TIMEOUT": "2s", "READ_TIMEOUT": "3s"}, want: 2 * time.Second,
+			wantDepr:  []Deprecation{{Old: "READ_TIMEOUT", New: "HTTP_READ_TIMEOUT", Ignored: true}},
+			wantWarns: []string{`old=READ_TIMEOUT new=HTTP_READ_TIMEOUT`, "HTTP_READ_TIMEOUT is set too and wins"}},
+		{name: "blank new name", env: map[string]string{"HTTP_READ_TIMEOUT": " ", "READ_TIMEOUT": "3s"}, want: 3 * time.Second,
+			wantDepr: []Deprecation{{Old: "READ_TIMEOUT", New: "HTTP_READ_TIMEOUT"}}},
+		{name: "flag wins over the old name", env: map[string]string{"READ_TIMEOUT": "3s"}, args: []string{"-read-timeout", "4s"}, want: 4 * time.Second,
+			wantDepr: []Deprecation{{Old: "READ_TIMEOUT", New: "HTTP_READ_TIMEOUT"}}},
+		{name: "bad value names the old variable", env: map[string]string{"READ_TIMEOUT": "soon"}, wantErr: `READ_TIMEOUT="soon": not a duration`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(flag.NewFlagSet("t", flag.ContinueOnError), func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			s.SetOutput(io.Discard)
+			s.Alias("HTTP_READ_TIMEOUT", "READ_TIMEOUT")
+			d := s.Duration("read-timeout", "HTTP_READ_TIMEOUT", time.Second, "read timeout")
+			other := s.String("addr", "ADDR", ":1", "address")
+			err := s.Parse(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *d != tc.want || *other != ":1" {
+				t.Errorf("read-timeout %s, addr %q; want %s, :1", *d, *other, tc.want)
+			}
+			if got := s.Deprecations(); !slices.Equal(got, tc.wantDepr) {
+				t.Errorf("deprecations %+v, want %+v", got, tc.wantDepr)
+			}
+			var logs strings.Builder
+			s.LogDeprecations(slog.New(slog.NewTextHandler(&logs, nil)))
+			if n := strings.Count(logs.String(), "level=WARN"); n != len(tc.wantDepr) {
+				t.Errorf("%d warnings for %d deprecated names:\n%s", n, len(tc.wantDepr), logs.String())
+			}
+			for _, w := range tc.wantWarns {
+				if !strings.Contains(logs.String(), w) {
+					t.Errorf("warnings lack %q:\n%s", w, logs.String())
+				}
+			}
+		})
+	}
+}
+
+func TestAliasUsage(t *testing.T) {
+	s := New(flag.NewFlagSet("t", flag.ContinueOnError), func(string) (string, bool) { return "", false })
+	s.Alias("HTTP_IDLE_TIMEOUT", "IDLE_TIMEOUT")
+	s.Duration("idle-timeout", "HTTP_IDLE_TIMEOUT", time.Minute, "idle time")
+	if u, want := s.Lookup("idle-timeout").Usage, "idle time (env HTTP_IDLE_TIMEOUT) (formerly IDLE_TIMEOUT, deprecated)"; u != want {
+		t.Errorf("usage %q, want %q", u, want)
+	}
+}
+
+func TestAliasAfterDefinitionPanics(t *testing.T) {
+	s := New(flag.NewFlagSet("t", flag.ContinueOnError), func(string) (string, bool) { return "", false })
+	s.Duration("idle-timeout", "HTTP_IDLE_TIMEOUT", time.Minute, "idle time")
+	defer func() {
+		if recover() == nil {
+			t.Error("an alias declared after its flag was accepted; it could never be read")
+		}
+	}()
+	s.Alias("HTTP_IDLE_TIMEOUT", "IDLE_TIMEOUT")
 }

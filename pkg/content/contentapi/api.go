@@ -19,8 +19,8 @@ import (
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
-	"github.com/assistantcms/cms/pkg/httpjson"
 )
 
 // Store is what the API reads content from.
@@ -153,7 +153,7 @@ func (a *API) principal(c *gin.Context) (auth.Principal, bool) {
 	}
 	if a.limiter != nil {
 		if ok, wait := a.limiter.Allow(p.TokenID); !ok {
-			httpjson.RetryAfter(c.Writer, wait.Seconds())
+			httpserve.RetryAfter(c.Writer, wait.Seconds())
 			abort(c, http.StatusTooManyRequests, "", "Too many requests for this token; retry after the time in Retry-After.")
 			return p, false
 		}
@@ -196,7 +196,7 @@ func (a *API) serverError(c *gin.Context, what string, err error) {
 }
 
 func abort(c *gin.Context, status int, field, msg string) {
-	httpjson.Error(c.Writer, status, field, msg)
+	httpserve.Error(c.Writer, status, field, msg)
 	c.Abort()
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assistantcms/cms/pkg/httpjson"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
 
 const (
@@ -125,8 +125,8 @@ func recovery(log *slog.Logger) gin.HandlerFunc {
 }
 
 // notFound and notAllowed keep errors in the JSON shape for unknown routes.
-func notFound(c *gin.Context) { httpjson.Error(c.Writer, http.StatusNotFound, "", "Not found.") }
+func notFound(c *gin.Context) { httpserve.Error(c.Writer, http.StatusNotFound, "", "Not found.") }
 
 func notAllowed(c *gin.Context) {
-	httpjson.Error(c.Writer, http.StatusMethodNotAllowed, "", "Method not allowed.")
+	httpserve.Error(c.Writer, http.StatusMethodNotAllowed, "", "Method not allowed.")
 }

@@ -9,17 +9,13 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/edge/cors"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
-	"github.com/assistantcms/cms/pkg/health"
-	"github.com/assistantcms/cms/pkg/serverlimits"
 )
 
 // ServiceConfig is everything the api process serves with.
@@ -35,7 +31,7 @@ type ServiceConfig struct {
 	StatusSources  []statuspage.Source
 	StatusInterval time.Duration
 	// HTTP bounds what one client connection may cost.
-	HTTP serverlimits.Limits
+	HTTP httpserve.Limits
 	// CORS lets pages on other origins call from a browser; nil allows
 	// none. It wraps the engine, so that preflights of every route are
 	// answered before Gin's routing would refuse OPTIONS with 405.
@@ -96,7 +92,7 @@ type Service struct {
 	cfg     ServiceConfig
 	log     *slog.Logger
 	server  *http.Server
-	checker *health.Checker
+	checker *httpserve.Checker
 	api     *API
 	engine  *gin.Engine
 	handler http.Handler
@@ -124,11 +120,10 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 		return nil, err
 	}
 	limiter := ratelimit.Optional(cfg.RateLimitRPS, cfg.RateLimitBurst)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := httpserve.NewRegistry()
 	metrics := NewMetrics(reg)
 
-	checker := health.New()
+	checker := httpserve.NewChecker()
 	checker.Add("content_db", pingWithin(store.Ping, grace, time.Now))
 
 	api := New(cfg.API, store, authn, limiter, log)
@@ -148,9 +143,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.POST("/cms/graphql", gin.WrapH(gh))
 	engine.GET("/cms/graphql", gin.WrapH(gh))
 	engine.GET(graphql.AssetsPath+"*file", gin.WrapH(graphql.Assets()))
-	engine.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-	engine.GET("/healthz", gin.WrapH(health.LiveHandler()))
-	engine.GET("/readyz", gin.WrapH(checker.ReadyHandler()))
+	httpserve.Mount(func(path string, h http.Handler) { engine.GET(path, gin.WrapH(h)) }, reg, checker)
 	interval := cfg.StatusInterval
 	if interval <= 0 {
 		interval = DefaultStatusInterval
@@ -162,12 +155,8 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
 
 	handler := cfg.CORS.Handler(engine)
-	srv := &http.Server{
-		Handler:  handler,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	cfg.HTTP.Or(serverlimits.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
-		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}).Apply(srv)
+	srv := httpserve.NewServer(handler, cfg.HTTP.Or(httpserve.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}), log)
 	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, handler: handler, graphql: gh, status: status}
 	if w, ok := store.(RevisionWatcher); ok {
 		svc.watcher = w
@@ -205,7 +194,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	// The sampler's last scrape and the watcher end before Serve returns.
 	defer func() { stop(); bg.Wait() }()
-	if err := health.Serve(ctx, s.log, "api", s.server, ln, s.checker, timeout); err != nil {
+	if err := httpserve.Serve(ctx, s.log, "api", s.server, ln, s.checker, timeout); err != nil {
 		return err
 	}
 	s.log.Info("api stopped")

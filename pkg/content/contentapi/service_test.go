@@ -14,7 +14,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
-	"github.com/assistantcms/cms/pkg/serverlimits"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
 
 // watchingStore tells the service of changes when the test says so, as a
@@ -102,12 +102,12 @@ func TestServeFollowsChangesAnotherReplicaAnnounces(t *testing.T) {
 func TestHTTPLimits(t *testing.T) {
 	store, _ := fixture.Open(t, fixtureBundle, nil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	configured := serverlimits.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 3 * time.Second, IdleTimeout: 4 * time.Second, MaxHeaderBytes: 4096}
+	configured := httpserve.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 3 * time.Second, IdleTimeout: 4 * time.Second, MaxHeaderBytes: 4096}
 	for _, tc := range []struct {
 		name      string
-		set, want serverlimits.Limits
+		set, want httpserve.Limits
 	}{
-		{"defaults", serverlimits.Limits{}, serverlimits.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		{"defaults", httpserve.Limits{}, httpserve.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
 			WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}},
 		{"configured", configured, configured},
 	} {
@@ -116,7 +116,7 @@ func TestHTTPLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := svc.server
-		if got := serverlimits.Of(s); got != tc.want {
+		if got := httpserve.LimitsOf(s); got != tc.want {
 			t.Errorf("%s: server limits %+v, want %+v", tc.name, got, tc.want)
 		}
 	}

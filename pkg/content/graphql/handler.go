@@ -21,8 +21,8 @@ import (
 	"github.com/graphql-go/graphql/language/ast"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
-	"github.com/assistantcms/cms/pkg/httpjson"
 )
 
 // Authenticator checks tokens and resolves apps, as for REST.
@@ -69,7 +69,7 @@ type result struct {
 }
 
 func writeResult(w http.ResponseWriter, status int, r result) {
-	httpjson.Write(w, status, r)
+	httpserve.WriteJSON(w, status, r)
 }
 
 func writeError(w http.ResponseWriter, status int, e *codedError) {
@@ -103,7 +103,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.limiter != nil {
 		if ok, wait := h.limiter.Allow(p.TokenID); !ok {
-			httpjson.RetryAfter(w, wait.Seconds())
+			httpserve.RetryAfter(w, wait.Seconds())
 			writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "too many requests for this token; retry after the time in Retry-After"))
 			return
 		}

@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/assistantcms/cms/pkg/httpjson"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
 
 // Values of the answers' headers.
@@ -157,7 +157,7 @@ func (p *Policy) Handler(next http.Handler) http.Handler {
 			h.Add("Vary", "Access-Control-Request-Method")
 			h.Add("Vary", "Access-Control-Request-Headers")
 			if !allowed {
-				httpjson.Error(w, http.StatusForbidden, "", "Cross-origin requests from "+origin+" are not allowed.")
+				httpserve.Error(w, http.StatusForbidden, "", "Cross-origin requests from "+origin+" are not allowed.")
 				return
 			}
 			h.Set("Access-Control-Allow-Origin", origin)

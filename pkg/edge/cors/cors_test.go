@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assistantcms/cms/pkg/httpjson"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
 
 func TestParseOrigin(t *testing.T) {
@@ -106,7 +106,7 @@ func TestHandler(t *testing.T) {
 		w.Header().Set("X-Request-Id", "r1")
 		w.Header().Add("Vary", "Authorization")
 		if r.Method == http.MethodOptions {
-			httpjson.Error(w, http.StatusMethodNotAllowed, "", "Method not allowed.")
+			httpserve.Error(w, http.StatusMethodNotAllowed, "", "Method not allowed.")
 			return
 		}
 		w.WriteHeader(http.StatusOK)
@@ -222,7 +222,7 @@ func TestHandler(t *testing.T) {
 				t.Errorf("Vary %q, want %q", got, tc.want.vary)
 			}
 			if tc.want.errorMessage != "" {
-				var body httpjson.ErrorBody
+				var body httpserve.ErrorBody
 				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.HTTPStatus != 403 ||
 					body.ErrorType != "HandledError" || body.Message != tc.want.errorMessage || h.Get("Content-Type") != "application/json" {
 					t.Errorf("body %s (%v), want the JSON error shape saying %q", rec.Body, err, tc.want.errorMessage)

@@ -19,13 +19,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/assistantcms/cms/pkg/edge/cors"
-	"github.com/assistantcms/cms/pkg/health"
-	"github.com/assistantcms/cms/pkg/httpjson"
-	"github.com/assistantcms/cms/pkg/serverlimits"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
 
 // Config names the upstreams and bounds the gateway's waits.
@@ -39,7 +35,7 @@ type Config struct {
 	// HTTP bounds client connections. Its ReadTimeout also bounds a body:
 	// one trickled slower is answered 408. Its WriteTimeout includes the
 	// upstream's wait, so it must be longer than ResponseTimeout.
-	HTTP serverlimits.Limits
+	HTTP httpserve.Limits
 	// CORS, when it allows some origin, is the policy browsers see: the
 	// gateway answers preflights itself and replaces what the upstreams
 	// say about cross-origin access. Nil passes everything through.
@@ -76,7 +72,7 @@ type Gateway struct {
 	api      *httputil.ReverseProxy
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	checker  *health.Checker
+	checker  *httpserve.Checker
 	mux      *http.ServeMux
 	handler  http.Handler
 	server   *http.Server
@@ -91,13 +87,13 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	cfg.HTTP = cfg.HTTP.Or(serverlimits.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+	cfg.HTTP = cfg.HTTP.Or(httpserve.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
 		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes})
 	if cfg.HTTP.WriteTimeout <= cfg.ResponseTimeout {
 		// Otherwise a slow upstream's answer would be cut off unsent.
 		return nil, fmt.Errorf("write timeout %s must be longer than the response timeout %s", cfg.HTTP.WriteTimeout, cfg.ResponseTimeout)
 	}
-	g := &Gateway{cfg: cfg, log: log, checker: health.New(),
+	g := &Gateway{cfg: cfg, log: log, checker: httpserve.NewChecker(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "cms", Subsystem: "gateway", Name: "requests_total",
 			Help: "Requests passed on, by upstream and status code (503 when the upstream could not be reached).",
@@ -108,8 +104,7 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"upstream"}),
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(g.requests, g.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := httpserve.NewRegistry(g.requests, g.latency)
 	transport := &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          256,
@@ -131,16 +126,10 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 		g.checker.Add(u.name, upstreamReady(transport, target.JoinPath("/readyz").String()))
 	}
 	g.mux = http.NewServeMux()
-	g.mux.Handle("GET /healthz", health.LiveHandler())
-	g.mux.Handle("GET /readyz", g.checker.ReadyHandler())
-	g.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	httpserve.Mount(httpserve.GetOn(g.mux), reg, g.checker)
 	g.mux.Handle("/", http.HandlerFunc(g.route))
 	g.handler = cfg.CORS.Handler(g.mux)
-	g.server = &http.Server{
-		Handler:  g.handler,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	cfg.HTTP.Apply(g.server)
+	g.server = httpserve.NewServer(g.handler, cfg.HTTP, log)
 	return g, nil
 }
 
@@ -191,14 +180,14 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 			g.log.Warn("upstream unreachable", "upstream", name, "method", r.Method, "path", r.URL.Path, "err", err)
 			// 503 with Retry-After: the reference client retries, and
 			// ingest never claimed the batch.
-			httpjson.RetryAfter(w, 1)
-			httpjson.Error(w, http.StatusServiceUnavailable, "", "The "+name+" service cannot be reached; retry shortly.")
+			httpserve.RetryAfter(w, 1)
+			httpserve.Error(w, http.StatusServiceUnavailable, "", "The "+name+" service cannot be reached; retry shortly.")
 		},
 	}
 }
 
 // upstreamReady checks an upstream's readiness endpoint.
-func upstreamReady(rt http.RoundTripper, readyURL string) health.Check {
+func upstreamReady(rt http.RoundTripper, readyURL string) httpserve.Check {
 	client := &http.Client{Transport: rt, Timeout: 2 * time.Second}
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyURL, nil)
@@ -277,10 +266,10 @@ func (g *Gateway) clientBodyError(w http.ResponseWriter, r *http.Request, err er
 	w.Header().Set("Connection", "close")
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		httpjson.Error(w, http.StatusRequestTimeout, "", "The request body did not arrive within "+g.cfg.HTTP.ReadTimeout.String()+".")
+		httpserve.Error(w, http.StatusRequestTimeout, "", "The request body did not arrive within "+g.cfg.HTTP.ReadTimeout.String()+".")
 		return
 	}
-	httpjson.Error(w, http.StatusBadRequest, "", "The request body could not be read.")
+	httpserve.Error(w, http.StatusBadRequest, "", "The request body could not be read.")
 }
 
 func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
@@ -305,7 +294,7 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 
 // Serve answers on ln until ctx ends, then drains requests in flight.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
-	if err := health.Serve(ctx, g.log, "gateway", g.server, ln, g.checker, g.cfg.ShutdownTimeout, "ingest", g.cfg.Ingest, "api", g.cfg.API); err != nil {
+	if err := httpserve.Serve(ctx, g.log, "gateway", g.server, ln, g.checker, g.cfg.ShutdownTimeout, "ingest", g.cfg.Ingest, "api", g.cfg.API); err != nil {
 		return err
 	}
 	g.log.Info("gateway stopped")

@@ -22,7 +22,7 @@ import (
 	"github.com/assistantcms/cms/internal/ingesttest"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/contentapi"
-	"github.com/assistantcms/cms/pkg/serverlimits"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
 
 // brokerBin is the development broker, built once for the package: the
@@ -256,16 +256,16 @@ func TestHTTPLimits(t *testing.T) {
 		s.IdleTimeout != DefaultIdleTimeout || s.MaxHeaderBytes != DefaultMaxHeaderBytes {
 		t.Errorf("defaults: %v %v %v %v %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
 	}
-	want := serverlimits.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 40 * time.Second, IdleTimeout: 3 * time.Second, MaxHeaderBytes: 4096}
+	want := httpserve.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 40 * time.Second, IdleTimeout: 3 * time.Second, MaxHeaderBytes: 4096}
 	g, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", HTTP: want}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := g.server; serverlimits.Of(s) != want {
+	if s := g.server; httpserve.LimitsOf(s) != want {
 		t.Errorf("configured: %v %v %v %v %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
 	}
 	// An answer could never be written after waiting this long upstream.
-	_, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", ResponseTimeout: time.Minute, HTTP: serverlimits.Limits{WriteTimeout: time.Minute}}, log)
+	_, err = New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1", ResponseTimeout: time.Minute, HTTP: httpserve.Limits{WriteTimeout: time.Minute}}, log)
 	if err == nil || !strings.Contains(err.Error(), "longer than the response timeout") {
 		t.Errorf("a write timeout no longer than the response timeout: %v", err)
 	}
@@ -284,7 +284,7 @@ func TestSlowBodyIsTheClientsFault(t *testing.T) {
 	}))
 	defer upstream.Close()
 	const timeout = 500 * time.Millisecond
-	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL, HTTP: serverlimits.Limits{ReadTimeout: timeout}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL, HTTP: httpserve.Limits{ReadTimeout: timeout}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/assistantcms/cms/pkg/health"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
@@ -42,7 +39,14 @@ type ServiceConfig struct {
 	ClickHouse chstore.Config
 	Consumer   Config
 	Producer   kafka.ProducerConfig
+	// HTTP bounds the connections of the metrics and health endpoints;
+	// zero fields take httpserve's defaults.
+	HTTP httpserve.Limits
 }
+
+// httpDrain bounds the wait for scrapes and probes in flight on shutdown,
+// before the final flush.
+const httpDrain = 2 * time.Second
 
 // Service is a running consumer with its HTTP endpoints.
 type Service struct {
@@ -52,7 +56,7 @@ type Service struct {
 	reader   *kafkago.Reader
 	dlq      *kafkago.Writer
 	consumer *Consumer
-	checker  *health.Checker
+	checker  *httpserve.Checker
 	server   *http.Server
 }
 
@@ -119,11 +123,10 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 		return nil, err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := httpserve.NewRegistry()
 	c := New(cfg.Consumer, reader, store, dlq, NewMetrics(reg), log)
 
-	checker := health.New()
+	checker := httpserve.NewChecker()
 	checker.Add("clickhouse", store.Ping)
 	checker.Add("inserts", func(context.Context) error {
 		if !c.Healthy() {
@@ -135,31 +138,31 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 		return kafka.CheckTopics(ctx, cfg.Brokers, []string{cfg.Topic, cfg.QuarantineTopic, cfg.DeadLetterTopic})
 	})
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("GET /healthz", health.LiveHandler())
-	mux.Handle("GET /readyz", checker.ReadyHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	httpserve.Mount(httpserve.GetOn(mux), reg, checker)
+	srv := httpserve.NewServer(mux, cfg.HTTP.Or(httpserve.DefaultLimits()), log)
 	return &Service{cfg: cfg, log: log, store: store, reader: reader, dlq: dlq, consumer: c, checker: checker, server: srv}, nil
 }
 
-// Run serves the HTTP endpoints on ln and consumes until ctx ends; then it
-// flushes and commits the current batch, leaves the group and returns.
+// Run serves the HTTP endpoints on ln and consumes until ctx ends. Then
+// readiness fails, the listener closes and requests in flight finish;
+// after them the consumer flushes and commits its current batch, leaves
+// the group and Run returns.
 func (s *Service) Run(ctx context.Context, ln net.Listener) error {
-	go func() {
-		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("serve HTTP", "err", err)
-		}
-	}()
-	s.log.Info("consumer running", "addr", ln.Addr().String(), "topic", s.cfg.Topic, "quarantine_topic", s.cfg.QuarantineTopic, "group", s.cfg.GroupID,
-		"clickhouse", s.cfg.ClickHouse.Addrs, "server_version", fmt.Sprintf("%d.%d", s.store.Version().Major, s.store.Version().Minor))
-	err := s.consumer.Run(ctx)
-	s.checker.SetStopping()
+	// The consumer stops when serving has ended, not with ctx, so that
+	// its final flush comes last.
+	cctx, stopConsuming := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopConsuming()
+	consumed := make(chan error, 1)
+	go func() { consumed <- s.consumer.Run(cctx) }()
+	v := s.store.Version()
+	err := httpserve.Serve(ctx, s.log, "consumer", s.server, ln, s.checker, httpDrain,
+		"topic", s.cfg.Topic, "quarantine_topic", s.cfg.QuarantineTopic, "group", s.cfg.GroupID,
+		"clickhouse", s.cfg.ClickHouse.Addrs, "server_version", fmt.Sprintf("%d.%d", v.Major, v.Minor))
+	stopConsuming()
+	err = errors.Join(err, <-consumed)
 	// Closing the reader leaves the group, so partitions move at once
 	// instead of after a session timeout.
 	err = errors.Join(err, s.reader.Close(), s.dlq.Close(), s.store.Close())
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err = errors.Join(err, s.server.Shutdown(sctx))
 	if err == nil {
 		s.log.Info("consumer stopped")
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
-	"github.com/assistantcms/cms/pkg/httpjson"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
@@ -193,7 +193,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPut {
 		w.Header().Set("Allow", http.MethodPut)
-		httpjson.Error(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed; use PUT")
+		httpserve.Error(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed; use PUT")
 		return
 	}
 	ctx := r.Context()
@@ -209,18 +209,18 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ok, wait := h.limiter.Allow(target.TokenID); !ok {
-		httpjson.RetryAfter(w, wait.Seconds())
-		httpjson.Error(w, http.StatusTooManyRequests, "", "rate limit of this token exceeded; retry later")
+		httpserve.RetryAfter(w, wait.Seconds())
+		httpserve.Error(w, http.StatusTooManyRequests, "", "rate limit of this token exceeded; retry later")
 		return
 	}
 	strict, err := parseStrict(query.Get("strict"))
 	if err != nil {
-		httpjson.Error(w, http.StatusBadRequest, "strict", err.Error())
+		httpserve.Error(w, http.StatusBadRequest, "strict", err.Error())
 		return
 	}
 	if !h.enter(target.TokenID) {
-		httpjson.RetryAfter(w, 1)
-		httpjson.Error(w, http.StatusTooManyRequests, "", fmt.Sprintf(
+		httpserve.RetryAfter(w, 1)
+		httpserve.Error(w, http.StatusTooManyRequests, "", fmt.Sprintf(
 			"this token already has %d requests in flight, its share of the server; retry later", h.cfg.MaxInFlightPerToken))
 		return
 	}
@@ -229,12 +229,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
 	default:
-		httpjson.RetryAfter(w, 1)
-		httpjson.Error(w, http.StatusServiceUnavailable, "", "the server is at capacity; retry later")
+		httpserve.RetryAfter(w, 1)
+		httpserve.Error(w, http.StatusServiceUnavailable, "", "the server is at capacity; retry later")
 		return
 	}
 	if status, field, msg := checkHeaders(r); status != 0 {
-		httpjson.Error(w, status, field, msg)
+		httpserve.Error(w, status, field, msg)
 		return
 	}
 
@@ -244,9 +244,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() { h.memory.give(held) }()
 	if status, msg := h.readBody(r, buf, &held); status != 0 {
 		if status == http.StatusServiceUnavailable {
-			httpjson.RetryAfter(w, 1)
+			httpserve.RetryAfter(w, 1)
 		}
-		httpjson.Error(w, status, "", msg)
+		httpserve.Error(w, status, "", msg)
 		return
 	}
 	body := buf.Bytes()
@@ -262,10 +262,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var be *event.BatchError
 		if errors.As(err, &be) {
-			httpjson.Error(w, be.Status, be.Field, be.Message)
+			httpserve.Error(w, be.Status, be.Field, be.Message)
 			return
 		}
-		httpjson.Error(w, http.StatusInternalServerError, "", "batch could not be processed")
+		httpserve.Error(w, http.StatusInternalServerError, "", "batch could not be processed")
 		return
 	}
 	resp := response{Accepted: len(res.Accepted), Rejected: len(res.Quarantined), Errors: res.Errors}
@@ -276,7 +276,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		res.Release()
 		resp.Accepted = 0
 		resp.Message = "strict mode: the batch holds invalid events, so none was stored"
-		httpjson.Write(w, http.StatusUnprocessableEntity, resp)
+		httpserve.WriteJSON(w, http.StatusUnprocessableEntity, resp)
 		return
 	}
 
@@ -293,8 +293,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.metrics.produceLatency.WithLabelValues("error").Observe(h.now().Sub(pstart).Seconds())
 		h.log.LogAttrs(ctx, slog.LevelWarn, "publish failed", slog.String("app", target.AppID),
 			slog.Int("events", len(res.Accepted)+len(res.Quarantined)), slog.Any("err", err))
-		httpjson.RetryAfter(w, 1)
-		httpjson.Error(w, http.StatusServiceUnavailable, "", "the events could not be stored (the broker did not acknowledge them); retry the batch")
+		httpserve.RetryAfter(w, 1)
+		httpserve.Error(w, http.StatusServiceUnavailable, "", "the events could not be stored (the broker did not acknowledge them); retry the batch")
 		return
 	}
 	// The broker holds the records now; the buffer can serve another batch.
@@ -314,7 +314,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	httpjson.Write(w, http.StatusOK, resp)
+	httpserve.WriteJSON(w, http.StatusOK, resp)
 }
 
 func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
@@ -324,9 +324,9 @@ func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if ae.Status >= 500 {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))
-		httpjson.RetryAfter(w, 1)
+		httpserve.RetryAfter(w, 1)
 	}
-	httpjson.Error(w, ae.Status, "", ae.Message)
+	httpserve.Error(w, ae.Status, "", ae.Message)
 }
 
 func parseStrict(v string) (bool, error) {

@@ -9,14 +9,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/edge/cors"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
-	"github.com/assistantcms/cms/pkg/health"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
@@ -42,14 +38,15 @@ type ServiceConfig struct {
 	// TokenOutageGrace is how long past TokenCacheTTL a token looked up
 	// before is still accepted while the content database cannot answer;
 	// zero means DefaultTokenOutageGrace, negative none.
-	TokenOutageGrace  time.Duration
-	RateLimitRPS      float64
-	RateLimitBurst    int
-	ShutdownTimeout   time.Duration
-	StartupTimeout    time.Duration
-	ReadHeaderTimeout time.Duration
-	ReadTimeout       time.Duration
-	IdleTimeout       time.Duration
+	TokenOutageGrace time.Duration
+	RateLimitRPS     float64
+	RateLimitBurst   int
+	ShutdownTimeout  time.Duration
+	StartupTimeout   time.Duration
+	// HTTP bounds client connections; zero fields take the Default*
+	// limits below, and a zero WriteTimeout follows the read and produce
+	// timeouts (see HTTPLimits).
+	HTTP httpserve.Limits
 	// CORS lets pages on other origins send events from a browser; nil
 	// allows none.
 	CORS *cors.Policy
@@ -64,6 +61,11 @@ const (
 	DefaultReadTimeout = 30 * time.Second
 	// DefaultIdleTimeout closes keep-alive connections left unused.
 	DefaultIdleTimeout = 120 * time.Second
+	// DefaultMaxHeaderBytes bounds a request's line and headers.
+	DefaultMaxHeaderBytes = 64 << 10
+	// writeTimeoutMargin is what the write timeout allows beyond reading
+	// a request and waiting for the broker: answering.
+	writeTimeoutMargin = 5 * time.Second
 	// DefaultTokenOutageGrace keeps events flowing through a short outage
 	// of the content database, as the api keeps answering through one.
 	DefaultTokenOutageGrace = 30 * time.Second
@@ -81,7 +83,7 @@ type Service struct {
 	log      *slog.Logger
 	server   *http.Server
 	producer *kafka.Producer
-	checker  *health.Checker
+	checker  *httpserve.Checker
 }
 
 // EventLimits completes the event rules of cfg: defaults for zero fields
@@ -113,7 +115,25 @@ func (cfg ServiceConfig) Check() error {
 	if _, err := cfg.EventLimits(); err != nil {
 		return err
 	}
+	if w, p := cfg.HTTP.WriteTimeout, cfg.Handler.withDefaults().ProduceTimeout; w > 0 && w <= p {
+		// Otherwise an answer the broker acknowledged would be cut off
+		// unsent, and the client would send the batch again.
+		return fmt.Errorf("write timeout %s must be longer than the produce timeout %s", w, p)
+	}
 	return cfg.Handler.check()
+}
+
+// HTTPLimits completes cfg.HTTP: the Default* limits for zero fields, and
+// for a zero WriteTimeout one that covers reading a request, waiting for
+// the broker's acknowledgement and answering: the read timeout plus the
+// produce timeout plus 5s.
+func (cfg ServiceConfig) HTTPLimits() httpserve.Limits {
+	l := cfg.HTTP.Or(httpserve.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes})
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = l.ReadTimeout + cfg.Handler.withDefaults().ProduceTimeout + writeTimeoutMargin
+	}
+	return l
 }
 
 // NewService connects to the brokers, creates missing topics and builds
@@ -154,31 +174,18 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	}
 	limiter := ratelimit.Optional(cfg.RateLimitRPS, cfg.RateLimitBurst)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := httpserve.NewRegistry()
 	handler := New(cfg.Handler, event.NewValidator(limits), authn, producer, limiter, NewMetrics(reg), log)
 
-	checker := health.New()
+	checker := httpserve.NewChecker()
 	topicNames := []string{cfg.EventsTopic, cfg.QuarantineTopic}
 	checker.Add("kafka", func(ctx context.Context) error { return kafka.CheckTopics(ctx, cfg.Brokers, topicNames) })
 	checker.Add("content_db", store.Ping)
 
 	mux := http.NewServeMux()
 	handler.Register(mux)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("GET /healthz", health.LiveHandler())
-	mux.Handle("GET /readyz", checker.ReadyHandler())
-
-	srv := &http.Server{
-		Handler:           cfg.CORS.Handler(mux),
-		ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-		ReadTimeout:       orDefault(cfg.ReadTimeout, DefaultReadTimeout),
-		// A response waits for the broker, bounded by the produce timeout.
-		WriteTimeout:   orDefault(cfg.ReadTimeout, DefaultReadTimeout) + cfg.Handler.ProduceTimeout + 5*time.Second,
-		IdleTimeout:    orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	httpserve.Mount(httpserve.GetOn(mux), reg, checker)
+	srv := httpserve.NewServer(cfg.CORS.Handler(mux), cfg.HTTPLimits(), log)
 	return &Service{cfg: cfg, log: log, server: srv, producer: producer, checker: checker}, nil
 }
 
@@ -203,7 +210,7 @@ func orDefault(d, def time.Duration) time.Duration {
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	// A second of the shutdown time is kept for flushing the producer.
 	drain := orDefault(s.cfg.ShutdownTimeout, 10*time.Second) - time.Second
-	err := health.Serve(ctx, s.log, "ingest", s.server, ln, s.checker, drain, "brokers", s.cfg.Brokers,
+	err := httpserve.Serve(ctx, s.log, "ingest", s.server, ln, s.checker, drain, "brokers", s.cfg.Brokers,
 		"events_topic", s.cfg.EventsTopic, "quarantine_topic", s.cfg.QuarantineTopic)
 	if cerr := s.producer.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("flush producer: %w", cerr))

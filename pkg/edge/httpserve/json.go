@@ -1,6 +1,4 @@
-// Package httpjson writes JSON responses and the error body every service
-// of this product answers with.
-package httpjson
+package httpserve
 
 import (
 	"encoding/json"
@@ -18,8 +16,8 @@ type ErrorBody struct {
 	Field string `json:"field,omitempty"`
 }
 
-// Write sends v as JSON with the given status.
-func Write(w http.ResponseWriter, status int, v any) {
+// WriteJSON sends v as JSON with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
@@ -39,7 +37,7 @@ func Error(w http.ResponseWriter, status int, field, msg string) {
 	if status >= 500 {
 		kind = "ServerError"
 	}
-	Write(w, status, ErrorBody{ErrorType: kind, HTTPStatus: status, Message: msg, Field: field})
+	WriteJSON(w, status, ErrorBody{ErrorType: kind, HTTPStatus: status, Message: msg, Field: field})
 }
 
 // RetryAfter sets the Retry-After header in whole seconds, at least one.

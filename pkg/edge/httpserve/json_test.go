@@ -1,4 +1,4 @@
-package httpjson
+package httpserve
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package serverlimits
+package httpserve
 
 import (
 	"net/http"
@@ -23,8 +23,8 @@ func TestOrAndApply(t *testing.T) {
 		}
 		var s http.Server
 		got.Apply(&s)
-		if Of(&s) != got {
-			t.Errorf("%s: applied %+v, read back %+v", tc.name, got, Of(&s))
+		if LimitsOf(&s) != got {
+			t.Errorf("%s: applied %+v, read back %+v", tc.name, got, LimitsOf(&s))
 		}
 	}
 }

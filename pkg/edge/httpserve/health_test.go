@@ -1,4 +1,4 @@
-package health
+package httpserve
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 func TestReadiness(t *testing.T) {
 	var brokerDown atomic.Bool
 	var calls atomic.Int32
-	c := New()
+	c := NewChecker()
 	c.cacheFor = 0 // every probe runs the checks
 	c.Add("kafka", func(context.Context) error {
 		calls.Add(1)
@@ -52,7 +52,7 @@ func TestReadiness(t *testing.T) {
 
 func TestReadinessIsCached(t *testing.T) {
 	var calls atomic.Int32
-	c := New()
+	c := NewChecker()
 	c.Add("db", func(context.Context) error { calls.Add(1); return nil })
 	for range 10 {
 		c.Ready(context.Background())

@@ -1,15 +1,14 @@
-// Package serverlimits bounds what one client connection may cost an HTTP
-// server, so that slow or oversized requests cannot hold its connections
-// or memory. api serve and api gateway share it, each with its defaults.
-package serverlimits
+package httpserve
 
 import (
 	"net/http"
 	"time"
 )
 
-// Limits are an http.Server's timeouts and header limit. Zero fields take
-// the defaults given to Or: net/http reads zero as no limit at all.
+// Limits are an http.Server's timeouts and header limit: they bound what
+// one client connection may cost, so that slow or oversized requests
+// cannot hold a server's connections or memory. Zero fields take the
+// defaults given to Or: net/http reads zero as no limit at all.
 type Limits struct {
 	// ReadHeaderTimeout cuts off clients trickling their headers.
 	ReadHeaderTimeout time.Duration
@@ -24,6 +23,21 @@ type Limits struct {
 	// MaxHeaderBytes bounds the request line and headers; larger ones
 	// are answered 431.
 	MaxHeaderBytes int
+}
+
+// Defaults of Limits for a service without reasons for others.
+const (
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+)
+
+// DefaultLimits are the Default* limits together.
+func DefaultLimits() Limits {
+	return Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}
 }
 
 // Or fills the zero or negative fields of l from def.
@@ -48,8 +62,8 @@ func (l Limits) Apply(s *http.Server) {
 	s.MaxHeaderBytes = l.MaxHeaderBytes
 }
 
-// Of reads the limits set on s.
-func Of(s *http.Server) Limits {
+// LimitsOf reads the limits set on s.
+func LimitsOf(s *http.Server) Limits {
 	return Limits{ReadHeaderTimeout: s.ReadHeaderTimeout, ReadTimeout: s.ReadTimeout, WriteTimeout: s.WriteTimeout,
 		IdleTimeout: s.IdleTimeout, MaxHeaderBytes: s.MaxHeaderBytes}
 }

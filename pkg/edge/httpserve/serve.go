@@ -1,0 +1,102 @@
+// Package httpserve is how every service of the product serves HTTP: the
+// http.Server with its limits, the metrics registry and the /metrics,
+// /healthz and /readyz endpoints, readiness checks, JSON answers in the
+// product's error shape, the profiling listener, and serving until a
+// signal with a graceful drain.
+package httpserve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// NewServer returns a server answering with h within limits l (taken as
+// they are: fill them with Limits.Or first), logging what net/http
+// reports about connections as warnings.
+func NewServer(h http.Handler, l Limits, log *slog.Logger) *http.Server {
+	srv := &http.Server{Handler: h, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	l.Apply(srv)
+	return srv
+}
+
+// NewRegistry returns a metrics registry holding the Go runtime's and the
+// process's collectors and cs.
+func NewRegistry(cs ...prometheus.Collector) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(append([]prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, cs...)...)
+	return reg
+}
+
+// Mount registers the endpoints every service answers GET on: /metrics
+// from reg, /healthz and /readyz from c. get registers one path with the
+// caller's router.
+func Mount(get func(path string, h http.Handler), reg prometheus.Gatherer, c *Checker) {
+	get("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	get("/healthz", LiveHandler())
+	get("/readyz", c.ReadyHandler())
+}
+
+// GetOn registers GET routes on mux, for Mount.
+func GetOn(mux *http.ServeMux) func(path string, h http.Handler) {
+	return func(path string, h http.Handler) { mux.Handle("GET "+path, h) }
+}
+
+// ServeDebug serves Go's profiling endpoints on their own listener, so
+// they are never reachable through a service's public address. It returns
+// when the listener fails.
+func ServeDebug(log *slog.Logger, addr string) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	log.Info("debug endpoints listening", "addr", addr)
+	if err := srv.ListenAndServe(); err != nil {
+		log.Error("debug endpoints stopped", "err", err)
+	}
+}
+
+// Listen opens a service's listener on addr, first starting the profiling
+// endpoints on debugAddr when it is set.
+func Listen(log *slog.Logger, addr, debugAddr string) (net.Listener, error) {
+	if debugAddr != "" {
+		go ServeDebug(log, debugAddr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// Serve answers on ln with srv until ctx ends or serving fails. Then it
+// fails readiness, so that load balancers stop sending, closes the
+// listener and lets requests in flight finish within drain. name prefixes
+// the log lines; attrs are logged with the listening line.
+func Serve(ctx context.Context, log *slog.Logger, name string, srv *http.Server, ln net.Listener, c *Checker, drain time.Duration, attrs ...any) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info(name+" listening", append([]any{"addr", ln.Addr().String()}, attrs...)...)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info(name+" shutting down", "timeout", drain.String())
+	c.SetStopping()
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("drain HTTP requests: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+// Package launch is what the services (ingest, consumer, api serve and
+// api gateway) share between their command line and serving: the flags
+// every one of them has (listen address, profiling address, shutdown
+// timeout, log level, HTTP limits and, where pages may call, CORS
+// origins), and the start-up once they are parsed: the logger, the
+// signal context, the listeners and serving until a signal.
+package launch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/edge/cors"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
+	"github.com/assistantcms/cms/pkg/envflag"
+	"github.com/assistantcms/cms/pkg/logging"
+)
+
+// Options are what differs between services in the shared flags.
+type Options struct {
+	// AddrEnv names the variable of -addr, Addr is its default and
+	// AddrHelp its help.
+	AddrEnv, Addr, AddrHelp string
+	// ShutdownTimeout is the default of -shutdown-timeout, ShutdownHelp
+	// its help.
+	ShutdownTimeout time.Duration
+	ShutdownHelp    string
+	// LogLevel, when not nil, is the level given by a flag defined
+	// elsewhere (api's global -log-level); otherwise -log-level is
+	// defined here.
+	LogLevel *string
+	// CORS defines -cors-allowed-origins, for services that pages call
+	// from a browser.
+	CORS bool
+	// HTTP are the defaults of the limits' flags.
+	HTTP httpserve.Limits
+	// WriteTimeoutRule, when set, lets -write-timeout be zero, meaning
+	// the service derives it by this rule, which the help states.
+	WriteTimeoutRule string
+	// FormerEnv maps variables of these flags to former names still
+	// read, with a deprecation warning.
+	FormerEnv map[string]string
+}
+
+// Flags are the shared flags, defined on a service's flag set.
+type Flags struct {
+	opts                          Options
+	fs                            *envflag.Set
+	addr, debugAddr, logLevel     *string
+	cors                          *string
+	shutdown                      *time.Duration
+	readHeader, read, write, idle *time.Duration
+	maxHeader                     *int
+}
+
+// Names of the shared variables.
+const (
+	EnvShutdownTimeout   = "SHUTDOWN_TIMEOUT"
+	EnvDebugAddr         = "DEBUG_ADDR"
+	EnvLogLevel          = "LOG_LEVEL"
+	EnvCORSOrigins       = "CORS_ALLOWED_ORIGINS"
+	EnvReadHeaderTimeout = "HTTP_READ_HEADER_TIMEOUT"
+	EnvReadTimeout       = "HTTP_READ_TIMEOUT"
+	EnvWriteTimeout      = "HTTP_WRITE_TIMEOUT"
+	EnvIdleTimeout       = "HTTP_IDLE_TIMEOUT"
+	EnvMaxHeaderBytes    = "HTTP_MAX_HEADER_BYTES"
+)
+
+// Define defines the shared flags on fs, with o's defaults.
+func Define(fs *envflag.Set, o Options) *Flags {
+	for env, old := range o.FormerEnv {
+		fs.Alias(env, old)
+	}
+	f := &Flags{opts: o, fs: fs, logLevel: o.LogLevel}
+	f.addr = fs.String("addr", o.AddrEnv, o.Addr, o.AddrHelp)
+	f.shutdown = fs.Duration("shutdown-timeout", EnvShutdownTimeout, o.ShutdownTimeout, o.ShutdownHelp)
+	if f.logLevel == nil {
+		f.logLevel = fs.String("log-level", EnvLogLevel, "info", "debug, info, warn or error")
+	}
+	f.debugAddr = fs.String("debug-addr", EnvDebugAddr, "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
+	writeHelp := "longest time from the end of a request's headers to the end of its answer"
+	if o.WriteTimeoutRule != "" {
+		writeHelp += " (0: " + o.WriteTimeoutRule + ")"
+	}
+	f.readHeader = fs.Duration("read-header-timeout", EnvReadHeaderTimeout, o.HTTP.ReadHeaderTimeout, "longest time to read a request's headers; slower clients are cut off")
+	f.read = fs.Duration("read-timeout", EnvReadTimeout, o.HTTP.ReadTimeout, "longest time to read a whole request, body included")
+	f.write = fs.Duration("write-timeout", EnvWriteTimeout, o.HTTP.WriteTimeout, writeHelp)
+	f.idle = fs.Duration("idle-timeout", EnvIdleTimeout, o.HTTP.IdleTimeout, "how long a kept-alive connection may wait for its next request")
+	f.maxHeader = fs.Int("max-header-bytes", EnvMaxHeaderBytes, o.HTTP.MaxHeaderBytes, "largest request line and headers; larger ones get 431")
+	if o.CORS {
+		f.cors = fs.String("cors-allowed-origins", EnvCORSOrigins, "", "comma-separated origins (scheme://host[:port]) whose pages may call from a browser; * for any; empty: none")
+	}
+	return f
+}
+
+// Settings are the shared settings of a started service.
+type Settings struct {
+	// Addr is the listen address, DebugAddr the profiling one (empty:
+	// none).
+	Addr, DebugAddr string
+	ShutdownTimeout time.Duration
+	// HTTP are the server's limits as given; a zero WriteTimeout is left
+	// to the service's rule (Options.WriteTimeoutRule).
+	HTTP httpserve.Limits
+	// CORS is the policy of -cors-allowed-origins; nil without the flag.
+	CORS *cors.Policy
+	// Log writes JSON lines at the configured level.
+	Log *slog.Logger
+}
+
+// Start checks the shared settings once the flag set is parsed and
+// returns them with a logger writing JSON lines to w, which first warns
+// of each former variable name the environment set.
+func (f *Flags) Start(w io.Writer) (Settings, error) {
+	s := Settings{Addr: *f.addr, DebugAddr: *f.debugAddr, ShutdownTimeout: *f.shutdown,
+		HTTP: httpserve.Limits{ReadHeaderTimeout: *f.readHeader, ReadTimeout: *f.read, WriteTimeout: *f.write,
+			IdleTimeout: *f.idle, MaxHeaderBytes: *f.maxHeader}}
+	if err := f.checkLimits(); err != nil {
+		return s, err
+	}
+	if f.cors != nil {
+		p, err := cors.New(envflag.List(*f.cors))
+		if err != nil {
+			return s, fmt.Errorf("-cors-allowed-origins (%s): %w", EnvCORSOrigins, err)
+		}
+		s.CORS = p
+	}
+	log, err := logging.JSON(w, *f.logLevel)
+	if err != nil {
+		return s, err
+	}
+	f.fs.LogDeprecations(log)
+	s.Log = log
+	return s, nil
+}
+
+// checkLimits refuses values that would switch a limit off: net/http
+// reads zero as no limit at all.
+func (f *Flags) checkLimits() error {
+	for _, d := range []struct {
+		name   string
+		v      time.Duration
+		zeroOK bool
+	}{
+		{"read-header-timeout", *f.readHeader, false}, {"read-timeout", *f.read, false},
+		{"write-timeout", *f.write, f.opts.WriteTimeoutRule != ""}, {"idle-timeout", *f.idle, false},
+	} {
+		if d.v < 0 || d.v == 0 && !d.zeroOK {
+			return fmt.Errorf("-%s %s: must be positive", d.name, d.v)
+		}
+	}
+	if *f.maxHeader < 1024 {
+		return fmt.Errorf("-max-header-bytes %d: must be at least 1024", *f.maxHeader)
+	}
+	return nil
+}
+
+// Signals returns a context that ends on SIGINT or SIGTERM, the signals
+// that stop a service gracefully.
+func Signals(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// Serve opens the listener on the settings' address, and the profiling
+// endpoints when an address is given for them, then runs serve on it:
+// a service's own Serve, which answers until ctx ends and then drains.
+func (s Settings) Serve(ctx context.Context, serve func(ctx context.Context, ln net.Listener) error) error {
+	ln, err := httpserve.Listen(s.Log, s.Addr, s.DebugAddr)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, ln)
+}
