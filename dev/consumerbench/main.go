@@ -30,8 +30,6 @@ import (
 	"syscall"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/assistantcms/cms/internal/childproc"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/devclickhouse"
@@ -138,10 +136,11 @@ func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness
 // prefill writes events envelopes to the events topic and returns them
 // decoded, for the ceiling.
 func (r *rig) prefill(ctx context.Context, n int) ([]chstore.Row, error) {
-	if err := kafka.EnsureTopics(ctx, []string{r.broker.Addr()}, []kafka.TopicSpec{{Name: "cms.events", Partitions: 6, ReplicationFactor: 1}}); err != nil {
+	cluster := kafka.Cluster{Brokers: []string{r.broker.Addr()}}
+	if err := cluster.EnsureTopics(ctx, []kafka.TopicSpec{{Name: "cms.events", Partitions: 6, ReplicationFactor: 1}}); err != nil {
 		return nil, err
 	}
-	w, err := kafka.NewWriter(kafka.ProducerConfig{Brokers: []string{r.broker.Addr()}}, "cms.events")
+	w, err := cluster.NewWriter(kafka.ProducerConfig{}, "cms.events")
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +150,7 @@ func (r *rig) prefill(ctx context.Context, n int) ([]chstore.Row, error) {
 	var dec event.Decoder
 	rows := make([]chstore.Row, 0, n)
 	for round := 0; len(rows) < n; round++ {
-		var msgs []kafkago.Message
+		var recs []kafka.Record
 		for i, body := range bodies {
 			res, err := v.ProcessBatch(body, event.Meta{AppID: "demo-app", OrganizationID: "demo-org", ReceivedAt: time.Now(),
 				IDSeed: "bench-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)})
@@ -164,10 +163,10 @@ func (r *rig) prefill(ctx context.Context, n int) ([]chstore.Row, error) {
 					return nil, err
 				}
 				rows = append(rows, chstore.Row{Decoded: d})
-				msgs = append(msgs, kafkago.Message{Key: m.Key, Value: m.Value})
+				recs = append(recs, m)
 			}
 		}
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
+		if err := w.Write(ctx, recs); err != nil {
 			return nil, fmt.Errorf("pre-fill the topic: %w", err)
 		}
 	}
