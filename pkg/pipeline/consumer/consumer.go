@@ -20,7 +20,7 @@ import (
 
 // Sink stores rows; each insert takes a whole batch or none of it.
 type Sink interface {
-	InsertEvents(ctx context.Context, rows []chstore.Row) error
+	InsertEvents(ctx context.Context, rows *chstore.EventBatch) error
 	InsertQuarantine(ctx context.Context, rows []chstore.QuarantineRow) error
 }
 
@@ -116,7 +116,7 @@ func (c *Consumer) Healthy() bool { return c.sinkOK.Load() }
 type batch struct {
 	msgs        int // fetched
 	bytes       int // of the messages' values
-	rows        []chstore.Row
+	rows        chstore.EventBatch
 	quarantined []chstore.QuarantineRow
 	dead        []kafka.DeadLetter
 	// due ends when the batch must be flushed; one context per batch, as
@@ -163,7 +163,8 @@ func (b *batch) partition(msg *kafka.Message) *partition {
 }
 
 func (b *batch) reset() {
-	b.msgs, b.rows, b.quarantined, b.bytes = 0, b.rows[:0], b.quarantined[:0], 0
+	b.msgs, b.quarantined, b.bytes = 0, b.quarantined[:0], 0
+	b.rows.Reset()
 	clear(b.dead) // the messages' values can go
 	b.dead = b.dead[:0]
 	if b.cancel != nil {
@@ -176,7 +177,7 @@ func (b *batch) reset() {
 // Run consumes until ctx ends, then flushes and commits what it holds
 // within the shutdown timeout. It returns nil after a clean stop.
 func (c *Consumer) Run(ctx context.Context) error {
-	var b batch
+	b := new(batch)
 	defer b.reset()
 	for {
 		fctx := ctx
@@ -186,7 +187,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		msg, err := c.src.Fetch(fctx)
 		switch {
 		case err == nil:
-			c.add(ctx, &b, &msg)
+			c.add(ctx, b, &msg)
 			if b.msgs < c.cfg.BatchRows && b.bytes < c.cfg.BatchBytes {
 				continue
 			}
@@ -194,7 +195,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			// Stopping: write and commit what was fetched, then return.
 			sctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
 			defer cancel()
-			if err := c.flush(sctx, &b); err != nil {
+			if err := c.flush(sctx, b); err != nil {
 				return fmt.Errorf("final flush: %w", err)
 			}
 			return nil
@@ -207,7 +208,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		// An error here means ctx ended mid-retry; the next fetch sees
 		// that and flushes once more within the shutdown timeout.
-		_ = c.flush(ctx, &b)
+		_ = c.flush(ctx, b)
 	}
 }
 
@@ -220,14 +221,15 @@ func (c *Consumer) add(ctx context.Context, b *batch, msg *kafka.Message) {
 	b.note(msg)
 	var err error
 	if msg.Topic != "" && msg.Topic == c.cfg.QuarantineTopic {
-		var q event.Quarantined
+		var q chstore.QuarantineRow
 		if q, err = c.dec.DecodeQuarantine(msg.Value); err == nil {
-			b.quarantined = append(b.quarantined, chstore.QuarantineRow{Quarantined: q, Partition: msg.Partition, Offset: msg.Offset})
+			q.Partition, q.Offset = msg.Partition, msg.Offset
+			b.quarantined = append(b.quarantined, q)
 		}
 	} else {
-		var row event.Decoded
-		if row, err = c.dec.Decode(msg.Value); err == nil {
-			b.rows = append(b.rows, chstore.Row{Decoded: row, Partition: msg.Partition, Offset: msg.Offset})
+		var row int
+		if row, err = c.dec.Decode(msg.Value, &b.rows); err == nil {
+			b.rows.KafkaPartition[row], b.rows.KafkaOffset[row] = uint16(msg.Partition), uint64(msg.Offset)
 		}
 	}
 	if err != nil {
@@ -253,10 +255,10 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 		clear(b.dead)
 		b.dead = b.dead[:0] // written; a retried flush must not send them again
 	}
-	if len(b.rows) > 0 {
+	if n := b.rows.Len(); n > 0 {
 		err := c.retry(ctx, opInsert, func(ctx context.Context) error {
 			start := time.Now()
-			err := c.sink.InsertEvents(ctx, b.rows)
+			err := c.sink.InsertEvents(ctx, &b.rows)
 			c.metrics.insertLatency.Observe(time.Since(start).Seconds())
 			c.sinkOK.Store(err == nil)
 			return err
@@ -264,14 +266,14 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 		if err != nil {
 			return err
 		}
-		c.metrics.rows.Add(float64(len(b.rows)))
-		c.metrics.batchSize.Observe(float64(len(b.rows)))
+		c.metrics.rows.Add(float64(n))
+		c.metrics.batchSize.Observe(float64(n))
 		written := time.Now()
-		for i := range b.rows {
+		for _, received := range b.rows.ReceivedAt {
 			// Clocks of ingest and consumer hosts may differ a little.
-			c.metrics.freshness.Observe(max(0, written.Sub(b.rows[i].ReceivedAt).Seconds()))
+			c.metrics.freshness.Observe(max(0, written.Sub(received).Seconds()))
 		}
-		b.rows = b.rows[:0] // written; a retried flush must not insert them again
+		b.rows.Reset() // written; a retried flush must not insert them again
 	}
 	if len(b.quarantined) > 0 {
 		if err := c.retry(ctx, opQuarantine, func(ctx context.Context) error {

@@ -83,7 +83,7 @@ type fakeSink struct {
 	failures int // fail this many inserts first
 	// quarantineFailures fails this many quarantine inserts first.
 	quarantineFailures int
-	inserts            [][]chstore.Row
+	inserts            [][]string // each insert's rows as "event ID partition/offset"
 	quarantined        []chstore.QuarantineRow
 	attempts           int
 }
@@ -99,7 +99,7 @@ func (f *fakeSink) InsertQuarantine(ctx context.Context, rows []chstore.Quaranti
 	return nil
 }
 
-func (f *fakeSink) InsertEvents(ctx context.Context, rows []chstore.Row) error {
+func (f *fakeSink) InsertEvents(ctx context.Context, rows *chstore.EventBatch) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts++
@@ -107,7 +107,11 @@ func (f *fakeSink) InsertEvents(ctx context.Context, rows []chstore.Row) error {
 		f.failures--
 		return errors.New("connection refused")
 	}
-	f.inserts = append(f.inserts, append([]chstore.Row(nil), rows...))
+	var ins []string
+	for i, id := range rows.EventID {
+		ins = append(ins, fmt.Sprintf("%s %d/%d", id, rows.KafkaPartition[i], rows.KafkaOffset[i]))
+	}
+	f.inserts = append(f.inserts, ins)
 	return nil
 }
 
@@ -171,7 +175,10 @@ func TestFlushBySizeCommitsAfterInsert(t *testing.T) {
 	}
 	waitFor(t, func() bool { return src.commits() == 20 })
 	if sink.rows() != 20 || len(sink.inserts) != 2 {
-		t.Errorf("%d rows in %d inserts, want 20 in 2 (5 wait for the interval)", sink.rows(), len(sink.inserts))
+		t.Fatalf("%d rows in %d inserts, want 20 in 2 (5 wait for the interval)", sink.rows(), len(sink.inserts))
+	}
+	if first := sink.inserts[0]; first[0] != "e0 0/0" || first[9] != "e9 1/9" {
+		t.Errorf("first insert %q", first)
 	}
 	src.mu.Lock()
 	if src.positions != 4 {
