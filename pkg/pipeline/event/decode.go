@@ -18,6 +18,27 @@ type Decoder struct {
 	extra   []byte
 	tags    [][]byte
 	strs    []string
+	// interned keeps one copy of the values of low-cardinality columns
+	// (apps, types, channels, handlers...). clickhouse-go hashes every
+	// such value to build the column's dictionary, which costs a cache
+	// miss per row when equal values lie apart in the batch's text, and
+	// next to nothing when they share one copy.
+	interned map[string]string
+}
+
+// maxInterned bounds the interned strings; past it the cache starts over.
+const maxInterned = 4096
+
+func (d *Decoder) intern(b []byte) string {
+	if s, ok := d.interned[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	if d.interned == nil || len(d.interned) >= maxInterned {
+		d.interned = make(map[string]string, 256)
+	}
+	s := string(b)
+	d.interned[s] = s
+	return s
 }
 
 // ErrEnvelope marks an envelope that can never be decoded.
@@ -85,8 +106,8 @@ func (d *Decoder) Decode(value []byte, rows *chstore.EventBatch) (int, error) {
 	if ev == nil || ev[0] != '{' {
 		return 0, envelopeErr("event is missing or not an object")
 	}
-	r := rowWriter{rows: rows, i: rows.AddRow(), w: w}
-	rows.EventID[r.i], rows.AppID[r.i], rows.OrganizationID[r.i] = r.str(h.eventID), r.str(h.appID), r.str(h.organizationID)
+	r := rowWriter{d: d, rows: rows, i: rows.AddRow(), w: w}
+	rows.EventID[r.i], rows.AppID[r.i], rows.OrganizationID[r.i] = r.str(h.eventID), d.intern(h.appID), d.intern(h.organizationID)
 	rows.ReceivedAt[r.i] = h.receivedAt
 	d.decodeEvent(r, ev)
 	return r.i, nil
@@ -94,6 +115,7 @@ func (d *Decoder) Decode(value []byte, rows *chstore.EventBatch) (int, error) {
 
 // rowWriter fills one row of a batch from parts of one record.
 type rowWriter struct {
+	d    *Decoder
 	rows *chstore.EventBatch
 	i    int
 	w    walker
@@ -104,13 +126,15 @@ func (r rowWriter) str(b []byte) string { return r.rows.String(b) }
 
 // field returns a value of a field that ingest does not check, which may
 // hold any JSON: a string's content, or else the value's JSON text; null
-// and absent give "".
-func (r rowWriter) field(v []byte) string {
+// and absent give "". A label is the value of a low-cardinality column.
+func (r rowWriter) field(v []byte, label bool) string {
 	switch {
 	case v == nil || v[0] == 'n':
 		return ""
 	case v[0] != '"':
 		return r.str(v)
+	case label:
+		return r.d.intern(stringValue(v, r.w.sc))
 	}
 	return r.str(stringValue(v, r.w.sc))
 }
@@ -121,6 +145,14 @@ func (r rowWriter) text(v []byte) string {
 		return ""
 	}
 	return r.str(stringValue(v, r.w.sc))
+}
+
+// label is text for the value of a low-cardinality column.
+func (r rowWriter) label(v []byte) string {
+	if v == nil || v[0] != '"' {
+		return ""
+	}
+	return r.d.intern(stringValue(v, r.w.sc))
 }
 
 // text returns the decoded content of a string value; absent and null give
@@ -207,10 +239,10 @@ func (d *Decoder) decodeEvent(r rowWriter, ev []byte) {
 	}
 	rows.Extra[i] = r.str(append(d.extra, '}'))
 
-	rows.Type[i], rows.Name[i] = r.field(cols[0]), r.field(cols[1])
-	rows.SessionID[i], rows.UserID[i] = r.field(cols[2]), r.field(cols[3])
-	rows.Channel[i], rows.Platform[i] = r.field(cols[4]), r.field(cols[5])
-	rows.SelectedHandler[i], rows.CurrentHandler[i], rows.Environment[i] = r.field(cols[6]), r.field(cols[7]), r.field(cols[8])
+	rows.Type[i], rows.Name[i] = r.field(cols[0], true), r.field(cols[1], true)
+	rows.SessionID[i], rows.UserID[i] = r.field(cols[2], false), r.field(cols[3], false)
+	rows.Channel[i], rows.Platform[i] = r.field(cols[4], true), r.field(cols[5], true)
+	rows.SelectedHandler[i], rows.CurrentHandler[i], rows.Environment[i] = r.field(cols[6], true), r.field(cols[7], true), r.field(cols[8], true)
 	rows.EventTime[i] = rows.ReceivedAt[i]
 	if v := cols[9]; v != nil && v[0] == '"' {
 		if t, err := time.Parse(time.RFC3339Nano, string(stringValue(v, w.sc))); err == nil {
@@ -303,7 +335,7 @@ func (d *Decoder) decodeRequest(r rowWriter, p []byte) {
 		d.decodeRequestObject(r, req)
 	}
 	if v := top[1]; v != nil && v[0] == '"' {
-		rows.IntentID[i] = r.text(v)
+		rows.IntentID[i] = r.label(v)
 	}
 	if v := top[2]; v != nil && v[0] == '"' {
 		rows.RawQuery[i] = r.text(v)
@@ -320,9 +352,9 @@ func (d *Decoder) decodeRequestObject(r rowWriter, req []byte) {
 	var f [5][]byte
 	w.fields(req, []string{"type", "intentId", "rawQuery", "matchConfidence", "knowledgeBaseResult"}, f[:])
 	if f[0] != nil && f[0][0] == '"' {
-		rows.RequestType[i] = r.text(f[0])
+		rows.RequestType[i] = r.label(f[0])
 	}
-	rows.IntentID[i], rows.RawQuery[i] = r.text(f[1]), r.text(f[2])
+	rows.IntentID[i], rows.RawQuery[i] = r.label(f[1]), r.text(f[2])
 	if c, ok := confidence(f[3]); ok {
 		rows.SetMatchConfidence(i, c)
 	}
