@@ -39,10 +39,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	gqlBody := fs.Int64("graphql-max-body-bytes", "GRAPHQL_MAX_BODY_BYTES", graphql.DefaultMaxBodyBytes, "largest GraphQL request body")
 	gqlDepth := fs.Int("graphql-max-depth", "GRAPHQL_MAX_DEPTH", graphql.DefaultMaxDepth, "deepest nesting of fields in a GraphQL request")
 	gqlFields := fs.Int("graphql-max-fields", "GRAPHQL_MAX_FIELDS", graphql.DefaultMaxFields, "most fields one GraphQL request may select, fragments spread")
-	chAddr := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", "", "ClickHouse native-protocol addresses for HISTORICAL suggestions (empty: none)")
-	chDB := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", "ClickHouse database holding query_counts")
-	chUser := fs.String("clickhouse-user", "CLICKHOUSE_USER", "default", "ClickHouse user")
-	chPassword := fs.Secret("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
+	clickhouse := chstore.DefineFlags(fs, chstore.History)
 	historyRefresh := fs.Duration("history-refresh", "HISTORY_REFRESH", contentapi.DefaultHistoryRefresh, "how long past queries are kept before being read again")
 	llmURL := fs.String("rag-llm-url", "RAG_LLM_URL", "", "OpenAI-compatible API root (…/v1) that writes RAG answers; empty: extractive answers")
 	llmModel := fs.String("rag-llm-model", "RAG_LLM_MODEL", "", "model name sent to the RAG generator")
@@ -70,8 +67,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	}
 	defer store.Close()
 	apiCfg := contentapi.Config{RefreshInterval: *refresh, OutageGrace: *grace, CacheMaxAge: *maxAge, HistoryRefresh: *historyRefresh}
-	if *chAddr != "" {
-		h := contentapi.NewClickHouseHistory(chstore.Config{Addrs: envflag.List(*chAddr), Database: *chDB, Username: *chUser, Password: *chPassword})
+	if chCfg := clickhouse(); len(chCfg.Addrs) > 0 {
+		h := contentapi.NewClickHouseHistory(chCfg)
 		defer h.Close()
 		apiCfg.History = h
 	}

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/launch"
@@ -36,19 +35,11 @@ func run(args []string) error {
 		ShutdownTimeout: consumer.DefaultShutdownTimeout, ShutdownHelp: "time for the final flush on SIGTERM",
 		HTTP: httpserve.DefaultLimits(),
 	})
-	brokers := fs.String("brokers", "KAFKA_BROKERS", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
-	topic := fs.String("events-topic", "EVENTS_TOPIC", "cms.events", "topic of accepted events, written to the events table")
-	quarantineTopic := fs.String("quarantine-topic", "QUARANTINE_TOPIC", "cms.events.quarantine", "topic of refused events, written to the quarantine table")
+	kafkaSettings := kafka.DefineFlags(fs, kafka.Consuming)
 	group := fs.String("group", "CONSUMER_GROUP", "cms-clickhouse", "consumer group ID; instances with one group share the partitions")
 	dlqTopic := fs.String("dead-letter-topic", "DEAD_LETTER_TOPIC", "cms.events.dead-letter", "topic for messages that can never be written")
-	partitions := fs.Int("topic-partitions", "TOPIC_PARTITIONS", 6, "partitions of the events and quarantine topics if they must be created")
-	replication := fs.Int("topic-replication", "TOPIC_REPLICATION", 1, "replication factor of topics created at start-up")
-	maxMessage := fs.Int("kafka-max-message-bytes", "KAFKA_MAX_MESSAGE_BYTES", kafka.DefaultMaxMessageBytes, "max.message.bytes of topics created at start-up (raised on existing topics that have less); the largest record read or dead-lettered")
-	sessionTimeout := fs.Duration("session-timeout", "KAFKA_SESSION_TIMEOUT", 10*time.Second, "consumer group session timeout")
-	chAddrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses")
-	chDB := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", "ClickHouse database of the tables")
-	chUser := fs.String("clickhouse-user", "CLICKHOUSE_USER", "default", "ClickHouse user")
-	chPassword := fs.Secret("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
+	sessionTimeout := fs.Duration("session-timeout", "KAFKA_SESSION_TIMEOUT", kafka.DefaultSessionTimeout, "consumer group session timeout")
+	clickhouse := chstore.DefineFlags(fs, chstore.Tables)
 	retention := fs.Int("retention-days", "RETENTION_DAYS", 0, "drop events older than this many days (servers with TTL); 0 keeps them")
 	batchRows := fs.Int("batch-rows", "BATCH_ROWS", consumer.DefaultBatchRows, "insert once a batch holds this many messages")
 	batchBytes := fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes")
@@ -65,7 +56,8 @@ func run(args []string) error {
 	ctx, stop := launch.Signals(context.Background())
 	defer stop()
 
-	chCfg := chstore.Config{Addrs: envflag.List(*chAddrs), Database: *chDB, Username: *chUser, Password: *chPassword, RetentionDays: *retention}
+	chCfg := clickhouse()
+	chCfg.RetentionDays = *retention
 	switch rest := fs.Args(); {
 	case len(rest) == 1 && rest[0] == "migrate":
 		return migrate(ctx, chCfg, log)
@@ -73,9 +65,10 @@ func run(args []string) error {
 		return fmt.Errorf("unknown command %q; the only command is migrate", strings.Join(rest, " "))
 	}
 
+	ks := kafkaSettings()
 	svc, err := consumer.NewService(ctx, consumer.ServiceConfig{
-		Brokers: envflag.List(*brokers), Topic: *topic, QuarantineTopic: *quarantineTopic, GroupID: *group, DeadLetterTopic: *dlqTopic,
-		TopicPartitions: *partitions, TopicReplication: *replication, MaxMessageBytes: *maxMessage, SessionTimeout: *sessionTimeout,
+		Kafka: ks.Cluster, Topic: ks.EventsTopic, QuarantineTopic: ks.QuarantineTopic, GroupID: *group, DeadLetterTopic: *dlqTopic,
+		TopicPartitions: ks.TopicPartitions, TopicReplication: ks.TopicReplication, MaxMessageBytes: ks.MaxMessageBytes, SessionTimeout: *sessionTimeout,
 		ClickHouse: chCfg,
 		Consumer: consumer.Config{BatchRows: *batchRows, BatchBytes: *batchBytes, FlushInterval: *flushInterval,
 			RetryMax: *retryMax, ShutdownTimeout: settings.ShutdownTimeout},

@@ -41,11 +41,7 @@ func run(args []string) error {
 		FormerEnv: map[string]string{launch.EnvReadHeaderTimeout: "READ_HEADER_TIMEOUT", launch.EnvReadTimeout: "READ_TIMEOUT",
 			launch.EnvIdleTimeout: "IDLE_TIMEOUT"},
 	})
-	brokers := fs.String("brokers", "KAFKA_BROKERS", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
-	eventsTopic := fs.String("events-topic", "EVENTS_TOPIC", "cms.events", "topic for accepted events")
-	quarantineTopic := fs.String("quarantine-topic", "QUARANTINE_TOPIC", "cms.events.quarantine", "topic for rejected events and their reasons")
-	partitions := fs.Int("topic-partitions", "TOPIC_PARTITIONS", 6, "partitions of topics created at start-up")
-	replication := fs.Int("topic-replication", "TOPIC_REPLICATION", 1, "replication factor of topics created at start-up")
+	kafkaSettings := kafka.DefineFlags(fs, kafka.Producing)
 	contentDB := fs.Secret("content-db", "CONTENT_DB", "cms.db", "content database holding apps and tokens: a SQLite file path or a postgres:// URL")
 	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
 	grace := fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", ingest.DefaultTokenOutageGrace, "how long past the token cache TTL tokens looked up before are still accepted while the content database cannot be reached (negative: not at all)")
@@ -62,7 +58,6 @@ func run(args []string) error {
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
 	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", kafka.DefaultBatchTimeout, "how long the producer waits to fill a batch")
 	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", kafka.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
-	maxMessage := fs.Int("kafka-max-message-bytes", "KAFKA_MAX_MESSAGE_BYTES", kafka.DefaultMaxMessageBytes, "max.message.bytes of the topics (set when created, raised when less) and the producer's largest batch per partition")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,13 +69,14 @@ func run(args []string) error {
 	ctx, stop := launch.Signals(context.Background())
 	defer stop()
 
+	ks := kafkaSettings()
 	cfg := ingest.ServiceConfig{
-		Brokers:          envflag.List(*brokers),
-		EventsTopic:      *eventsTopic,
-		QuarantineTopic:  *quarantineTopic,
-		TopicPartitions:  *partitions,
-		TopicReplication: *replication,
-		MaxMessageBytes:  *maxMessage,
+		Kafka:            ks.Cluster,
+		EventsTopic:      ks.EventsTopic,
+		QuarantineTopic:  ks.QuarantineTopic,
+		TopicPartitions:  ks.TopicPartitions,
+		TopicReplication: ks.TopicReplication,
+		MaxMessageBytes:  ks.MaxMessageBytes,
 		Producer:         kafka.ProducerConfig{BatchTimeout: *batchTimeout, Compression: *compression},
 		Handler: ingest.Config{
 			MaxBodyBytes: *maxBody, MaxDecompressedBytes: *maxDecompressed,

@@ -12,7 +12,6 @@ import (
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
-	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	"github.com/assistantcms/cms/pkg/pipeline/resubmit"
 )
 
@@ -20,10 +19,7 @@ import (
 // those that pass ingest's rules, as configured now, to the events topic.
 func resubmitCommand(ctx context.Context, args []string, cfg ingest.ServiceConfig, log *slog.Logger) error {
 	fs := envflag.New(flag.NewFlagSet("ingest resubmit", flag.ContinueOnError), nil)
-	chAddrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses")
-	chDB := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", "ClickHouse database of the tables")
-	chUser := fs.String("clickhouse-user", "CLICKHOUSE_USER", "default", "ClickHouse user")
-	chPassword := fs.Secret("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
+	clickhouse := chstore.DefineFlags(fs, chstore.Tables)
 	app := fs.FlagSet.String("app", "", "only events of this app")
 	reason := fs.FlagSet.String("reason", "", "only events whose first error has this reason (too_large, type_not_allowed, ...)")
 	since := fs.FlagSet.String("since", "", "only events received at or after this time: RFC 3339, or a duration ago (72h)")
@@ -51,19 +47,19 @@ func resubmitCommand(ctx context.Context, args []string, cfg ingest.ServiceConfi
 		return err
 	}
 
-	store, err := chstore.Open(ctx, chstore.Config{Addrs: envflag.List(*chAddrs), Database: *chDB, Username: *chUser, Password: *chPassword})
+	store, err := chstore.Open(ctx, clickhouse())
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	cfg.Producer.Brokers, cfg.Producer.BatchBytes, cfg.Producer.Logger = cfg.Brokers, int64(cfg.MaxMessageBytes), log
+	cfg.Producer.BatchBytes, cfg.Producer.Logger = int64(cfg.MaxMessageBytes), log
 	if !*dryRun {
 		// The records may be larger than the topics took before.
-		if err := kafka.EnsureTopics(ctx, cfg.Brokers, cfg.Topics()); err != nil {
+		if err := cfg.Kafka.EnsureTopics(ctx, cfg.Topics()); err != nil {
 			return fmt.Errorf("prepare Kafka topics: %w", err)
 		}
 	}
-	pub, err := kafka.NewProducer(cfg.Producer, cfg.EventsTopic, cfg.QuarantineTopic)
+	pub, err := cfg.Kafka.NewProducer(cfg.Producer, cfg.EventsTopic, cfg.QuarantineTopic)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,8 @@ func TestResubmitCommand(t *testing.T) {
 	if q.Reason != event.ReasonTooLarge {
 		t.Fatalf("quarantined for %q", q.Reason)
 	}
-	if err := store.InsertQuarantine(ctx, []chstore.QuarantineRow{{Quarantined: q, Partition: rec.Partition, Offset: rec.Offset}}); err != nil {
+	q.Partition, q.Offset = rec.Partition, rec.Offset
+	if err := store.InsertQuarantine(ctx, []chstore.QuarantineRow{q}); err != nil {
 		t.Fatal(err)
 	}
 

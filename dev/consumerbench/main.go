@@ -30,13 +30,12 @@ import (
 	"syscall"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/assistantcms/cms/internal/childproc"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/loadgen"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/consumer"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
@@ -105,18 +104,21 @@ func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness
 	}
 	defer r.ch.Stop()
 
+	if batchRows <= 0 {
+		batchRows = consumer.DefaultBatchRows
+	}
 	log.Info("pre-filling the topic", "events", events)
-	rows, err := r.prefill(ctx, events)
+	batches, err := r.prefill(ctx, events, batchRows)
 	if err != nil {
 		return err
 	}
 
 	log.Info("ceiling: clickhouse-go inserting decoded rows from memory")
-	ceiling, err := r.ceiling(ctx, rows, batchRows)
+	ceiling, err := r.ceiling(ctx, batches)
 	if err != nil {
 		return err
 	}
-	rows = nil
+	batches = nil
 
 	log.Info("consumer: draining the topic into ClickHouse")
 	cons, err := r.consume(ctx, events, batchRows)
@@ -135,13 +137,14 @@ func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness
 	return nil
 }
 
-// prefill writes events envelopes to the events topic and returns them
-// decoded, for the ceiling.
-func (r *rig) prefill(ctx context.Context, n int) ([]chstore.Row, error) {
-	if err := kafka.EnsureTopics(ctx, []string{r.broker.Addr()}, []kafka.TopicSpec{{Name: "cms.events", Partitions: 6, ReplicationFactor: 1}}); err != nil {
+// prefill writes n envelopes to the events topic and returns them decoded,
+// in batches of the consumer's size, for the ceiling.
+func (r *rig) prefill(ctx context.Context, n, batchRows int) ([]*chstore.EventBatch, error) {
+	cluster := kafka.Cluster{Brokers: []string{r.broker.Addr()}}
+	if err := cluster.EnsureTopics(ctx, []kafka.TopicSpec{{Name: "cms.events", Partitions: 6, ReplicationFactor: 1}}); err != nil {
 		return nil, err
 	}
-	w, err := kafka.NewWriter(kafka.ProducerConfig{Brokers: []string{r.broker.Addr()}}, "cms.events")
+	w, err := cluster.NewWriter(kafka.ProducerConfig{}, "cms.events")
 	if err != nil {
 		return nil, err
 	}
@@ -149,9 +152,10 @@ func (r *rig) prefill(ctx context.Context, n int) ([]chstore.Row, error) {
 	bodies := loadgen.Bodies(loadgen.BodyOptions{AppID: "demo-app", Count: 200})
 	v := event.NewValidator(event.Limits{})
 	var dec event.Decoder
-	rows := make([]chstore.Row, 0, n)
-	for round := 0; len(rows) < n; round++ {
-		var msgs []kafkago.Message
+	var batches []*chstore.EventBatch
+	decoded := 0
+	for round := 0; decoded < n; round++ {
+		var recs []kafka.Record
 		for i, body := range bodies {
 			res, err := v.ProcessBatch(body, event.Meta{AppID: "demo-app", OrganizationID: "demo-org", ReceivedAt: time.Now(),
 				IDSeed: "bench-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)})
@@ -159,19 +163,21 @@ func (r *rig) prefill(ctx context.Context, n int) ([]chstore.Row, error) {
 				return nil, fmt.Errorf("build records: %v %v", err, res.Errors)
 			}
 			for _, m := range res.Accepted {
-				d, err := dec.Decode(m.Value)
-				if err != nil {
+				if decoded%batchRows == 0 {
+					batches = append(batches, new(chstore.EventBatch))
+				}
+				if _, err := dec.Decode(m.Value, batches[len(batches)-1]); err != nil {
 					return nil, err
 				}
-				rows = append(rows, chstore.Row{Decoded: d})
-				msgs = append(msgs, kafkago.Message{Key: m.Key, Value: m.Value})
+				decoded++
+				recs = append(recs, m)
 			}
 		}
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
+		if err := w.Write(ctx, recs); err != nil {
 			return nil, fmt.Errorf("pre-fill the topic: %w", err)
 		}
 	}
-	return rows, nil
+	return batches, nil
 }
 
 type phase struct {
@@ -194,30 +200,29 @@ func (r *rig) store(ctx context.Context, db string) (*chstore.Store, error) {
 	return s, nil
 }
 
-// ceiling inserts the decoded rows in batches of the consumer's size into
-// a database of its own, timing only the inserts.
-func (r *rig) ceiling(ctx context.Context, rows []chstore.Row, batchRows int) (phase, error) {
+// ceiling inserts the decoded batches into a database of its own, timing
+// only the inserts.
+func (r *rig) ceiling(ctx context.Context, batches []*chstore.EventBatch) (phase, error) {
 	s, err := r.store(ctx, "ceiling")
 	if err != nil {
 		return phase{}, err
 	}
 	defer s.Close()
-	if batchRows <= 0 {
-		batchRows = 20000
-	}
 	self, err := loadgen.StartMeter(os.Getpid())
 	if err != nil {
 		return phase{}, err
 	}
 	start := time.Now()
-	for i := 0; i < len(rows); i += batchRows {
-		if err := s.InsertEvents(ctx, rows[i:min(i+batchRows, len(rows))]); err != nil {
+	rows := 0
+	for _, b := range batches {
+		if err := s.InsertEvents(ctx, b); err != nil {
 			return phase{}, err
 		}
+		rows += b.Len()
 	}
 	elapsed := time.Since(start)
-	u, err := self.Stop(int64(len(rows)))
-	return phase{rows: len(rows), elapsed: elapsed, usage: u}, err
+	u, err := self.Stop(int64(rows))
+	return phase{rows: rows, elapsed: elapsed, usage: u}, err
 }
 
 // service starts one of the built binaries with env and waits until its
@@ -263,10 +268,7 @@ func (r *rig) consume(ctx context.Context, n, batchRows int) (phase, error) {
 		return phase{}, err
 	}
 	defer s.Close()
-	env := []string{"CLICKHOUSE_ADDR=" + r.ch.Addr()}
-	if batchRows > 0 {
-		env = append(env, "BATCH_ROWS="+strconv.Itoa(batchRows))
-	}
+	env := []string{"CLICKHOUSE_ADDR=" + r.ch.Addr(), "BATCH_ROWS=" + strconv.Itoa(batchRows)}
 	cmd, _, err := r.service(ctx, "consumer", env...)
 	if err != nil {
 		return phase{}, err

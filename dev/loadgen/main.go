@@ -133,12 +133,13 @@ func runCeiling(ctx context.Context, o options, bodies [][]byte) (*loadgen.Resul
 		return nil, err
 	}
 	brokers := strings.Split(o.brokers, ",")
-	if err := kafka.EnsureTopics(ctx, brokers, []kafka.TopicSpec{{Name: o.topic, Partitions: o.partitions, ReplicationFactor: 1}}); err != nil {
+	cluster := kafka.Cluster{Brokers: brokers}
+	if err := cluster.EnsureTopics(ctx, []kafka.TopicSpec{{Name: o.topic, Partitions: o.partitions, ReplicationFactor: 1}}); err != nil {
 		return nil, err
 	}
 	c, err := loadgen.NewCeiling(loadgen.CeilingConfig{
+		Kafka: cluster,
 		Producer: kafka.ProducerConfig{
-			Brokers:      brokers,
 			BatchTimeout: o.kafkaBatchTimeout,
 			Compression:  o.compression,
 		},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 // Serve runs ingest against brokers with one-partition topics named
@@ -22,7 +23,7 @@ func Serve(t testing.TB, brokers string, store ingest.Store, topic string) (url,
 	t.Helper()
 	eventsTopic = fmt.Sprintf("%s-%d", topic, os.Getpid())
 	cfg := ingest.ServiceConfig{
-		Brokers: []string{brokers}, EventsTopic: eventsTopic, QuarantineTopic: eventsTopic + "-quarantine",
+		Kafka: kafka.Cluster{Brokers: []string{brokers}}, EventsTopic: eventsTopic, QuarantineTopic: eventsTopic + "-quarantine",
 		// Above net/http's 5 s wait for a connection that never sent a
 		// request, so that a client's spare connection cannot fail the drain.
 		TopicPartitions: 1, TopicReplication: 1, ShutdownTimeout: 10 * time.Second,

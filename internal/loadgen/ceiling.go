@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
@@ -38,8 +36,10 @@ func Records(bodies [][]byte, meta event.Meta) ([][]event.Message, error) {
 
 // CeilingConfig configures a Ceiling.
 type CeilingConfig struct {
-	// Producer is the configuration ingest's writer uses; the writer comes
-	// from kafka.NewWriter so that batching, acks and compression match.
+	// Kafka and Producer are the configuration ingest's writer uses; the
+	// writer comes from Kafka.NewWriter so that batching, acks and
+	// compression match.
+	Kafka    kafka.Cluster
 	Producer kafka.ProducerConfig
 	Topic    string
 	// Records holds one slice per request body; each WriteMessages call
@@ -53,7 +53,7 @@ type CeilingConfig struct {
 // front. Runs share one writer, so a short first run warms it up.
 type Ceiling struct {
 	cfg CeilingConfig
-	w   *kafkago.Writer
+	w   *kafka.Writer
 }
 
 // NewCeiling returns a Ceiling with its own writer; Close releases it.
@@ -61,7 +61,7 @@ func NewCeiling(cfg CeilingConfig) (*Ceiling, error) {
 	if len(cfg.Records) == 0 || cfg.Concurrency <= 0 || cfg.Topic == "" {
 		return nil, errors.New("ceiling needs records, a topic and a positive concurrency")
 	}
-	w, err := kafka.NewWriter(cfg.Producer, cfg.Topic)
+	w, err := cfg.Kafka.NewWriter(cfg.Producer, cfg.Topic)
 	if err != nil {
 		return nil, fmt.Errorf("ceiling writer: %w", err)
 	}
@@ -92,12 +92,9 @@ func (c *Ceiling) Run(ctx context.Context, d time.Duration) (*Report, error) {
 					return
 				}
 				recs := cfg.Records[i%len(cfg.Records)]
-				// A fresh slice per call, as ingest converts per request.
-				km := make([]kafkago.Message, len(recs))
-				for j, m := range recs {
-					km[j] = kafkago.Message{Key: m.Key, Value: m.Value}
-				}
-				err := c.w.WriteMessages(ctx, km...)
+				// The writer converts to a fresh slice per call, as it
+				// does for each request ingest publishes.
+				err := c.w.Write(ctx, recs)
 				outcome := "ok"
 				if err != nil {
 					outcome = errorOutcome(err)

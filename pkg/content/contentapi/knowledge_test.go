@@ -16,7 +16,6 @@ import (
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
-	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 func TestSearchEndpoint(t *testing.T) {
@@ -375,18 +374,19 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	var rows []chstore.Row
+	var rows chstore.EventBatch
 	add := func(q, channel string, times int) {
 		for range times {
-			rows = append(rows, chstore.Row{Decoded: event.Decoded{EventID: "e" + string(rune('a'+len(rows))), AppID: "app-1",
-				EventTime: now, ReceivedAt: now, Channel: channel, RawQuery: q}})
+			i := rows.AddRow()
+			rows.EventID[i], rows.AppID[i], rows.EventTime[i], rows.ReceivedAt[i], rows.Channel[i], rows.RawQuery[i] =
+				"e"+string(rune('a'+i)), "app-1", now, now, channel, q
 		}
 	}
 	add("Where is my parcel", "web", 3)
 	add("where is the riverside store", "web", 5)
 	add("where is my order", "web", 1) // also an intent pattern: suggested once, as HISTORICAL
 	add("where else", "phone", 9)      // another channel
-	if err := s.InsertEvents(ctx, rows); err != nil {
+	if err := s.InsertEvents(ctx, &rows); err != nil {
 		t.Fatal(err)
 	}
 	hist := NewClickHouseHistory(chstore.Config{Addrs: []string{srv.Addr()}, Database: "hist"})

@@ -9,9 +9,44 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
+
+// fixture is a row of the events table, for tests.
+type fixture struct {
+	EventID, AppID, OrganizationID                     string
+	EventTime, ReceivedAt                              time.Time
+	Type, Name, SessionID, UserID, Channel, Platform   string
+	SelectedHandler, CurrentHandler, Environment       string
+	RequestType, IntentID, RawQuery, DisplayText, SSML string
+	MatchConfidence                                    *float32
+	DisplayCount                                       uint16
+	Tags                                               []string
+	ErrorMessage, ErrorStack, Message                  string
+	KBUsed                                             bool
+	KBDocuments, KBFAQs                                uint16
+	Payload, Extra                                     string
+	Partition                                          uint16
+	Offset                                             uint64
+}
+
+func (f fixture) addTo(b *EventBatch) {
+	i := b.AddRow()
+	b.EventID[i], b.AppID[i], b.OrganizationID[i], b.EventTime[i], b.ReceivedAt[i] = f.EventID, f.AppID, f.OrganizationID, f.EventTime, f.ReceivedAt
+	b.Type[i], b.Name[i], b.SessionID[i], b.UserID[i], b.Channel[i], b.Platform[i] = f.Type, f.Name, f.SessionID, f.UserID, f.Channel, f.Platform
+	b.SelectedHandler[i], b.CurrentHandler[i], b.Environment[i] = f.SelectedHandler, f.CurrentHandler, f.Environment
+	b.RequestType[i], b.IntentID[i], b.RawQuery[i], b.DisplayText[i], b.SSML[i] = f.RequestType, f.IntentID, f.RawQuery, f.DisplayText, f.SSML
+	if f.MatchConfidence != nil {
+		b.SetMatchConfidence(i, *f.MatchConfidence)
+	}
+	b.DisplayCount[i] = f.DisplayCount
+	b.SetTags(i, f.Tags)
+	b.ErrorMessage[i], b.ErrorStack[i], b.Message[i] = f.ErrorMessage, f.ErrorStack, f.Message
+	if f.KBUsed {
+		b.KBUsed[i] = 1
+	}
+	b.KBDocuments[i], b.KBFAQs[i] = f.KBDocuments, f.KBFAQs
+	b.Payload[i], b.Extra[i], b.KafkaPartition[i], b.KafkaOffset[i] = f.Payload, f.Extra, f.Partition, f.Offset
+}
 
 // docQueries returns the SQL blocks of docs/analytics.md by heading.
 func docQueries(t *testing.T) map[string]string {
@@ -76,8 +111,8 @@ func TestAnalystQueries(t *testing.T) {
 	s := migrated(t)
 	ctx := context.Background()
 	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour) // today, 01:00
-	ev := func(id, session, user, channel, typ, name, handler string, at time.Duration) event.Decoded {
-		return event.Decoded{EventID: id, AppID: "demo-app", OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
+	ev := func(id, session, user, channel, typ, name, handler string, at time.Duration) fixture {
+		return fixture{EventID: id, AppID: "demo-app", OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
 			Type: typ, Name: name, SessionID: session, UserID: user, Channel: channel, SelectedHandler: handler, Extra: "{}"}
 	}
 	launch := ev("e1", "session-1", "u1", "web", "REQUEST", "LAUNCH_REQUEST", "LaunchRequest", 0)
@@ -94,19 +129,22 @@ func TestAnalystQueries(t *testing.T) {
 	rr2.KBUsed, rr2.KBDocuments, rr2.Tags = true, 4, []string{"orders"}
 	finished := ev("e6", "session-2", "u2", "sms", "LambdaErrorEvent", "Lambda Finished", "OrderStatus", 5*time.Second)
 	finished.ErrorMessage, finished.Message = "boom", "boom"
-	var rows []Row
-	for i, d := range []event.Decoded{launch, rr1, unknown, failure, rr2, finished, rr1} { // rr1 twice, as a retry writes it
-		rows = append(rows, Row{Decoded: d, Partition: 0, Offset: int64(i)})
+	var first, retry EventBatch
+	for i, f := range []fixture{launch, rr1, unknown, failure, rr2, finished} {
+		f.Offset = uint64(i)
+		f.addTo(&first)
 	}
-	if err := s.InsertEvents(ctx, rows[:6]); err != nil {
+	rr1.Offset = 1
+	rr1.addTo(&retry) // rr1 twice, as a retry writes it
+	if err := s.InsertEvents(ctx, &first); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.InsertEvents(ctx, rows[6:]); err != nil {
+	if err := s.InsertEvents(ctx, &retry); err != nil {
 		t.Fatal(err)
 	}
 	quarantined := func(id, reason, field string, at time.Duration) QuarantineRow {
-		return QuarantineRow{Quarantined: event.Quarantined{EventID: id, AppID: "demo-app", OrganizationID: "o", ReceivedAt: t0.Add(at),
-			Reason: reason, Field: field, Message: "m", Errors: "[]", Event: "{}", EventBytes: 2}}
+		return QuarantineRow{EventID: id, AppID: "demo-app", OrganizationID: "o", ReceivedAt: t0.Add(at),
+			Reason: reason, Field: field, Message: "m", Errors: "[]", Event: "{}", EventBytes: 2}
 	}
 	// q-1 and q-2 wait; e5 was quarantined once and has been resubmitted.
 	if err := s.InsertQuarantine(ctx, []QuarantineRow{quarantined("q-1", "too_large", "", 0), quarantined("q-2", "type_not_allowed", "type", time.Second),

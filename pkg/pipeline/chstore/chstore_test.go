@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/devclickhouse"
-	"github.com/assistantcms/cms/pkg/pipeline/event"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -146,9 +145,10 @@ func TestMigrateFromEarlierSchema(t *testing.T) {
 	if err != nil || !slices.Equal(applied, []int{4, 5}) {
 		t.Fatalf("applied %v, %v; want [4 5]", applied, err)
 	}
-	if err := s.InsertEvents(ctx, []Row{{Decoded: event.Decoded{EventID: "new", AppID: "app-1", EventTime: now, ReceivedAt: now,
-		Type: "ERROR", Name: "TypeError", Tags: []string{"a", "b"}, Tag: "a", ErrorMessage: "boom", ErrorStack: `[{"file":"x"}]`,
-		Message: "m", KBUsed: true, KBDocuments: 10, KBFAQs: 3}}}); err != nil {
+	var b EventBatch
+	fixture{EventID: "new", AppID: "app-1", EventTime: now, ReceivedAt: now, Type: "ERROR", Name: "TypeError", Tags: []string{"a", "b"},
+		ErrorMessage: "boom", ErrorStack: `[{"file":"x"}]`, Message: "m", KBUsed: true, KBDocuments: 10, KBFAQs: 3}.addTo(&b)
+	if err := s.InsertEvents(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := s.Conn().Query(cctx, "SELECT event_id, tags, tag, error_message, error_stack, message, kb_used, kb_documents, kb_faqs FROM events ORDER BY event_id")
@@ -191,11 +191,11 @@ func TestInsertQuarantine(t *testing.T) {
 	s := migrated(t)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	q := event.Quarantined{EventID: "e-1", AppID: "app-1", OrganizationID: "org-1", ReceivedAt: at, Index: 3,
-		Reason: event.ReasonTooLarge, Field: "", Message: "event is 2000000 bytes", Errors: `[{"field":"","reason":"too_large"}]`,
-		Event: `{"type":"REQUEST","name":"big"}`, EventBytes: 2000000}
+	q := QuarantineRow{EventID: "e-1", AppID: "app-1", OrganizationID: "org-1", ReceivedAt: at, Index: 3,
+		Reason: "too_large", Field: "", Message: "event is 2000000 bytes", Errors: `[{"field":"","reason":"too_large"}]`,
+		Event: `{"type":"REQUEST","name":"big"}`, EventBytes: 2000000, Partition: 2, Offset: 7}
 	// Written twice, as a retried batch would be: the copies collapse.
-	rows := []QuarantineRow{{Quarantined: q, Partition: 2, Offset: 7}, {Quarantined: q, Partition: 2, Offset: 7}}
+	rows := []QuarantineRow{q, q}
 	if err := s.InsertQuarantine(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
@@ -236,18 +236,17 @@ func TestQueryCountsView(t *testing.T) {
 	// writes them, normalised in Go. Both must count alike.
 	now := time.Now().UTC()
 	queries := []string{"  Where IS   my order ", "where is my order", "WHERE IS MY ORDER", "opening\thours", ""}
-	var evs []Row
+	var evs EventBatch
 	for i, q := range queries {
 		if err := b.Append("d-"+string(rune('a'+i)), "app-1", now, now, "web", q); err != nil {
 			t.Fatal(err)
 		}
-		evs = append(evs, Row{Decoded: event.Decoded{EventID: "g-" + string(rune('a'+i)), AppID: "app-1",
-			EventTime: now, ReceivedAt: now, Channel: "web", RawQuery: q}})
+		fixture{EventID: "g-" + string(rune('a'+i)), AppID: "app-1", EventTime: now, ReceivedAt: now, Channel: "web", RawQuery: q}.addTo(&evs)
 	}
 	if err := b.Send(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.InsertEvents(ctx, evs); err != nil {
+	if err := s.InsertEvents(ctx, &evs); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := s.Conn().Query(cctx, "SELECT query, sum(asked) FROM query_counts WHERE app_id = 'app-1' AND channel = 'web' GROUP BY query ORDER BY query")

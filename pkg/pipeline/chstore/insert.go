@@ -3,16 +3,156 @@ package chstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
-
-	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
-// Row is one event with where it came from on the topic.
-type Row struct {
-	event.Decoded
-	Partition int
-	Offset    int64
+// EventBatch holds rows of the events table column by column, in the
+// types the insert sends: clickhouse-go appends a whole column at once far
+// more cheaply than it converts row after row, and a decoder fills the
+// columns directly. Every column holds one value per row; AddRow adds a
+// row of zero values for the caller to fill in. A batch is reused after
+// Reset, so that its columns keep their capacity; it must not be copied.
+type EventBatch struct {
+	EventID, AppID, OrganizationID                     []string
+	EventTime, ReceivedAt                              []time.Time
+	Type, Name, SessionID, UserID, Channel, Platform   []string
+	SelectedHandler, CurrentHandler, Environment       []string
+	RequestType, IntentID, RawQuery, DisplayText, SSML []string
+	// MatchConfidence is nil where a row has none; SetMatchConfidence
+	// fills it without an allocation per row.
+	MatchConfidence []*float32
+	DisplayCount    []uint16
+	// Tag is the first of a row's Tags; SetTags fills both.
+	Tag                               []string
+	Tags                              [][]string
+	ErrorMessage, ErrorStack, Message []string
+	KBUsed                            []uint8
+	KBDocuments, KBFAQs               []uint16
+	Payload, Extra                    []string
+	KafkaPartition                    []uint16
+	KafkaOffset                       []uint64
+
+	// Storage the rows' values share.
+	confidences     []float32       // what MatchConfidence points to
+	tags            []string        // what Tags are slices of
+	queryNormalized []string        // computed at insert
+	text            strings.Builder // the current block of String
+}
+
+// AddRow adds a row of zero values and returns its index.
+func (b *EventBatch) AddRow() int {
+	b.EventID = append(b.EventID, "")
+	b.AppID = append(b.AppID, "")
+	b.OrganizationID = append(b.OrganizationID, "")
+	b.EventTime = append(b.EventTime, time.Time{})
+	b.ReceivedAt = append(b.ReceivedAt, time.Time{})
+	b.Type = append(b.Type, "")
+	b.Name = append(b.Name, "")
+	b.SessionID = append(b.SessionID, "")
+	b.UserID = append(b.UserID, "")
+	b.Channel = append(b.Channel, "")
+	b.Platform = append(b.Platform, "")
+	b.SelectedHandler = append(b.SelectedHandler, "")
+	b.CurrentHandler = append(b.CurrentHandler, "")
+	b.Environment = append(b.Environment, "")
+	b.RequestType = append(b.RequestType, "")
+	b.IntentID = append(b.IntentID, "")
+	b.RawQuery = append(b.RawQuery, "")
+	b.DisplayText = append(b.DisplayText, "")
+	b.SSML = append(b.SSML, "")
+	b.MatchConfidence = append(b.MatchConfidence, nil)
+	b.DisplayCount = append(b.DisplayCount, 0)
+	b.Tag = append(b.Tag, "")
+	b.Tags = append(b.Tags, nil)
+	b.ErrorMessage = append(b.ErrorMessage, "")
+	b.ErrorStack = append(b.ErrorStack, "")
+	b.Message = append(b.Message, "")
+	b.KBUsed = append(b.KBUsed, 0)
+	b.KBDocuments = append(b.KBDocuments, 0)
+	b.KBFAQs = append(b.KBFAQs, 0)
+	b.Payload = append(b.Payload, "")
+	b.Extra = append(b.Extra, "")
+	b.KafkaPartition = append(b.KafkaPartition, 0)
+	b.KafkaOffset = append(b.KafkaOffset, 0)
+	return len(b.EventID) - 1
+}
+
+// Len is the number of rows.
+func (b *EventBatch) Len() int { return len(b.EventID) }
+
+// textBlock is the size of the blocks String copies text into.
+const textBlock = 1 << 20
+
+// String returns p as a string. The text is copied into large blocks the
+// batch shares with the strings it returned before, so that decoding a row
+// allocates once per block rather than once per string; strings that are
+// parts of one such string cost nothing more.
+func (b *EventBatch) String(p []byte) string {
+	if len(p) == 0 {
+		return ""
+	}
+	if len(p) > textBlock/4 {
+		return string(p)
+	}
+	if b.text.Cap()-b.text.Len() < len(p) {
+		// The strings already returned keep the full block alive; the
+		// next ones go to a new one.
+		b.text = strings.Builder{}
+		b.text.Grow(textBlock)
+	}
+	start := b.text.Len()
+	b.text.Write(p)
+	return b.text.String()[start:]
+}
+
+// SetMatchConfidence sets the match confidence of a row.
+func (b *EventBatch) SetMatchConfidence(row int, c float32) {
+	if len(b.confidences) == cap(b.confidences) {
+		// The rows before keep pointing into the old array, which holds
+		// their values unchanged.
+		b.confidences = make([]float32, 0, max(64, 2*cap(b.confidences)))
+	}
+	b.confidences = append(b.confidences, c)
+	b.MatchConfidence[row] = &b.confidences[len(b.confidences)-1]
+}
+
+// SetTags sets the tags of a row (and so its tag, the first of them).
+func (b *EventBatch) SetTags(row int, tags []string) {
+	if len(tags) == 0 {
+		b.Tags[row], b.Tag[row] = nil, ""
+		return
+	}
+	if cap(b.tags)-len(b.tags) < len(tags) {
+		// As for confidences, earlier rows keep the old array.
+		b.tags = make([]string, 0, max(256, 2*cap(b.tags), len(tags)))
+	}
+	start := len(b.tags)
+	b.tags = append(b.tags, tags...)
+	b.Tags[row], b.Tag[row] = b.tags[start:len(b.tags):len(b.tags)], tags[0]
+}
+
+// Reset empties the batch and keeps its capacity. It drops the batch's
+// references to the rows' text, so that memory can be freed.
+func (b *EventBatch) Reset() {
+	for _, col := range b.stringColumns() {
+		clear(*col)
+		*col = (*col)[:0]
+	}
+	clear(b.MatchConfidence)
+	clear(b.Tags)
+	clear(b.tags)
+	b.EventTime, b.ReceivedAt = b.EventTime[:0], b.ReceivedAt[:0]
+	b.MatchConfidence, b.DisplayCount, b.Tags = b.MatchConfidence[:0], b.DisplayCount[:0], b.Tags[:0]
+	b.KBUsed, b.KBDocuments, b.KBFAQs = b.KBUsed[:0], b.KBDocuments[:0], b.KBFAQs[:0]
+	b.KafkaPartition, b.KafkaOffset = b.KafkaPartition[:0], b.KafkaOffset[:0]
+	b.confidences, b.tags = b.confidences[:0], b.tags[:0]
+}
+
+func (b *EventBatch) stringColumns() []*[]string {
+	return []*[]string{&b.EventID, &b.AppID, &b.OrganizationID, &b.Type, &b.Name, &b.SessionID, &b.UserID, &b.Channel,
+		&b.Platform, &b.SelectedHandler, &b.CurrentHandler, &b.Environment, &b.RequestType, &b.IntentID, &b.RawQuery,
+		&b.DisplayText, &b.SSML, &b.Tag, &b.ErrorMessage, &b.ErrorStack, &b.Message, &b.Payload, &b.Extra, &b.queryNormalized}
 }
 
 // eventColumns are named in every insert: old servers need the list, and
@@ -23,106 +163,95 @@ const eventColumns = "event_id, app_id, organization_id, event_time, received_at
 	"display_count, tag, tags, error_message, error_stack, message, kb_used, kb_documents, kb_faqs, " +
 	"payload, extra, kafka_partition, kafka_offset"
 
-// columns holds a batch column by column: clickhouse-go appends a whole
-// column at once far more cheaply than it converts row after row.
-type columns struct {
-	eventID, appID, orgID, typ, name, session, user, channel, platform         []string
-	selected, current, environment, requestType, intentID, rawQuery, queryNorm []string
-	displayText, ssml, tag, payload, extra                                     []string
-	errorMessage, errorStack, message                                          []string
-	tags                                                                       [][]string
-	eventTime, receivedAt                                                      []time.Time
-	confidence                                                                 []*float32
-	displays, partition, kbDocuments, kbFAQs                                   []uint16
-	kbUsed                                                                     []uint8
-	offset                                                                     []uint64
-}
-
-func (c *columns) add(r *Row) {
-	c.eventID = append(c.eventID, r.EventID)
-	c.appID = append(c.appID, r.AppID)
-	c.orgID = append(c.orgID, r.OrganizationID)
-	c.eventTime = append(c.eventTime, r.EventTime)
-	c.receivedAt = append(c.receivedAt, r.ReceivedAt)
-	c.typ = append(c.typ, r.Type)
-	c.name = append(c.name, r.Name)
-	c.session = append(c.session, r.SessionID)
-	c.user = append(c.user, r.UserID)
-	c.channel = append(c.channel, r.Channel)
-	c.platform = append(c.platform, r.Platform)
-	c.selected = append(c.selected, r.SelectedHandler)
-	c.current = append(c.current, r.CurrentHandler)
-	c.environment = append(c.environment, r.Environment)
-	c.requestType = append(c.requestType, r.RequestType)
-	c.intentID = append(c.intentID, r.IntentID)
-	c.rawQuery = append(c.rawQuery, r.RawQuery)
+// columns lists the columns in the order of eventColumns, after checking
+// that they all hold one value per row.
+func (b *EventBatch) columns() ([]any, error) {
 	// Normalised here rather than by the column's default, which costs the
 	// server more than the whole rest of the insert.
-	c.queryNorm = append(c.queryNorm, event.NormalizeQuery(r.RawQuery))
-	c.confidence = append(c.confidence, r.MatchConfidence)
-	c.displayText = append(c.displayText, r.DisplayText)
-	c.ssml = append(c.ssml, r.SSML)
-	c.displays = append(c.displays, uint16(min(r.DisplayCount, 65535)))
-	c.tag = append(c.tag, r.Tag)
-	c.tags = append(c.tags, r.Tags)
-	c.errorMessage = append(c.errorMessage, r.ErrorMessage)
-	c.errorStack = append(c.errorStack, r.ErrorStack)
-	c.message = append(c.message, r.Message)
-	c.kbUsed = append(c.kbUsed, boolByte(r.KBUsed))
-	c.kbDocuments = append(c.kbDocuments, uint16(min(r.KBDocuments, 65535)))
-	c.kbFAQs = append(c.kbFAQs, uint16(min(r.KBFAQs, 65535)))
-	c.payload = append(c.payload, r.Payload)
-	c.extra = append(c.extra, r.Extra)
-	c.partition = append(c.partition, uint16(r.Partition))
-	c.offset = append(c.offset, uint64(r.Offset))
-}
-
-// all lists the columns in the order of eventColumns.
-func (c *columns) all() []any {
-	return []any{c.eventID, c.appID, c.orgID, c.eventTime, c.receivedAt, c.typ, c.name,
-		c.session, c.user, c.channel, c.platform, c.selected, c.current, c.environment,
-		c.requestType, c.intentID, c.rawQuery, c.queryNorm, c.confidence, c.displayText, c.ssml,
-		c.displays, c.tag, c.tags, c.errorMessage, c.errorStack, c.message, c.kbUsed, c.kbDocuments, c.kbFAQs,
-		c.payload, c.extra, c.partition, c.offset}
-}
-
-func boolByte(b bool) uint8 {
-	if b {
-		return 1
+	b.queryNormalized = b.queryNormalized[:0]
+	for _, q := range b.RawQuery {
+		b.queryNormalized = append(b.queryNormalized, NormalizeQuery(q))
 	}
-	return 0
-}
-
-// InsertEvents writes rows in one insert. ClickHouse either takes the whole
-// block or none of it.
-func (s *Store) InsertEvents(ctx context.Context, rows []Row) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	ctx = s.Context(ctx)
-	b, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`.events ("+eventColumns+")")
-	if err != nil {
-		return fmt.Errorf("prepare insert of %d events: %w", len(rows), err)
-	}
-	var c columns
-	for i := range rows {
-		c.add(&rows[i])
-	}
-	for i, col := range c.all() {
-		if err := b.Column(i).Append(col); err != nil {
-			_ = b.Abort()
-			return fmt.Errorf("encode column %d of %d events for insert: %w", i, len(rows), err)
+	cols := []any{b.EventID, b.AppID, b.OrganizationID, b.EventTime, b.ReceivedAt, b.Type, b.Name,
+		b.SessionID, b.UserID, b.Channel, b.Platform, b.SelectedHandler, b.CurrentHandler, b.Environment,
+		b.RequestType, b.IntentID, b.RawQuery, b.queryNormalized, b.MatchConfidence, b.DisplayText, b.SSML,
+		b.DisplayCount, b.Tag, b.Tags, b.ErrorMessage, b.ErrorStack, b.Message, b.KBUsed, b.KBDocuments, b.KBFAQs,
+		b.Payload, b.Extra, b.KafkaPartition, b.KafkaOffset}
+	n := b.Len()
+	for i, c := range cols {
+		if l := columnLen(c); l != n {
+			return nil, fmt.Errorf("column %d of the events batch holds %d values for %d rows", i, l, n)
 		}
 	}
-	if err := b.Send(); err != nil {
-		return fmt.Errorf("insert %d events: %w", len(rows), err)
+	return cols, nil
+}
+
+func columnLen(c any) int {
+	switch c := c.(type) {
+	case []string:
+		return len(c)
+	case []time.Time:
+		return len(c)
+	case []*float32:
+		return len(c)
+	case []uint16:
+		return len(c)
+	case [][]string:
+		return len(c)
+	case []uint8:
+		return len(c)
+	case []uint64:
+		return len(c)
+	}
+	return -1
+}
+
+// InsertEvents writes the batch in one insert. ClickHouse either takes the
+// whole block or none of it. The batch is unchanged, so a failed insert can
+// be retried with it.
+func (s *Store) InsertEvents(ctx context.Context, b *EventBatch) error {
+	n := b.Len()
+	if n == 0 {
+		return nil
+	}
+	cols, err := b.columns()
+	if err != nil {
+		return err
+	}
+	ctx = s.Context(ctx)
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`.events ("+eventColumns+")")
+	if err != nil {
+		return fmt.Errorf("prepare insert of %d events: %w", n, err)
+	}
+	for i, col := range cols {
+		if err := batch.Column(i).Append(col); err != nil {
+			_ = batch.Abort()
+			return fmt.Errorf("encode column %d of %d events for insert: %w", i, n, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("insert %d events: %w", n, err)
 	}
 	return nil
 }
 
-// QuarantineRow is one quarantined event with where it came from.
+// QuarantineRow is one row of the quarantine table: a quarantine record
+// and where it was read.
 type QuarantineRow struct {
-	event.Quarantined
+	EventID, AppID, OrganizationID string
+	ReceivedAt                     time.Time
+	// Index is the event's position in the batch it came in.
+	Index int
+	// Reason, Field and Message are the first error's.
+	Reason, Field, Message string
+	// Errors is every error, as the JSON array the record holds.
+	Errors string
+	// Event is the event as sent (JSON text); when Truncated, the first
+	// part of that text.
+	Event      string
+	EventBytes int
+	Truncated  bool
+	// Partition and Offset say where the record was read.
 	Partition int
 	Offset    int64
 }
@@ -152,4 +281,11 @@ func (s *Store) InsertQuarantine(ctx context.Context, rows []QuarantineRow) erro
 		return fmt.Errorf("insert %d quarantined events: %w", len(rows), err)
 	}
 	return nil
+}
+
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }

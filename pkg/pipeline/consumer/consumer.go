@@ -13,27 +13,28 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 // Sink stores rows; each insert takes a whole batch or none of it.
 type Sink interface {
-	InsertEvents(ctx context.Context, rows []chstore.Row) error
+	InsertEvents(ctx context.Context, rows *chstore.EventBatch) error
 	InsertQuarantine(ctx context.Context, rows []chstore.QuarantineRow) error
 }
 
-// Source is the consumer-group side of the events topic.
+// Source is the consumer-group side of the topics.
 type Source interface {
-	FetchMessage(ctx context.Context) (kafka.Message, error)
-	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
+	Fetch(ctx context.Context) (kafka.Message, error)
+	// Commit records that each partition was processed up to and
+	// including the position given for it.
+	Commit(ctx context.Context, done []kafka.Position) error
 }
 
 // DeadLetters takes messages that can never be written.
 type DeadLetters interface {
-	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+	Write(ctx context.Context, letters []kafka.DeadLetter) error
 }
 
 // Config tunes batching and retries.
@@ -113,55 +114,88 @@ func (c *Consumer) Healthy() bool { return c.sinkOK.Load() }
 
 // batch is what has been fetched and not yet committed.
 type batch struct {
-	msgs        []kafka.Message // every message, in fetch order, for the commit
-	bytes       int             // of the messages' values
-	rows        []chstore.Row
+	msgs        int // fetched
+	bytes       int // of the messages' values
+	rows        chstore.EventBatch
 	quarantined []chstore.QuarantineRow
-	dead        []kafka.Message // messages for the dead-letter topic
+	dead        []kafka.DeadLetter
 	// due ends when the batch must be flushed; one context per batch, as
 	// a timer per fetched message would cost more than the fetch.
 	due    context.Context
 	cancel context.CancelFunc
-	// lag is each partition's lag after its last message in the batch.
-	lag map[topicPartition]int64
+	// parts holds, for each partition the batch read from, its last
+	// message: what the commit names and the lag is reported from.
+	parts []partition
+	// last indexes the partition of the previous message: the reader
+	// hands out a partition's messages in runs.
+	last int
 }
 
-type topicPartition struct {
-	topic     string
-	partition int
+type partition struct {
+	kafka.Position
+	lag int64 // messages behind the partition's end after Position
+}
+
+// note records msg as the latest message of its partition in the batch.
+func (b *batch) note(msg *kafka.Message) {
+	p := b.partition(msg)
+	// Offsets only grow within a partition, unless a rebalance delivers
+	// messages again; the batch holds the later ones all the same.
+	p.Offset = max(p.Offset, msg.Offset)
+	p.lag = max(0, msg.HighWaterMark-msg.Offset-1)
+}
+
+func (b *batch) partition(msg *kafka.Message) *partition {
+	if b.last < len(b.parts) {
+		if p := &b.parts[b.last]; p.Partition == msg.Partition && p.Topic == msg.Topic {
+			return p
+		}
+	}
+	for i := range b.parts {
+		if p := &b.parts[i]; p.Partition == msg.Partition && p.Topic == msg.Topic {
+			b.last = i
+			return p
+		}
+	}
+	b.last = len(b.parts)
+	b.parts = append(b.parts, partition{Position: kafka.Position{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset}})
+	return &b.parts[b.last]
 }
 
 func (b *batch) reset() {
-	b.msgs, b.rows, b.quarantined, b.dead, b.bytes = b.msgs[:0], b.rows[:0], b.quarantined[:0], b.dead[:0], 0
+	b.msgs, b.quarantined, b.bytes = 0, b.quarantined[:0], 0
+	b.rows.Reset()
+	clear(b.dead) // the messages' values can go
+	b.dead = b.dead[:0]
 	if b.cancel != nil {
 		b.cancel()
 	}
 	b.due, b.cancel = nil, nil
-	clear(b.lag)
+	b.parts, b.last = b.parts[:0], 0
 }
 
 // Run consumes until ctx ends, then flushes and commits what it holds
 // within the shutdown timeout. It returns nil after a clean stop.
 func (c *Consumer) Run(ctx context.Context) error {
-	b := batch{lag: map[topicPartition]int64{}}
+	b := new(batch)
 	defer b.reset()
 	for {
 		fctx := ctx
 		if b.due != nil {
 			fctx = b.due
 		}
-		msg, err := c.src.FetchMessage(fctx)
+		msg, err := c.src.Fetch(fctx)
 		switch {
 		case err == nil:
-			c.add(ctx, &b, msg)
-			if len(b.msgs) < c.cfg.BatchRows && b.bytes < c.cfg.BatchBytes {
+			c.add(ctx, b, &msg)
+			if b.msgs < c.cfg.BatchRows && b.bytes < c.cfg.BatchBytes {
 				continue
 			}
 		case ctx.Err() != nil:
 			// Stopping: write and commit what was fetched, then return.
 			sctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
 			defer cancel()
-			if err := c.flush(sctx, &b); err != nil {
+			if err := c.flush(sctx, b); err != nil {
 				return fmt.Errorf("final flush: %w", err)
 			}
 			return nil
@@ -174,70 +208,57 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		// An error here means ctx ended mid-retry; the next fetch sees
 		// that and flushes once more within the shutdown timeout.
-		_ = c.flush(ctx, &b)
+		_ = c.flush(ctx, b)
 	}
 }
 
-func (c *Consumer) add(ctx context.Context, b *batch, msg kafka.Message) {
-	if len(b.msgs) == 0 {
+func (c *Consumer) add(ctx context.Context, b *batch, msg *kafka.Message) {
+	if b.msgs == 0 {
 		b.due, b.cancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
 	}
-	b.msgs = append(b.msgs, msg)
+	b.msgs++
 	b.bytes += len(msg.Value)
-	b.lag[topicPartition{msg.Topic, msg.Partition}] = max(0, msg.HighWaterMark-msg.Offset-1)
+	b.note(msg)
 	var err error
 	if msg.Topic != "" && msg.Topic == c.cfg.QuarantineTopic {
-		var q event.Quarantined
+		var q chstore.QuarantineRow
 		if q, err = c.dec.DecodeQuarantine(msg.Value); err == nil {
-			b.quarantined = append(b.quarantined, chstore.QuarantineRow{Quarantined: q, Partition: msg.Partition, Offset: msg.Offset})
+			q.Partition, q.Offset = msg.Partition, msg.Offset
+			b.quarantined = append(b.quarantined, q)
 		}
 	} else {
-		var row event.Decoded
-		if row, err = c.dec.Decode(msg.Value); err == nil {
-			b.rows = append(b.rows, chstore.Row{Decoded: row, Partition: msg.Partition, Offset: msg.Offset})
+		var row int
+		if row, err = c.dec.Decode(msg.Value, &b.rows); err == nil {
+			b.rows.KafkaPartition[row], b.rows.KafkaOffset[row] = uint16(msg.Partition), uint64(msg.Offset)
 		}
 	}
 	if err != nil {
 		c.log.Warn("message cannot be decoded; sending it to the dead-letter topic",
 			"topic", msg.Topic, "partition", msg.Partition, "offset", msg.Offset, "err", err)
-		b.dead = append(b.dead, deadLetter(msg, err.Error()))
-	}
-}
-
-// deadLetter wraps a message for the dead-letter topic with where it came
-// from and why it was set aside.
-func deadLetter(msg kafka.Message, reason string) kafka.Message {
-	return kafka.Message{
-		Key:   msg.Key,
-		Value: msg.Value,
-		Headers: append(append([]kafka.Header(nil), msg.Headers...),
-			kafka.Header{Key: "dlq-reason", Value: []byte(reason)},
-			kafka.Header{Key: "dlq-original-topic", Value: []byte(msg.Topic)},
-			kafka.Header{Key: "dlq-original-partition", Value: []byte(strconv.Itoa(msg.Partition))},
-			kafka.Header{Key: "dlq-original-offset", Value: []byte(strconv.FormatInt(msg.Offset, 10))},
-		),
+		b.dead = append(b.dead, kafka.DeadLetter{Message: *msg, Reason: err.Error()})
 	}
 }
 
 // flush writes the batch, retrying until it succeeds or ctx ends, and then
 // commits its offsets. Nothing is committed that was not written.
 func (c *Consumer) flush(ctx context.Context, b *batch) error {
-	if len(b.msgs) == 0 {
+	if b.msgs == 0 {
 		return nil
 	}
 	if len(b.dead) > 0 {
 		if err := c.retry(ctx, opDeadLetter, func(ctx context.Context) error {
-			return c.dlq.WriteMessages(ctx, b.dead...)
+			return c.dlq.Write(ctx, b.dead)
 		}); err != nil {
 			return err
 		}
 		c.metrics.deadLetters.Add(float64(len(b.dead)))
+		clear(b.dead)
 		b.dead = b.dead[:0] // written; a retried flush must not send them again
 	}
-	if len(b.rows) > 0 {
+	if n := b.rows.Len(); n > 0 {
 		err := c.retry(ctx, opInsert, func(ctx context.Context) error {
 			start := time.Now()
-			err := c.sink.InsertEvents(ctx, b.rows)
+			err := c.sink.InsertEvents(ctx, &b.rows)
 			c.metrics.insertLatency.Observe(time.Since(start).Seconds())
 			c.sinkOK.Store(err == nil)
 			return err
@@ -245,14 +266,14 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 		if err != nil {
 			return err
 		}
-		c.metrics.rows.Add(float64(len(b.rows)))
-		c.metrics.batchSize.Observe(float64(len(b.rows)))
+		c.metrics.rows.Add(float64(n))
+		c.metrics.batchSize.Observe(float64(n))
 		written := time.Now()
-		for i := range b.rows {
+		for _, received := range b.rows.ReceivedAt {
 			// Clocks of ingest and consumer hosts may differ a little.
-			c.metrics.freshness.Observe(max(0, written.Sub(b.rows[i].ReceivedAt).Seconds()))
+			c.metrics.freshness.Observe(max(0, written.Sub(received).Seconds()))
 		}
-		b.rows = b.rows[:0] // written; a retried flush must not insert them again
+		b.rows.Reset() // written; a retried flush must not insert them again
 	}
 	if len(b.quarantined) > 0 {
 		if err := c.retry(ctx, opQuarantine, func(ctx context.Context) error {
@@ -266,14 +287,18 @@ func (c *Consumer) flush(ctx context.Context, b *batch) error {
 			c.metrics.quarantined.WithLabelValues(b.quarantined[i].Reason).Inc()
 		}
 	}
-	if err := c.src.CommitMessages(ctx, b.msgs...); err != nil {
+	done := make([]kafka.Position, len(b.parts))
+	for i, p := range b.parts {
+		done[i] = p.Position
+	}
+	if err := c.src.Commit(ctx, done); err != nil {
 		// The rows are written; if the commit is lost the messages come
 		// again and their duplicates collapse by event ID.
 		c.metrics.commitErrors.Inc()
-		c.log.Warn("offset commit failed; the batch may be delivered again", "messages", len(b.msgs), "err", err)
+		c.log.Warn("offset commit failed; the batch may be delivered again", "messages", b.msgs, "err", err)
 	}
-	for tp, lag := range b.lag {
-		c.metrics.lag.WithLabelValues(tp.topic, strconv.Itoa(tp.partition)).Set(float64(lag))
+	for _, p := range b.parts {
+		c.metrics.lag.WithLabelValues(p.Topic, strconv.Itoa(p.Partition)).Set(float64(p.lag))
 	}
 	b.reset()
 	return nil

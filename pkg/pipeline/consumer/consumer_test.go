@@ -3,9 +3,11 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,40 +15,67 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 // The fakes below stand in for Kafka and ClickHouse in tests of the
 // batching and retry logic only; integration tests use the real servers.
 
+type topicPartition struct {
+	topic     string
+	partition int
+}
+
 type fakeSource struct {
 	mu        sync.Mutex
 	msgs      chan kafka.Message
-	committed []kafka.Message
+	fetched   []kafka.Message
+	committed map[topicPartition]int64 // the last offset committed
+	positions int                      // committed, in all calls
 }
 
-func (f *fakeSource) FetchMessage(ctx context.Context) (kafka.Message, error) {
+func (f *fakeSource) Fetch(ctx context.Context) (kafka.Message, error) {
 	select {
 	case m := <-f.msgs:
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.fetched = append(f.fetched, m)
 		return m, nil
 	case <-ctx.Done():
 		return kafka.Message{}, ctx.Err()
 	}
 }
 
-func (f *fakeSource) CommitMessages(ctx context.Context, msgs ...kafka.Message) error {
+func (f *fakeSource) Commit(ctx context.Context, done []kafka.Position) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.committed = append(f.committed, msgs...)
+	if f.committed == nil {
+		f.committed = map[topicPartition]int64{}
+	}
+	for _, p := range done {
+		tp := topicPartition{p.Topic, p.Partition}
+		if last, ok := f.committed[tp]; ok && p.Offset <= last {
+			return fmt.Errorf("commit of %v moves no offset forward", p)
+		}
+		f.committed[tp] = p.Offset
+	}
+	f.positions += len(done)
 	return nil
 }
 
+// commits counts the fetched messages whose offsets are committed.
 func (f *fakeSource) commits() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.committed)
+	n := 0
+	for _, m := range f.fetched {
+		if last, ok := f.committed[topicPartition{m.Topic, m.Partition}]; ok && m.Offset <= last {
+			n++
+		}
+	}
+	return n
 }
 
 type fakeSink struct {
@@ -54,7 +83,7 @@ type fakeSink struct {
 	failures int // fail this many inserts first
 	// quarantineFailures fails this many quarantine inserts first.
 	quarantineFailures int
-	inserts            [][]chstore.Row
+	inserts            [][]string // each insert's rows as "event ID partition/offset"
 	quarantined        []chstore.QuarantineRow
 	attempts           int
 }
@@ -70,7 +99,7 @@ func (f *fakeSink) InsertQuarantine(ctx context.Context, rows []chstore.Quaranti
 	return nil
 }
 
-func (f *fakeSink) InsertEvents(ctx context.Context, rows []chstore.Row) error {
+func (f *fakeSink) InsertEvents(ctx context.Context, rows *chstore.EventBatch) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts++
@@ -78,7 +107,11 @@ func (f *fakeSink) InsertEvents(ctx context.Context, rows []chstore.Row) error {
 		f.failures--
 		return errors.New("connection refused")
 	}
-	f.inserts = append(f.inserts, append([]chstore.Row(nil), rows...))
+	var ins []string
+	for i, id := range rows.EventID {
+		ins = append(ins, fmt.Sprintf("%s %d/%d", id, rows.KafkaPartition[i], rows.KafkaOffset[i]))
+	}
+	f.inserts = append(f.inserts, ins)
 	return nil
 }
 
@@ -94,13 +127,13 @@ func (f *fakeSink) rows() int {
 
 type fakeDLQ struct {
 	mu   sync.Mutex
-	msgs []kafka.Message
+	msgs []kafka.DeadLetter
 }
 
-func (f *fakeDLQ) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
+func (f *fakeDLQ) Write(ctx context.Context, letters []kafka.DeadLetter) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.msgs = append(f.msgs, msgs...)
+	f.msgs = append(f.msgs, letters...)
 	return nil
 }
 
@@ -142,8 +175,16 @@ func TestFlushBySizeCommitsAfterInsert(t *testing.T) {
 	}
 	waitFor(t, func() bool { return src.commits() == 20 })
 	if sink.rows() != 20 || len(sink.inserts) != 2 {
-		t.Errorf("%d rows in %d inserts, want 20 in 2 (5 wait for the interval)", sink.rows(), len(sink.inserts))
+		t.Fatalf("%d rows in %d inserts, want 20 in 2 (5 wait for the interval)", sink.rows(), len(sink.inserts))
 	}
+	if first := sink.inserts[0]; first[0] != "e0 0/0" || first[9] != "e9 1/9" {
+		t.Errorf("first insert %q", first)
+	}
+	src.mu.Lock()
+	if src.positions != 4 {
+		t.Errorf("%d positions committed for 2 batches of 2 partitions, want 4: one per batch and partition", src.positions)
+	}
+	src.mu.Unlock()
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -229,17 +270,14 @@ func TestPoisonMessageGoesToDeadLetters(t *testing.T) {
 	defer stop()
 	src.msgs <- msg(1, envelope("a"))
 	src.msgs <- msg(7, []byte(`{"not":"an envelope"`))
-	src.msgs <- msg(3, envelope("c"))
+	src.msgs <- msg(9, envelope("c"))
 	waitFor(t, func() bool { return src.commits() == 3 })
 	if sink.rows() != 2 || len(dlq.msgs) != 1 {
 		t.Fatalf("%d rows, %d dead letters", sink.rows(), len(dlq.msgs))
 	}
-	h := map[string]string{}
-	for _, x := range dlq.msgs[0].Headers {
-		h[x.Key] = string(x.Value)
-	}
-	if h["dlq-original-topic"] != "events" || h["dlq-original-partition"] != "1" || h["dlq-original-offset"] != "7" || h["dlq-reason"] == "" {
-		t.Errorf("headers %v", h)
+	if d := dlq.msgs[0]; d.Message.Topic != "events" || d.Message.Partition != 1 || d.Message.Offset != 7 ||
+		string(d.Message.Value) != `{"not":"an envelope"` || !strings.Contains(d.Reason, "not JSON") {
+		t.Errorf("dead letter %+v", d)
 	}
 	if got := testutil.ToFloat64(m.deadLetters); got != 1 {
 		t.Errorf("dead letters metric %v", got)
@@ -302,10 +340,8 @@ func TestQuarantineTopicGoesToItsTable(t *testing.T) {
 	if len(dlq.msgs) != 1 {
 		t.Fatalf("%d dead letters, want the envelope on the quarantine topic", len(dlq.msgs))
 	}
-	for _, h := range dlq.msgs[0].Headers {
-		if h.Key == "dlq-original-topic" && string(h.Value) != "quarantine" {
-			t.Errorf("dead letter from topic %q, want quarantine", h.Value)
-		}
+	if topic := dlq.msgs[0].Message.Topic; topic != "quarantine" {
+		t.Errorf("dead letter from topic %q, want quarantine", topic)
 	}
 	for reason, want := range map[string]float64{"too_large": 1, "type_not_allowed": 1, "missing": 0} {
 		if got := testutil.ToFloat64(m.quarantined.WithLabelValues(reason)); got != want {

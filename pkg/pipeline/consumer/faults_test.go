@@ -9,20 +9,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 )
 
 // produce writes n envelopes with IDs prefix-0 .. prefix-(n-1) straight to
 // the events topic, as ingest would.
 func produce(t *testing.T, broker, prefix string, n int) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(broker), Topic: "events", RequiredAcks: kafka.RequireAll,
-		BatchTimeout: time.Millisecond, Balancer: &kafka.Murmur2Balancer{}}
+	w := &kafkago.Writer{Addr: kafkago.TCP(broker), Topic: "events", RequiredAcks: kafkago.RequireAll,
+		BatchTimeout: time.Millisecond, Balancer: &kafkago.Murmur2Balancer{}}
 	defer w.Close()
-	msgs := make([]kafka.Message, n)
+	msgs := make([]kafkago.Message, n)
 	for i := range msgs {
 		id := prefix + "-" + strconv.Itoa(i)
-		msgs[i] = kafka.Message{Key: []byte("a/" + id), Value: []byte(`{"v":1,"eventId":"` + id +
+		msgs[i] = kafkago.Message{Key: []byte("a/" + id), Value: []byte(`{"v":1,"eventId":"` + id +
 			`","appId":"a","organizationId":"o","receivedAt":"2026-11-21T10:00:00.000Z","event":{"type":"REQUEST","name":"X","appId":"a","sessionId":"` + id + `"}}`)}
 	}
 	must(t, w.WriteMessages(t.Context(), msgs...))

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/assistantcms/cms/internal/consumertest"
 	"github.com/assistantcms/cms/internal/devbroker"
@@ -23,6 +23,7 @@ import (
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 var brokerBin string
@@ -57,7 +58,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) startConsumer(t *testing.T, group string) (url string) {
 	t.Helper()
 	return consumertest.Start(t, consumer.ServiceConfig{
-		Brokers: []string{e.broker.Addr()}, Topic: "events", QuarantineTopic: "quarantine", GroupID: group, DeadLetterTopic: "dead-letters",
+		Kafka: kafka.Cluster{Brokers: []string{e.broker.Addr()}}, Topic: "events", QuarantineTopic: "quarantine", GroupID: group, DeadLetterTopic: "dead-letters",
 		TopicPartitions: 3, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
 		ClickHouse: chstore.Config{Addrs: []string{e.ch.Addr()}, Database: "analytics"},
 		Consumer:   consumer.Config{BatchRows: 1000, FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},
@@ -106,7 +107,7 @@ func TestEndToEndIntoClickHouse(t *testing.T) {
 	must(t, err)
 	must(t, store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
 	isvc, err := ingest.NewService(ctx, ingest.ServiceConfig{
-		Brokers: []string{e.broker.Addr()}, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 3, TopicReplication: 1,
+		Kafka: kafka.Cluster{Brokers: []string{e.broker.Addr()}}, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 3, TopicReplication: 1,
 	}, store, quiet())
 	must(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -194,17 +195,17 @@ func TestPoisonMessageIsDeadLettered(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	e.startConsumer(t, "dlq")
-	w := &kafka.Writer{Addr: kafka.TCP(e.broker.Addr()), Topic: "events", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	w := &kafkago.Writer{Addr: kafkago.TCP(e.broker.Addr()), Topic: "events", RequiredAcks: kafkago.RequireAll, BatchTimeout: time.Millisecond}
 	defer w.Close()
 	good := `{"v":1,"eventId":"after-poison","appId":"a","organizationId":"o","receivedAt":"2026-11-21T10:00:00.000Z","event":{"type":"REQUEST","name":"X","appId":"a"}}`
 	must(t, w.WriteMessages(ctx,
-		kafka.Message{Key: []byte("k"), Value: []byte("this is not an envelope")},
-		kafka.Message{Key: []byte("k"), Value: []byte(good)},
+		kafkago.Message{Key: []byte("k"), Value: []byte("this is not an envelope")},
+		kafkago.Message{Key: []byte("k"), Value: []byte(good)},
 	))
 	s := e.query(t)
 	waitRows(t, s, 1)
 
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{e.broker.Addr()}, Topic: "dead-letters", Partition: 0, MaxWait: 100 * time.Millisecond})
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{e.broker.Addr()}, Topic: "dead-letters", Partition: 0, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
@@ -18,8 +16,8 @@ import (
 
 // ServiceConfig is everything the consumer process is configured with.
 type ServiceConfig struct {
-	Brokers []string
-	Topic   string
+	Kafka kafka.Cluster
+	Topic string
 	// QuarantineTopic holds the events ingest refused; the group reads it
 	// too, into the quarantine table.
 	QuarantineTopic  string
@@ -32,9 +30,11 @@ type ServiceConfig struct {
 	// consumer reads and dead-letters; zero means the kafka package's default.
 	MaxMessageBytes int
 	// SessionTimeout is how long the group waits for a silent member
-	// before giving its partitions to others.
+	// before giving its partitions to others; zero means the kafka
+	// package's default.
 	SessionTimeout time.Duration
-	// MaxWait bounds how long one fetch waits for new messages.
+	// MaxWait bounds how long one fetch waits for new messages; zero means
+	// the kafka package's default.
 	MaxWait    time.Duration
 	ClickHouse chstore.Config
 	Consumer   Config
@@ -53,8 +53,8 @@ type Service struct {
 	cfg      ServiceConfig
 	log      *slog.Logger
 	store    *chstore.Store
-	reader   *kafkago.Reader
-	dlq      *kafkago.Writer
+	reader   *kafka.GroupReader
+	dlq      *kafka.DeadLetterWriter
 	consumer *Consumer
 	checker  *httpserve.Checker
 	server   *http.Server
@@ -83,40 +83,24 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 		{Name: cfg.QuarantineTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
 		{Name: cfg.DeadLetterTopic, Partitions: 1, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
 	}
-	if err := kafka.EnsureTopics(ctx, cfg.Brokers, topics); err != nil {
+	if err := cfg.Kafka.EnsureTopics(ctx, topics); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("prepare Kafka topics: %w", err)
 	}
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = 10 * time.Second
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 500 * time.Millisecond
-	}
-	reader := kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers:     cfg.Brokers,
-		GroupID:     cfg.GroupID,
-		GroupTopics: []string{cfg.Topic, cfg.QuarantineTopic},
-		MinBytes:    1,
-		// At least one whole record of the largest size the topics take.
-		MaxBytes:          max(16<<20, cfg.MaxMessageBytes+1<<20),
-		MaxWait:           cfg.MaxWait,
-		CommitInterval:    0, // commits are explicit, after each insert
-		StartOffset:       kafkago.FirstOffset,
-		SessionTimeout:    cfg.SessionTimeout,
-		HeartbeatInterval: cfg.SessionTimeout / 4,
-		RebalanceTimeout:  cfg.SessionTimeout,
-		ErrorLogger: kafkago.LoggerFunc(func(msg string, args ...any) {
-			log.Warn("kafka reader: " + fmt.Sprintf(msg, args...))
-		}),
+	reader, err := cfg.Kafka.NewGroupReader(kafka.ReaderConfig{
+		GroupID: cfg.GroupID, Topics: []string{cfg.Topic, cfg.QuarantineTopic}, MaxMessageBytes: cfg.MaxMessageBytes,
+		SessionTimeout: cfg.SessionTimeout, MaxWait: cfg.MaxWait, Logger: log,
 	})
-	cfg.Producer.Brokers = cfg.Brokers
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	cfg.Producer.Logger = log
 	if cfg.Producer.BatchBytes <= 0 {
 		cfg.Producer.BatchBytes = int64(cfg.MaxMessageBytes)
 	}
 	cfg.Consumer.QuarantineTopic = cfg.QuarantineTopic
-	dlq, err := kafka.NewWriter(cfg.Producer, cfg.DeadLetterTopic)
+	dlq, err := cfg.Kafka.NewDeadLetterWriter(cfg.Producer, cfg.DeadLetterTopic)
 	if err != nil {
 		reader.Close()
 		store.Close()
@@ -135,7 +119,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 		return nil
 	})
 	checker.Add("kafka", func(ctx context.Context) error {
-		return kafka.CheckTopics(ctx, cfg.Brokers, []string{cfg.Topic, cfg.QuarantineTopic, cfg.DeadLetterTopic})
+		return cfg.Kafka.CheckTopics(ctx, []string{cfg.Topic, cfg.QuarantineTopic, cfg.DeadLetterTopic})
 	})
 	mux := http.NewServeMux()
 	httpserve.Mount(httpserve.GetOn(mux), reg, checker)

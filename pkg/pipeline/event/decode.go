@@ -5,50 +5,24 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
-// Decoded is one envelope from the events topic, mapped to the fields
-// analysts query. Strings are copies; Payload and Extra are JSON text.
-type Decoded struct {
-	EventID, AppID, OrganizationID string
-	ReceivedAt                     time.Time
-	// EventTime is the event's isoTime when it is a valid RFC 3339 time,
-	// else ReceivedAt: identical for every copy of a retried event.
-	EventTime                                          time.Time
-	Type, Name, SessionID, UserID, Channel, Platform   string
-	SelectedHandler, CurrentHandler, Environment       string
-	RequestType, IntentID, RawQuery, DisplayText, SSML string
-	// Tags are the event's top-level tag (where the reference client puts
-	// it), else a REQUEST_RESPONSE payload's tag: a string gives one, an
-	// array its elements. Tag is the first of them.
-	Tags            []string
-	Tag             string
-	MatchConfidence *float32
-	DisplayCount    int
-	// ErrorMessage and ErrorStack (JSON text) come from ERROR payloads
-	// {message, stack}; a LambdaErrorEvent's string payload is its message.
-	ErrorMessage, ErrorStack string
-	// Message is the payload when it is a JSON string, as MessageEvent's is.
-	Message string
-	// KBUsed says the request carried a knowledgeBaseResult; KBDocuments
-	// counts its documents and suggested documents, KBFAQs its FAQs.
-	KBUsed              bool
-	KBDocuments, KBFAQs int
-	// Payload is the payload as JSON, empty when there was none.
-	Payload string
-	// Extra holds the event's other top-level fields as a JSON object.
-	Extra string
-}
-
-// Decoder decodes envelopes. It reuses its scratch space, so one Decoder
-// serves one goroutine.
+// Decoder decodes the records of the events and quarantine topics into
+// rows of their ClickHouse tables. It reuses its scratch space, so one
+// Decoder serves one goroutine.
 type Decoder struct {
 	ct      containers
 	scratch []byte
 	extra   []byte
-	// interned keeps one copy of the strings that repeat from event to
-	// event (apps, types, channels, handlers...), so decoding them does
-	// not allocate each time.
+	tags    [][]byte
+	strs    []string
+	// interned keeps one copy of the values of low-cardinality columns
+	// (apps, types, channels, handlers...). clickhouse-go hashes every
+	// such value to build the column's dictionary, which costs a cache
+	// miss per row when equal values lie apart in the batch's text, and
+	// next to nothing when they share one copy.
 	interned map[string]string
 }
 
@@ -74,9 +48,10 @@ func envelopeErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrEnvelope, fmt.Sprintf(format, a...))
 }
 
-// recordHeader is what envelopes and quarantine records both begin with.
+// recordHeader is what envelopes and quarantine records both begin with,
+// as parts of the record.
 type recordHeader struct {
-	eventID, appID, organizationID string
+	eventID, appID, organizationID []byte
 	receivedAt                     time.Time
 }
 
@@ -97,20 +72,18 @@ func (d *Decoder) open(value []byte, keys []string, vals [][]byte) (walker, reco
 	if dup := w.fields(root, keys, vals); dup != "" {
 		return w, h, envelopeErr("%s appears twice", dup)
 	}
-	b, err := d.text(w, "eventId", vals[0], true)
+	var err error
+	if h.eventID, err = d.text(w, "eventId", vals[0], true); err != nil {
+		return w, h, err
+	}
+	if h.appID, err = d.text(w, "appId", vals[1], true); err != nil {
+		return w, h, err
+	}
+	if h.organizationID, err = d.text(w, "organizationId", vals[2], false); err != nil {
+		return w, h, err
+	}
+	b, err := d.text(w, "receivedAt", vals[3], true)
 	if err != nil {
-		return w, h, err
-	}
-	h.eventID = string(b)
-	if b, err = d.text(w, "appId", vals[1], true); err != nil {
-		return w, h, err
-	}
-	h.appID = d.intern(b)
-	if b, err = d.text(w, "organizationId", vals[2], false); err != nil {
-		return w, h, err
-	}
-	h.organizationID = d.intern(b)
-	if b, err = d.text(w, "receivedAt", vals[3], true); err != nil {
 		return w, h, err
 	}
 	if h.receivedAt, err = time.Parse(time.RFC3339Nano, string(b)); err != nil {
@@ -120,20 +93,66 @@ func (d *Decoder) open(value []byte, keys []string, vals [][]byte) (walker, reco
 	return w, h, nil
 }
 
-// Decode reads one envelope (schemas/events/envelope.schema.json).
-func (d *Decoder) Decode(value []byte) (Decoded, error) {
-	var out Decoded
+// Decode reads one envelope (schemas/events/envelope.schema.json) into a
+// new row of rows and returns the row's index; the caller sets where the
+// record was read. An envelope that cannot be decoded adds no row.
+func (d *Decoder) Decode(value []byte, rows *chstore.EventBatch) (int, error) {
 	var top [5][]byte
 	w, h, err := d.open(value, []string{"eventId", "appId", "organizationId", "receivedAt", "event"}, top[:])
 	if err != nil {
-		return out, err
+		return 0, err
 	}
-	out.EventID, out.AppID, out.OrganizationID, out.ReceivedAt = h.eventID, h.appID, h.organizationID, h.receivedAt
 	ev := top[4]
 	if ev == nil || ev[0] != '{' {
-		return out, envelopeErr("event is missing or not an object")
+		return 0, envelopeErr("event is missing or not an object")
 	}
-	return out, d.decodeEvent(&out, ev, w)
+	r := rowWriter{d: d, rows: rows, i: rows.AddRow(), w: w}
+	rows.EventID[r.i], rows.AppID[r.i], rows.OrganizationID[r.i] = r.str(h.eventID), d.intern(h.appID), d.intern(h.organizationID)
+	rows.ReceivedAt[r.i] = h.receivedAt
+	d.decodeEvent(r, ev)
+	return r.i, nil
+}
+
+// rowWriter fills one row of a batch from parts of one record.
+type rowWriter struct {
+	d    *Decoder
+	rows *chstore.EventBatch
+	i    int
+	w    walker
+}
+
+// str returns b as a string kept with the batch.
+func (r rowWriter) str(b []byte) string { return r.rows.String(b) }
+
+// field returns a value of a field that ingest does not check, which may
+// hold any JSON: a string's content, or else the value's JSON text; null
+// and absent give "". A label is the value of a low-cardinality column.
+func (r rowWriter) field(v []byte, label bool) string {
+	switch {
+	case v == nil || v[0] == 'n':
+		return ""
+	case v[0] != '"':
+		return r.str(v)
+	case label:
+		return r.d.intern(stringValue(v, r.w.sc))
+	}
+	return r.str(stringValue(v, r.w.sc))
+}
+
+// text returns the content of a JSON string value, or "" for any other.
+func (r rowWriter) text(v []byte) string {
+	if v == nil || v[0] != '"' {
+		return ""
+	}
+	return r.str(stringValue(v, r.w.sc))
+}
+
+// label is text for the value of a low-cardinality column.
+func (r rowWriter) label(v []byte) string {
+	if v == nil || v[0] != '"' {
+		return ""
+	}
+	return r.d.intern(stringValue(v, r.w.sc))
 }
 
 // text returns the decoded content of a string value; absent and null give
@@ -190,7 +209,8 @@ const (
 	typeLambdaError = "LambdaErrorEvent"
 )
 
-func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker) error {
+func (d *Decoder) decodeEvent(r rowWriter, ev []byte) {
+	rows, i, w := r.rows, r.i, r.w
 	var cols [12][]byte
 	var tag []byte
 	d.extra = append(d.extra[:0], '{')
@@ -217,90 +237,77 @@ func (d *Decoder) decodeEvent(out *Decoded, ev []byte, w walker) error {
 		}
 		cols[c] = ev[start:end]
 	}
-	out.Extra = string(append(d.extra, '}'))
+	rows.Extra[i] = r.str(append(d.extra, '}'))
 
-	// Fields that ingest does not check may hold any JSON; a value that is
-	// not a string keeps its JSON text.
-	field := func(v []byte, unique bool) string {
-		switch {
-		case v == nil || v[0] == 'n':
-			return ""
-		case v[0] != '"':
-			return string(v)
-		case unique:
-			return string(stringValue(v, w.sc))
-		default:
-			return d.intern(stringValue(v, w.sc))
-		}
-	}
-	out.Type, out.Name = field(cols[0], false), field(cols[1], false)
-	out.SessionID, out.UserID = field(cols[2], true), field(cols[3], true)
-	out.Channel, out.Platform = field(cols[4], false), field(cols[5], false)
-	out.SelectedHandler, out.CurrentHandler, out.Environment = field(cols[6], false), field(cols[7], false), field(cols[8], false)
-	out.EventTime = out.ReceivedAt
+	rows.Type[i], rows.Name[i] = r.field(cols[0], true), r.field(cols[1], true)
+	rows.SessionID[i], rows.UserID[i] = r.field(cols[2], false), r.field(cols[3], false)
+	rows.Channel[i], rows.Platform[i] = r.field(cols[4], true), r.field(cols[5], true)
+	rows.SelectedHandler[i], rows.CurrentHandler[i], rows.Environment[i] = r.field(cols[6], true), r.field(cols[7], true), r.field(cols[8], true)
+	rows.EventTime[i] = rows.ReceivedAt[i]
 	if v := cols[9]; v != nil && v[0] == '"' {
 		if t, err := time.Parse(time.RFC3339Nano, string(stringValue(v, w.sc))); err == nil {
-			out.EventTime = t.UTC()
+			rows.EventTime[i] = t.UTC()
 		}
 	}
-	if out.Type == typeRequest {
-		out.RequestType = out.Name // the request type, unless the payload names it
+	if rows.Type[i] == typeRequest {
+		rows.RequestType[i] = rows.Name[i] // the request type, unless the payload names it
 	}
-	out.Tags = d.appendTags(out.Tags[:0], tag, w)
-	p := cols[10]
-	if p == nil || p[0] == 'n' {
-		out.Tag = firstTag(out.Tags)
-		return nil
+	d.tags = d.appendTags(d.tags[:0], tag, w)
+	if p := cols[10]; p != nil && p[0] != 'n' {
+		rows.Payload[i] = r.str(p)
+		d.decodePayload(r, p, tag == nil)
 	}
-	out.Payload = string(p)
+	d.setTags(r)
+}
+
+// decodePayload fills the columns a payload of the row's type holds;
+// noTopTag says the event had no tag at its top level.
+func (d *Decoder) decodePayload(r rowWriter, p []byte, noTopTag bool) {
+	rows, i, w := r.rows, r.i, r.w
+	typ := rows.Type[i]
 	switch {
 	case p[0] == '"':
-		out.Message = string(stringValue(p, w.sc))
-		if out.Type == typeError || out.Type == typeLambdaError {
-			out.ErrorMessage = out.Message
+		rows.Message[i] = r.text(p)
+		if typ == typeError || typ == typeLambdaError {
+			rows.ErrorMessage[i] = rows.Message[i]
 		}
 	case p[0] != '{':
-	case out.Name == nameRequestResponse:
-		d.decodeRequestResponse(out, p, w, tag == nil)
-	case out.Type == typeRequest:
-		d.decodeRequest(out, p, w)
-	case out.Type == typeError:
+	case rows.Name[i] == nameRequestResponse:
+		d.decodeRequestResponse(r, p, noTopTag)
+	case typ == typeRequest:
+		d.decodeRequest(r, p)
+	case typ == typeError:
 		var e [2][]byte
 		w.fields(p, []string{"message", "stack"}, e[:])
-		out.ErrorMessage = text(e[0], w)
+		rows.ErrorMessage[i] = r.text(e[0])
 		if s := e[1]; s != nil && s[0] != 'n' {
-			out.ErrorStack = string(s)
+			rows.ErrorStack[i] = r.str(s)
 		}
 	}
-	out.Tag = firstTag(out.Tags)
-	return nil
 }
 
-func firstTag(tags []string) string {
-	if len(tags) == 0 {
-		return ""
+// setTags stores the tags collected for the row.
+func (d *Decoder) setTags(r rowWriter) {
+	if len(d.tags) == 0 {
+		return
 	}
-	return tags[0]
-}
-
-// text returns the content of a JSON string value, or "" for any other.
-func text(v []byte, w walker) string {
-	if v == nil || v[0] != '"' {
-		return ""
+	d.strs = d.strs[:0]
+	for _, t := range d.tags {
+		d.strs = append(d.strs, r.str(t))
 	}
-	return string(stringValue(v, w.sc))
+	r.rows.SetTags(r.i, d.strs)
 }
 
 // appendTags adds the tags a tag value holds: a string is one tag, an
 // array's strings are tags; other values keep their JSON text.
-func (d *Decoder) appendTags(dst []string, v []byte, w walker) []string {
+func (d *Decoder) appendTags(dst [][]byte, v []byte, w walker) [][]byte {
 	switch {
 	case v == nil || v[0] == 'n':
 		return dst
 	case v[0] == '"':
-		return append(dst, d.intern(stringValue(v, w.sc)))
+		return append(dst, stringValue(v, w.sc))
 	case v[0] != '[':
-		return append(dst, string(v))
+		return append(dst, v)
 	}
 	e := newElements(w.ct, v)
 	for {
@@ -309,9 +316,9 @@ func (d *Decoder) appendTags(dst []string, v []byte, w walker) []string {
 			return dst
 		}
 		if el := v[start:end]; el[0] == '"' {
-			dst = append(dst, d.intern(stringValue(el, w.sc)))
+			dst = append(dst, stringValue(el, w.sc))
 		} else if el[0] != 'n' {
-			dst = append(dst, string(el))
+			dst = append(dst, el)
 		}
 	}
 }
@@ -320,53 +327,59 @@ func (d *Decoder) appendTags(dst []string, v []byte, w walker) []string {
 // {request, intent, slots, matchConfidence, rawQuery}, which the reference
 // client builds from the request; the request's own fields fill what the
 // payload leaves out.
-func (d *Decoder) decodeRequest(out *Decoded, p []byte, w walker) {
+func (d *Decoder) decodeRequest(r rowWriter, p []byte) {
+	rows, i, w := r.rows, r.i, r.w
 	var top [4][]byte
 	w.fields(p, []string{"request", "intent", "rawQuery", "matchConfidence"}, top[:])
 	if req := top[0]; req != nil && req[0] == '{' {
-		d.decodeRequestObject(out, req, w)
+		d.decodeRequestObject(r, req)
 	}
 	if v := top[1]; v != nil && v[0] == '"' {
-		out.IntentID = d.intern(stringValue(v, w.sc))
+		rows.IntentID[i] = r.label(v)
 	}
 	if v := top[2]; v != nil && v[0] == '"' {
-		out.RawQuery = string(stringValue(v, w.sc))
+		rows.RawQuery[i] = r.text(v)
 	}
-	if c := confidence(top[3]); c != nil {
-		out.MatchConfidence = c
+	if c, ok := confidence(top[3]); ok {
+		rows.SetMatchConfidence(i, c)
 	}
 }
 
 // decodeRequestObject fills the columns a request object names: its type,
 // intent, raw query, match confidence and knowledge-base result.
-func (d *Decoder) decodeRequestObject(out *Decoded, req []byte, w walker) {
-	var r [5][]byte
-	w.fields(req, []string{"type", "intentId", "rawQuery", "matchConfidence", "knowledgeBaseResult"}, r[:])
-	if r[0] != nil && r[0][0] == '"' {
-		out.RequestType = d.internText(r[0], w)
+func (d *Decoder) decodeRequestObject(r rowWriter, req []byte) {
+	rows, i, w := r.rows, r.i, r.w
+	var f [5][]byte
+	w.fields(req, []string{"type", "intentId", "rawQuery", "matchConfidence", "knowledgeBaseResult"}, f[:])
+	if f[0] != nil && f[0][0] == '"' {
+		rows.RequestType[i] = r.label(f[0])
 	}
-	out.IntentID, out.RawQuery = d.internText(r[1], w), text(r[2], w)
-	out.MatchConfidence = confidence(r[3])
-	if kb := r[4]; kb != nil && kb[0] == '{' {
-		out.KBUsed = true
+	rows.IntentID[i], rows.RawQuery[i] = r.label(f[1]), r.text(f[2])
+	if c, ok := confidence(f[3]); ok {
+		rows.SetMatchConfidence(i, c)
+	}
+	if kb := f[4]; kb != nil && kb[0] == '{' {
+		rows.KBUsed[i] = 1
 		var parts [3][]byte
 		w.fields(kb, []string{"documents", "suggested", "faqs"}, parts[:])
-		out.KBDocuments = count(parts[0], w) + count(parts[1], w)
-		out.KBFAQs = count(parts[2], w)
+		rows.KBDocuments[i] = clamp16(count(parts[0], w) + count(parts[1], w))
+		rows.KBFAQs[i] = clamp16(count(parts[2], w))
 	}
 }
 
+// clamp16 fits a count into a UInt16 column.
+func clamp16(n int) uint16 { return uint16(min(n, 1<<16-1)) }
+
 // confidence reads a match confidence that a 32-bit float holds.
-func confidence(c []byte) *float32 {
+func confidence(c []byte) (float32, bool) {
 	if c == nil || !isNumber(c) {
-		return nil
+		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(c), 32)
 	if err != nil {
-		return nil
+		return 0, false
 	}
-	f32 := float32(f)
-	return &f32
+	return float32(f), true
 }
 
 // count returns the number of elements of an array value, 0 for others.
@@ -385,65 +398,44 @@ func count(v []byte, w walker) int {
 // decodeRequestResponse fills the REQUEST_RESPONSE columns from a payload
 // that ingest has already checked; the payload's tag counts when the event
 // had none at its top level.
-func (d *Decoder) decodeRequestResponse(out *Decoded, p []byte, w walker, payloadTag bool) {
+func (d *Decoder) decodeRequestResponse(r rowWriter, p []byte, payloadTag bool) {
+	rows, i, w := r.rows, r.i, r.w
 	var top [3][]byte
 	w.fields(p, []string{"request", "response", "tag"}, top[:])
 	if payloadTag {
-		out.Tags = d.appendTags(out.Tags, top[2], w)
+		d.tags = d.appendTags(d.tags, top[2], w)
 	}
 	if req := top[0]; req != nil && req[0] == '{' {
-		d.decodeRequestObject(out, req, w)
+		d.decodeRequestObject(r, req)
 	}
 	if resp := top[1]; resp != nil && resp[0] == '{' {
-		var r [2][]byte
-		w.fields(resp, []string{"outputSpeech", "displays"}, r[:])
-		switch s := r[0]; {
+		var f [2][]byte
+		w.fields(resp, []string{"outputSpeech", "displays"}, f[:])
+		switch s := f[0]; {
 		case s == nil:
 		case s[0] == '"':
-			out.DisplayText = text(s, w)
+			rows.DisplayText[i] = r.text(s)
 		case s[0] == '{':
 			var sp [2][]byte
 			w.fields(s, []string{"displayText", "ssml"}, sp[:])
-			out.DisplayText, out.SSML = text(sp[0], w), text(sp[1], w)
+			rows.DisplayText[i], rows.SSML[i] = r.text(sp[0]), r.text(sp[1])
 		}
-		out.DisplayCount = count(r[1], w)
+		rows.DisplayCount[i] = clamp16(count(f[1], w))
 	}
 }
 
-func (d *Decoder) internText(v []byte, w walker) string {
-	if v == nil || v[0] != '"' {
-		return ""
-	}
-	return d.intern(stringValue(v, w.sc))
-}
-
-// Quarantined is one quarantine record (schemas/events/quarantine.schema.json)
-// mapped to the columns of the quarantine table.
-type Quarantined struct {
-	EventID, AppID, OrganizationID string
-	ReceivedAt                     time.Time
-	Index                          int
-	// Reason, Field and Message are the first error's.
-	Reason, Field, Message string
-	// Errors is every error, as the JSON array the record holds.
-	Errors string
-	// Event is the event as sent (JSON text); when Truncated, the first
-	// part of that text.
-	Event      string
-	EventBytes int
-	Truncated  bool
-}
-
-// DecodeQuarantine reads one quarantine record.
-func (d *Decoder) DecodeQuarantine(value []byte) (Quarantined, error) {
-	var out Quarantined
+// DecodeQuarantine reads one quarantine record
+// (schemas/events/quarantine.schema.json) into a row of the quarantine
+// table; the caller sets where the record was read.
+func (d *Decoder) DecodeQuarantine(value []byte) (chstore.QuarantineRow, error) {
+	var out chstore.QuarantineRow
 	var top [9][]byte
 	keys := []string{"eventId", "appId", "organizationId", "receivedAt", "index", "errors", "event", "truncated", "size"}
 	w, h, err := d.open(value, keys, top[:])
 	if err != nil {
 		return out, err
 	}
-	out.EventID, out.AppID, out.OrganizationID, out.ReceivedAt = h.eventID, h.appID, h.organizationID, h.receivedAt
+	out.EventID, out.AppID, out.OrganizationID, out.ReceivedAt = string(h.eventID), string(h.appID), string(h.organizationID), h.receivedAt
 	if v := top[4]; v != nil {
 		if out.Index, err = strconv.Atoi(string(v)); err != nil || out.Index < 0 {
 			return out, envelopeErr("index %s is not a count", v)
@@ -459,7 +451,7 @@ func (d *Decoder) DecodeQuarantine(value []byte) (Quarantined, error) {
 		var f [3][]byte
 		if first := errs[start:end]; first[0] == '{' {
 			w.fields(first, []string{"reason", "field", "message"}, f[:])
-			out.Reason, out.Field, out.Message = d.internText(f[0], w), text(f[1], w), text(f[2], w)
+			out.Reason, out.Field, out.Message = quarantineText(f[0], w), quarantineText(f[1], w), quarantineText(f[2], w)
 		}
 	}
 	ev := top[6]
@@ -469,10 +461,19 @@ func (d *Decoder) DecodeQuarantine(value []byte) (Quarantined, error) {
 	out.Truncated = top[7] != nil && string(top[7]) == "true"
 	out.Event, out.EventBytes = string(ev), len(ev)
 	if out.Truncated {
-		out.Event = text(ev, w)
+		out.Event = quarantineText(ev, w)
 		if out.EventBytes, err = strconv.Atoi(string(top[8])); err != nil {
 			out.EventBytes = len(out.Event)
 		}
 	}
 	return out, nil
+}
+
+// quarantineText returns the content of a JSON string value, or "" for any
+// other.
+func quarantineText(v []byte, w walker) string {
+	if v == nil || v[0] != '"' {
+		return ""
+	}
+	return string(stringValue(v, w.sc))
 }

@@ -3,10 +3,53 @@ package event
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
+
+// row is one row of a batch, gathered for comparisons.
+type row struct {
+	EventID, AppID, OrganizationID                     string
+	ReceivedAt, EventTime                              time.Time
+	Type, Name, SessionID, UserID, Channel, Platform   string
+	SelectedHandler, CurrentHandler, Environment       string
+	RequestType, IntentID, RawQuery, DisplayText, SSML string
+	Tags                                               []string
+	Tag                                                string
+	MatchConfidence                                    *float32
+	DisplayCount                                       uint16
+	ErrorMessage, ErrorStack, Message                  string
+	KBUsed                                             uint8
+	KBDocuments, KBFAQs                                uint16
+	Payload, Extra                                     string
+}
+
+func rowOf(b *chstore.EventBatch, i int) row {
+	return row{EventID: b.EventID[i], AppID: b.AppID[i], OrganizationID: b.OrganizationID[i], ReceivedAt: b.ReceivedAt[i], EventTime: b.EventTime[i],
+		Type: b.Type[i], Name: b.Name[i], SessionID: b.SessionID[i], UserID: b.UserID[i], Channel: b.Channel[i], Platform: b.Platform[i],
+		SelectedHandler: b.SelectedHandler[i], CurrentHandler: b.CurrentHandler[i], Environment: b.Environment[i],
+		RequestType: b.RequestType[i], IntentID: b.IntentID[i], RawQuery: b.RawQuery[i], DisplayText: b.DisplayText[i], SSML: b.SSML[i],
+		Tags: b.Tags[i], Tag: b.Tag[i], MatchConfidence: b.MatchConfidence[i], DisplayCount: b.DisplayCount[i],
+		ErrorMessage: b.ErrorMessage[i], ErrorStack: b.ErrorStack[i], Message: b.Message[i],
+		KBUsed: b.KBUsed[i], KBDocuments: b.KBDocuments[i], KBFAQs: b.KBFAQs[i], Payload: b.Payload[i], Extra: b.Extra[i]}
+}
+
+// decodeRow decodes one envelope into a batch of its own.
+func decodeRow(d *Decoder, value []byte) (row, error) {
+	var b chstore.EventBatch
+	i, err := d.Decode(value, &b)
+	if err != nil {
+		if b.Len() != 0 {
+			return row{}, errors.New("an envelope that did not decode added a row")
+		}
+		return row{}, err
+	}
+	return rowOf(&b, i), nil
+}
 
 func TestDecodeRoundTrip(t *testing.T) {
 	v := NewValidator(Limits{})
@@ -21,13 +64,15 @@ func TestDecodeRoundTrip(t *testing.T) {
 		t.Fatal(err, res.Errors)
 	}
 	var d Decoder
-	var got []Decoded
+	var b chstore.EventBatch
 	for _, m := range res.Accepted {
-		row, err := d.Decode(m.Value)
-		if err != nil {
+		if _, err := d.Decode(m.Value, &b); err != nil {
 			t.Fatalf("%v\n%s", err, m.Value)
 		}
-		got = append(got, row)
+	}
+	var got []row
+	for i := range b.Len() {
+		got = append(got, rowOf(&b, i))
 	}
 	l := got[0]
 	if l.EventID != res.EventIDs[0] || l.AppID != "app-1" || l.OrganizationID != "org-1" || l.Type != "REQUEST" || l.Name != "LAUNCH_REQUEST" ||
@@ -69,7 +114,7 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	var d Decoder
 	for name, in := range cases {
-		if _, err := d.Decode([]byte(in)); !errors.Is(err, ErrEnvelope) {
+		if _, err := decodeRow(&d, []byte(in)); !errors.Is(err, ErrEnvelope) {
 			t.Errorf("%s: err = %v, want ErrEnvelope", name, err)
 		}
 	}
@@ -81,10 +126,12 @@ func BenchmarkDecode(b *testing.B) {
 		b.Fatal(err)
 	}
 	var d Decoder
+	var rows chstore.EventBatch
 	b.ReportAllocs()
 	for b.Loop() {
+		rows.Reset()
 		for _, m := range res.Accepted {
-			if _, err := d.Decode(m.Value); err != nil {
+			if _, err := d.Decode(m.Value, &rows); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -99,32 +146,32 @@ func TestDecodeClientEvents(t *testing.T) {
 	f32 := func(f float32) *float32 { return &f }
 	cases := []struct {
 		name, event string
-		want        Decoded
+		want        row
 	}{
 		{"launch request", `{"type":"REQUEST","name":"LAUNCH_REQUEST"}`,
-			Decoded{RequestType: "LAUNCH_REQUEST"}},
+			row{RequestType: "LAUNCH_REQUEST"}},
 		{"intent request", `{"type":"REQUEST","name":"INTENT_REQUEST","payload":{"request":{"type":"INTENT_REQUEST","intentId":"FromRequest","rawQuery":"from request","matchConfidence":0.5,` + kb + `},"intent":"Order","slots":{},"matchConfidence":0.75,"rawQuery":"where is it"}}`,
-			Decoded{RequestType: "INTENT_REQUEST", IntentID: "Order", RawQuery: "where is it", MatchConfidence: f32(0.75), KBUsed: true, KBDocuments: 3, KBFAQs: 1}},
+			row{RequestType: "INTENT_REQUEST", IntentID: "Order", RawQuery: "where is it", MatchConfidence: f32(0.75), KBUsed: 1, KBDocuments: 3, KBFAQs: 1}},
 		{"request fields fill what the payload leaves out", `{"type":"REQUEST","name":"INPUT_UNKNOWN_REQUEST","payload":{"request":{"type":"RAW_QUERY_REQUEST","intentId":"Unknown","rawQuery":"hm","matchConfidence":0.25}}}`,
-			Decoded{RequestType: "RAW_QUERY_REQUEST", IntentID: "Unknown", RawQuery: "hm", MatchConfidence: f32(0.25)}},
+			row{RequestType: "RAW_QUERY_REQUEST", IntentID: "Unknown", RawQuery: "hm", MatchConfidence: f32(0.25)}},
 		{"session ended", `{"type":"REQUEST","name":"SESSION_ENDED_REQUEST","payload":{"reason":"USER_INITIATED","errorType":null}}`,
-			Decoded{RequestType: "SESSION_ENDED_REQUEST"}},
+			row{RequestType: "SESSION_ENDED_REQUEST"}},
 		{"request response, tag at the top", `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","tag":["a","b"],"payload":{"request":{"type":"INTENT_REQUEST","intentId":"Order",` + kb + `},"response":{"tag":["a","b"]},"tag":"ignored"}}`,
-			Decoded{RequestType: "INTENT_REQUEST", IntentID: "Order", Tags: []string{"a", "b"}, Tag: "a", KBUsed: true, KBDocuments: 3, KBFAQs: 1}},
+			row{RequestType: "INTENT_REQUEST", IntentID: "Order", Tags: []string{"a", "b"}, Tag: "a", KBUsed: 1, KBDocuments: 3, KBFAQs: 1}},
 		{"request response, tag in the payload", `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","payload":{"request":{},"response":{},"tag":"orders"}}`,
-			Decoded{Tags: []string{"orders"}, Tag: "orders"}},
+			row{Tags: []string{"orders"}, Tag: "orders"}},
 		{"odd tags keep their text", `{"type":"AnalyticsEvent","name":"X","tag":["a",1,null,{"k":true}]}`,
-			Decoded{Tags: []string{"a", "1", `{"k":true}`}, Tag: "a"}},
+			row{Tags: []string{"a", "1", `{"k":true}`}, Tag: "a"}},
 		{"error", `{"type":"ERROR","name":"TypeError","payload":{"message":"boom","stack":[{"file":"index.js","lineNumber":3}]}}`,
-			Decoded{ErrorMessage: "boom", ErrorStack: `[{"file":"index.js","lineNumber":3}]`}},
+			row{ErrorMessage: "boom", ErrorStack: `[{"file":"index.js","lineNumber":3}]`}},
 		{"error with a string payload", `{"type":"ERROR","name":"Error","payload":"plain"}`,
-			Decoded{ErrorMessage: "plain", Message: "plain"}},
+			row{ErrorMessage: "plain", Message: "plain"}},
 		{"message", `{"type":"MessageEvent","name":"INFO","payload":"looking it up"}`,
-			Decoded{Message: "looking it up"}},
-		{"lambda success", `{"type":"LambdaSuccessEvent","name":"Lambda Finished"}`, Decoded{}},
+			row{Message: "looking it up"}},
+		{"lambda success", `{"type":"LambdaSuccessEvent","name":"Lambda Finished"}`, row{}},
 		{"lambda error", `{"type":"LambdaErrorEvent","name":"Lambda Finished","payload":"it failed"}`,
-			Decoded{ErrorMessage: "it failed", Message: "it failed"}},
-		{"unknown type", `{"type":"Custom","name":"n","payload":{"message":"not an error"}}`, Decoded{}},
+			row{ErrorMessage: "it failed", Message: "it failed"}},
+		{"unknown type", `{"type":"Custom","name":"n","payload":{"message":"not an error"}}`, row{}},
 	}
 	v := NewValidator(DefaultLimits())
 	var d Decoder
@@ -134,7 +181,7 @@ func TestDecodeClientEvents(t *testing.T) {
 			if err != nil || len(res.Accepted) != 1 {
 				t.Fatalf("not accepted: %v %+v", err, res.Errors)
 			}
-			got, err := d.Decode(res.Accepted[0].Value)
+			got, err := decodeRow(&d, res.Accepted[0].Value)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +208,7 @@ func TestDecodeQuarantine(t *testing.T) {
 		t.Fatalf("%v, %d quarantined", err, len(res.Quarantined))
 	}
 	var d Decoder
-	var got []Quarantined
+	var got []chstore.QuarantineRow
 	for _, m := range res.Quarantined {
 		q, err := d.DecodeQuarantine(m.Value)
 		if err != nil {
@@ -193,6 +240,47 @@ func TestDecodeQuarantine(t *testing.T) {
 	} {
 		if _, err := d.DecodeQuarantine([]byte(in)); !errors.Is(err, ErrEnvelope) {
 			t.Errorf("%s: err = %v, want ErrEnvelope", name, err)
+		}
+	}
+}
+
+// TestDecodeBatchOfManyRows decodes more text than one of the batch's text
+// blocks holds, twice into one batch reset in between, and checks that
+// every row keeps its own values.
+func TestDecodeBatchOfManyRows(t *testing.T) {
+	v := NewValidator(DefaultLimits())
+	pad := strings.Repeat("p", 2000)
+	var values [][]byte
+	for i := range 1500 { // about 3 MB of envelopes
+		n := strconv.Itoa(i)
+		res, err := v.ProcessBatch([]byte(`{"events":[{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","eventId":"e`+n+`","sessionId":"s`+n+
+			`","payload":{"request":{"type":"INTENT_REQUEST","rawQuery":"q`+n+`","matchConfidence":0.`+n+`},"response":{"outputSpeech":"`+pad+`"},"tag":["t`+n+`","u"]}}]}`), testMeta)
+		if err != nil || len(res.Accepted) != 1 {
+			t.Fatal(err, res.Errors)
+		}
+		values = append(values, res.Accepted[0].Value)
+	}
+	var d Decoder
+	var b chstore.EventBatch
+	for round := range 2 {
+		b.Reset()
+		for _, value := range values {
+			if _, err := d.Decode(value, &b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b.Len() != len(values) {
+			t.Fatalf("round %d: %d rows of %d envelopes", round, b.Len(), len(values))
+		}
+		for i := range values {
+			n := strconv.Itoa(i)
+			r := rowOf(&b, i)
+			want, _ := strconv.ParseFloat("0."+n, 32)
+			if r.EventID != "e"+n || r.SessionID != "s"+n || r.RawQuery != "q"+n || r.DisplayText != pad || r.Tag != "t"+n ||
+				!slices.Equal(r.Tags, []string{"t" + n, "u"}) || r.MatchConfidence == nil || *r.MatchConfidence != float32(want) ||
+				!strings.Contains(r.Payload, `"rawQuery":"q`+n+`"`) {
+				t.Fatalf("round %d, row %d: %+v", round, i, r)
+			}
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 // Default limits. The JSON Schemas under schemas/events state the same
@@ -135,11 +137,9 @@ func (e *BatchError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Field, e.Message)
 }
 
-// Message is one Kafka record ready to publish.
-type Message struct {
-	Key   []byte
-	Value []byte
-}
+// Message is one Kafka record ready to publish: the producer takes the
+// records of a Result as they are.
+type Message = kafka.Record
 
 // Result is the outcome of a batch with a valid outer shape.
 type Result struct {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
 const fuzzFixtureDir = "../../../schemas/events/testdata"
@@ -152,12 +154,13 @@ func checkBatchInvariants(t *testing.T, name string, limits Limits, body []byte,
 	}
 
 	var dec Decoder
+	var rows chstore.EventBatch
 	for i, m := range res.Accepted {
 		if !json.Valid(m.Value) {
 			t.Fatalf("%s: accepted value %d is not JSON: %q", name, i, m.Value)
 		}
 		// What ingest publishes, the consumer can always decode.
-		if row, err := dec.Decode(m.Value); err != nil || row.EventID != res.EventIDs[i] {
+		if row, err := dec.Decode(m.Value, &rows); err != nil || rows.EventID[row] != res.EventIDs[i] {
 			t.Fatalf("%s: accepted value %d does not decode (%v): %q", name, i, err, m.Value)
 		}
 		if len(m.Key) == 0 || res.EventIDs[i] == "" {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/ingesttest"
@@ -25,6 +25,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 // The integration tests run the development broker as its own process and
@@ -102,7 +103,7 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	cfg := ingest.ServiceConfig{
-		Brokers: []string{b.Addr()}, EventsTopic: h.topic, QuarantineTopic: h.quarantine,
+		Kafka: kafka.Cluster{Brokers: []string{b.Addr()}}, EventsTopic: h.topic, QuarantineTopic: h.quarantine,
 		TopicPartitions: 4, TopicReplication: 1,
 		Handler:       ingest.Config{ProduceTimeout: o.produceTimeout},
 		TokenCacheTTL: o.tokenTTL, RateLimitRPS: o.rateRPS, RateLimitBurst: o.rateBurst,
@@ -192,14 +193,14 @@ func readTopic(t *testing.T, broker, topic string) []record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conn, err := kafka.DialContext(ctx, "tcp", broker)
+	conn, err := kafkago.DialContext(ctx, "tcp", broker)
 	must(t, err)
 	parts, err := conn.ReadPartitions(topic)
 	conn.Close()
 	must(t, err)
 	var out []record
 	for _, p := range parts {
-		pc, err := kafka.DialLeader(ctx, "tcp", broker, topic, p.ID)
+		pc, err := kafkago.DialLeader(ctx, "tcp", broker, topic, p.ID)
 		must(t, err)
 		end, err := pc.ReadLastOffset()
 		must(t, err)
@@ -207,7 +208,7 @@ func readTopic(t *testing.T, broker, topic string) []record {
 		if end == 0 {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: p.ID, MaxWait: 50 * time.Millisecond})
+		r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: p.ID, MaxWait: 50 * time.Millisecond})
 		for {
 			m, err := r.ReadMessage(ctx)
 			must(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 func launch(session string) string {
@@ -393,7 +394,7 @@ func TestStartupFailsClearlyWithoutBroker(t *testing.T) {
 	must(t, err)
 	start := time.Now()
 	_, err = ingest.NewService(t.Context(), ingest.ServiceConfig{
-		Brokers: []string{fmt.Sprintf("127.0.0.1:%d", port)}, EventsTopic: "e", QuarantineTopic: "q",
+		Kafka: kafka.Cluster{Brokers: []string{fmt.Sprintf("127.0.0.1:%d", port)}}, EventsTopic: "e", QuarantineTopic: "q",
 		TopicPartitions: 1, TopicReplication: 1, StartupTimeout: 2 * time.Second,
 	}, h.store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err == nil || !strings.Contains(err.Error(), "prepare Kafka topics") || !strings.Contains(err.Error(), "127.0.0.1") {

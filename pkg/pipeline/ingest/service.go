@@ -19,7 +19,7 @@ import (
 
 // ServiceConfig is everything the ingest process is configured with.
 type ServiceConfig struct {
-	Brokers          []string
+	Kafka            kafka.Cluster
 	EventsTopic      string
 	QuarantineTopic  string
 	TopicPartitions  int
@@ -153,14 +153,13 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	}
 	sctx, cancel := context.WithTimeout(ctx, startup)
 	defer cancel()
-	if err := kafka.EnsureTopics(sctx, cfg.Brokers, cfg.Topics()); err != nil {
+	if err := cfg.Kafka.EnsureTopics(sctx, cfg.Topics()); err != nil {
 		return nil, fmt.Errorf("prepare Kafka topics: %w", err)
 	}
 
-	cfg.Producer.Brokers = cfg.Brokers
 	cfg.Producer.BatchBytes = int64(cfg.MaxMessageBytes)
 	cfg.Producer.Logger = log
-	producer, err := kafka.NewProducer(cfg.Producer, cfg.EventsTopic, cfg.QuarantineTopic)
+	producer, err := cfg.Kafka.NewProducer(cfg.Producer, cfg.EventsTopic, cfg.QuarantineTopic)
 	if err != nil {
 		return nil, fmt.Errorf("create producer: %w", err)
 	}
@@ -179,7 +178,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 
 	checker := httpserve.NewChecker()
 	topicNames := []string{cfg.EventsTopic, cfg.QuarantineTopic}
-	checker.Add("kafka", func(ctx context.Context) error { return kafka.CheckTopics(ctx, cfg.Brokers, topicNames) })
+	checker.Add("kafka", func(ctx context.Context) error { return cfg.Kafka.CheckTopics(ctx, topicNames) })
 	checker.Add("content_db", store.Ping)
 
 	mux := http.NewServeMux()
@@ -210,7 +209,7 @@ func orDefault(d, def time.Duration) time.Duration {
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	// A second of the shutdown time is kept for flushing the producer.
 	drain := orDefault(s.cfg.ShutdownTimeout, 10*time.Second) - time.Second
-	err := httpserve.Serve(ctx, s.log, "ingest", s.server, ln, s.checker, drain, "brokers", s.cfg.Brokers,
+	err := httpserve.Serve(ctx, s.log, "ingest", s.server, ln, s.checker, drain, "brokers", s.cfg.Kafka.Brokers,
 		"events_topic", s.cfg.EventsTopic, "quarantine_topic", s.cfg.QuarantineTopic)
 	if cerr := s.producer.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("flush producer: %w", cerr))

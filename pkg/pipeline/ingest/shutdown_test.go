@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 // TestShutdownDrainsInFlightRequests holds produce requests in an
@@ -39,7 +40,7 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	})
 
 	svc, err := ingest.NewService(t.Context(), ingest.ServiceConfig{
-		Brokers: []string{addr}, EventsTopic: "drain-events", QuarantineTopic: "drain-quarantine",
+		Kafka: kafka.Cluster{Brokers: []string{addr}}, EventsTopic: "drain-events", QuarantineTopic: "drain-quarantine",
 		TopicPartitions: 2, TopicReplication: 1, ShutdownTimeout: 10 * time.Second,
 		Handler: ingest.Config{ProduceTimeout: 8 * time.Second},
 	}, h.store, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -1,5 +1,3 @@
-// Package kafka is the Kafka-facing plumbing: the producer the ingest
-// service publishes through, topic creation at start-up and broker checks.
 package kafka
 
 import (
@@ -11,15 +9,18 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-
-	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
+
+// Record is one record to publish.
+type Record struct {
+	Key   []byte
+	Value []byte
+}
 
 // ProducerConfig configures the Kafka writers. Zero fields take defaults
 // chosen for a request path: a request waits for its batch, so batches
 // must close after milliseconds, not kafka-go's default second.
 type ProducerConfig struct {
-	Brokers []string
 	// BatchTimeout is how long a partial batch waits for more records.
 	BatchTimeout time.Duration
 	// BatchSize is the most records one produce request carries per partition.
@@ -91,28 +92,36 @@ func ParseCompression(name string) (kafkago.Compression, error) {
 	return 0, fmt.Errorf("unknown compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }
 
+// Writer writes records to one topic.
+type Writer struct {
+	w         *kafkago.Writer
+	transport *kafkago.Transport
+}
+
 // NewWriter returns a synchronous writer for topic with acks from all
 // in-sync replicas and the Java client's murmur2 partitioner, so that a
 // key lands on the same partition whichever client wrote it. The ingest
 // service and its benchmark ceiling both use it.
-func NewWriter(c ProducerConfig, topic string) (*kafkago.Writer, error) {
-	c = c.withDefaults()
-	codec, err := ParseCompression(c.Compression)
+func (c Cluster) NewWriter(p ProducerConfig, topic string) (*Writer, error) {
+	p = p.withDefaults()
+	codec, err := ParseCompression(p.Compression)
 	if err != nil {
 		return nil, err
 	}
-	if len(c.Brokers) == 0 {
-		return nil, errors.New("no Kafka brokers configured")
+	if err := c.check(); err != nil {
+		return nil, err
 	}
-	logger := c.Logger.With("topic", topic)
-	return &kafkago.Writer{
+	logger := p.Logger.With("topic", topic)
+	t := c.transport()
+	return &Writer{transport: t, w: &kafkago.Writer{
 		Addr:         kafkago.TCP(c.Brokers...),
 		Topic:        topic,
+		Transport:    t,
 		Balancer:     &kafkago.Murmur2Balancer{},
 		RequiredAcks: kafkago.RequireAll,
-		BatchTimeout: c.BatchTimeout,
-		BatchSize:    c.BatchSize,
-		BatchBytes:   c.BatchBytes,
+		BatchTimeout: p.BatchTimeout,
+		BatchSize:    p.BatchSize,
+		BatchBytes:   p.BatchBytes,
 		Compression:  codec,
 		// The caller's context bounds the whole write; retries inside it
 		// ride out a leader change without failing the request.
@@ -122,57 +131,28 @@ func NewWriter(c ProducerConfig, topic string) (*kafkago.Writer, error) {
 		ErrorLogger: kafkago.LoggerFunc(func(msg string, args ...any) {
 			logger.Warn("kafka writer: " + fmt.Sprintf(msg, args...))
 		}),
-	}, nil
+	}}, nil
 }
 
-// Producer publishes accepted events and quarantine records.
-type Producer struct {
-	events     *kafkago.Writer
-	quarantine *kafkago.Writer
-}
+// Topic is the topic w writes to.
+func (w *Writer) Topic() string { return w.w.Topic }
 
-// NewProducer returns a producer writing to the two topics.
-func NewProducer(c ProducerConfig, eventsTopic, quarantineTopic string) (*Producer, error) {
-	ev, err := NewWriter(c, eventsTopic)
-	if err != nil {
-		return nil, fmt.Errorf("events writer: %w", err)
-	}
-	q, err := NewWriter(c, quarantineTopic)
-	if err != nil {
-		return nil, fmt.Errorf("quarantine writer: %w", err)
-	}
-	return &Producer{events: ev, quarantine: q}, nil
-}
-
-// Publish writes both record sets and returns once the broker has
-// acknowledged every record, or with an error. After an error some records
-// may still have been stored: callers treat the batch as not written and
-// the client's retry produces duplicates that collapse by event ID.
-func (p *Producer) Publish(ctx context.Context, accepted, quarantined []event.Message) error {
-	var qErr chan error
-	if len(quarantined) > 0 && len(accepted) > 0 {
-		qErr = make(chan error, 1)
-		go func() { qErr <- write(ctx, p.quarantine, quarantined) }()
-	} else if len(quarantined) > 0 {
-		return write(ctx, p.quarantine, quarantined)
-	}
-	err := write(ctx, p.events, accepted)
-	if qErr != nil {
-		err = errors.Join(err, <-qErr)
-	}
-	return err
-}
-
-func write(ctx context.Context, w *kafkago.Writer, msgs []event.Message) error {
-	if len(msgs) == 0 {
+// Write returns once the brokers have acknowledged every record, or with
+// an error; after an error some of the records may have been stored.
+func (w *Writer) Write(ctx context.Context, recs []Record) error {
+	if len(recs) == 0 {
 		return nil
 	}
-	km := make([]kafkago.Message, len(msgs))
-	for i, m := range msgs {
-		km[i] = kafkago.Message{Key: m.Key, Value: m.Value}
+	km := make([]kafkago.Message, len(recs))
+	for i, r := range recs {
+		km[i] = kafkago.Message{Key: r.Key, Value: r.Value}
 	}
-	if err := w.WriteMessages(ctx, km...); err != nil {
-		return fmt.Errorf("write %d records to %s: %w", len(msgs), w.Topic, firstError(err))
+	return w.write(ctx, km)
+}
+
+func (w *Writer) write(ctx context.Context, km []kafkago.Message) error {
+	if err := w.w.WriteMessages(ctx, km...); err != nil {
+		return fmt.Errorf("write %d records to %s: %w", len(km), w.w.Topic, firstError(err))
 	}
 	return nil
 }
@@ -186,6 +166,52 @@ func firstError(err error) error {
 				return fmt.Errorf("%d of %d failed, first: %w", we.Count(), len(we), e)
 			}
 		}
+	}
+	return err
+}
+
+// Close flushes the records not yet written and closes the connections.
+func (w *Writer) Close() error {
+	err := w.w.Close()
+	w.transport.CloseIdleConnections()
+	return err
+}
+
+// Producer publishes accepted events and quarantine records.
+type Producer struct {
+	events     *Writer
+	quarantine *Writer
+}
+
+// NewProducer returns a producer writing to the two topics.
+func (c Cluster) NewProducer(p ProducerConfig, eventsTopic, quarantineTopic string) (*Producer, error) {
+	ev, err := c.NewWriter(p, eventsTopic)
+	if err != nil {
+		return nil, fmt.Errorf("events writer: %w", err)
+	}
+	q, err := c.NewWriter(p, quarantineTopic)
+	if err != nil {
+		ev.Close()
+		return nil, fmt.Errorf("quarantine writer: %w", err)
+	}
+	return &Producer{events: ev, quarantine: q}, nil
+}
+
+// Publish writes both record sets and returns once the broker has
+// acknowledged every record, or with an error. After an error some records
+// may still have been stored: callers treat the batch as not written and
+// the client's retry produces duplicates that collapse by event ID.
+func (p *Producer) Publish(ctx context.Context, accepted, quarantined []Record) error {
+	var qErr chan error
+	if len(quarantined) > 0 && len(accepted) > 0 {
+		qErr = make(chan error, 1)
+		go func() { qErr <- p.quarantine.Write(ctx, quarantined) }()
+	} else if len(quarantined) > 0 {
+		return p.quarantine.Write(ctx, quarantined)
+	}
+	err := p.events.Write(ctx, accepted)
+	if qErr != nil {
+		err = errors.Join(err, <-qErr)
 	}
 	return err
 }

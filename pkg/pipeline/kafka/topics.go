@@ -25,14 +25,20 @@ type TopicSpec struct {
 
 const maxMessageBytes = "max.message.bytes"
 
-func client(brokers []string) *kafkago.Client {
-	return &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second}
+// admin returns a client for admin requests and a function that closes
+// its connections.
+func (c Cluster) admin() (*kafkago.Client, func()) {
+	t := c.transport()
+	return &kafkago.Client{Addr: kafkago.TCP(c.Brokers...), Transport: t, Timeout: 10 * time.Second}, t.CloseIdleConnections
 }
 
 // EnsureTopics creates the topics that do not exist yet and raises the
 // max.message.bytes of those that allow less than their spec. Partitions
 // and replication of an existing topic are left as they are.
-func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) error {
+func (c Cluster) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	req := &kafkago.CreateTopicsRequest{}
 	for _, s := range specs {
 		tc := kafkago.TopicConfig{
@@ -45,10 +51,11 @@ func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) erro
 		}
 		req.Topics = append(req.Topics, tc)
 	}
-	c := client(brokers)
-	resp, err := c.CreateTopics(ctx, req)
+	cl, done := c.admin()
+	defer done()
+	resp, err := cl.CreateTopics(ctx, req)
 	if err != nil {
-		return fmt.Errorf("create topics on %v: %w", brokers, err)
+		return fmt.Errorf("create topics on %v: %w", c.Brokers, err)
 	}
 	var errs []error
 	var existing []TopicSpec
@@ -66,20 +73,22 @@ func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) erro
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := raiseMessageBytes(ctx, c, existing); err != nil {
+	if err := raiseMessageBytes(ctx, cl, existing); err != nil {
 		return err
 	}
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
 	}
-	return CheckTopics(ctx, brokers, names)
+	return checkTopics(ctx, cl, c.Brokers, names)
 }
 
 // topicMessageBytes reads a topic's max.message.bytes as the brokers
 // apply it (the topic's own setting or the brokers' default).
-func topicMessageBytes(ctx context.Context, brokers []string, topic string) (int, error) {
-	got, err := describeMessageBytes(ctx, client(brokers), []TopicSpec{{Name: topic}})
+func (c Cluster) topicMessageBytes(ctx context.Context, topic string) (int, error) {
+	cl, done := c.admin()
+	defer done()
+	got, err := describeMessageBytes(ctx, cl, []TopicSpec{{Name: topic}})
 	if err != nil {
 		return 0, err
 	}
@@ -162,8 +171,17 @@ func raiseMessageBytes(ctx context.Context, c *kafkago.Client, specs []TopicSpec
 
 // CheckTopics asks the brokers for the topics' metadata: it fails when no
 // broker answers or a topic is missing. Readiness probes use it.
-func CheckTopics(ctx context.Context, brokers []string, topics []string) error {
-	md, err := client(brokers).Metadata(ctx, &kafkago.MetadataRequest{Topics: topics})
+func (c Cluster) CheckTopics(ctx context.Context, topics []string) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	cl, done := c.admin()
+	defer done()
+	return checkTopics(ctx, cl, c.Brokers, topics)
+}
+
+func checkTopics(ctx context.Context, cl *kafkago.Client, brokers []string, topics []string) error {
+	md, err := cl.Metadata(ctx, &kafkago.MetadataRequest{Topics: topics})
 	if err != nil {
 		return fmt.Errorf("read metadata from %v: %w", brokers, err)
 	}

@@ -78,10 +78,10 @@ func TestQuarantineAndResubmit(t *testing.T) {
 	// Narrow rules, as an operator might have had them.
 	narrow := event.Limits{MaxEvents: 100, MaxEventBytes: 2048, MaxRecordBytes: event.DefaultMaxRecordBytes, Types: []string{"REQUEST", "AnalyticsEvent"}}
 	url := ingesttest.Start(t, ingest.ServiceConfig{
-		Brokers: brokers, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 2, TopicReplication: 1, Limits: narrow,
+		Kafka: kafka.Cluster{Brokers: brokers}, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 2, TopicReplication: 1, Limits: narrow,
 	}, db, quiet())
 	consumertest.Start(t, consumer.ServiceConfig{
-		Brokers: brokers, Topic: "events", QuarantineTopic: "quarantine", GroupID: "g", DeadLetterTopic: "dead",
+		Kafka: kafka.Cluster{Brokers: brokers}, Topic: "events", QuarantineTopic: "quarantine", GroupID: "g", DeadLetterTopic: "dead",
 		TopicPartitions: 2, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
 		ClickHouse: chstore.Config{Addrs: []string{ch.Addr()}, Database: "analytics"},
 		Consumer:   consumer.Config{FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},
@@ -137,7 +137,7 @@ func TestQuarantineAndResubmit(t *testing.T) {
 	}
 
 	// Under the default rules two of the three pass.
-	pub, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: brokers}, "events", "quarantine")
+	pub, err := kafka.Cluster{Brokers: brokers}.NewProducer(kafka.ProducerConfig{}, "events", "quarantine")
 	must(t, err)
 	defer pub.Close()
 	v := event.NewValidator(event.DefaultLimits())

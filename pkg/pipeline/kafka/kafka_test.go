@@ -9,8 +9,6 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
-
-	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 func TestEnsureTopicsAndPublish(t *testing.T) {
@@ -20,26 +18,27 @@ func TestEnsureTopicsAndPublish(t *testing.T) {
 	}
 	defer c.Close()
 	brokers := c.ListenAddrs()
+	cl := Cluster{Brokers: brokers}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	specs := []TopicSpec{{Name: "ev", Partitions: 3, ReplicationFactor: 1}, {Name: "q", Partitions: 1, ReplicationFactor: 1}}
-	if err := EnsureTopics(ctx, brokers, specs); err != nil {
+	if err := cl.EnsureTopics(ctx, specs); err != nil {
 		t.Fatal(err)
 	}
-	if err := EnsureTopics(ctx, brokers, specs); err != nil {
+	if err := cl.EnsureTopics(ctx, specs); err != nil {
 		t.Fatalf("second EnsureTopics must accept existing topics: %v", err)
 	}
-	if err := CheckTopics(ctx, brokers, []string{"ev", "missing"}); err == nil {
+	if err := cl.CheckTopics(ctx, []string{"ev", "missing"}); err == nil {
 		t.Error("CheckTopics passed with a missing topic")
 	}
 
-	p, err := NewProducer(ProducerConfig{Brokers: brokers}, "ev", "q")
+	p, err := cl.NewProducer(ProducerConfig{}, "ev", "q")
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc := []event.Message{{Key: []byte("app/s1"), Value: []byte(`{"a":1}`)}, {Key: []byte("app/s1"), Value: []byte(`{"a":2}`)}}
-	quar := []event.Message{{Key: []byte("app"), Value: []byte(`{"q":1}`)}}
+	acc := []Record{{Key: []byte("app/s1"), Value: []byte(`{"a":1}`)}, {Key: []byte("app/s1"), Value: []byte(`{"a":2}`)}}
+	quar := []Record{{Key: []byte("app"), Value: []byte(`{"q":1}`)}}
 	if err := p.Publish(ctx, acc, quar); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +77,7 @@ func TestPublishFailsWhenBrokerIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	brokers := c.ListenAddrs()
-	p, err := NewProducer(ProducerConfig{Brokers: brokers}, "ev", "q")
+	p, err := Cluster{Brokers: c.ListenAddrs()}.NewProducer(ProducerConfig{}, "ev", "q")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +85,7 @@ func TestPublishFailsWhenBrokerIsGone(t *testing.T) {
 	c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := p.Publish(ctx, []event.Message{{Value: []byte("x")}}, nil); err == nil {
+	if err := p.Publish(ctx, []Record{{Value: []byte("x")}}, nil); err == nil {
 		t.Fatal("Publish succeeded with the broker gone")
 	}
 }
@@ -101,8 +99,14 @@ func TestParseCompression(t *testing.T) {
 	if _, err := ParseCompression("brotli"); err == nil || !strings.Contains(err.Error(), "want none, gzip") {
 		t.Errorf("brotli: %v", err)
 	}
-	if _, err := NewWriter(ProducerConfig{}, "t"); err == nil {
+	if _, err := (Cluster{}).NewWriter(ProducerConfig{}, "t"); err == nil {
 		t.Error("a writer without brokers was created")
+	}
+	if _, err := (Cluster{}).NewGroupReader(ReaderConfig{GroupID: "g", Topics: []string{"t"}}); err == nil {
+		t.Error("a reader without brokers was created")
+	}
+	if err := (Cluster{}).CheckTopics(t.Context(), []string{"t"}); err == nil {
+		t.Error("topics were checked without brokers")
 	}
 }
 
@@ -115,24 +119,25 @@ func TestTopicMessageBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	brokers := c.ListenAddrs()
+	cl := Cluster{Brokers: c.ListenAddrs()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const want = 4 << 20
-	cl := client(brokers)
-	if _, err := cl.IncrementalAlterConfigs(ctx, &kafkago.IncrementalAlterConfigsRequest{Resources: []kafkago.IncrementalAlterConfigsRequestResource{{
+	admin, done := cl.admin()
+	defer done()
+	if _, err := admin.IncrementalAlterConfigs(ctx, &kafkago.IncrementalAlterConfigsRequest{Resources: []kafkago.IncrementalAlterConfigsRequestResource{{
 		ResourceType: kafkago.ResourceTypeTopic, ResourceName: "large",
 		Configs: []kafkago.IncrementalAlterConfigsRequestConfig{{Name: "max.message.bytes", Value: "16777216", ConfigOperation: kafkago.ConfigOperationSet}},
 	}}}); err != nil {
 		t.Fatal(err)
 	}
-	big := []event.Message{{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 2<<20)}}
-	w, err := NewWriter(ProducerConfig{Brokers: brokers, BatchBytes: want, Compression: "none"}, "old")
+	big := []Record{{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 2<<20)}}
+	w, err := cl.NewWriter(ProducerConfig{BatchBytes: want, Compression: "none"}, "old")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := write(ctx, w, big); err == nil {
+	if err := w.Write(ctx, big); err == nil {
 		t.Fatal("a 2 MiB record went to a topic of the default max.message.bytes")
 	}
 
@@ -141,15 +146,15 @@ func TestTopicMessageBytes(t *testing.T) {
 		{Name: "old", Partitions: 1, ReplicationFactor: 1, MaxMessageBytes: want},
 		{Name: "large", Partitions: 1, ReplicationFactor: 1, MaxMessageBytes: want},
 	}
-	if err := EnsureTopics(ctx, brokers, specs); err != nil {
+	if err := cl.EnsureTopics(ctx, specs); err != nil {
 		t.Fatal(err)
 	}
 	for topic, n := range map[string]int{"new": want, "old": want, "large": 16 << 20} {
-		if got, err := topicMessageBytes(ctx, brokers, topic); err != nil || got != n {
+		if got, err := cl.topicMessageBytes(ctx, topic); err != nil || got != n {
 			t.Errorf("topic %s: max.message.bytes %d, %v; want %d", topic, got, err, n)
 		}
 	}
-	if err := write(ctx, w, big); err != nil {
+	if err := w.Write(ctx, big); err != nil {
 		t.Errorf("a 2 MiB record to the raised topic: %v", err)
 	}
 }

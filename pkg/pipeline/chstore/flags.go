@@ -1,0 +1,36 @@
+package chstore
+
+import (
+	"github.com/assistantcms/cms/pkg/envflag"
+)
+
+// Use is what a command connects to ClickHouse for; the flags' defaults
+// and help follow from it.
+type Use int
+
+// The uses.
+const (
+	// Tables: a command that writes or reads the pipeline's tables (the
+	// consumer, ingest resubmit); it needs a server.
+	Tables Use = iota
+	// History: the api reading past queries for HISTORICAL suggestions;
+	// no address means no suggestions of that kind.
+	History
+)
+
+// DefineFlags defines the connection flags on fs, each with its
+// environment variable. The function it returns reads them once fs has
+// been parsed.
+func DefineFlags(fs *envflag.Set, use Use) func() Config {
+	addrDefault, addrHelp, dbHelp := "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses", "ClickHouse database of the tables"
+	if use == History {
+		addrDefault, addrHelp, dbHelp = "", "ClickHouse native-protocol addresses for HISTORICAL suggestions (empty: none)", "ClickHouse database holding query_counts"
+	}
+	addrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", addrDefault, addrHelp)
+	db := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", dbHelp)
+	user := fs.String("clickhouse-user", "CLICKHOUSE_USER", "default", "ClickHouse user")
+	password := fs.Secret("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
+	return func() Config {
+		return Config{Addrs: envflag.List(*addrs), Database: *db, Username: *user, Password: *password}
+	}
+}

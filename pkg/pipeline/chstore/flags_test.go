@@ -1,0 +1,44 @@
+package chstore
+
+import (
+	"flag"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/assistantcms/cms/pkg/envflag"
+)
+
+func TestDefineFlags(t *testing.T) {
+	cases := []struct {
+		name     string
+		use      Use
+		env      map[string]string
+		want     Config
+		addrHelp string
+	}{
+		{"tables", Tables, nil, Config{Addrs: []string{"127.0.0.1:9000"}, Database: "default", Username: "default"}, "comma-separated"},
+		{"history needs an address", History, nil, Config{Database: "default", Username: "default"}, "for HISTORICAL suggestions"},
+		{"environment", History, map[string]string{"CLICKHOUSE_ADDR": "a:9000,b:9000", "CLICKHOUSE_DATABASE": "analytics",
+			"CLICKHOUSE_USER": "u", "CLICKHOUSE_PASSWORD": "p"},
+			Config{Addrs: []string{"a:9000", "b:9000"}, Database: "analytics", Username: "u", Password: "p"}, "for HISTORICAL suggestions"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := envflag.New(flag.NewFlagSet("t", flag.ContinueOnError), func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			config := DefineFlags(fs, tc.use)
+			if err := fs.Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := config(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if help := fs.Lookup("clickhouse-addr").Usage; !strings.Contains(help, tc.addrHelp) {
+				t.Errorf("address help %q does not say %q", help, tc.addrHelp)
+			}
+			if def := fs.Lookup("clickhouse-password").DefValue; def != "" {
+				t.Errorf("help shows the password %q", def)
+			}
+		})
+	}
+}

@@ -1,0 +1,53 @@
+// Package kafka holds all of the pipeline's Kafka client configuration:
+// how clients reach the brokers, the producer ingest publishes through, the
+// consumer-group reader and dead-letter writer of the consumer, topic
+// creation and checks, and the command-line flags of these settings.
+package kafka
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// Cluster says how to reach the Kafka cluster. Every writer, reader and
+// admin request is built from it, so connection settings such as TLS and
+// SASL belong here and in dialer, and nowhere else.
+type Cluster struct {
+	// Brokers are the bootstrap brokers, host:port.
+	Brokers []string
+}
+
+func (c Cluster) check() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("no Kafka brokers configured")
+	}
+	return nil
+}
+
+// dialTimeout bounds connecting to a broker, handshakes included.
+const dialTimeout = 10 * time.Second
+
+// dialer is how connections to the brokers are made: readers use it as it
+// is, and transport derives writers' and admin requests' connections from
+// it, so a setting made here (TLS, SASLMechanism, ClientID) reaches all of
+// them.
+func (c Cluster) dialer() *kafkago.Dialer {
+	return &kafkago.Dialer{Timeout: dialTimeout, DualStack: true}
+}
+
+// transport returns a connection pool for writers and admin requests, made
+// as dialer says. Its owner must call CloseIdleConnections when done, or
+// the pool's goroutines live on.
+func (c Cluster) transport() *kafkago.Transport {
+	d := c.dialer()
+	return &kafkago.Transport{
+		Dial:        (&net.Dialer{Timeout: d.Timeout}).DialContext,
+		DialTimeout: d.Timeout,
+		ClientID:    d.ClientID,
+		TLS:         d.TLS,
+		SASL:        d.SASLMechanism,
+	}
+}
