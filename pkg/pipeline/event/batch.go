@@ -3,7 +3,6 @@ package event
 import (
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"sync"
@@ -79,8 +78,8 @@ func NewValidator(l Limits) *Validator {
 // Limits returns the limits in force.
 func (v *Validator) Limits() Limits { return v.limits }
 
-func batchErr(status int, field, msg string) *BatchError {
-	return &BatchError{Status: status, Field: field, Message: msg}
+func batchErr(kind BatchErrorKind, field, msg string) *BatchError {
+	return &BatchError{Kind: kind, Field: field, Message: msg}
 }
 
 // ProcessBatch validates a request body and builds the Kafka records of its
@@ -88,13 +87,13 @@ func batchErr(status int, field, msg string) *BatchError {
 // every event ends up either accepted or quarantined with its reasons.
 func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 	if len(body) == 0 {
-		return nil, batchErr(http.StatusBadRequest, "", "body is empty; expected a JSON object with an events array")
+		return nil, batchErr(BatchInvalid, "", "body is empty; expected a JSON object with an events array")
 	}
 	st := v.states.Get().(*batchState)
 	defer v.states.Put(st)
 	lay, err := scanLayout(body, st.evSpans[:0], &st.bodyCT)
 	if err != nil {
-		return nil, batchErr(http.StatusBadRequest, "", "body is not valid JSON: "+err.Error())
+		return nil, batchErr(BatchInvalid, "", "body is not valid JSON: "+err.Error())
 	}
 	if lay.spans != nil {
 		st.evSpans = lay.spans
@@ -104,26 +103,26 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 		if !lay.escaped {
 			msg += inEvent(lay.spans, at)
 		}
-		return nil, batchErr(http.StatusBadRequest, "", msg)
+		return nil, batchErr(BatchInvalid, "", msg)
 	}
 	root := body[skipWS(body, 0):]
 	if root[0] != '{' {
-		return nil, batchErr(http.StatusBadRequest, "", "body must be a JSON object with an events array, got "+typeName(root))
+		return nil, batchErr(BatchInvalid, "", "body must be a JSON object with an events array, got "+typeName(root))
 	}
 	if lay.escaped {
 		lay = rootLayout(body, len(body)-len(root), st)
 	}
 	switch {
 	case lay.eventsKeys == 0:
-		return nil, batchErr(http.StatusBadRequest, "events", "is required")
+		return nil, batchErr(BatchInvalid, "events", "is required")
 	case lay.eventsKeys > 1:
-		return nil, batchErr(http.StatusBadRequest, "events", "appears more than once in the body")
+		return nil, batchErr(BatchInvalid, "events", "appears more than once in the body")
 	case lay.events[0] != '[':
-		return nil, batchErr(http.StatusBadRequest, "events", "must be an array, got "+typeName(lay.events))
+		return nil, batchErr(BatchInvalid, "events", "must be an array, got "+typeName(lay.events))
 	case len(lay.spans) == 0:
-		return nil, batchErr(http.StatusBadRequest, "events", "must hold at least 1 event")
+		return nil, batchErr(BatchInvalid, "events", "must hold at least 1 event")
 	case len(lay.spans) > v.limits.MaxEvents:
-		return nil, batchErr(http.StatusRequestEntityTooLarge, "events",
+		return nil, batchErr(BatchTooLarge, "events",
 			"holds "+strconv.Itoa(len(lay.spans))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
 	}
 	return v.buildRecords(st, body, lay.spans, &meta), nil

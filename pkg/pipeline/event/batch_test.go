@@ -18,23 +18,23 @@ func TestProcessBatchBatchErrors(t *testing.T) {
 	v := NewValidator(Limits{MaxEvents: 3})
 	cases := []struct {
 		name, body   string
-		status       int
+		kind         BatchErrorKind
 		field, inMsg string
 	}{
-		{"empty body", ``, 400, "", "body is empty"},
-		{"not json", `{"events":[`, 400, "", "not valid JSON"},
-		{"NaN", `{"events":[{"type":"REQUEST","name":"x","n":NaN}]}`, 400, "", "not valid JSON"},
-		{"trailing garbage", `{"events":[]} x`, 400, "", "not valid JSON"},
-		{"control char", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"a\x01\"}]}", 400, "", "not valid JSON"},
-		{"invalid utf8", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"\xff\"}]}", 400, "", "UTF-8"},
-		{"array body", `[]`, 400, "", "got array"},
-		{"missing events", `{"event":[]}`, 400, "events", "is required"},
-		{"events object", `{"events":{}}`, 400, "events", "must be an array, got object"},
-		{"events null", `{"events":null}`, 400, "events", "got null"},
-		{"empty events", `{"events":[]}`, 400, "events", "at least 1"},
-		{"duplicate events", `{"events":[{}],"events":[{}]}`, 400, "events", "more than once"},
-		{"too many", `{"events":[{},{},{},{}]}`, 413, "events", "holds 4 events; at most 3"},
-		{"deep nesting", `{"events":[` + strings.Repeat("[", 400) + strings.Repeat("]", 400) + `]}`, 400, "", "not valid JSON"},
+		{"empty body", ``, BatchInvalid, "", "body is empty"},
+		{"not json", `{"events":[`, BatchInvalid, "", "not valid JSON"},
+		{"NaN", `{"events":[{"type":"REQUEST","name":"x","n":NaN}]}`, BatchInvalid, "", "not valid JSON"},
+		{"trailing garbage", `{"events":[]} x`, BatchInvalid, "", "not valid JSON"},
+		{"control char", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"a\x01\"}]}", BatchInvalid, "", "not valid JSON"},
+		{"invalid utf8", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"\xff\"}]}", BatchInvalid, "", "UTF-8"},
+		{"array body", `[]`, BatchInvalid, "", "got array"},
+		{"missing events", `{"event":[]}`, BatchInvalid, "events", "is required"},
+		{"events object", `{"events":{}}`, BatchInvalid, "events", "must be an array, got object"},
+		{"events null", `{"events":null}`, BatchInvalid, "events", "got null"},
+		{"empty events", `{"events":[]}`, BatchInvalid, "events", "at least 1"},
+		{"duplicate events", `{"events":[{}],"events":[{}]}`, BatchInvalid, "events", "more than once"},
+		{"too many", `{"events":[{},{},{},{}]}`, BatchTooLarge, "events", "holds 4 events; at most 3"},
+		{"deep nesting", `{"events":[` + strings.Repeat("[", 400) + strings.Repeat("]", 400) + `]}`, BatchInvalid, "", "not valid JSON"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,8 +43,8 @@ func TestProcessBatchBatchErrors(t *testing.T) {
 			if !ok {
 				t.Fatalf("err = %v (%T), want *BatchError", err, err)
 			}
-			if be.Status != tc.status || be.Field != tc.field || !strings.Contains(be.Message, tc.inMsg) {
-				t.Errorf("got %d %q %q, want %d %q containing %q", be.Status, be.Field, be.Message, tc.status, tc.field, tc.inMsg)
+			if be.Kind != tc.kind || be.Field != tc.field || !strings.Contains(be.Message, tc.inMsg) {
+				t.Errorf("got %s %q %q, want %s %q containing %q", be.Kind, be.Field, be.Message, tc.kind, tc.field, tc.inMsg)
 			}
 		})
 	}
@@ -553,7 +553,7 @@ func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 	} {
 		_, err := v.ProcessBatch([]byte(body), testMeta)
 		be, ok := err.(*BatchError)
-		if !ok || be.Status != http.StatusBadRequest || !strings.Contains(be.Message, "deeper than 128 levels") {
+		if !ok || be.Kind != BatchInvalid || !strings.Contains(be.Message, "deeper than 128 levels") {
 			t.Errorf("deep body: %v", err)
 		}
 	}

@@ -105,8 +105,8 @@ func checkBatchInvariants(t *testing.T, name string, limits Limits, body []byte,
 			t.Fatalf("%s: error %T %v is not a *BatchError", name, err, err)
 		case res != nil:
 			t.Fatalf("%s: both a result and an error", name)
-		case be.Status != 400 && be.Status != 413:
-			t.Fatalf("%s: BatchError status %d, want 400 or 413", name, be.Status)
+		case be.Kind != BatchInvalid && be.Kind != BatchTooLarge:
+			t.Fatalf("%s: BatchError kind %s, want invalid or too large", name, be.Kind)
 		case be.Message == "":
 			t.Fatalf("%s: BatchError without a message", name)
 		}

@@ -273,8 +273,8 @@ func TestSchemaBatchFixtures(t *testing.T) {
 				var be *event.BatchError
 				if !errors.As(err, &be) {
 					t.Errorf("error %T %v is not a *BatchError", err, err)
-				} else if be.Status != 400 && be.Status != 413 {
-					t.Errorf("BatchError status %d, want 400 or 413", be.Status)
+				} else if be.Kind != event.BatchInvalid && be.Kind != event.BatchTooLarge {
+					t.Errorf("BatchError kind %s, want invalid or too large", be.Kind)
 				}
 				if res != nil {
 					t.Errorf("ProcessBatch returned both a result and an error")

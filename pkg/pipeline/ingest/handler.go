@@ -253,7 +253,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var be *event.BatchError
 		if errors.As(err, &be) {
-			httpjson.Error(w, be.Status, be.Field, be.Message)
+			httpjson.Error(w, batchStatus(be.Kind), be.Field, be.Message)
 			return
 		}
 		httpjson.Error(w, http.StatusInternalServerError, "", "batch could not be processed")
@@ -309,15 +309,39 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := http.StatusInternalServerError, "authentication failed"
 	var ae *auth.Error
-	if !errors.As(err, &ae) {
-		ae = &auth.Error{Status: http.StatusInternalServerError, Message: "authentication failed"}
+	if errors.As(err, &ae) {
+		status, msg = authStatus(ae.Kind), ae.Message
 	}
-	if ae.Status >= 500 {
+	if status >= 500 {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))
 		httpjson.RetryAfter(w, 1)
 	}
-	httpjson.Error(w, ae.Status, "", ae.Message)
+	httpjson.Error(w, status, "", msg)
+}
+
+// authStatus is the HTTP status of an authentication failure.
+func authStatus(k auth.Kind) int {
+	switch k {
+	case auth.Unauthenticated:
+		return http.StatusUnauthorized
+	case auth.Forbidden:
+		return http.StatusForbidden
+	case auth.Invalid:
+		return http.StatusBadRequest
+	case auth.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// batchStatus is the HTTP status of a batch refused whole.
+func batchStatus(k event.BatchErrorKind) int {
+	if k == event.BatchTooLarge {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
 }
 
 func parseStrict(v string) (bool, error) {
