@@ -26,13 +26,13 @@ type batchState struct {
 	scratch   []byte     // decoded strings of the event being checked
 	bodyCT    containers // where the body's arrays and objects end
 	payloadCT containers // the same for a payload sent as a string
-	buf       []byte     // envelopes, then quarantine records
-	keys      []byte
-	spans     []span
+	recs      []span     // where each record's key and value end in the Result's buffer
 	evSpans   [][2]int // where each event sits in the body
 	problems  problems
 }
 
+// span locates a record in a buffer of records written one after the
+// other, each key followed by its value.
 type span struct{ keyEnd, valEnd int }
 
 // outBuf returns a pooled buffer with room for n bytes.
@@ -203,17 +203,24 @@ func envelopeTail(dst []byte, meta *Meta) []byte {
 	return append(dst, '"')
 }
 
+// recordRoom estimates what a record adds to its event: key, envelope and
+// a filled-in appId. The buffer grows when a batch needs more.
+func recordRoom(meta *Meta, tail []byte) int {
+	return 2*len(meta.AppID) + len(tail) + 160
+}
+
 func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, meta *Meta) *Result {
-	n := len(spans)
-	res := &Result{EventIDs: make([]string, 0, n), pool: &v.outs}
-	st.buf = st.buf[:0]
-	st.keys = st.keys[:0]
-	st.spans = st.spans[:0]
+	res := &Result{pool: &v.outs}
+	st.recs = st.recs[:0]
 	var rejected []int // indexes of invalid events, quarantined after the valid ones
 	var shared [256]byte
 	tail := envelopeTail(shared[:0], meta)
 	var idBuf [36]byte
 
+	// Records are written straight into the buffer the Result owns until
+	// Release, each key followed by its value; records slice into it.
+	res.out = v.outBuf(len(body) + len(spans)*recordRoom(meta, tail))
+	buf := (*res.out)[:0]
 	for i, sp := range spans {
 		ev := body[sp[0]:sp[1]]
 		p := &st.problems
@@ -229,33 +236,32 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 		if id == nil {
 			id = eventID(idBuf[:0], meta, i)
 		}
-		mark := len(st.buf)
-		st.buf = append(st.buf, `{"v":1,"eventId":`...)
-		st.buf = appendString(st.buf, id)
-		st.buf = append(st.buf, tail...)
-		st.buf = append(st.buf, `,"event":`...)
-		evStart := len(st.buf)
-		st.buf = appendEvent(st.buf, ev, &f, meta.AppID)
-		if size := len(st.buf) - evStart; size > v.limits.MaxEventBytes {
-			st.buf = st.buf[:mark]
+		mark := len(buf)
+		buf = append(buf, meta.AppID...)
+		buf = append(buf, '/')
+		if len(f.sessionID) > 0 {
+			buf = append(buf, f.sessionID...)
+		} else {
+			buf = append(buf, id...)
+		}
+		keyEnd := len(buf)
+		buf = append(buf, `{"v":1,"eventId":`...)
+		buf = appendString(buf, id)
+		buf = append(buf, tail...)
+		buf = append(buf, `,"event":`...)
+		evStart := len(buf)
+		buf = appendEvent(buf, ev, &f, meta.AppID)
+		if size := len(buf) - evStart; size > v.limits.MaxEventBytes {
+			buf = buf[:mark]
 			res.Errors = append(res.Errors, FieldError{Index: i, Field: "", Reason: ReasonTooLarge,
 				Message: "event is " + strconv.Itoa(size) + " bytes; at most " + strconv.Itoa(v.limits.MaxEventBytes) + " are allowed (MAX_EVENT_BYTES)"})
 			rejected = append(rejected, i)
 			continue
 		}
-		st.buf = append(st.buf, '}')
-
-		st.keys = append(st.keys, meta.AppID...)
-		st.keys = append(st.keys, '/')
-		if len(f.sessionID) > 0 {
-			st.keys = append(st.keys, f.sessionID...)
-		} else {
-			st.keys = append(st.keys, id...)
-		}
-		st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
-		res.EventIDs = append(res.EventIDs, string(id))
+		buf = append(buf, '}')
+		st.recs = append(st.recs, span{keyEnd: keyEnd, valEnd: len(buf)})
 	}
-	nAccepted := len(st.spans)
+	nAccepted := len(st.recs)
 
 	e := 0
 	for _, i := range rejected {
@@ -264,23 +270,19 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 			e++
 		}
 		st.scratch = st.scratch[:0]
-		st.buf = appendQuarantine(st.buf, body[spans[i][0]:spans[i][1]], i, res.Errors[start:e], tail, meta, idBuf[:0],
+		buf = append(buf, meta.AppID...)
+		keyEnd := len(buf)
+		buf = appendQuarantine(buf, body[spans[i][0]:spans[i][1]], i, res.Errors[start:e], tail, meta, idBuf[:0],
 			walker{&st.bodyCT, &st.scratch}, v.limits.MaxRecordBytes)
-		st.keys = append(st.keys, meta.AppID...)
-		st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
+		st.recs = append(st.recs, span{keyEnd: keyEnd, valEnd: len(buf)})
 	}
+	*res.out = buf
 
-	// One copy out of the scratch space into a buffer the Result owns until
-	// Release; records slice into it.
-	res.out = v.outBuf(len(st.buf) + len(st.keys))
-	out := append(append((*res.out)[:0], st.buf...), st.keys...)
-	*res.out = out
-	vals, keys := out[:len(st.buf)], out[len(st.buf):]
-	msgs := make([]Message, len(st.spans))
-	kStart, vStart := 0, 0
-	for n, s := range st.spans {
-		msgs[n] = Message{Key: keys[kStart:s.keyEnd:s.keyEnd], Value: vals[vStart:s.valEnd:s.valEnd]}
-		kStart, vStart = s.keyEnd, s.valEnd
+	msgs := make([]Message, len(st.recs))
+	from := 0
+	for n, s := range st.recs {
+		msgs[n] = Message{Key: buf[from:s.keyEnd:s.keyEnd], Value: buf[s.keyEnd:s.valEnd:s.valEnd]}
+		from = s.valEnd
 	}
 	res.Accepted = msgs[:nAccepted:nAccepted]
 	res.Quarantined = msgs[nAccepted:]

@@ -167,8 +167,6 @@ type Message struct {
 type Result struct {
 	// Accepted holds the envelopes of valid events, in batch order.
 	Accepted []Message
-	// EventIDs holds the event ID of each accepted message.
-	EventIDs []string
 	// Quarantined holds one quarantine record per invalid event.
 	Quarantined []Message
 	// Errors lists every problem found, ordered by event index.
