@@ -27,7 +27,7 @@ type batchState struct {
 	bodyCT    containers // where the body's arrays and objects end
 	payloadCT containers // the same for a payload sent as a string
 	recs      []span     // where each record's key and value end in the Result's buffer
-	evSpans   [][2]int // where each event sits in the body
+	evSpans   [][2]int   // where each event sits in the body
 	problems  problems
 }
 
