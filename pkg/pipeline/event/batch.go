@@ -90,7 +90,7 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 		return nil, batchErr(BatchInvalid, "", "body is empty; expected a JSON object with an events array")
 	}
 	st := v.states.Get().(*batchState)
-	defer v.states.Put(st)
+	defer v.putState(st)
 	lay, err := scanLayout(body, st.evSpans[:0], &st.bodyCT)
 	if err != nil {
 		return nil, batchErr(BatchInvalid, "", "body is not valid JSON: "+err.Error())
@@ -126,6 +126,14 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 			"holds "+strconv.Itoa(len(lay.spans))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
 	}
 	return v.buildRecords(st, body, lay.spans, &meta), nil
+}
+
+// putState pools st for the next batch, without the record of an
+// unusually large body, which would pin its memory.
+func (v *Validator) putState(st *batchState) {
+	st.bodyCT.trim()
+	st.payloadCT.trim()
+	v.states.Put(st)
 }
 
 // invalidUTF8 returns the offset of the first byte of b that is not part

@@ -16,15 +16,17 @@ import (
 type scanner struct {
 	b     []byte
 	stack [maxDepth]byte
-	slot  [maxDepth]int32 // index in conts of each open container
+	slot  [maxDepth]int32 // index in conts of each open container, -1 if not recorded
 	last  [maxDepth]int32 // index in elems of each open container's latest child
 	depth int
 	// rec asks for the containers and their children to be recorded in
-	// conts and elems, which the caller hands to a containers.
-	rec     bool
-	conts   []container
-	elems   []elem
-	escapes int // backslashes seen in strings so far
+	// conts and elems, which the caller hands to a containers; full is set
+	// once they reach their bounds, after which nothing new is recorded.
+	rec, full          bool
+	conts              []container
+	elems              []elem
+	maxConts, maxElems int
+	escapes            int // backslashes seen in strings so far
 
 	want       bool // the caller wants the layout
 	keyEvents  bool // the root object's current key is "events"
@@ -88,14 +90,21 @@ func strictJSON(b []byte, ct *containers) error {
 
 // record makes the scanner record into ct's storage, grown ahead for a
 // typical document so that the scan seldom stops to grow it.
+//
+// The record is bounded to 1.75 bytes per byte of the document (events
+// like the reference client's need about 1.1), so that a body of tiny
+// values cannot make it many times the body's size. What is not
+// recorded, the walker reads byte by byte.
 func (s *scanner) record(ct *containers) {
 	ct.reset(s.b)
 	s.rec = true
 	s.conts, s.elems = ct.conts, ct.elems
-	if n := len(s.b) / 16; cap(s.elems) < n {
+	s.maxElems = len(s.b)/16 + 64 // 24 bytes each
+	s.maxConts = len(s.b)/64 + 16 // 16 bytes each
+	if n := len(s.b) / 20; cap(s.elems) < n {
 		s.elems = make([]elem, 0, n)
 	}
-	if n := len(s.b) / 64; cap(s.conts) < n {
+	if n := len(s.b) / 80; cap(s.conts) < n {
 		s.conts = make([]container, 0, n)
 	}
 }
@@ -141,8 +150,7 @@ func (s *scanner) run() error {
 			}
 			s.stack[s.depth] = c
 			if s.rec {
-				s.slot[s.depth] = int32(len(s.conts))
-				s.conts = append(s.conts, container{open: int32(i), first: int32(len(s.elems))})
+				s.opened(i)
 			}
 			s.depth++
 			i = s.ws(i + 1)
@@ -180,7 +188,7 @@ func (s *scanner) run() error {
 
 		// After a value: close containers or move to the next element.
 		for {
-			if s.rec && s.depth > 0 {
+			if s.rec && !s.full && s.depth > 0 {
 				s.elems[s.last[s.depth-1]].end = int32(i)
 			}
 			if s.want {
@@ -224,20 +232,41 @@ func (s *scanner) run() error {
 	}
 }
 
+// opened records a container opening at i, at s.depth.
+func (s *scanner) opened(i int) {
+	if !s.full && len(s.conts) >= s.maxConts {
+		s.full = true
+	}
+	if s.full {
+		s.slot[s.depth] = -1
+		return
+	}
+	s.slot[s.depth] = int32(len(s.conts))
+	s.conts = append(s.conts, container{open: int32(i), first: int32(len(s.elems))})
+}
+
 // childStart notes a value starting at i in the open container: an array
 // element gets its own entry; an object member has one since its key.
 func (s *scanner) childStart(i int) {
 	d := s.depth - 1
 	if s.stack[d] == '[' {
-		s.addChild(d, elem{keyStart: -1, keyEnd: -1})
+		s.addChild(d, elem{})
 	}
-	s.elems[s.last[d]].start = int32(i)
+	if !s.full {
+		s.elems[s.last[d]].start = int32(i)
+	}
 }
 
 // addChild appends the entry of a child of the container open at depth d.
 // Its next sibling follows it unless it is a container, whose closing
 // moves next past its descendants.
 func (s *scanner) addChild(d int, e elem) {
+	if !s.full && len(s.elems) >= s.maxElems {
+		s.full = true
+	}
+	if s.full {
+		return
+	}
 	n := int32(len(s.elems))
 	e.next = n + 1
 	s.elems = append(s.elems, e)
@@ -245,13 +274,23 @@ func (s *scanner) addChild(d int, e elem) {
 }
 
 // closed records the container at s.depth ending at i: its children end
-// here, and its own entry, if it is a child, is followed by what follows them.
+// here, and its own entry, if it is a child, is followed by what follows
+// them. A container still open when the record filled up keeps its end
+// but not its children, some of which are missing.
 func (s *scanner) closed(i int) {
-	after := int32(len(s.elems))
-	c := &s.conts[s.slot[s.depth]]
-	c.close, c.after = int32(i), after
+	k := s.slot[s.depth]
+	if k < 0 {
+		return
+	}
+	c := &s.conts[k]
+	c.close = int32(i)
+	if s.full {
+		c.after = -1
+		return
+	}
+	c.after = int32(len(s.elems))
 	if s.depth > 0 {
-		s.elems[s.last[s.depth-1]].next = after
+		s.elems[s.last[s.depth-1]].next = c.after
 	}
 }
 

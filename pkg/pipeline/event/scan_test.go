@@ -97,3 +97,33 @@ func children(ct *containers, v []byte) []string {
 		out = append(out, string(v[start:end]))
 	}
 }
+
+// TestRecordIsBounded: a body of tiny values fills the record before its
+// end; the record stays within its bound, and events past that point are
+// still checked, read byte by byte.
+func TestRecordIsBounded(t *testing.T) {
+	bad := rr(`{"request":{"intentId":7},"response":{"displays":[{"items":[{"title":"ok"},{"token":[]}]}]}}`)
+	body := []byte(`{"events":[{"type":"X","name":"pad","pad":[` + strings.Repeat("0,", 20000) + `0]},` +
+		rr(`{"request":{},"response":{}}`) + `,` + bad + `]}`)
+	var ct containers
+	if _, err := scanLayout(body, nil, &ct); err != nil {
+		t.Fatal(err)
+	}
+	if size := 24*len(ct.elems) + 16*len(ct.conts); size > 2*len(body) {
+		t.Errorf("record of %d bytes for a body of %d", size, len(body))
+	}
+	if ct.conts[len(ct.conts)-1].after >= 0 {
+		t.Fatal("the record did not fill up; the test does not test the fallback")
+	}
+	res, err := NewValidator(Limits{}).ProcessBatch(body, testMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []FieldError{
+		{Index: 2, Field: "payload.request.intentId", Reason: ReasonWrongType, Message: "must be a string or null, got number"},
+		{Index: 2, Field: "payload.response.displays[0].items[1].token", Reason: ReasonWrongType, Message: "must be a string or null, got array"},
+	}
+	if len(res.Accepted) != 2 || !slices.Equal(res.Errors, want) {
+		t.Errorf("accepted %d, errors %+v; want 2 and %+v", len(res.Accepted), res.Errors, want)
+	}
+}

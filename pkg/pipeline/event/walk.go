@@ -51,13 +51,15 @@ type containers struct {
 type container struct {
 	open, close int32 // offsets of the opening bracket and just past the closing one
 	first       int32 // index in elems of the first child
-	after       int32 // index in elems past the last descendant
+	// after is the index in elems past the last descendant, or -1 when
+	// the children were not all recorded.
+	after int32
 }
 
 // elem is a member of an object or an element of an array, by offsets in
 // the document.
 type elem struct {
-	keyStart, keyEnd int32 // the key with its quotes; -1 for array elements
+	keyStart, keyEnd int32 // the key with its quotes; unset for array elements
 	start, end       int32 // the value
 	next             int32 // index of the next sibling, past this one's descendants
 	escaped          bool  // the key holds escapes
@@ -65,6 +67,18 @@ type elem struct {
 
 func (c *containers) reset(doc []byte) {
 	c.doc, c.conts, c.elems, c.next = doc, c.conts[:0], c.elems[:0], 0
+}
+
+// maxPooledElems bounds the record a pooled containers keeps: that of a
+// body of a few MiB.
+const maxPooledElems = 100_000
+
+// trim forgets the document and drops a record too large to keep.
+func (c *containers) trim() {
+	c.doc = nil
+	if cap(c.elems) > maxPooledElems {
+		c.conts, c.elems = nil, nil
+	}
 }
 
 // find returns the index of the container at b[i], where b is a part of
@@ -168,7 +182,7 @@ type members struct {
 
 func newMembers(c *containers, obj []byte) members {
 	m := members{c: c, b: obj, i: 1}
-	if k, base := c.find(obj, 0); k >= 0 {
+	if k, base := c.find(obj, 0); k >= 0 && c.conts[k].after >= 0 {
 		m.indexed, m.k, m.after, m.base = true, c.conts[k].first, c.conts[k].after, int32(base)
 	}
 	return m
@@ -214,7 +228,7 @@ type elements struct {
 
 func newElements(c *containers, arr []byte) elements {
 	e := elements{c: c, b: arr, i: 1}
-	if k, base := c.find(arr, 0); k >= 0 {
+	if k, base := c.find(arr, 0); k >= 0 && c.conts[k].after >= 0 {
 		e.indexed, e.k, e.after, e.base = true, c.conts[k].first, c.conts[k].after, int32(base)
 	}
 	return e
