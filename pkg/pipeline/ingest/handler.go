@@ -74,7 +74,8 @@ const (
 	// BodyAllowance is the part of each body MaxBodyMemory does not count.
 	BodyAllowance = 64 << 10
 	// MemoryPerBodyByte is what a body byte costs until its answer: the
-	// body, the envelopes built from it and the records' own buffer.
+	// body, the validator's record of where its values lie (about one
+	// byte per body byte) and the records built from it.
 	MemoryPerBodyByte    = 3
 	maxIdempotencyKeyLen = 256
 )
