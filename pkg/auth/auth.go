@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,10 +46,37 @@ type Target struct {
 	AppID          string
 }
 
-// Error is an authentication or authorization failure with the HTTP status
-// it deserves.
+// Kind classifies an Error, so that each edge (HTTP status, GraphQL code)
+// answers it its own way.
+type Kind int
+
+// Kinds of Error.
+const (
+	// Unauthenticated: no token, or one that is malformed, unknown or
+	// revoked.
+	Unauthenticated Kind = iota + 1
+	// Forbidden: the token may not act for the app asked for.
+	Forbidden
+	// Invalid: the request does not say what it needs to, such as the app
+	// an organization token acts for.
+	Invalid
+	// Unavailable: the store that decides could not be asked; a retry may
+	// succeed.
+	Unavailable
+)
+
+var kindNames = [...]string{Unauthenticated: "unauthenticated", Forbidden: "forbidden", Invalid: "invalid", Unavailable: "unavailable"}
+
+func (k Kind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Error is an authentication or authorization failure.
 type Error struct {
-	Status  int
+	Kind    Kind
 	Message string
 	Err     error
 }
@@ -62,8 +90,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// The message of a 401 is what the reference client recognises.
-func unauthorized() *Error { return &Error{Status: http.StatusUnauthorized, Message: "Unauthorized"} }
+// The message of an unauthenticated request is what the reference client
+// recognises.
+func unauthorized() *Error { return &Error{Kind: Unauthenticated, Message: "Unauthorized"} }
 
 // Authenticator checks bearer tokens against the store through a cache, so
 // the request path does not reach the database on every request.
@@ -168,7 +197,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, h http.Header) (Princi
 	}
 	tok, found, err := getCached(ctx, a, a.tokens, "t:"+id, id, a.store.Token)
 	if err != nil {
-		return Principal{}, &Error{Status: http.StatusServiceUnavailable, Message: "token store unavailable", Err: err}
+		return Principal{}, &Error{Kind: Unavailable, Message: "token store unavailable", Err: err}
 	}
 	// The hash comparison runs even for unknown IDs so that timing does not
 	// tell a known ID from an unknown one.
@@ -194,27 +223,27 @@ func (a *Authenticator) Resolve(ctx context.Context, p Principal, appIDParam str
 				// Not echoed: it may be as long as the request line.
 				msg = fmt.Sprintf("this token is for app %q and cannot act for another app", p.AppID)
 			}
-			return Target{}, &Error{Status: http.StatusForbidden, Message: msg}
+			return Target{}, &Error{Kind: Forbidden, Message: msg}
 		}
 		return t, nil
 	}
 	if appIDParam == "" {
-		return Target{}, &Error{Status: http.StatusBadRequest, Message: "appId query parameter is required with an organization token"}
+		return Target{}, &Error{Kind: Invalid, Message: "appId query parameter is required with an organization token"}
 	}
 	if !PossibleID(appIDParam) {
 		// Answered as an unknown app is, without asking the store: no app
 		// can have this ID, PostgreSQL refuses NUL and invalid UTF-8
 		// outright, and the negative cache must not hold long keys.
-		return Target{}, &Error{Status: http.StatusForbidden, Message: "appId is not an app of this token's organization"}
+		return Target{}, &Error{Kind: Forbidden, Message: "appId is not an app of this token's organization"}
 	}
 	app, found, err := getCached(ctx, a, a.apps, "a:"+appIDParam, appIDParam, a.store.App)
 	if err != nil {
-		return Target{}, &Error{Status: http.StatusServiceUnavailable, Message: "content store unavailable", Err: err}
+		return Target{}, &Error{Kind: Unavailable, Message: "content store unavailable", Err: err}
 	}
 	// An app of another organization is answered like a missing one, so the
 	// answer does not tell which app IDs exist.
 	if !found || app.OrganizationID != p.OrganizationID {
-		return Target{}, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf("app %q is not an app of this token's organization", appIDParam)}
+		return Target{}, &Error{Kind: Forbidden, Message: fmt.Sprintf("app %q is not an app of this token's organization", appIDParam)}
 	}
 	t.AppID = app.ID
 	return t, nil

@@ -160,8 +160,8 @@ func TestAuthenticateHeaderChoice(t *testing.T) {
 			switch {
 			case tc.app == "":
 				var ae *Error
-				if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
-					t.Errorf("Authenticate = %+v, %v; want 401", p, err)
+				if !errors.As(err, &ae) || ae.Kind != Unauthenticated {
+					t.Errorf("Authenticate = %+v, %v; want unauthenticated", p, err)
 				}
 			case err != nil || p.AppID != strings.TrimPrefix(tc.app, "-") || p.OrganizationID != "o1":
 				t.Errorf("Authenticate = %+v, %v; want app %q", p, err, tc.app)
@@ -201,7 +201,7 @@ func TestAuthenticateCachesAndRevokes(t *testing.T) {
 	clock = clock.Add(2 * time.Second)
 	_, err = a.Authenticate(ctx, header(toks["app"]))
 	var ae *Error
-	if !errors.As(err, &ae) || ae.Status != 401 || ae.Message != "Unauthorized" {
+	if !errors.As(err, &ae) || ae.Kind != Unauthenticated || ae.Message != "Unauthorized" {
 		t.Errorf("revoked token after TTL: %v", err)
 	}
 
@@ -229,8 +229,8 @@ func TestAuthenticateStoreDown(t *testing.T) {
 	a, _ := NewAuthenticator(s, Options{})
 	_, err := a.Authenticate(context.Background(), header(toks["app"]))
 	var ae *Error
-	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable {
-		t.Fatalf("store down: %v, want a 503 error", err)
+	if !errors.As(err, &ae) || ae.Kind != Unavailable {
+		t.Fatalf("store down: %v, want an unavailable error", err)
 	}
 	s.fail.Store(false)
 	if _, err := a.Authenticate(context.Background(), header(toks["app"])); err != nil {
@@ -272,28 +272,28 @@ func TestResolve(t *testing.T) {
 		p       Principal
 		param   string
 		wantApp string
-		status  int
+		kind    Kind
 	}{
 		{"app token", appP, "", "a1", 0},
 		{"app token naming itself", appP, "a1", "a1", 0},
-		{"app token naming another app", appP, "a2", "", 403},
+		{"app token naming another app", appP, "a2", "", Forbidden},
 		{"org token", orgP, "a2", "a2", 0},
-		{"org token without appId", orgP, "", "", 400},
-		{"org token foreign app", orgP, "b1", "", 403},
-		{"org token unknown app", orgP, "zz", "", 403},
+		{"org token without appId", orgP, "", "", Invalid},
+		{"org token foreign app", orgP, "b1", "", Forbidden},
+		{"org token unknown app", orgP, "zz", "", Forbidden},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := a.Resolve(ctx, tc.p, tc.param)
-			if tc.status == 0 {
+			if tc.kind == 0 {
 				if err != nil || got.AppID != tc.wantApp || got.OrganizationID != "o1" {
 					t.Errorf("Resolve = %+v, %v", got, err)
 				}
 				return
 			}
 			var ae *Error
-			if !errors.As(err, &ae) || ae.Status != tc.status {
-				t.Errorf("Resolve err = %v, want status %d", err, tc.status)
+			if !errors.As(err, &ae) || ae.Kind != tc.kind {
+				t.Errorf("Resolve err = %v, want %s", err, tc.kind)
 			}
 		})
 	}
@@ -319,8 +319,8 @@ func TestResolveRefusesImpossibleAppIDs(t *testing.T) {
 		for _, id := range []string{"a\x00b", "\xff", strings.Repeat("x", 5000), "a/b"} {
 			_, err := a.Resolve(context.Background(), p, id)
 			var ae *Error
-			if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || strings.Contains(ae.Message, id) {
-				t.Errorf("Resolve(%+v, %.20q): %v; want 403 without the ID", p, id, err)
+			if !errors.As(err, &ae) || ae.Kind != Forbidden || strings.Contains(ae.Message, id) {
+				t.Errorf("Resolve(%+v, %.20q): %v; want forbidden without the ID", p, id, err)
 			}
 		}
 	}
@@ -331,7 +331,7 @@ func TestResolveRefusesImpossibleAppIDs(t *testing.T) {
 
 // TestAuthenticateOutageGrace: tokens looked up before the store became
 // unreachable keep working for the grace past their TTL, revoked ones stay
-// refused, and after the grace the outage shows as 503.
+// refused, and after the grace the outage shows as unavailable.
 func TestAuthenticateOutageGrace(t *testing.T) {
 	s, toks := newFixture(t)
 	var mu sync.Mutex
@@ -352,44 +352,45 @@ func TestAuthenticateOutageGrace(t *testing.T) {
 	}
 
 	s.fail.Store(true)
-	status := func(tok string) int {
+	// kind is 0 for an accepted token, -1 for an error of another type.
+	kind := func(tok string) Kind {
 		_, err := a.Authenticate(ctx, header(tok))
 		var ae *Error
 		switch {
 		case err == nil:
-			return 200
+			return 0
 		case errors.As(err, &ae):
-			return ae.Status
+			return ae.Kind
 		}
 		return -1
 	}
 	advance(15 * time.Second)
-	if got := status(toks["app"]); got != 200 {
-		t.Errorf("past the TTL, within the grace: %d", got)
+	if got := kind(toks["app"]); got != 0 {
+		t.Errorf("past the TTL, within the grace: %s", got)
 	}
 	// Right after a failed lookup the store is not asked again.
 	before := s.calls.Load()
-	if got := status(toks["app"]); got != 200 || s.calls.Load() != before {
-		t.Errorf("right after a failed lookup: %d, %d more lookups", got, s.calls.Load()-before)
+	if got := kind(toks["app"]); got != 0 || s.calls.Load() != before {
+		t.Errorf("right after a failed lookup: %s, %d more lookups", got, s.calls.Load()-before)
 	}
 	for _, tc := range []struct {
 		after       time.Duration
 		tok         string
-		want        int
+		want        Kind
 		description string
 	}{
-		{0, revoked, 401, "a revoked token stays refused"},
-		{0, toks["org"], 503, "a token never looked up cannot be checked"},
-		{26 * time.Second, toks["app"], 503, "past the TTL and the grace"},
+		{0, revoked, Unauthenticated, "a revoked token stays refused"},
+		{0, toks["org"], Unavailable, "a token never looked up cannot be checked"},
+		{26 * time.Second, toks["app"], Unavailable, "past the TTL and the grace"},
 	} {
 		advance(tc.after)
-		if got := status(tc.tok); got != tc.want {
-			t.Errorf("%s: %d, want %d", tc.description, got, tc.want)
+		if got := kind(tc.tok); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.description, got, tc.want)
 		}
 	}
 	s.fail.Store(false)
-	if got := status(toks["app"]); got != 200 {
-		t.Errorf("store back: %d", got)
+	if got := kind(toks["app"]); got != 0 {
+		t.Errorf("store back: %s", got)
 	}
 }
 

@@ -3,7 +3,6 @@ package graphql
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/graphql-go/graphql/gqlerrors"
 	"github.com/graphql-go/graphql/language/ast"
@@ -83,12 +82,12 @@ func fromAuth(err error) error {
 	if !errors.As(err, &ae) {
 		return errorf(CodeUnavailable, "", "the content store is unavailable; try again later")
 	}
-	switch ae.Status {
-	case http.StatusBadRequest:
+	switch ae.Kind {
+	case auth.Invalid:
 		return errorf(CodeBadAppID, "appId", "%s", ae.Message)
-	case http.StatusForbidden:
+	case auth.Forbidden:
 		return errorf(CodeForbidden, "appId", "%s", ae.Message)
-	case http.StatusUnauthorized:
+	case auth.Unauthenticated:
 		return errorf(CodeUnauthenticated, "", "Unauthorized")
 	}
 	return errorf(CodeUnavailable, "", "the content store is unavailable; try again later")

@@ -93,7 +93,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p, err := h.authn.Authenticate(r.Context(), r.Header)
 	if err != nil {
 		var ae *auth.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+		if errors.As(err, &ae) && ae.Kind == auth.Unauthenticated {
 			writeError(w, http.StatusUnauthorized, errorf(CodeUnauthenticated, "", "Unauthorized"))
 			return
 		}

@@ -3,7 +3,6 @@ package event
 import (
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"sync"
@@ -27,13 +26,13 @@ type batchState struct {
 	scratch   []byte     // decoded strings of the event being checked
 	bodyCT    containers // where the body's arrays and objects end
 	payloadCT containers // the same for a payload sent as a string
-	buf       []byte     // envelopes, then quarantine records
-	keys      []byte
-	spans     []span
-	evSpans   [][2]int // where each event sits in the body
+	recs      []span     // where each record's key and value end in the Result's buffer
+	evSpans   [][2]int   // where each event sits in the body
 	problems  problems
 }
 
+// span locates a record in a buffer of records written one after the
+// other, each key followed by its value.
 type span struct{ keyEnd, valEnd int }
 
 // outBuf returns a pooled buffer with room for n bytes.
@@ -79,8 +78,8 @@ func NewValidator(l Limits) *Validator {
 // Limits returns the limits in force.
 func (v *Validator) Limits() Limits { return v.limits }
 
-func batchErr(status int, field, msg string) *BatchError {
-	return &BatchError{Status: status, Field: field, Message: msg}
+func batchErr(kind BatchErrorKind, field, msg string) *BatchError {
+	return &BatchError{Kind: kind, Field: field, Message: msg}
 }
 
 // ProcessBatch validates a request body and builds the Kafka records of its
@@ -88,13 +87,13 @@ func batchErr(status int, field, msg string) *BatchError {
 // every event ends up either accepted or quarantined with its reasons.
 func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 	if len(body) == 0 {
-		return nil, batchErr(http.StatusBadRequest, "", "body is empty; expected a JSON object with an events array")
+		return nil, batchErr(BatchInvalid, "", "body is empty; expected a JSON object with an events array")
 	}
 	st := v.states.Get().(*batchState)
-	defer v.states.Put(st)
+	defer v.putState(st)
 	lay, err := scanLayout(body, st.evSpans[:0], &st.bodyCT)
 	if err != nil {
-		return nil, batchErr(http.StatusBadRequest, "", "body is not valid JSON: "+err.Error())
+		return nil, batchErr(BatchInvalid, "", "body is not valid JSON: "+err.Error())
 	}
 	if lay.spans != nil {
 		st.evSpans = lay.spans
@@ -104,29 +103,37 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 		if !lay.escaped {
 			msg += inEvent(lay.spans, at)
 		}
-		return nil, batchErr(http.StatusBadRequest, "", msg)
+		return nil, batchErr(BatchInvalid, "", msg)
 	}
 	root := body[skipWS(body, 0):]
 	if root[0] != '{' {
-		return nil, batchErr(http.StatusBadRequest, "", "body must be a JSON object with an events array, got "+typeName(root))
+		return nil, batchErr(BatchInvalid, "", "body must be a JSON object with an events array, got "+typeName(root))
 	}
 	if lay.escaped {
 		lay = rootLayout(body, len(body)-len(root), st)
 	}
 	switch {
 	case lay.eventsKeys == 0:
-		return nil, batchErr(http.StatusBadRequest, "events", "is required")
+		return nil, batchErr(BatchInvalid, "events", "is required")
 	case lay.eventsKeys > 1:
-		return nil, batchErr(http.StatusBadRequest, "events", "appears more than once in the body")
+		return nil, batchErr(BatchInvalid, "events", "appears more than once in the body")
 	case lay.events[0] != '[':
-		return nil, batchErr(http.StatusBadRequest, "events", "must be an array, got "+typeName(lay.events))
+		return nil, batchErr(BatchInvalid, "events", "must be an array, got "+typeName(lay.events))
 	case len(lay.spans) == 0:
-		return nil, batchErr(http.StatusBadRequest, "events", "must hold at least 1 event")
+		return nil, batchErr(BatchInvalid, "events", "must hold at least 1 event")
 	case len(lay.spans) > v.limits.MaxEvents:
-		return nil, batchErr(http.StatusRequestEntityTooLarge, "events",
+		return nil, batchErr(BatchTooLarge, "events",
 			"holds "+strconv.Itoa(len(lay.spans))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
 	}
 	return v.buildRecords(st, body, lay.spans, &meta), nil
+}
+
+// putState pools st for the next batch, without the record of an
+// unusually large body, which would pin its memory.
+func (v *Validator) putState(st *batchState) {
+	st.bodyCT.trim()
+	st.payloadCT.trim()
+	v.states.Put(st)
 }
 
 // invalidUTF8 returns the offset of the first byte of b that is not part
@@ -204,17 +211,24 @@ func envelopeTail(dst []byte, meta *Meta) []byte {
 	return append(dst, '"')
 }
 
+// recordRoom estimates what a record adds to its event: key, envelope and
+// a filled-in appId. The buffer grows when a batch needs more.
+func recordRoom(meta *Meta, tail []byte) int {
+	return 2*len(meta.AppID) + len(tail) + 160
+}
+
 func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, meta *Meta) *Result {
-	n := len(spans)
-	res := &Result{EventIDs: make([]string, 0, n), pool: &v.outs}
-	st.buf = st.buf[:0]
-	st.keys = st.keys[:0]
-	st.spans = st.spans[:0]
+	res := &Result{pool: &v.outs}
+	st.recs = st.recs[:0]
 	var rejected []int // indexes of invalid events, quarantined after the valid ones
 	var shared [256]byte
 	tail := envelopeTail(shared[:0], meta)
 	var idBuf [36]byte
 
+	// Records are written straight into the buffer the Result owns until
+	// Release, each key followed by its value; records slice into it.
+	res.out = v.outBuf(len(body) + len(spans)*recordRoom(meta, tail))
+	buf := (*res.out)[:0]
 	for i, sp := range spans {
 		ev := body[sp[0]:sp[1]]
 		p := &st.problems
@@ -230,33 +244,32 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 		if id == nil {
 			id = eventID(idBuf[:0], meta, i)
 		}
-		mark := len(st.buf)
-		st.buf = append(st.buf, `{"v":1,"eventId":`...)
-		st.buf = appendString(st.buf, id)
-		st.buf = append(st.buf, tail...)
-		st.buf = append(st.buf, `,"event":`...)
-		evStart := len(st.buf)
-		st.buf = appendEvent(st.buf, ev, &f, meta.AppID)
-		if size := len(st.buf) - evStart; size > v.limits.MaxEventBytes {
-			st.buf = st.buf[:mark]
+		mark := len(buf)
+		buf = append(buf, meta.AppID...)
+		buf = append(buf, '/')
+		if len(f.sessionID) > 0 {
+			buf = append(buf, f.sessionID...)
+		} else {
+			buf = append(buf, id...)
+		}
+		keyEnd := len(buf)
+		buf = append(buf, `{"v":1,"eventId":`...)
+		buf = appendString(buf, id)
+		buf = append(buf, tail...)
+		buf = append(buf, `,"event":`...)
+		evStart := len(buf)
+		buf = appendEvent(buf, ev, &f, meta.AppID)
+		if size := len(buf) - evStart; size > v.limits.MaxEventBytes {
+			buf = buf[:mark]
 			res.Errors = append(res.Errors, FieldError{Index: i, Field: "", Reason: ReasonTooLarge,
 				Message: "event is " + strconv.Itoa(size) + " bytes; at most " + strconv.Itoa(v.limits.MaxEventBytes) + " are allowed (MAX_EVENT_BYTES)"})
 			rejected = append(rejected, i)
 			continue
 		}
-		st.buf = append(st.buf, '}')
-
-		st.keys = append(st.keys, meta.AppID...)
-		st.keys = append(st.keys, '/')
-		if len(f.sessionID) > 0 {
-			st.keys = append(st.keys, f.sessionID...)
-		} else {
-			st.keys = append(st.keys, id...)
-		}
-		st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
-		res.EventIDs = append(res.EventIDs, string(id))
+		buf = append(buf, '}')
+		st.recs = append(st.recs, span{keyEnd: keyEnd, valEnd: len(buf)})
 	}
-	nAccepted := len(st.spans)
+	nAccepted := len(st.recs)
 
 	e := 0
 	for _, i := range rejected {
@@ -265,23 +278,19 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 			e++
 		}
 		st.scratch = st.scratch[:0]
-		st.buf = appendQuarantine(st.buf, body[spans[i][0]:spans[i][1]], i, res.Errors[start:e], tail, meta, idBuf[:0],
+		buf = append(buf, meta.AppID...)
+		keyEnd := len(buf)
+		buf = appendQuarantine(buf, body[spans[i][0]:spans[i][1]], i, res.Errors[start:e], tail, meta, idBuf[:0],
 			walker{&st.bodyCT, &st.scratch}, v.limits.MaxRecordBytes)
-		st.keys = append(st.keys, meta.AppID...)
-		st.spans = append(st.spans, span{keyEnd: len(st.keys), valEnd: len(st.buf)})
+		st.recs = append(st.recs, span{keyEnd: keyEnd, valEnd: len(buf)})
 	}
+	*res.out = buf
 
-	// One copy out of the scratch space into a buffer the Result owns until
-	// Release; records slice into it.
-	res.out = v.outBuf(len(st.buf) + len(st.keys))
-	out := append(append((*res.out)[:0], st.buf...), st.keys...)
-	*res.out = out
-	vals, keys := out[:len(st.buf)], out[len(st.buf):]
-	msgs := make([]Message, len(st.spans))
-	kStart, vStart := 0, 0
-	for n, s := range st.spans {
-		msgs[n] = Message{Key: keys[kStart:s.keyEnd:s.keyEnd], Value: vals[vStart:s.valEnd:s.valEnd]}
-		kStart, vStart = s.keyEnd, s.valEnd
+	msgs := make([]Message, len(st.recs))
+	from := 0
+	for n, s := range st.recs {
+		msgs[n] = Message{Key: buf[from:s.keyEnd:s.keyEnd], Value: buf[s.keyEnd:s.valEnd:s.valEnd]}
+		from = s.valEnd
 	}
 	res.Accepted = msgs[:nAccepted:nAccepted]
 	res.Quarantined = msgs[nAccepted:]

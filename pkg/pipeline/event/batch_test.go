@@ -18,23 +18,23 @@ func TestProcessBatchBatchErrors(t *testing.T) {
 	v := NewValidator(Limits{MaxEvents: 3})
 	cases := []struct {
 		name, body   string
-		status       int
+		kind         BatchErrorKind
 		field, inMsg string
 	}{
-		{"empty body", ``, 400, "", "body is empty"},
-		{"not json", `{"events":[`, 400, "", "not valid JSON"},
-		{"NaN", `{"events":[{"type":"REQUEST","name":"x","n":NaN}]}`, 400, "", "not valid JSON"},
-		{"trailing garbage", `{"events":[]} x`, 400, "", "not valid JSON"},
-		{"control char", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"a\x01\"}]}", 400, "", "not valid JSON"},
-		{"invalid utf8", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"\xff\"}]}", 400, "", "UTF-8"},
-		{"array body", `[]`, 400, "", "got array"},
-		{"missing events", `{"event":[]}`, 400, "events", "is required"},
-		{"events object", `{"events":{}}`, 400, "events", "must be an array, got object"},
-		{"events null", `{"events":null}`, 400, "events", "got null"},
-		{"empty events", `{"events":[]}`, 400, "events", "at least 1"},
-		{"duplicate events", `{"events":[{}],"events":[{}]}`, 400, "events", "more than once"},
-		{"too many", `{"events":[{},{},{},{}]}`, 413, "events", "holds 4 events; at most 3"},
-		{"deep nesting", `{"events":[` + strings.Repeat("[", 400) + strings.Repeat("]", 400) + `]}`, 400, "", "not valid JSON"},
+		{"empty body", ``, BatchInvalid, "", "body is empty"},
+		{"not json", `{"events":[`, BatchInvalid, "", "not valid JSON"},
+		{"NaN", `{"events":[{"type":"REQUEST","name":"x","n":NaN}]}`, BatchInvalid, "", "not valid JSON"},
+		{"trailing garbage", `{"events":[]} x`, BatchInvalid, "", "not valid JSON"},
+		{"control char", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"a\x01\"}]}", BatchInvalid, "", "not valid JSON"},
+		{"invalid utf8", "{\"events\":[{\"type\":\"REQUEST\",\"name\":\"\xff\"}]}", BatchInvalid, "", "UTF-8"},
+		{"array body", `[]`, BatchInvalid, "", "got array"},
+		{"missing events", `{"event":[]}`, BatchInvalid, "events", "is required"},
+		{"events object", `{"events":{}}`, BatchInvalid, "events", "must be an array, got object"},
+		{"events null", `{"events":null}`, BatchInvalid, "events", "got null"},
+		{"empty events", `{"events":[]}`, BatchInvalid, "events", "at least 1"},
+		{"duplicate events", `{"events":[{}],"events":[{}]}`, BatchInvalid, "events", "more than once"},
+		{"too many", `{"events":[{},{},{},{}]}`, BatchTooLarge, "events", "holds 4 events; at most 3"},
+		{"deep nesting", `{"events":[` + strings.Repeat("[", 400) + strings.Repeat("]", 400) + `]}`, BatchInvalid, "", "not valid JSON"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,8 +43,8 @@ func TestProcessBatchBatchErrors(t *testing.T) {
 			if !ok {
 				t.Fatalf("err = %v (%T), want *BatchError", err, err)
 			}
-			if be.Status != tc.status || be.Field != tc.field || !strings.Contains(be.Message, tc.inMsg) {
-				t.Errorf("got %d %q %q, want %d %q containing %q", be.Status, be.Field, be.Message, tc.status, tc.field, tc.inMsg)
+			if be.Kind != tc.kind || be.Field != tc.field || !strings.Contains(be.Message, tc.inMsg) {
+				t.Errorf("got %s %q %q, want %s %q containing %q", be.Kind, be.Field, be.Message, tc.kind, tc.field, tc.inMsg)
 			}
 		})
 	}
@@ -275,9 +275,6 @@ func TestProcessBatchEnvelope(t *testing.T) {
 		if envs[i].V != 1 || envs[i].AppID != "app-1" || envs[i].OrganizationID != "org-1" || envs[i].ReceivedAt != "2026-11-21T10:00:00.123Z" {
 			t.Errorf("envelope %d: %s", i, m.Value)
 		}
-		if envs[i].EventID != res.EventIDs[i] {
-			t.Errorf("event ID %q, EventIDs[%d] = %q", envs[i].EventID, i, res.EventIDs[i])
-		}
 		if events[i]["appId"] != "app-1" {
 			t.Errorf("event %d appId = %v, want filled in", i, events[i]["appId"])
 		}
@@ -285,14 +282,14 @@ func TestProcessBatchEnvelope(t *testing.T) {
 	if got := string(res.Accepted[0].Key); got != "app-1/s1" {
 		t.Errorf("key 0 = %q", got)
 	}
-	if got := string(res.Accepted[2].Key); got != "app-1/"+res.EventIDs[2] {
+	if got := string(res.Accepted[2].Key); got != "app-1/"+envs[2].EventID {
 		t.Errorf("key without session = %q", got)
 	}
-	if res.EventIDs[1] != "client-id-1" {
-		t.Errorf("client event ID not kept: %q", res.EventIDs[1])
+	if envs[1].EventID != "client-id-1" {
+		t.Errorf("client event ID not kept: %q", envs[1].EventID)
 	}
-	if len(res.EventIDs[0]) != 36 || res.EventIDs[0][14] != '8' {
-		t.Errorf("derived ID %q is not a version 8 UUID", res.EventIDs[0])
+	if id := envs[0].EventID; len(id) != 36 || id[14] != '8' {
+		t.Errorf("derived ID %q is not a version 8 UUID", id)
 	}
 	if events[0]["isNewSession"] != true || fmt.Sprint(events[0]["custom"]) != "map[a:[1 2500 <nil>]]" {
 		t.Errorf("unknown fields not kept: %v", events[0])
@@ -310,27 +307,44 @@ func TestProcessBatchEnvelope(t *testing.T) {
 	}
 }
 
+// acceptedIDs reads the event ID of each accepted record from its envelope.
+func acceptedIDs(t testing.TB, res *Result) []string {
+	t.Helper()
+	ids := make([]string, len(res.Accepted))
+	for i, m := range res.Accepted {
+		var env struct {
+			EventID string `json:"eventId"`
+		}
+		if err := json.Unmarshal(m.Value, &env); err != nil {
+			t.Fatalf("envelope %d: %v\n%s", i, err, m.Value)
+		}
+		ids[i] = env.EventID
+	}
+	return ids
+}
+
 func TestProcessBatchIDs(t *testing.T) {
 	v := NewValidator(Limits{})
 	body := []byte(`{"events":[{"type":"REQUEST","name":"a"},{"type":"REQUEST","name":"a"}]}`)
-	a, _ := v.ProcessBatch(body, testMeta)
-	b, _ := v.ProcessBatch(body, testMeta)
-	if a.EventIDs[0] != b.EventIDs[0] || a.EventIDs[1] != b.EventIDs[1] {
-		t.Errorf("retry changed IDs: %v vs %v", a.EventIDs, b.EventIDs)
+	ra, _ := v.ProcessBatch(body, testMeta)
+	rb, _ := v.ProcessBatch(body, testMeta)
+	a, b := acceptedIDs(t, ra), acceptedIDs(t, rb)
+	if !slices.Equal(a, b) {
+		t.Errorf("retry changed IDs: %v vs %v", a, b)
 	}
-	if a.EventIDs[0] == a.EventIDs[1] {
+	if a[0] == a[1] {
 		t.Error("two events of one batch share an ID")
 	}
 	other := testMeta
 	other.IDSeed = "other"
 	c, _ := v.ProcessBatch(body, other)
-	if c.EventIDs[0] == a.EventIDs[0] {
+	if acceptedIDs(t, c)[0] == a[0] {
 		t.Error("another batch seed gave the same ID")
 	}
 	otherApp := testMeta
 	otherApp.AppID = "app-2"
 	d, _ := v.ProcessBatch(body, otherApp)
-	if d.EventIDs[0] == a.EventIDs[0] {
+	if acceptedIDs(t, d)[0] == a[0] {
 		t.Error("another app gave the same ID")
 	}
 }
@@ -464,8 +478,8 @@ func TestEventIDsFromMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	derived := string(deriveID(nil, &meta, 1))
-	if want := []string{"kept-0", derived, "own"}; !slices.Equal(res.EventIDs, want) {
-		t.Errorf("event IDs %q, want %q", res.EventIDs, want)
+	if got, want := acceptedIDs(t, res), []string{"kept-0", derived, "own"}; !slices.Equal(got, want) {
+		t.Errorf("event IDs %q, want %q", got, want)
 	}
 	if !strings.Contains(string(res.Quarantined[0].Value), `"eventId":"`+string(deriveID(nil, &meta, 3))+`"`) {
 		t.Errorf("quarantine record %s", res.Quarantined[0].Value)
@@ -553,7 +567,7 @@ func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 	} {
 		_, err := v.ProcessBatch([]byte(body), testMeta)
 		be, ok := err.(*BatchError)
-		if !ok || be.Status != http.StatusBadRequest || !strings.Contains(be.Message, "deeper than 128 levels") {
+		if !ok || be.Kind != BatchInvalid || !strings.Contains(be.Message, "deeper than 128 levels") {
 			t.Errorf("deep body: %v", err)
 		}
 	}

@@ -75,7 +75,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 		got = append(got, rowOf(&b, i))
 	}
 	l := got[0]
-	if l.EventID != res.EventIDs[0] || l.AppID != "app-1" || l.OrganizationID != "org-1" || l.Type != "REQUEST" || l.Name != "LAUNCH_REQUEST" ||
+	if l.EventID != acceptedIDs(t, res)[0] || l.AppID != "app-1" || l.OrganizationID != "org-1" || l.Type != "REQUEST" || l.Name != "LAUNCH_REQUEST" ||
 		l.SessionID != "s1" || l.UserID != "u1" || l.Channel != "web" || l.Platform != "stentor" || l.SelectedHandler != "Launch" ||
 		l.CurrentHandler != "Launch" || l.Environment != "prod" {
 		t.Errorf("launch row %+v", l)

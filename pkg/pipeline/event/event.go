@@ -4,6 +4,7 @@ package event
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -122,10 +123,31 @@ func Reasons() []string {
 		ReasonDuplicateKey, ReasonAppMismatch, ReasonTypeNotAllowed, ReasonTooLarge}
 }
 
+// BatchErrorKind says why a batch was refused whole.
+type BatchErrorKind int
+
+// Kinds of BatchError.
+const (
+	// BatchInvalid: the body is not a JSON object with a non-empty events
+	// array.
+	BatchInvalid BatchErrorKind = iota + 1
+	// BatchTooLarge: the batch holds more events than allowed.
+	BatchTooLarge
+)
+
+func (k BatchErrorKind) String() string {
+	switch k {
+	case BatchInvalid:
+		return "invalid"
+	case BatchTooLarge:
+		return "too large"
+	}
+	return "BatchErrorKind(" + strconv.Itoa(int(k)) + ")"
+}
+
 // BatchError rejects a whole batch before any event is looked at.
 type BatchError struct {
-	// Status is the HTTP status the batch deserves (400 or 413).
-	Status  int
+	Kind    BatchErrorKind
 	Field   string
 	Message string
 }
@@ -145,8 +167,6 @@ type Message = kafka.Record
 type Result struct {
 	// Accepted holds the envelopes of valid events, in batch order.
 	Accepted []Message
-	// EventIDs holds the event ID of each accepted message.
-	EventIDs []string
 	// Quarantined holds one quarantine record per invalid event.
 	Quarantined []Message
 	// Errors lists every problem found, ordered by event index.

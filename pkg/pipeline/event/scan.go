@@ -16,9 +16,17 @@ import (
 type scanner struct {
 	b     []byte
 	stack [maxDepth]byte
-	slot  [maxDepth]int32 // index in ct of each open container
+	slot  [maxDepth]int32 // index in conts of each open container, -1 if not recorded
+	last  [maxDepth]int32 // index in elems of each open container's latest child
 	depth int
-	ct    *containers // where containers end; nil records nothing
+	// rec asks for the containers and their children to be recorded in
+	// conts and elems, which the caller hands to a containers; full is set
+	// once they reach their bounds, after which nothing new is recorded.
+	rec, full          bool
+	conts              []container
+	elems              []elem
+	maxConts, maxElems int
+	escapes            int // backslashes seen in strings so far
 
 	want       bool // the caller wants the layout
 	keyEvents  bool // the root object's current key is "events"
@@ -52,10 +60,12 @@ func syntaxErr(msg string, at int) error {
 // scanLayout validates b and returns the layout of its events; spans is
 // reused for the element spans.
 func scanLayout(b []byte, spans [][2]int, ct *containers) (layout, error) {
-	s := scanner{b: b, want: true, ct: ct}
-	ct.reset(b)
+	s := scanner{b: b, want: true}
+	s.record(ct)
 	s.lay.spans = spans
-	if err := s.run(); err != nil {
+	err := s.run()
+	ct.conts, ct.elems = s.conts, s.elems
+	if err != nil {
 		// Naming the event helps a client find the fault in a large batch.
 		if s.inElement {
 			err = fmt.Errorf("%w (in events[%d])", err, len(s.lay.spans))
@@ -66,13 +76,37 @@ func scanLayout(b []byte, spans [][2]int, ct *containers) (layout, error) {
 }
 
 // strictJSON reports whether b is valid JSON under the scanner's rules;
-// when ct is not nil it records where b's containers end.
+// when ct is not nil it records b's containers and their children.
 func strictJSON(b []byte, ct *containers) error {
-	s := scanner{b: b, ct: ct}
-	if ct != nil {
-		ct.reset(b)
+	s := scanner{b: b}
+	if ct == nil {
+		return s.run()
 	}
-	return s.run()
+	s.record(ct)
+	err := s.run()
+	ct.conts, ct.elems = s.conts, s.elems
+	return err
+}
+
+// record makes the scanner record into ct's storage, grown ahead for a
+// typical document so that the scan seldom stops to grow it.
+//
+// The record is bounded to 1.75 bytes per byte of the document (events
+// like the reference client's need about 1.1), so that a body of tiny
+// values cannot make it many times the body's size. What is not
+// recorded, the walker reads byte by byte.
+func (s *scanner) record(ct *containers) {
+	ct.reset(s.b)
+	s.rec = true
+	s.conts, s.elems = ct.conts, ct.elems
+	s.maxElems = len(s.b)/16 + 64 // 24 bytes each
+	s.maxConts = len(s.b)/64 + 16 // 16 bytes each
+	if n := len(s.b) / 20; cap(s.elems) < n {
+		s.elems = make([]elem, 0, n)
+	}
+	if n := len(s.b) / 80; cap(s.conts) < n {
+		s.conts = make([]container, 0, n)
+	}
 }
 
 func (s *scanner) ws(i int) int {
@@ -94,6 +128,9 @@ func (s *scanner) run() error {
 		if i >= len(b) {
 			return syntaxErr("unexpected end of input", i)
 		}
+		if s.rec && s.depth > 0 {
+			s.childStart(i)
+		}
 		if s.want {
 			if s.inEvents && s.depth == 2 {
 				s.eventStart, s.inElement = i, true
@@ -112,18 +149,16 @@ func (s *scanner) run() error {
 				return syntaxErr("arrays and objects nest deeper than "+strconv.Itoa(maxDepth)+" levels", i)
 			}
 			s.stack[s.depth] = c
-			if s.ct != nil {
-				s.slot[s.depth] = int32(len(s.ct.open))
-				s.ct.open = append(s.ct.open, int32(i))
-				s.ct.close = append(s.ct.close, 0)
+			if s.rec {
+				s.opened(i)
 			}
 			s.depth++
 			i = s.ws(i + 1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				s.depth--
 				i++
-				if s.ct != nil {
-					s.ct.close[s.slot[s.depth]] = int32(i)
+				if s.rec {
+					s.closed(i)
 				}
 				if s.depth == 1 {
 					s.inEvents = false // an empty events array
@@ -153,6 +188,9 @@ func (s *scanner) run() error {
 
 		// After a value: close containers or move to the next element.
 		for {
+			if s.rec && !s.full && s.depth > 0 {
+				s.elems[s.last[s.depth-1]].end = int32(i)
+			}
 			if s.want {
 				s.noteEnd(i)
 			}
@@ -184,13 +222,75 @@ func (s *scanner) run() error {
 			}
 			s.depth--
 			i++
-			if s.ct != nil {
-				s.ct.close[s.slot[s.depth]] = int32(i)
+			if s.rec {
+				s.closed(i)
 			}
 			if s.depth == 1 && s.inEvents {
 				s.inEvents = false // the events array closed
 			}
 		}
+	}
+}
+
+// opened records a container opening at i, at s.depth.
+func (s *scanner) opened(i int) {
+	if !s.full && len(s.conts) >= s.maxConts {
+		s.full = true
+	}
+	if s.full {
+		s.slot[s.depth] = -1
+		return
+	}
+	s.slot[s.depth] = int32(len(s.conts))
+	s.conts = append(s.conts, container{open: int32(i), first: int32(len(s.elems))})
+}
+
+// childStart notes a value starting at i in the open container: an array
+// element gets its own entry; an object member has one since its key.
+func (s *scanner) childStart(i int) {
+	d := s.depth - 1
+	if s.stack[d] == '[' {
+		s.addChild(d, elem{})
+	}
+	if !s.full {
+		s.elems[s.last[d]].start = int32(i)
+	}
+}
+
+// addChild appends the entry of a child of the container open at depth d.
+// Its next sibling follows it unless it is a container, whose closing
+// moves next past its descendants.
+func (s *scanner) addChild(d int, e elem) {
+	if !s.full && len(s.elems) >= s.maxElems {
+		s.full = true
+	}
+	if s.full {
+		return
+	}
+	n := int32(len(s.elems))
+	e.next = n + 1
+	s.elems = append(s.elems, e)
+	s.last[d] = n
+}
+
+// closed records the container at s.depth ending at i: its children end
+// here, and its own entry, if it is a child, is followed by what follows
+// them. A container still open when the record filled up keeps its end
+// but not its children, some of which are missing.
+func (s *scanner) closed(i int) {
+	k := s.slot[s.depth]
+	if k < 0 {
+		return
+	}
+	c := &s.conts[k]
+	c.close = int32(i)
+	if s.full {
+		c.after = -1
+		return
+	}
+	c.after = int32(len(s.elems))
+	if s.depth > 0 {
+		s.elems[s.last[s.depth-1]].next = c.after
 	}
 }
 
@@ -211,9 +311,13 @@ func (s *scanner) key(i int) (int, error) {
 	if i >= len(b) || b[i] != '"' {
 		return i, syntaxErr("expected a string key", i)
 	}
+	escapes := s.escapes
 	end, err := s.str(i)
 	if err != nil {
 		return end, err
+	}
+	if s.rec {
+		s.addChild(s.depth-1, elem{keyStart: int32(i), keyEnd: int32(end), escaped: s.escapes != escapes})
 	}
 	if s.depth == 1 && s.want {
 		k := b[i+1 : end-1]
@@ -258,6 +362,7 @@ func (s *scanner) str(i int) (int, error) {
 		case c == '"':
 			return i + 1, nil
 		case c == '\\':
+			s.escapes++
 			if i+1 >= len(b) {
 				return i, syntaxErr("unterminated string", i)
 			}

@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,13 +36,18 @@ func FuzzScanAgreesWithStdlib(f *testing.F) {
 			return
 		}
 		if err == nil {
-			// Every recorded container ends where reading it byte by byte does.
-			for k, open := range ct.open {
-				if got := skipValue(nil, b, int(open)); got != int(ct.close[k]) {
-					t.Fatalf("%q: container at %d ends at %d, recorded %d", b, open, got, ct.close[k])
+			// Every recorded container ends where reading it byte by byte
+			// does, and holds the children reading it finds.
+			for _, c := range ct.conts {
+				open := int(c.open)
+				if got := skipValue(nil, b, open); got != int(c.close) {
+					t.Fatalf("%q: container at %d ends at %d, recorded %d", b, open, got, c.close)
 				}
-				if got := skipValue(&ct, b[open:], 0); got != int(ct.close[k]-open) {
+				if got := skipValue(&ct, b[open:], 0); got != int(c.close)-open {
 					t.Fatalf("%q: lookup from a sub-slice at %d gives %d", b, open, got)
+				}
+				if got, want := children(&ct, b[open:c.close]), children(nil, b[open:c.close]); !slices.Equal(got, want) {
+					t.Fatalf("%q: container at %d has children %q recorded, %q read", b, open, got, want)
 				}
 			}
 		}
@@ -65,4 +71,59 @@ func FuzzScanAgreesWithStdlib(f *testing.F) {
 			}
 		}
 	})
+}
+
+// children lists the keys and values of an object's members, or the
+// elements of an array, as the walker finds them with ct (recorded) or
+// without (read byte by byte).
+func children(ct *containers, v []byte) []string {
+	var out []string
+	if v[0] == '{' {
+		m := newMembers(ct, v)
+		for {
+			k, start, end, ok := m.next()
+			if !ok {
+				return out
+			}
+			out = append(out, string(k), string(v[start:end]))
+		}
+	}
+	e := newElements(ct, v)
+	for {
+		start, end, ok := e.next()
+		if !ok {
+			return out
+		}
+		out = append(out, string(v[start:end]))
+	}
+}
+
+// TestRecordIsBounded: a body of tiny values fills the record before its
+// end; the record stays within its bound, and events past that point are
+// still checked, read byte by byte.
+func TestRecordIsBounded(t *testing.T) {
+	bad := rr(`{"request":{"intentId":7},"response":{"displays":[{"items":[{"title":"ok"},{"token":[]}]}]}}`)
+	body := []byte(`{"events":[{"type":"X","name":"pad","pad":[` + strings.Repeat("0,", 20000) + `0]},` +
+		rr(`{"request":{},"response":{}}`) + `,` + bad + `]}`)
+	var ct containers
+	if _, err := scanLayout(body, nil, &ct); err != nil {
+		t.Fatal(err)
+	}
+	if size := 24*len(ct.elems) + 16*len(ct.conts); size > 2*len(body) {
+		t.Errorf("record of %d bytes for a body of %d", size, len(body))
+	}
+	if ct.conts[len(ct.conts)-1].after >= 0 {
+		t.Fatal("the record did not fill up; the test does not test the fallback")
+	}
+	res, err := NewValidator(Limits{}).ProcessBatch(body, testMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []FieldError{
+		{Index: 2, Field: "payload.request.intentId", Reason: ReasonWrongType, Message: "must be a string or null, got number"},
+		{Index: 2, Field: "payload.response.displays[0].items[1].token", Reason: ReasonWrongType, Message: "must be a string or null, got array"},
+	}
+	if len(res.Accepted) != 2 || !slices.Equal(res.Errors, want) {
+		t.Errorf("accepted %d, errors %+v; want 2 and %+v", len(res.Accepted), res.Errors, want)
+	}
 }

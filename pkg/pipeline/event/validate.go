@@ -158,11 +158,13 @@ type walker struct {
 func (w walker) fields(obj []byte, keys []string, vals [][]byte) (dup string) {
 	m := newMembers(w.ct, obj)
 	for {
-		raw, start, end, ok := m.next()
+		k, start, end, ok := m.next()
 		if !ok {
 			return dup
 		}
-		k := keyName(raw, w.sc)
+		if !m.plain {
+			k = keyName(k, w.sc)
+		}
 		for i, name := range keys {
 			if string(k) == name {
 				if vals[i] != nil && dup == "" {
@@ -214,12 +216,16 @@ func (v *Validator) checkEvent(p *problems, st *batchState, ev []byte, meta *Met
 		if !ok {
 			break
 		}
-		k := eventKey(keyName(raw, &st.scratch))
+		name := raw
+		if !m.plain {
+			name = keyName(raw, &st.scratch)
+		}
+		k := eventKey(name)
 		if k < 0 {
 			continue
 		}
 		if vals[k] != nil {
-			p.add(ReasonDuplicateKey, string(keyName(raw, &st.scratch)), dupMessage)
+			p.add(ReasonDuplicateKey, string(name), dupMessage)
 			return f, false
 		}
 		vals[k] = ev[start:end]

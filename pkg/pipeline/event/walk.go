@@ -37,53 +37,95 @@ func skipString(b []byte, i int) int {
 }
 
 // containers records where each array and object of one document ends,
-// as the scanner found them, so the walker skips a container in one step
-// instead of reading it again at every level it is nested in.
+// and where each of its members or elements starts and ends, as the
+// scanner found them, so that the walker neither reads a container again
+// at every level it is nested in nor looks for the ends of keys and values.
 type containers struct {
 	doc   []byte
-	open  []int32 // offsets of the opening brackets, ascending
-	close []int32 // offsets just past the matching closing brackets
-	next  int     // where the next lookup probably is
+	conts []container // ascending by where they open
+	elems []elem      // children of every container, in document order
+	next  int         // where the next lookup probably is
+}
+
+// container is an array or object of the document.
+type container struct {
+	open, close int32 // offsets of the opening bracket and just past the closing one
+	first       int32 // index in elems of the first child
+	// after is the index in elems past the last descendant, or -1 when
+	// the children were not all recorded.
+	after int32
+}
+
+// elem is a member of an object or an element of an array, by offsets in
+// the document.
+type elem struct {
+	keyStart, keyEnd int32 // the key with its quotes; unset for array elements
+	start, end       int32 // the value
+	next             int32 // index of the next sibling, past this one's descendants
+	escaped          bool  // the key holds escapes
 }
 
 func (c *containers) reset(doc []byte) {
-	c.doc, c.open, c.close, c.next = doc, c.open[:0], c.close[:0], 0
+	c.doc, c.conts, c.elems, c.next = doc, c.conts[:0], c.elems[:0], 0
 }
 
-// end returns the index just past the container at b[i], where b is a
-// part of the recorded document, or -1 when it was not recorded.
-func (c *containers) end(b []byte, i int) int {
-	if c == nil || c.doc == nil {
-		return -1
+// maxPooledElems bounds the record a pooled containers keeps: that of a
+// body of a few MiB.
+const maxPooledElems = 100_000
+
+// trim forgets the document and drops a record too large to keep.
+func (c *containers) trim() {
+	c.doc = nil
+	if cap(c.elems) > maxPooledElems {
+		c.conts, c.elems = nil, nil
+	}
+}
+
+// find returns the index of the container at b[i], where b is a part of
+// the recorded document, and b's offset in the document; k is -1 when the
+// container was not recorded.
+func (c *containers) find(b []byte, i int) (k, base int) {
+	if c == nil || c.doc == nil || i >= len(b) {
+		return -1, 0
 	}
 	// b shares the document's array, so capacities give its offset.
-	base := cap(c.doc) - cap(b)
-	if base < 0 || base > len(c.doc) {
-		return -1
+	base = cap(c.doc) - cap(b)
+	if base < 0 || base+i >= len(c.doc) || &c.doc[base+i] != &b[i] {
+		return -1, 0
 	}
 	at := int32(base + i)
 	// The walk mostly moves forward through the document, so look just
 	// past the previous hit before searching.
-	for k := c.next; k < len(c.open) && k < c.next+8 && c.open[k] <= at; k++ {
-		if c.open[k] == at {
+	for k := c.next; k < len(c.conts) && k < c.next+8 && c.conts[k].open <= at; k++ {
+		if c.conts[k].open == at {
 			c.next = k + 1
-			return int(c.close[k]) - base
+			return k, base
 		}
 	}
-	lo, hi := 0, len(c.open)
+	lo, hi := 0, len(c.conts)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if c.open[mid] < at {
+		if c.conts[mid].open < at {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	if lo < len(c.open) && c.open[lo] == at {
+	if lo < len(c.conts) && c.conts[lo].open == at {
 		c.next = lo + 1
-		return int(c.close[lo]) - base
+		return lo, base
 	}
-	return -1
+	return -1, 0
+}
+
+// end returns the index just past the container at b[i], where b is a
+// part of the recorded document, or -1 when it was not recorded.
+func (c *containers) end(b []byte, i int) int {
+	k, base := c.find(b, i)
+	if k < 0 {
+		return -1
+	}
+	return int(c.conts[k].close) - base
 }
 
 // skipValue returns the index just past the value starting at b[i].
@@ -129,13 +171,34 @@ type members struct {
 	c *containers
 	b []byte
 	i int
+	// When the object was recorded, k is its next child's index in c.elems
+	// up to after, and base is b's offset in the document.
+	k, after int32
+	base     int32
+	indexed  bool
+	// plain is set by next when the key it returned holds no escapes.
+	plain bool
 }
 
-func newMembers(c *containers, obj []byte) members { return members{c: c, b: obj, i: 1} }
+func newMembers(c *containers, obj []byte) members {
+	m := members{c: c, b: obj, i: 1}
+	if k, base := c.find(obj, 0); k >= 0 && c.conts[k].after >= 0 {
+		m.indexed, m.k, m.after, m.base = true, c.conts[k].first, c.conts[k].after, int32(base)
+	}
+	return m
+}
 
 // next returns the next member's raw key (without quotes, escapes intact)
 // and where its value starts and ends in the object.
 func (m *members) next() (key []byte, start, end int, ok bool) {
+	if m.indexed {
+		if m.k >= m.after {
+			return nil, 0, 0, false
+		}
+		e := &m.c.elems[m.k]
+		m.k, m.plain = e.next, !e.escaped
+		return m.b[e.keyStart-m.base+1 : e.keyEnd-m.base-1], int(e.start - m.base), int(e.end - m.base), true
+	}
 	i := skipWS(m.b, m.i)
 	if i < len(m.b) && m.b[i] == ',' {
 		i = skipWS(m.b, i+1)
@@ -145,6 +208,7 @@ func (m *members) next() (key []byte, start, end int, ok bool) {
 	}
 	kEnd := skipString(m.b, i)
 	key = m.b[i+1 : kEnd-1]
+	m.plain = false                          // not known
 	start = skipWS(m.b, skipWS(m.b, kEnd)+1) // past the colon
 	end = skipValue(m.c, m.b, start)
 	m.i = end
@@ -156,12 +220,30 @@ type elements struct {
 	c *containers
 	b []byte
 	i int
+	// As in members.
+	k, after int32
+	base     int32
+	indexed  bool
 }
 
-func newElements(c *containers, arr []byte) elements { return elements{c: c, b: arr, i: 1} }
+func newElements(c *containers, arr []byte) elements {
+	e := elements{c: c, b: arr, i: 1}
+	if k, base := c.find(arr, 0); k >= 0 && c.conts[k].after >= 0 {
+		e.indexed, e.k, e.after, e.base = true, c.conts[k].first, c.conts[k].after, int32(base)
+	}
+	return e
+}
 
 // next returns where the next element starts and ends in the array.
 func (e *elements) next() (start, end int, ok bool) {
+	if e.indexed {
+		if e.k >= e.after {
+			return 0, 0, false
+		}
+		el := &e.c.elems[e.k]
+		e.k = el.next
+		return int(el.start - e.base), int(el.end - e.base), true
+	}
 	i := skipWS(e.b, e.i)
 	if i < len(e.b) && e.b[i] == ',' {
 		i = skipWS(e.b, i+1)

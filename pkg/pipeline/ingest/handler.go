@@ -74,7 +74,8 @@ const (
 	// BodyAllowance is the part of each body MaxBodyMemory does not count.
 	BodyAllowance = 64 << 10
 	// MemoryPerBodyByte is what a body byte costs until its answer: the
-	// body, the envelopes built from it and the records' own buffer.
+	// body, the validator's record of where its values lie (about one
+	// byte per body byte) and the records built from it.
 	MemoryPerBodyByte    = 3
 	maxIdempotencyKeyLen = 256
 )
@@ -128,13 +129,9 @@ type Handler struct {
 	metrics   *Metrics
 	log       *slog.Logger
 	now       func() time.Time
-	slots     chan struct{}
-	memory    *budget
+	admission *Admission
 	bufs      sync.Pool
 	gzips     sync.Pool
-
-	tokensMu sync.Mutex
-	tokens   map[string]int // requests in flight by token ID
 }
 
 // New returns a Handler. limiter may be nil (no per-token limit).
@@ -142,11 +139,9 @@ func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *
 	cfg = cfg.withDefaults()
 	return &Handler{
 		cfg: cfg, validator: v, auth: a, pub: p, limiter: limiter, metrics: m, log: log,
-		now:    time.Now,
-		slots:  make(chan struct{}, cfg.MaxInFlight),
-		memory: newBudget(cfg.MaxBodyMemory),
-		bufs:   sync.Pool{New: func() any { return new(bytes.Buffer) }},
-		tokens: make(map[string]int),
+		now:       time.Now,
+		admission: NewAdmission(cfg.MaxInFlight, cfg.MaxInFlightPerToken, cfg.MaxBodyMemory),
+		bufs:      sync.Pool{New: func() any { return new(bytes.Buffer) }},
 	}
 }
 
@@ -218,21 +213,20 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		httpserve.Error(w, http.StatusBadRequest, "strict", err.Error())
 		return
 	}
-	if !h.enter(target.TokenID) {
+	pass, err := h.admission.Enter(target.TokenID)
+	switch {
+	case errors.Is(err, ErrTokenBusy):
 		httpserve.RetryAfter(w, 1)
 		httpserve.Error(w, http.StatusTooManyRequests, "", fmt.Sprintf(
-			"this token already has %d requests in flight, its share of the server; retry later", h.cfg.MaxInFlightPerToken))
+			"this token already has %d requests in flight, its share of the server; retry later", h.admission.PerToken()))
 		return
-	}
-	defer h.leave(target.TokenID)
-	select {
-	case h.slots <- struct{}{}:
-		defer func() { <-h.slots }()
-	default:
+	case err != nil:
 		httpserve.RetryAfter(w, 1)
 		httpserve.Error(w, http.StatusServiceUnavailable, "", "the server is at capacity; retry later")
 		return
 	}
+	// Released once the body and the records built from it are let go.
+	defer pass.Release()
 	if status, field, msg := checkHeaders(r); status != 0 {
 		httpserve.Error(w, status, field, msg)
 		return
@@ -240,9 +234,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 
 	buf := h.bufs.Get().(*bytes.Buffer)
 	defer h.putBuf(buf)
-	var held int64 // of the memory budget, until the request is done
-	defer func() { h.memory.give(held) }()
-	if status, msg := h.readBody(r, buf, &held); status != 0 {
+	if status, msg := h.readBody(r, buf, &pass); status != 0 {
 		if status == http.StatusServiceUnavailable {
 			httpserve.RetryAfter(w, 1)
 		}
@@ -262,7 +254,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var be *event.BatchError
 		if errors.As(err, &be) {
-			httpserve.Error(w, be.Status, be.Field, be.Message)
+			httpserve.Error(w, batchStatus(be.Kind), be.Field, be.Message)
 			return
 		}
 		httpserve.Error(w, http.StatusInternalServerError, "", "batch could not be processed")
@@ -318,15 +310,39 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := http.StatusInternalServerError, "authentication failed"
 	var ae *auth.Error
-	if !errors.As(err, &ae) {
-		ae = &auth.Error{Status: http.StatusInternalServerError, Message: "authentication failed"}
+	if errors.As(err, &ae) {
+		status, msg = authStatus(ae.Kind), ae.Message
 	}
-	if ae.Status >= 500 {
+	if status >= 500 {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))
 		httpserve.RetryAfter(w, 1)
 	}
-	httpserve.Error(w, ae.Status, "", ae.Message)
+	httpserve.Error(w, status, "", msg)
+}
+
+// authStatus is the HTTP status of an authentication failure.
+func authStatus(k auth.Kind) int {
+	switch k {
+	case auth.Unauthenticated:
+		return http.StatusUnauthorized
+	case auth.Forbidden:
+		return http.StatusForbidden
+	case auth.Invalid:
+		return http.StatusBadRequest
+	case auth.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// batchStatus is the HTTP status of a batch refused whole.
+func batchStatus(k event.BatchErrorKind) int {
+	if k == event.BatchTooLarge {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
 }
 
 func parseStrict(v string) (bool, error) {
@@ -360,32 +376,10 @@ func checkHeaders(r *http.Request) (status int, field, msg string) {
 	return 0, "", ""
 }
 
-// enter counts a request of token in flight unless the token already
-// has its share.
-func (h *Handler) enter(token string) bool {
-	h.tokensMu.Lock()
-	defer h.tokensMu.Unlock()
-	if h.tokens[token] >= h.cfg.MaxInFlightPerToken {
-		return false
-	}
-	h.tokens[token]++
-	return true
-}
-
-func (h *Handler) leave(token string) {
-	h.tokensMu.Lock()
-	defer h.tokensMu.Unlock()
-	if h.tokens[token] <= 1 {
-		delete(h.tokens, token) // the map holds only tokens in flight
-		return
-	}
-	h.tokens[token]--
-}
-
 // readBody reads the body into buf within the wire and decompressed
-// limits, never reading more than one byte past a limit. *held receives
-// what it took from the memory budget.
-func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer, held *int64) (status int, msg string) {
+// limits, never reading more than one byte past a limit, counting what it
+// holds against pass.
+func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer, pass *Pass) (status int, msg string) {
 	tooLarge := fmt.Sprintf("body exceeds %d bytes", h.cfg.MaxBodyBytes)
 	const tooSlow = "the body did not arrive within the server's read timeout"
 	if r.ContentLength > h.cfg.MaxBodyBytes {
@@ -408,11 +402,9 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer, held *int64) (sta
 		defer h.gzips.Put(zr)
 		src = io.LimitReader(zr, h.cfg.MaxDecompressedBytes+1)
 	}
-	mem := &budgetReader{r: src, budget: h.memory, free: BodyAllowance}
-	_, err := buf.ReadFrom(mem)
-	*held = mem.taken
+	_, err := buf.ReadFrom(pass.Body(src))
 	switch {
-	case mem.denied:
+	case errors.Is(err, ErrBodyMemory):
 		return http.StatusServiceUnavailable, "the server is at capacity (memory for request bodies); retry later"
 	case isTimeout(wire.err):
 		// The server's read timeout cut off a client that sent too slowly.
@@ -451,58 +443,6 @@ func (h *Handler) putBuf(b *bytes.Buffer) {
 	}
 	b.Reset()
 	h.bufs.Put(b)
-}
-
-// budget is a count of bytes that requests take and give back.
-type budget struct {
-	mu   sync.Mutex
-	free int64
-}
-
-func newBudget(n int64) *budget { return &budget{free: n} }
-
-func (b *budget) take(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if n > b.free {
-		return false
-	}
-	b.free -= n
-	return true
-}
-
-func (b *budget) give(n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.free += n
-}
-
-// errOverBudget stops reading a body the memory budget cannot hold.
-var errOverBudget = errors.New("memory budget for request bodies exhausted")
-
-// budgetReader takes MemoryPerBodyByte from the budget for every byte
-// read past free.
-type budgetReader struct {
-	r      io.Reader
-	budget *budget
-	free   int64
-	taken  int64
-	denied bool
-}
-
-func (b *budgetReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if over := int64(n) - b.free; over > 0 {
-		b.free = 0
-		if !b.budget.take(over * MemoryPerBodyByte) {
-			b.denied = true
-			return 0, errOverBudget
-		}
-		b.taken += over * MemoryPerBodyByte
-	} else {
-		b.free -= int64(n)
-	}
-	return n, err
 }
 
 func isTimeout(err error) bool {

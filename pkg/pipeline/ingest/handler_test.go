@@ -144,10 +144,8 @@ func TestTokenShareOfSlots(t *testing.T) {
 	if rec := putAs(h, "hog", "GO", 0); rec.Code != 200 {
 		t.Errorf("the token after its requests finished: %d %s", rec.Code, rec.Body)
 	}
-	h.tokensMu.Lock()
-	defer h.tokensMu.Unlock()
-	if len(h.tokens) != 0 {
-		t.Errorf("tokens in flight after every request finished: %v", h.tokens)
+	if _, tokens, _ := h.admission.inUse(); tokens != 0 {
+		t.Errorf("%d tokens in flight after every request finished", tokens)
 	}
 }
 
@@ -179,7 +177,7 @@ func TestMemoryBudget(t *testing.T) {
 	if rec := putAs(h, "b", "GO", large); rec.Code != 200 {
 		t.Errorf("large body after the budget came back: %d %s", rec.Code, rec.Body)
 	}
-	if free := h.memory.free; free != budget {
+	if _, _, free := h.admission.inUse(); free != budget {
 		t.Errorf("budget holds %d bytes after every request finished, want %d", free, budget)
 	}
 }
@@ -267,6 +265,36 @@ func TestConfigCheck(t *testing.T) {
 	for _, c := range cases {
 		if err := c.cfg.check(); (err == nil) != c.ok {
 			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+func TestErrorStatuses(t *testing.T) {
+	auths := []struct {
+		kind auth.Kind
+		want int
+	}{
+		{auth.Unauthenticated, http.StatusUnauthorized},
+		{auth.Forbidden, http.StatusForbidden},
+		{auth.Invalid, http.StatusBadRequest},
+		{auth.Unavailable, http.StatusServiceUnavailable},
+		{0, http.StatusInternalServerError},
+	}
+	for _, c := range auths {
+		if got := authStatus(c.kind); got != c.want {
+			t.Errorf("authStatus(%s) = %d, want %d", c.kind, got, c.want)
+		}
+	}
+	batches := []struct {
+		kind event.BatchErrorKind
+		want int
+	}{
+		{event.BatchInvalid, http.StatusBadRequest},
+		{event.BatchTooLarge, http.StatusRequestEntityTooLarge},
+	}
+	for _, c := range batches {
+		if got := batchStatus(c.kind); got != c.want {
+			t.Errorf("batchStatus(%s) = %d, want %d", c.kind, got, c.want)
 		}
 	}
 }
