@@ -177,7 +177,7 @@ func (a *API) resolve(c *gin.Context, p auth.Principal, appID string) bool {
 func (a *API) authError(c *gin.Context, err error) {
 	var ae *auth.Error
 	if errors.As(err, &ae) {
-		status := authStatus(ae.Kind)
+		status := httpserve.AuthStatus(ae.Kind)
 		if status >= 500 {
 			a.log.Error("authentication failed", "err", err, "request_id", c.GetString(requestIDKey))
 		}
@@ -189,21 +189,6 @@ func (a *API) authError(c *gin.Context, err error) {
 		return
 	}
 	a.serverError(c, "authenticate", err)
-}
-
-// authStatus is the HTTP status of an authentication failure.
-func authStatus(k auth.Kind) int {
-	switch k {
-	case auth.Unauthenticated:
-		return http.StatusUnauthorized
-	case auth.Forbidden:
-		return http.StatusForbidden
-	case auth.Invalid:
-		return http.StatusBadRequest
-	case auth.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 func (a *API) serverError(c *gin.Context, what string, err error) {

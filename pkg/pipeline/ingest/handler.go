@@ -313,28 +313,13 @@ func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := http.StatusInternalServerError, "authentication failed"
 	var ae *auth.Error
 	if errors.As(err, &ae) {
-		status, msg = authStatus(ae.Kind), ae.Message
+		status, msg = httpserve.AuthStatus(ae.Kind), ae.Message
 	}
 	if status >= 500 {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))
 		httpserve.RetryAfter(w, 1)
 	}
 	httpserve.Error(w, status, "", msg)
-}
-
-// authStatus is the HTTP status of an authentication failure.
-func authStatus(k auth.Kind) int {
-	switch k {
-	case auth.Unauthenticated:
-		return http.StatusUnauthorized
-	case auth.Forbidden:
-		return http.StatusForbidden
-	case auth.Invalid:
-		return http.StatusBadRequest
-	case auth.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 // batchStatus is the HTTP status of a batch refused whole.

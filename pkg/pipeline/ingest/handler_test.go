@@ -269,22 +269,7 @@ func TestConfigCheck(t *testing.T) {
 	}
 }
 
-func TestErrorStatuses(t *testing.T) {
-	auths := []struct {
-		kind auth.Kind
-		want int
-	}{
-		{auth.Unauthenticated, http.StatusUnauthorized},
-		{auth.Forbidden, http.StatusForbidden},
-		{auth.Invalid, http.StatusBadRequest},
-		{auth.Unavailable, http.StatusServiceUnavailable},
-		{0, http.StatusInternalServerError},
-	}
-	for _, c := range auths {
-		if got := authStatus(c.kind); got != c.want {
-			t.Errorf("authStatus(%s) = %d, want %d", c.kind, got, c.want)
-		}
-	}
+func TestBatchStatuses(t *testing.T) {
 	batches := []struct {
 		kind event.BatchErrorKind
 		want int

@@ -1,4 +1,4 @@
-package contentapi
+package httpserve
 
 import (
 	"net/http"
@@ -19,8 +19,8 @@ func TestAuthStatus(t *testing.T) {
 		{0, http.StatusInternalServerError},
 	}
 	for _, c := range cases {
-		if got := authStatus(c.kind); got != c.want {
-			t.Errorf("authStatus(%s) = %d, want %d", c.kind, got, c.want)
+		if got := AuthStatus(c.kind); got != c.want {
+			t.Errorf("AuthStatus(%s) = %d, want %d", c.kind, got, c.want)
 		}
 	}
 }

@@ -1,0 +1,23 @@
+package httpserve
+
+import (
+	"net/http"
+
+	"github.com/assistantcms/cms/pkg/auth"
+)
+
+// AuthStatus is the HTTP status every service answers an authentication
+// failure of kind k with; the token domain reports kinds, not statuses.
+func AuthStatus(k auth.Kind) int {
+	switch k {
+	case auth.Unauthenticated:
+		return http.StatusUnauthorized
+	case auth.Forbidden:
+		return http.StatusForbidden
+	case auth.Invalid:
+		return http.StatusBadRequest
+	case auth.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
