@@ -34,9 +34,10 @@ type EventBatch struct {
 	KafkaOffset                       []uint64
 
 	// Storage the rows' values share.
-	confidences     []float32       // what MatchConfidence points to
-	tags            []string        // what Tags are slices of
-	queryNormalized []string        // computed at insert
+	confidences     []float32 // what MatchConfidence points to
+	tags            []string  // what Tags are slices of
+	queryNormalized []string  // computed at insert
+	scratch         []byte
 	text            strings.Builder // the current block of String
 }
 
@@ -170,7 +171,11 @@ func (b *EventBatch) columns() ([]any, error) {
 	// server more than the whole rest of the insert.
 	b.queryNormalized = b.queryNormalized[:0]
 	for _, q := range b.RawQuery {
-		b.queryNormalized = append(b.queryNormalized, NormalizeQuery(q))
+		if !isNormalASCII(q) {
+			b.scratch = appendNormalized(b.scratch[:0], q)
+			q = b.String(b.scratch)
+		}
+		b.queryNormalized = append(b.queryNormalized, q)
 	}
 	cols := []any{b.EventID, b.AppID, b.OrganizationID, b.EventTime, b.ReceivedAt, b.Type, b.Name,
 		b.SessionID, b.UserID, b.Channel, b.Platform, b.SelectedHandler, b.CurrentHandler, b.Environment,
