@@ -68,6 +68,7 @@ type rig struct {
 	broker   *devbroker.Broker
 	ch       *devclickhouse.Server
 	log      *slog.Logger
+	columns  *chstore.StringColumns
 }
 
 func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness time.Duration, rate int) error {
@@ -79,7 +80,8 @@ func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness
 		return err
 	}
 	defer os.RemoveAll(dir)
-	r := &rig{dir: dir, bin: filepath.Join(dir, "bin"), log: log}
+	// The ceiling's inserts are sized as the consumer's are.
+	r := &rig{dir: dir, bin: filepath.Join(dir, "bin"), log: log, columns: chstore.InstallStringColumns()}
 	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
 		return err
 	}
@@ -189,7 +191,7 @@ type phase struct {
 func (p phase) rate() float64 { return float64(p.rows) / p.elapsed.Seconds() }
 
 func (r *rig) store(ctx context.Context, db string) (*chstore.Store, error) {
-	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{r.ch.Addr()}, Database: db})
+	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{r.ch.Addr()}, Database: db, StringColumns: r.columns})
 	if err != nil {
 		return nil, err
 	}

@@ -224,6 +224,10 @@ func (s *Store) InsertEvents(ctx context.Context, b *EventBatch) error {
 		return err
 	}
 	ctx = s.Context(ctx)
+	if sc := s.cfg.StringColumns; sc != nil {
+		sc.expect(b.stringSizes())
+		defer sc.done()
+	}
 	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`.events ("+eventColumns+")")
 	if err != nil {
 		return fmt.Errorf("prepare insert of %d events: %w", n, err)
