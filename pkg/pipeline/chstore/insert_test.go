@@ -97,3 +97,16 @@ func TestStringColumnsSizeTheInsert(t *testing.T) {
 		t.Errorf("a column created after the insert was prepared has room for %d bytes", cap(c.Buf))
 	}
 }
+
+func TestLowCardinalityColumns(t *testing.T) {
+	names := strings.Split(eventColumns, ", ")
+	var got []string
+	for _, c := range lowCardinalityColumns {
+		got = append(got, names[c])
+	}
+	want := []string{"app_id", "organization_id", "type", "name", "channel", "platform", "selected_handler", "current_handler",
+		"environment", "request_type", "intent_id"}
+	if !slices.Equal(got, want) {
+		t.Errorf("positions name %v, want the LowCardinality columns %v", got, want)
+	}
+}
