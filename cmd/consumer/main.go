@@ -65,6 +65,8 @@ func run(args []string) error {
 		return fmt.Errorf("unknown command %q; the only command is migrate", strings.Join(rest, " "))
 	}
 
+	// Before the first query: clickhouse-go takes this for the process.
+	chCfg.StringColumns = chstore.InstallStringColumns()
 	ks := kafkaSettings()
 	svc, err := consumer.NewService(ctx, consumer.ServiceConfig{
 		Kafka: ks.Cluster, Topic: ks.EventsTopic, QuarantineTopic: ks.QuarantineTopic, GroupID: *group, DeadLetterTopic: *dlqTopic,

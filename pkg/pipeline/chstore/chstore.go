@@ -24,6 +24,9 @@ type Config struct {
 	// RetentionDays drops older events where the server supports TTL.
 	RetentionDays int
 	DialTimeout   time.Duration
+	// StringColumns, when set, sizes the String columns of event inserts;
+	// see InstallStringColumns.
+	StringColumns *StringColumns
 }
 
 // Store is a connection to ClickHouse with the server's features known.

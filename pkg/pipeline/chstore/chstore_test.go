@@ -14,11 +14,15 @@ import (
 
 func startServer(t *testing.T) *devclickhouse.Server { return devclickhouse.StartForTest(t) }
 
+// stringColumns sizes the String columns of this package's inserts, as
+// the consumer's are sized; it is installed before the tests run.
+var stringColumns = InstallStringColumns()
+
 // migrated opens a new server's default database with the schema applied.
 func migrated(t *testing.T) *Store {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Addrs: []string{startServer(t).Addr()}})
+	s, err := Open(ctx, Config{Addrs: []string{startServer(t).Addr()}, StringColumns: stringColumns})
 	if err != nil {
 		t.Fatal(err)
 	}

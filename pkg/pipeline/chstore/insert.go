@@ -34,9 +34,12 @@ type EventBatch struct {
 	KafkaOffset                       []uint64
 
 	// Storage the rows' values share.
-	confidences     []float32       // what MatchConfidence points to
-	tags            []string        // what Tags are slices of
-	queryNormalized []string        // computed at insert
+	confidences     []float32 // what MatchConfidence points to
+	tags            []string  // what Tags are slices of
+	queryNormalized []string  // computed at insert
+	scratch         []byte
+	labelColumns    [len(lowCardinalityColumns)][]*string // computed at insert
+	labelOf         map[string]*string
 	text            strings.Builder // the current block of String
 }
 
@@ -147,6 +150,11 @@ func (b *EventBatch) Reset() {
 	b.KBUsed, b.KBDocuments, b.KBFAQs = b.KBUsed[:0], b.KBDocuments[:0], b.KBFAQs[:0]
 	b.KafkaPartition, b.KafkaOffset = b.KafkaPartition[:0], b.KafkaOffset[:0]
 	b.confidences, b.tags = b.confidences[:0], b.tags[:0]
+	for i := range b.labelColumns {
+		clear(b.labelColumns[i])
+		b.labelColumns[i] = b.labelColumns[i][:0]
+	}
+	clear(b.labelOf)
 }
 
 func (b *EventBatch) stringColumns() []*[]string {
@@ -170,7 +178,11 @@ func (b *EventBatch) columns() ([]any, error) {
 	// server more than the whole rest of the insert.
 	b.queryNormalized = b.queryNormalized[:0]
 	for _, q := range b.RawQuery {
-		b.queryNormalized = append(b.queryNormalized, NormalizeQuery(q))
+		if !isNormalASCII(q) {
+			b.scratch = appendNormalized(b.scratch[:0], q)
+			q = b.String(b.scratch)
+		}
+		b.queryNormalized = append(b.queryNormalized, q)
 	}
 	cols := []any{b.EventID, b.AppID, b.OrganizationID, b.EventTime, b.ReceivedAt, b.Type, b.Name,
 		b.SessionID, b.UserID, b.Channel, b.Platform, b.SelectedHandler, b.CurrentHandler, b.Environment,
@@ -183,12 +195,46 @@ func (b *EventBatch) columns() ([]any, error) {
 			return nil, fmt.Errorf("column %d of the events batch holds %d values for %d rows", i, l, n)
 		}
 	}
+	// LowCardinality columns go as pointers, one per distinct value:
+	// clickhouse-go builds such a column's dictionary by the values it is
+	// given, and boxes and hashes a pointer without copying the string or
+	// reading it, as it would a string value for every row.
+	if b.labelOf == nil {
+		b.labelOf = map[string]*string{}
+	}
+	clear(b.labelOf)
+	for i, c := range lowCardinalityColumns {
+		cols[c] = b.labels(i, cols[c].([]string))
+	}
 	return cols, nil
+}
+
+// lowCardinalityColumns are the positions in eventColumns of the columns of
+// type LowCardinality(String).
+var lowCardinalityColumns = [...]int{1, 2, 5, 6, 9, 10, 11, 12, 13, 14, 15}
+
+// labels returns col as pointers that are equal for equal values, in the
+// i-th of the batch's label columns.
+func (b *EventBatch) labels(i int, col []string) []*string {
+	out := b.labelColumns[i][:0]
+	for _, s := range col {
+		p, ok := b.labelOf[s]
+		if !ok {
+			p = new(string)
+			*p = s
+			b.labelOf[s] = p
+		}
+		out = append(out, p)
+	}
+	b.labelColumns[i] = out
+	return out
 }
 
 func columnLen(c any) int {
 	switch c := c.(type) {
 	case []string:
+		return len(c)
+	case []*string:
 		return len(c)
 	case []time.Time:
 		return len(c)
@@ -219,6 +265,10 @@ func (s *Store) InsertEvents(ctx context.Context, b *EventBatch) error {
 		return err
 	}
 	ctx = s.Context(ctx)
+	if sc := s.cfg.StringColumns; sc != nil {
+		sc.expect(b.stringSizes())
+		defer sc.done()
+	}
 	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`.events ("+eventColumns+")")
 	if err != nil {
 		return fmt.Errorf("prepare insert of %d events: %w", n, err)

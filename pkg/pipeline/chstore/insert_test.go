@@ -70,3 +70,43 @@ func TestEventBatchRefusesRaggedColumns(t *testing.T) {
 		t.Errorf("columns of unequal length: %v", err)
 	}
 }
+
+// TestStringColumnsSizeTheInsert checks that the String columns created
+// while an insert is prepared take the sizes of its batch, and others none.
+func TestStringColumnsSizeTheInsert(t *testing.T) {
+	var b EventBatch
+	for i, p := range []string{`{"a":1}`, `{"bb":22}`} {
+		r := b.AddRow()
+		b.Payload[r] = p
+		b.RawQuery[r] = "Query " + strconv.Itoa(i)
+		b.SetTags(r, []string{"x", "yy"})
+	}
+	if _, err := b.columns(); err != nil {
+		t.Fatal(err)
+	}
+	var sc StringColumns
+	sc.expect(b.stringSizes())
+	for name, want := range map[string][2]int{"payload": {2, 16}, "query_normalized": {2, 14}, "tags": {4, 6}, "event_id": {2, 0}, "app_id": {0, 0}} {
+		c := sc.column(name)
+		if cap(c.Pos) != want[0] || cap(c.Buf) != want[1] || len(c.Pos) != 0 || len(c.Buf) != 0 {
+			t.Errorf("column %s: room for %d values of %d bytes, want %v", name, cap(c.Pos), cap(c.Buf), want)
+		}
+	}
+	sc.done()
+	if c := sc.column("payload"); cap(c.Buf) != 0 {
+		t.Errorf("a column created after the insert was prepared has room for %d bytes", cap(c.Buf))
+	}
+}
+
+func TestLowCardinalityColumns(t *testing.T) {
+	names := strings.Split(eventColumns, ", ")
+	var got []string
+	for _, c := range lowCardinalityColumns {
+		got = append(got, names[c])
+	}
+	want := []string{"app_id", "organization_id", "type", "name", "channel", "platform", "selected_handler", "current_handler",
+		"environment", "request_type", "intent_id"}
+	if !slices.Equal(got, want) {
+		t.Errorf("positions name %v, want the LowCardinality columns %v", got, want)
+	}
+}

@@ -1,7 +1,6 @@
 package chstore
 
 import (
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -14,28 +13,50 @@ func NormalizeQuery(s string) string {
 	if isNormalASCII(s) {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s))
+	return string(appendNormalized(make([]byte, 0, len(s)), s))
+}
+
+// appendNormalized appends the normal form of s to dst.
+func appendNormalized(dst []byte, s string) []byte {
+	start := len(dst)
 	space := false
-	for _, r := range s {
-		if unicode.IsSpace(r) {
-			space = b.Len() > 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return appendNormalizedRunes(dst[:start], s)
+		}
+		if c == ' ' || c-'\t' <= '\r'-'\t' { // the ASCII white space
+			space = len(dst) > start
 			continue
 		}
 		if space {
-			b.WriteByte(' ')
+			dst = append(dst, ' ')
 			space = false
 		}
-		if r < utf8.RuneSelf {
-			if 'A' <= r && r <= 'Z' {
-				r += 'a' - 'A'
-			}
-			b.WriteByte(byte(r))
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// appendNormalizedRunes is appendNormalized for text beyond ASCII.
+func appendNormalizedRunes(dst []byte, s string) []byte {
+	start := len(dst)
+	space := false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			space = len(dst) > start
 			continue
 		}
-		b.WriteRune(unicode.ToLower(r))
+		if space {
+			dst = append(dst, ' ')
+			space = false
+		}
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
 	}
-	return b.String()
+	return dst
 }
 
 // isNormalASCII reports whether s is ASCII without capitals and with single

@@ -17,9 +17,14 @@ func TestNormalizeQuery(t *testing.T) {
 		{"ÖL\u3000und Gas", "öl und gas"},   // ideographic space
 		{"a\vb", "a b"},
 		{"1 2 3?", "1 2 3?"},
+		{"Can I book\r\nit (REF 42)\f", "can i book it (ref 42)"},
 	} {
 		if got := NormalizeQuery(tc.in); got != tc.want {
 			t.Errorf("NormalizeQuery(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		// The ASCII path and the one for any text agree.
+		if got := string(appendNormalizedRunes([]byte("x"), tc.in)); got != "x"+tc.want {
+			t.Errorf("appendNormalizedRunes(%q) = %q, want %q", tc.in, got, "x"+tc.want)
 		}
 	}
 }

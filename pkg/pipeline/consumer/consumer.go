@@ -123,8 +123,8 @@ type batch struct {
 	// a timer per fetched message would cost more than the fetch.
 	due    context.Context
 	cancel context.CancelFunc
-	// parts holds, for each partition the batch read from, its last
-	// message: what the commit names and the lag is reported from.
+	// parts holds, for each partition the batch read from, the position
+	// the commit names and the lag after the partition's latest message.
 	parts []partition
 	// last indexes the partition of the previous message: the reader
 	// hands out a partition's messages in runs.

@@ -28,6 +28,10 @@ import (
 
 var brokerBin string
 
+// stringColumns sizes the String columns of the consumers' inserts, as
+// the consumer binary does; it is installed before the tests run.
+var stringColumns = chstore.InstallStringColumns()
+
 func TestMain(m *testing.M) { os.Exit(devbroker.RunTests(m, &brokerBin)) }
 
 func must(t *testing.T, err error) {
@@ -60,7 +64,7 @@ func (e *env) startConsumer(t *testing.T, group string) (url string) {
 	return consumertest.Start(t, consumer.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: []string{e.broker.Addr()}}, Topic: "events", QuarantineTopic: "quarantine", GroupID: group, DeadLetterTopic: "dead-letters",
 		TopicPartitions: 3, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
-		ClickHouse: chstore.Config{Addrs: []string{e.ch.Addr()}, Database: "analytics"},
+		ClickHouse: chstore.Config{Addrs: []string{e.ch.Addr()}, Database: "analytics", StringColumns: stringColumns},
 		Consumer:   consumer.Config{BatchRows: 1000, FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},
 	})
 }

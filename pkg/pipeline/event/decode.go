@@ -19,10 +19,10 @@ type Decoder struct {
 	tags    [][]byte
 	strs    []string
 	// interned keeps one copy of the values of low-cardinality columns
-	// (apps, types, channels, handlers...). clickhouse-go hashes every
-	// such value to build the column's dictionary, which costs a cache
-	// miss per row when equal values lie apart in the batch's text, and
-	// next to nothing when they share one copy.
+	// (apps, types, channels, handlers...). The insert hashes every such
+	// value to build the column's dictionary, which costs a cache miss per
+	// row when equal values lie apart in the batch's text, and little when
+	// they share one copy.
 	interned map[string]string
 }
 

@@ -2,6 +2,8 @@ package event
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -19,19 +21,33 @@ func skipWS(b []byte, i int) int {
 }
 
 // skipString returns the index just past the string starting at b[i].
+// Most strings the walker skips are keys and short values, so it looks at
+// eight bytes at a time for a quote or a backslash rather than calling
+// bytes.IndexByte for each.
 func skipString(b []byte, i int) int {
+	i++
 	for {
-		j := bytes.IndexByte(b[i+1:], '"')
-		if j < 0 {
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			quote := (x ^ lsb*'"' - lsb) & ^(x ^ lsb*'"') & msb
+			bslash := (x ^ lsb*'\\' - lsb) & ^(x ^ lsb*'\\') & msb
+			if m := quote | bslash; m != 0 {
+				// The lowest flagged byte is always a true hit.
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
 			return len(b)
 		}
-		i += 1 + j
-		n := 0
-		for k := i - 1; b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
+		switch b[i] {
+		case '"':
 			return i + 1
+		case '\\':
+			i += 2 // an escape; the rest of a \u escape is hex digits
+		default:
+			i++
 		}
 	}
 }
