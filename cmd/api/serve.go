@@ -27,8 +27,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		AddrEnv: "API_ADDR", Addr: ":8080", AddrHelp: "HTTP listen address",
 		ShutdownTimeout: 10 * time.Second, ShutdownHelp: "time allowed to drain requests on SIGTERM",
 		LogLevel: &logLevel, CORS: true,
-		HTTP: httpserve.Limits{ReadHeaderTimeout: contentapi.DefaultReadHeaderTimeout, ReadTimeout: contentapi.DefaultReadTimeout,
-			WriteTimeout: contentapi.DefaultWriteTimeout, IdleTimeout: contentapi.DefaultIdleTimeout, MaxHeaderBytes: contentapi.DefaultMaxHeaderBytes},
+		HTTP: httpserve.DefaultLimits(),
 	})
 	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")

@@ -30,22 +30,14 @@ type ServiceConfig struct {
 	// beside the api itself; StatusInterval is how often they are read.
 	StatusSources  []statuspage.Source
 	StatusInterval time.Duration
-	// HTTP bounds what one client connection may cost.
+	// HTTP bounds what one client connection may cost; zero fields take
+	// httpserve's defaults.
 	HTTP httpserve.Limits
 	// CORS lets pages on other origins call from a browser; nil allows
 	// none. It wraps the engine, so that preflights of every route are
 	// answered before Gin's routing would refuse OPTIONS with 405.
 	CORS *cors.Policy
 }
-
-// Defaults of ServiceConfig.HTTP.
-const (
-	DefaultReadHeaderTimeout = 5 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultWriteTimeout      = 30 * time.Second
-	DefaultIdleTimeout       = 120 * time.Second
-	DefaultMaxHeaderBytes    = 64 << 10
-)
 
 // pingWithin fails readiness only once the store has not answered for
 // longer than grace: until then the api answers from its cache, and
@@ -155,8 +147,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
 
 	handler := cfg.CORS.Handler(engine)
-	srv := httpserve.NewServer(handler, cfg.HTTP.Or(httpserve.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
-		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}), log)
+	srv := httpserve.NewServer(handler, cfg.HTTP.Or(httpserve.DefaultLimits()), log)
 	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, handler: handler, graphql: gh, status: status}
 	if w, ok := store.(RevisionWatcher); ok {
 		svc.watcher = w

@@ -107,8 +107,7 @@ func TestHTTPLimits(t *testing.T) {
 		name      string
 		set, want httpserve.Limits
 	}{
-		{"defaults", httpserve.Limits{}, httpserve.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
-			WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}},
+		{"defaults", httpserve.Limits{}, httpserve.DefaultLimits()},
 		{"configured", configured, configured},
 	} {
 		svc, err := NewService(ServiceConfig{HTTP: tc.set}, store, log)
