@@ -40,6 +40,7 @@ func run(args []string) error {
 	dlqTopic := fs.String("dead-letter-topic", "DEAD_LETTER_TOPIC", "cms.events.dead-letter", "topic for messages that can never be written")
 	sessionTimeout := fs.Duration("session-timeout", "KAFKA_SESSION_TIMEOUT", kafka.DefaultSessionTimeout, "consumer group session timeout")
 	clickhouse := chstore.DefineFlags(fs, chstore.Tables)
+	schema := fs.String("clickhouse-schema", "CLICKHOUSE_SCHEMA", "apply", "apply: apply missing migrations at start; wait: wait until \"consumer migrate\" has applied them")
 	retention := fs.Int("retention-days", "RETENTION_DAYS", 0, "drop events older than this many days (servers with TTL); 0 keeps them")
 	batchRows := fs.Int("batch-rows", "BATCH_ROWS", consumer.DefaultBatchRows, "insert once a batch holds this many messages")
 	batchBytes := fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes")
@@ -65,13 +66,17 @@ func run(args []string) error {
 		return fmt.Errorf("unknown command %q; the only command is migrate", strings.Join(rest, " "))
 	}
 
+	schemaMode, err := consumer.ParseSchema(*schema)
+	if err != nil {
+		return err
+	}
 	// Before the first query: clickhouse-go takes this for the process.
 	chCfg.StringColumns = chstore.InstallStringColumns()
 	ks := kafkaSettings()
 	svc, err := consumer.NewService(ctx, consumer.ServiceConfig{
 		Kafka: ks.Cluster, Topic: ks.EventsTopic, QuarantineTopic: ks.QuarantineTopic, GroupID: *group, DeadLetterTopic: *dlqTopic,
 		TopicPartitions: ks.TopicPartitions, TopicReplication: ks.TopicReplication, MaxMessageBytes: ks.MaxMessageBytes, SessionTimeout: *sessionTimeout,
-		ClickHouse: chCfg,
+		ClickHouse: chCfg, Schema: schemaMode,
 		Consumer: consumer.Config{BatchRows: *batchRows, BatchBytes: *batchBytes, FlushInterval: *flushInterval,
 			RetryMax: *retryMax, ShutdownTimeout: settings.ShutdownTimeout},
 		Producer: kafka.ProducerConfig{},

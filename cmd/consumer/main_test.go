@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,20 +61,39 @@ type proc struct {
 	cmd    *exec.Cmd
 	url    string
 	exited chan error
-	logs   *strings.Builder
+	logs   *lockedLog
 }
 
-func (r *rig) start() *proc {
+// lockedLog is a process's stderr, safe to read while it runs.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (r *rig) start(env ...string) *proc {
 	r.t.Helper()
 	port, err := devbroker.FreePort()
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	p := &proc{url: fmt.Sprintf("http://127.0.0.1:%d", port), exited: make(chan error, 1), logs: &strings.Builder{}}
+	p := &proc{url: fmt.Sprintf("http://127.0.0.1:%d", port), exited: make(chan error, 1), logs: &lockedLog{}}
 	p.cmd = exec.Command(r.bin)
 	p.cmd.Env = append(os.Environ(), fmt.Sprintf("CONSUMER_ADDR=127.0.0.1:%d", port), "KAFKA_BROKERS="+r.broker.Addr(),
 		"EVENTS_TOPIC=events", "CLICKHOUSE_ADDR="+r.ch.Addr(), "CLICKHOUSE_DATABASE=analytics",
 		"BATCH_ROWS=200", "FLUSH_INTERVAL=100ms", "KAFKA_SESSION_TIMEOUT=6s", "RETRY_MAX=1s")
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
 		r.t.Fatal(err)
@@ -218,6 +238,55 @@ func TestMigrateCommandAndReadiness(t *testing.T) {
 		t.Errorf("oversized headers: %d, want 431", resp.StatusCode)
 	}
 	stopCleanly(t, p)
+}
+
+// TestWaitsForMigrationJob starts a consumer that must not migrate
+// (CLICKHOUSE_SCHEMA=wait, as beside a Kubernetes migration Job) on an
+// empty database: it says what it waits for and does not serve until
+// "consumer migrate" has run, then consumes.
+func TestWaitsForMigrationJob(t *testing.T) {
+	r := newRig(t)
+	r.produce("w", 100)
+	p := r.start("CLICKHOUSE_SCHEMA=wait")
+	waitFor(t, 60*time.Second, "the waiting log line", func() bool {
+		return strings.Contains(p.logs.String(), `waiting for the ClickHouse schema`)
+	}, p)
+	// Waiting, it has created nothing and opened no listener.
+	if _, err := http.Get(p.url + "/healthz"); err == nil {
+		t.Error("the consumer serves while it waits for the schema")
+	}
+	if d, _ := r.counts(); d != 0 {
+		t.Errorf("%d events written before the schema was migrated", d)
+	}
+	out, err := exec.Command(r.bin, "-clickhouse-addr", r.ch.Addr(), "-clickhouse-database", "analytics", "migrate").CombinedOutput()
+	if err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	r.waitDistinct(100)
+	if !strings.Contains(p.logs.String(), "ClickHouse schema migrated; starting") {
+		t.Errorf("no log line saying the wait ended:\n%s", p.logs)
+	}
+	stopCleanly(t, p)
+}
+
+func TestSchemaModeRefusesUnknown(t *testing.T) {
+	t.Setenv("CLICKHOUSE_SCHEMA", "later")
+	if err := run(nil); err == nil || !strings.Contains(err.Error(), `ClickHouse schema mode "later": want apply or wait`) {
+		t.Errorf("CLICKHOUSE_SCHEMA=later: %v", err)
+	}
+}
+
+// waitFor polls cond until it holds, failing with the process's log after
+// limit.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool, p *proc) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %s\n%s", what, limit, p.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestHTTPLimitFlagsRefuseNoLimit checks that the consumer does not start

@@ -37,11 +37,63 @@ type ServiceConfig struct {
 	// the kafka package's default.
 	MaxWait    time.Duration
 	ClickHouse chstore.Config
-	Consumer   Config
-	Producer   kafka.ProducerConfig
+	// Schema says whether the service applies the ClickHouse migrations
+	// at start or waits for another step to apply them.
+	Schema   Schema
+	Consumer Config
+	Producer kafka.ProducerConfig
 	// HTTP bounds the connections of the metrics and health endpoints;
 	// zero fields take httpserve's defaults.
 	HTTP httpserve.Limits
+}
+
+// Schema is how a starting consumer gets the ClickHouse schema it needs.
+type Schema int
+
+// The ways.
+const (
+	// SchemaApply applies missing migrations itself (safe with several
+	// consumers starting at once).
+	SchemaApply Schema = iota
+	// SchemaWait waits until "consumer migrate" (for example a Kubernetes
+	// Job run with each release) has applied every migration this build
+	// has, so consumers never write to a schema older than their own and
+	// need no DDL rights.
+	SchemaWait
+)
+
+// ParseSchema reads "apply" or "wait".
+func ParseSchema(s string) (Schema, error) {
+	switch s {
+	case "apply":
+		return SchemaApply, nil
+	case "wait":
+		return SchemaWait, nil
+	}
+	return 0, fmt.Errorf("ClickHouse schema mode %q: want apply or wait", s)
+}
+
+// schemaPoll is how often a waiting consumer looks at the schema again.
+const schemaPoll = 2 * time.Second
+
+func (m Schema) prepare(ctx context.Context, store *chstore.Store, log *slog.Logger) error {
+	if m == SchemaApply {
+		if _, err := store.Migrate(ctx); err != nil {
+			return fmt.Errorf("migrate ClickHouse schema: %w", err)
+		}
+		return nil
+	}
+	logged := false
+	err := store.WaitMigrated(ctx, schemaPoll, func(pending []int) {
+		if !logged {
+			log.Warn("waiting for the ClickHouse schema: run \"consumer migrate\" to apply the pending migrations", "pending", pending)
+			logged = true
+		}
+	})
+	if err == nil && logged {
+		log.Info("ClickHouse schema migrated; starting")
+	}
+	return err
 }
 
 // httpDrain bounds the wait for scrapes and probes in flight on shutdown,
@@ -71,9 +123,9 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 	if err != nil {
 		return nil, err
 	}
-	if _, err := store.Migrate(ctx); err != nil {
+	if err := cfg.Schema.prepare(ctx, store, log); err != nil {
 		store.Close()
-		return nil, fmt.Errorf("migrate ClickHouse schema: %w", err)
+		return nil, err
 	}
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = kafka.DefaultMaxMessageBytes
