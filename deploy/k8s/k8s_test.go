@@ -62,6 +62,7 @@ type cluster struct {
 	kustomization
 	headers    []header
 	workloads  []workload
+	jobs       []job
 	services   []service
 	hpas       []hpa
 	pdbs       []pdb
@@ -91,6 +92,7 @@ func decodeCluster(t *testing.T, k kustomization, m *manifests) *cluster {
 		kustomization: k,
 		headers:       m.headers,
 		workloads:     decodeKind[workload](t, m, "Deployment", "StatefulSet"),
+		jobs:          decodeKind[job](t, m, "Job"),
 		services:      decodeKind[service](t, m, "Service"),
 		hpas:          decodeKind[hpa](t, m, "HorizontalPodAutoscaler"),
 		pdbs:          decodeKind[pdb](t, m, "PodDisruptionBudget"),
@@ -150,6 +152,8 @@ func checks() []check {
 		{"consumer group", checkConsumerGroup},
 		{"config and secrets", checkConfigSecrets},
 		{"network policies", checkNetworkPolicies},
+		{"schema migration", checkSchemaMigration},
+		{"secret files", checkSecretFiles},
 	}
 }
 
@@ -1071,6 +1075,200 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// migrateBin is the command line of the Job that applies the ClickHouse
+// schema; it reads the consumer's variables.
+const migrateBin = consumerBin + " migrate"
+
+// pods lists every pod template of the build, workloads' and Jobs', by
+// the object's description.
+func (cl *cluster) pods() map[string]*podSpec {
+	out := map[string]*podSpec{}
+	for i := range cl.workloads {
+		out[describe(cl.workloads[i].header)] = &cl.workloads[i].Spec.Template.Spec
+	}
+	for i := range cl.jobs {
+		out[describe(cl.jobs[i].header)] = &cl.jobs[i].Spec.Template.Spec
+	}
+	return out
+}
+
+// checkSchemaMigration checks that consumers told to wait for the schema
+// (CLICKHOUSE_SCHEMA=wait) have a Job that applies it, with the same
+// ClickHouse settings, and that the Job is as locked down as the
+// services and can be created again by the next release.
+func checkSchemaMigration(r reporter, cl *cluster) {
+	r.Helper()
+	_, c := cl.running(consumerBin)
+	if c == nil {
+		return // checkBinaries reports it
+	}
+	consumerEnv, _ := cl.env(*c)
+	var migrates []*job
+	for i := range cl.jobs {
+		for _, jc := range cl.jobs[i].Spec.Template.Spec.Containers {
+			if commandLine(jc) == migrateBin {
+				migrates = append(migrates, &cl.jobs[i])
+			}
+		}
+	}
+	mode := "apply"
+	if v, ok := consumerEnv["CLICKHOUSE_SCHEMA"]; ok && v.value != nil {
+		mode = *v.value
+	}
+	if mode == "wait" && len(migrates) != 1 {
+		r.Errorf("the consumer waits for the schema (CLICKHOUSE_SCHEMA=wait) but %d Jobs run %q; want 1", len(migrates), migrateBin)
+	}
+	for _, j := range migrates {
+		name := describe(j.header)
+		pod := j.Spec.Template.Spec
+		if pod.RestartPolicy != "OnFailure" && pod.RestartPolicy != "Never" {
+			r.Errorf("%s: restartPolicy %q; a Job needs OnFailure or Never", name, pod.RestartPolicy)
+		}
+		if j.Spec.BackoffLimit == nil || j.Spec.ActiveDeadlineSeconds == nil {
+			r.Errorf("%s: backoffLimit and activeDeadlineSeconds must bound the retries", name)
+		}
+		// A Job's template is immutable: the next release can create it
+		// again only once the finished one has gone.
+		if j.Spec.TTLSecondsAfterFinished == nil {
+			r.Errorf("%s: no ttlSecondsAfterFinished; the next release's apply would fail on the finished Job", name)
+		}
+		if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+			r.Errorf("%s: automountServiceAccountToken must be false", name)
+		}
+		if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != nonRootUID {
+			r.Errorf("%s: the pod must run as the image's nonroot user %d", name, nonRootUID)
+		}
+		for _, jc := range pod.Containers {
+			checkContainer(r, name, jc)
+			if jc.Image != cl.wantImage {
+				r.Errorf("%s container %s: image %q; want %q", name, jc.Name, jc.Image, cl.wantImage)
+			}
+			jobEnv, problems := cl.env(jc)
+			for _, p := range problems {
+				r.Errorf("%s container %s: %s", name, jc.Name, p)
+			}
+			reads := cl.reads[consumerBin]
+			for _, n := range sortedKeys(jobEnv) {
+				if !reads.read[n] {
+					r.Errorf("%s container %s: %s is not a variable the consumer reads", name, jc.Name, n)
+				}
+			}
+			// The schema must be made where, and as, the consumers
+			// expect it: every ClickHouse setting agrees.
+			for _, n := range sortedKeys(reads.read) {
+				if !strings.HasPrefix(n, "CLICKHOUSE_") || n == "CLICKHOUSE_SCHEMA" {
+					continue
+				}
+				cv, jv := consumerEnv[n], jobEnv[n]
+				if envDescribe(cv) != envDescribe(jv) {
+					r.Errorf("%s and the consumer disagree on %s: %s and %s", name, n, envDescribe(jv), envDescribe(cv))
+				}
+			}
+		}
+	}
+}
+
+// envDescribe says what a variable is set to, for comparing two
+// containers' settings.
+func envDescribe(v envValue) string {
+	switch {
+	case v.value != nil:
+		return strconv.Quote(*v.value)
+	case v.secret != nil:
+		return "Secret " + v.secret.Name + " key " + v.secret.Key
+	case v.source == "":
+		return "unset"
+	}
+	return v.source
+}
+
+// checkSecretFiles checks the variables that name files (KAFKA_TLS_CA_FILE,
+// CLICKHOUSE_PASSWORD_FILE, ...): each file must be in a volume the
+// container mounts, from a Secret or ConfigMap key the build has, and a
+// secret given as a file must not also be given as a value.
+func checkSecretFiles(r reporter, cl *cluster) {
+	r.Helper()
+	pods := cl.pods()
+	for _, podName := range sortedKeys(pods) {
+		pod := pods[podName]
+		for _, c := range pod.Containers {
+			name := podName + " container " + c.Name
+			env, _ := cl.env(c)
+			for _, n := range sortedKeys(env) {
+				if !strings.HasSuffix(n, "_FILE") {
+					continue
+				}
+				if _, both := env[strings.TrimSuffix(n, "_FILE")]; both {
+					r.Errorf("%s: both %s and %s are set; the service refuses to start", name, strings.TrimSuffix(n, "_FILE"), n)
+				}
+				v := env[n]
+				if v.value == nil {
+					r.Errorf("%s: %s must be a path in a ConfigMap or literal, not from %s", name, n, v.source)
+					continue
+				}
+				if err := cl.providesFile(pod, c, *v.value); err != nil {
+					r.Errorf("%s: %s=%s: %v", name, n, *v.value, err)
+				}
+			}
+		}
+	}
+}
+
+// providesFile reports why file would be missing in container c of pod.
+func (cl *cluster) providesFile(pod *podSpec, c container, file string) error {
+	for _, m := range c.VolumeMounts {
+		dir := strings.TrimSuffix(m.MountPath, "/") + "/"
+		if m.SubPath != "" || !strings.HasPrefix(file, dir) {
+			continue
+		}
+		rel := strings.TrimPrefix(file, dir)
+		i := slices.IndexFunc(pod.Volumes, func(v volume) bool { return v.Name == m.Name })
+		if i < 0 {
+			return fmt.Errorf("volume %s is mounted but not defined", m.Name)
+		}
+		var keys map[string]bool
+		var items []volumeItem
+		var what string
+		switch v := pod.Volumes[i]; {
+		case v.Secret != nil:
+			what, items = "Secret "+v.Secret.SecretName, v.Secret.Items
+			if values, ok := cl.secrets[v.Secret.SecretName]; ok {
+				keys = map[string]bool{}
+				for k := range values {
+					keys[k] = true
+				}
+			} else if cl.deployable {
+				return fmt.Errorf("%s is not in the build", what)
+			}
+		case v.ConfigMap != nil:
+			what, items = "ConfigMap "+v.ConfigMap.Name, v.ConfigMap.Items
+			cm, ok := cl.configMaps[v.ConfigMap.Name]
+			if !ok {
+				return fmt.Errorf("%s is not in the build", what)
+			}
+			keys = map[string]bool{}
+			for k := range cm.Data {
+				keys[k] = true
+			}
+		default:
+			return fmt.Errorf("volume %s is neither a Secret nor a ConfigMap", m.Name)
+		}
+		key := rel
+		if len(items) > 0 {
+			j := slices.IndexFunc(items, func(it volumeItem) bool { return it.Path == rel })
+			if j < 0 {
+				return fmt.Errorf("volume %s (%s) projects no %s", m.Name, what, rel)
+			}
+			key = items[j].Key
+		}
+		if keys != nil && !keys[key] {
+			return fmt.Errorf("%s has no key %s", what, key)
+		}
+		return nil
+	}
+	return fmt.Errorf("no volume mounted at its directory")
 }
 
 func ptrString[T any](p *T) string {

@@ -97,6 +97,40 @@ type podSpec struct {
 	} `yaml:"affinity"`
 	InitContainers []container `yaml:"initContainers"`
 	Containers     []container `yaml:"containers"`
+	RestartPolicy  string      `yaml:"restartPolicy"`
+	Volumes        []volume    `yaml:"volumes"`
+}
+
+// volume is a pod volume; only Secret and ConfigMap sources are decoded.
+type volume struct {
+	Name   string `yaml:"name"`
+	Secret *struct {
+		SecretName string       `yaml:"secretName"`
+		Items      []volumeItem `yaml:"items"`
+	} `yaml:"secret"`
+	ConfigMap *struct {
+		Name  string       `yaml:"name"`
+		Items []volumeItem `yaml:"items"`
+	} `yaml:"configMap"`
+}
+
+type volumeItem struct {
+	Key  string `yaml:"key"`
+	Path string `yaml:"path"`
+}
+
+// job is a batch/v1 Job; its pod template decodes as a workload's.
+type job struct {
+	header `yaml:",inline"`
+	Spec   struct {
+		BackoffLimit            *int `yaml:"backoffLimit"`
+		ActiveDeadlineSeconds   *int `yaml:"activeDeadlineSeconds"`
+		TTLSecondsAfterFinished *int `yaml:"ttlSecondsAfterFinished"`
+		Template                struct {
+			Metadata meta    `yaml:"metadata"`
+			Spec     podSpec `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
 }
 
 type container struct {
@@ -108,7 +142,12 @@ type container struct {
 		Name          string `yaml:"name"`
 		ContainerPort int    `yaml:"containerPort"`
 	} `yaml:"ports"`
-	Env     []envVar `yaml:"env"`
+	Env          []envVar `yaml:"env"`
+	VolumeMounts []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+		SubPath   string `yaml:"subPath"`
+	} `yaml:"volumeMounts"`
 	EnvFrom []struct {
 		Prefix       string `yaml:"prefix"`
 		ConfigMapRef *struct {
@@ -304,8 +343,13 @@ func build(t *testing.T, dir string, edit func(path string, b []byte) []byte) *m
 	t.Helper()
 	mem := filesys.MakeFsInMemory()
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(p, ".go") || d.Name() == "secrets.env" {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, ".go") {
 			return err
+		}
+		// A file with an .example beside it is the operator's own
+		// (git-ignored): the build uses the example in its place.
+		if _, err := os.Stat(p + ".example"); err == nil {
+			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -315,9 +359,7 @@ func build(t *testing.T, dir string, edit func(path string, b []byte) []byte) *m
 			b = edit(filepath.ToSlash(p), b)
 		}
 		dst := "/" + filepath.ToSlash(p)
-		if d.Name() == "secrets.env.example" {
-			dst = strings.TrimSuffix(dst, ".example")
-		}
+		dst = strings.TrimSuffix(dst, ".example")
 		if err := mem.WriteFile(dst, b); err != nil {
 			return fmt.Errorf("copy %s: %w", p, err)
 		}
@@ -444,8 +486,9 @@ var builtEnv = sync.OnceValues(func() (map[string]envNames, error) {
 })
 
 // helpEnv matches how pkg/envflag names a flag's variable in its help,
-// with the deprecated former names it still reads.
-var helpEnv = regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)\)(?: \(formerly ([A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)*), deprecated\))?`)
+// with the file variable of a secret ("(env NAME or NAME_FILE)") and the
+// deprecated former names it still reads.
+var helpEnv = regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)(?: or ([A-Z][A-Z0-9_]*_FILE))?\)(?: \(formerly ([A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)*), deprecated\))?`)
 
 // readEnv runs bin with each argument list of help followed by -h and
 // returns the variables the help names. A help that names none is an
@@ -465,7 +508,10 @@ func readEnv(ctx context.Context, bin string, help [][]string) (envNames, error)
 		for _, m := range found {
 			names.read[m[1]] = true
 			if m[2] != "" {
-				for _, old := range strings.Split(m[2], ", ") {
+				names.read[m[2]] = true
+			}
+			if m[3] != "" {
+				for _, old := range strings.Split(m[3], ", ") {
 					names.former[old] = m[1]
 				}
 			}

@@ -219,7 +219,9 @@ func TestChecksCatchMistakes(t *testing.T) {
 			name: "secret value copied into a ConfigMap",
 			edit: func(t *testing.T, cl *cluster) {
 				for _, values := range cl.secrets {
-					configMapWith(t, cl, "CLICKHOUSE_ADDR").Data["CLICKHOUSE_ADDR"] = "clickhouse:9000?password=" + values["CLICKHOUSE_PASSWORD"]
+					if pw := values["CLICKHOUSE_PASSWORD"]; pw != "" {
+						configMapWith(t, cl, "CLICKHOUSE_ADDR").Data["CLICKHOUSE_ADDR"] = "clickhouse:9000?password=" + pw
+					}
 				}
 			},
 			check: checkConfigSecrets, want: "key CLICKHOUSE_ADDR holds the value of Secret",
@@ -227,14 +229,14 @@ func TestChecksCatchMistakes(t *testing.T) {
 		{
 			name: "secretKeyRef to a missing key",
 			edit: func(t *testing.T, cl *cluster) {
-				_, c := mustRun(t, cl, consumerBin)
+				_, c := mustRun(t, cl, ingestBin)
 				for i := range c.Env {
 					if c.Env[i].ValueFrom != nil && c.Env[i].ValueFrom.SecretKeyRef != nil {
-						c.Env[i].ValueFrom.SecretKeyRef.Key = "CLICKHOUSE_PASSWD"
+						c.Env[i].ValueFrom.SecretKeyRef.Key = "CONTENT_DSN"
 					}
 				}
 			},
-			check: checkConfigSecrets, want: "key CLICKHOUSE_PASSWD, which the build lacks",
+			check: checkConfigSecrets, want: "key CONTENT_DSN, which the build lacks",
 		},
 		{
 			name:  "a Secret in the base",
@@ -392,6 +394,49 @@ func TestChecksCatchMistakes(t *testing.T) {
 				}
 			},
 			check: checkNetworkPolicies, want: "admits no traffic to Service/cms-ingest port http",
+		},
+		{
+			name:  "consumers wait for a schema nothing migrates",
+			edit:  func(t *testing.T, cl *cluster) { cl.jobs = nil },
+			check: checkSchemaMigration, want: `but 0 Jobs run "/usr/local/bin/consumer migrate"`,
+		},
+		{
+			name: "migration Job on another database",
+			edit: func(t *testing.T, cl *cluster) {
+				c := &cl.jobs[0].Spec.Template.Spec.Containers[0]
+				c.Env = append(c.Env, envVar{Name: "CLICKHOUSE_DATABASE", Value: ptr("staging")})
+			},
+			check: checkSchemaMigration, want: `disagree on CLICKHOUSE_DATABASE: "staging" and "cms"`,
+		},
+		{
+			name:  "migration Job that blocks the next release",
+			edit:  func(t *testing.T, cl *cluster) { cl.jobs[0].Spec.TTLSecondsAfterFinished = nil },
+			check: checkSchemaMigration, want: "no ttlSecondsAfterFinished",
+		},
+		{
+			name:  "password file not mounted",
+			edit:  func(t *testing.T, cl *cluster) { _, c := mustRun(t, cl, consumerBin); c.VolumeMounts = nil },
+			check: checkSecretFiles, want: "CLICKHOUSE_PASSWORD_FILE=/etc/cms/secrets/clickhouse-password: no volume mounted at its directory",
+		},
+		{
+			name: "password file from a key the Secret lacks",
+			edit: func(t *testing.T, cl *cluster) {
+				w, _ := mustRun(t, cl, ingestBin)
+				for _, v := range w.Spec.Template.Spec.Volumes {
+					if v.Secret != nil && len(v.Secret.Items) > 0 && v.Secret.Items[0].Key == "KAFKA_SASL_PASSWORD" {
+						v.Secret.Items[0].Key = "KAFKA_PASSWORD"
+					}
+				}
+			},
+			check: checkSecretFiles, want: "has no key KAFKA_PASSWORD",
+		},
+		{
+			name: "password given as a value and as a file",
+			edit: func(t *testing.T, cl *cluster) {
+				_, c := mustRun(t, cl, consumerBin)
+				c.Env = append(c.Env, envVar{Name: "KAFKA_SASL_PASSWORD", Value: ptr("x")})
+			},
+			check: checkSecretFiles, want: "both KAFKA_SASL_PASSWORD and KAFKA_SASL_PASSWORD_FILE are set",
 		},
 		{
 			name:  "an object outside the namespace",
