@@ -44,13 +44,19 @@ var listenEnv = map[string]string{
 
 func loadProject(t *testing.T, env map[string]string) *types.Project {
 	t.Helper()
+	return loadFiles(t, env, "compose.yaml")
+}
+
+// loadFiles loads compose files layered in order, as -f flags do.
+func loadFiles(t *testing.T, env map[string]string, files ...string) *types.Project {
+	t.Helper()
 	var list []string
 	for k, v := range env {
 		list = append(list, k+"="+v)
 	}
 	// No process environment and no .env file: the test sees the defaults
 	// written in compose.yaml, whatever the machine has set.
-	opts, err := cli.NewProjectOptions([]string{"compose.yaml"},
+	opts, err := cli.NewProjectOptions(files,
 		cli.WithWorkingDirectory("."),
 		cli.WithEnv(list),
 		cli.WithInterpolation(true),
@@ -63,7 +69,7 @@ func loadProject(t *testing.T, env map[string]string) *types.Project {
 	}
 	p, err := opts.LoadProject(t.Context())
 	if err != nil {
-		t.Fatalf("load compose.yaml: %v", err)
+		t.Fatalf("load %s: %v", strings.Join(files, " + "), err)
 	}
 	return p
 }
