@@ -18,6 +18,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/internal/testcert"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
@@ -27,11 +28,17 @@ type rig struct {
 	broker *devbroker.Broker
 	ch     *devclickhouse.Server
 	store  *chstore.Store
+	// chEnv is added to the consumer's environment, after the defaults.
+	chEnv []string
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	ch := devclickhouse.StartForTest(t)
+	return newRigOn(t, devclickhouse.StartForTest(t))
+}
+
+func newRigOn(t *testing.T, ch *devclickhouse.Server) *rig {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -93,6 +100,7 @@ func (r *rig) start(env ...string) *proc {
 	p.cmd.Env = append(os.Environ(), fmt.Sprintf("CONSUMER_ADDR=127.0.0.1:%d", port), "KAFKA_BROKERS="+r.broker.Addr(),
 		"EVENTS_TOPIC=events", "CLICKHOUSE_ADDR="+r.ch.Addr(), "CLICKHOUSE_DATABASE=analytics",
 		"BATCH_ROWS=200", "FLUSH_INTERVAL=100ms", "KAFKA_SESSION_TIMEOUT=6s", "RETRY_MAX=1s")
+	p.cmd.Env = append(p.cmd.Env, r.chEnv...)
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
@@ -212,20 +220,7 @@ func TestMigrateCommandAndReadiness(t *testing.T) {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	p := r.start()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(p.url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 60s\n%s", p.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitReady(t, p)
 	// The endpoints' server has header limits like every service's.
 	req, err := http.NewRequest(http.MethodGet, p.url+"/healthz", nil)
 	if err != nil {
@@ -265,6 +260,62 @@ func TestWaitsForMigrationJob(t *testing.T) {
 	r.waitDistinct(100)
 	if !strings.Contains(p.logs.String(), "ClickHouse schema migrated; starting") {
 		t.Errorf("no log line saying the wait ended:\n%s", p.logs)
+	}
+	stopCleanly(t, p)
+}
+
+func waitReady(t *testing.T, p *proc) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(p.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after 60s\n%s", p.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWritesOverTLS runs the consumer against ClickHouse's secure port
+// only. The certificate names localhost, not the address dialled, so the
+// server name setting is what makes it verify.
+func TestWritesOverTLS(t *testing.T) {
+	files, err := testcert.New(t.TempDir(), "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRigOn(t, devclickhouse.StartForTestWith(t, devclickhouse.Options{
+		TLS: &devclickhouse.TLS{CertFile: files.ServerCert, KeyFile: files.ServerKey}}))
+	other, err := testcert.New(t.TempDir(), "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.chEnv = []string{"CLICKHOUSE_ADDR=" + r.ch.SecureAddr(), "CLICKHOUSE_TLS_CA_FILE=" + other.CA, "CLICKHOUSE_TLS_SERVER_NAME=localhost"}
+	p := r.start()
+	select {
+	case err := <-p.exited:
+		if err == nil || !strings.Contains(p.logs.String(), "certificate could not be verified") {
+			t.Errorf("with another CA: exit %v\n%s", err, p.logs)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("with another CA: still running after 60s\n%s", p.logs)
+	}
+
+	r.chEnv = []string{"CLICKHOUSE_ADDR=" + r.ch.SecureAddr(), "CLICKHOUSE_TLS_CA_FILE=" + files.CA, "CLICKHOUSE_TLS_SERVER_NAME=localhost",
+		"CLICKHOUSE_TLS_CERT_FILE=" + files.ClientCert, "CLICKHOUSE_TLS_KEY_FILE=" + files.ClientKey}
+	r.produce("tls", 1000)
+	p = r.start()
+	waitReady(t, p)
+	// Counted through the plain port of the same server.
+	r.waitDistinct(1000)
+	if d, f := r.counts(); d != 1000 || f != 1000 {
+		t.Errorf("distinct %d, after deduplication %d; want 1000 and 1000", d, f)
 	}
 	stopCleanly(t, p)
 }

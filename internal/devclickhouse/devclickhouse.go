@@ -58,6 +58,17 @@ type Options struct {
 	TCPPort int
 	// Log receives the server's stdout and stderr; nil discards them.
 	Log io.Writer
+	// TLS, when set, also serves the native protocol over TLS on
+	// SecureTCPPort with this certificate; clients are not asked for one.
+	TLS *TLS
+}
+
+// TLS is the server's certificate for the secure native port.
+type TLS struct {
+	// CertFile and KeyFile are PEM files.
+	CertFile, KeyFile string
+	// SecureTCPPort is the port; 0 picks a free one.
+	SecureTCPPort int
 }
 
 // Server is a running private ClickHouse server.
@@ -79,6 +90,15 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if o.TLS != nil {
+		t := *o.TLS
+		if t.SecureTCPPort == 0 {
+			if t.SecureTCPPort, err = childproc.FreePort(); err != nil {
+				return nil, err
+			}
+		}
+		o.TLS = &t
+	}
 	s := &Server{bin: bin, o: o}
 	if err := s.writeConfig(); err != nil {
 		return nil, err
@@ -91,6 +111,36 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 
 // Addr is the native protocol address.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.o.TCPPort) }
+
+// SecureAddr is the native protocol address over TLS, or "" without TLS.
+func (s *Server) SecureAddr() string {
+	if s.o.TLS == nil {
+		return ""
+	}
+	return "127.0.0.1:" + strconv.Itoa(s.o.TLS.SecureTCPPort)
+}
+
+// secureConfig is the configuration of the secure port: the 18.16 server
+// reads the certificate from openSSL.server. It needs no dhParamsFile:
+// Go clients negotiate ECDHE with the system OpenSSL.
+func (s *Server) secureConfig() string {
+	if s.o.TLS == nil {
+		return ""
+	}
+	return fmt.Sprintf(`
+    <tcp_port_secure>%d</tcp_port_secure>
+    <openSSL>
+        <server>
+            <certificateFile>%s</certificateFile>
+            <privateKeyFile>%s</privateKeyFile>
+            <verificationMode>none</verificationMode>
+            <loadDefaultCAFile>false</loadDefaultCAFile>
+            <cacheSessions>true</cacheSessions>
+            <disableProtocols>sslv2,sslv3</disableProtocols>
+            <preferServerCiphers>true</preferServerCiphers>
+        </server>
+    </openSSL>`, s.o.TLS.SecureTCPPort, s.o.TLS.CertFile, s.o.TLS.KeyFile)
+}
 
 func (s *Server) writeConfig() error {
 	dir, err := filepath.Abs(s.o.Dir)
@@ -129,9 +179,9 @@ func (s *Server) writeConfig() error {
     <default_profile>default</default_profile>
     <default_database>default</default_database>
     <mark_cache_size>268435456</mark_cache_size>
-    <max_concurrent_queries>100</max_concurrent_queries>
+    <max_concurrent_queries>100</max_concurrent_queries>%[4]s
 </yandex>
-`, dir, s.o.TCPPort, httpPort)
+`, dir, s.o.TCPPort, httpPort, s.secureConfig())
 	users := `<?xml version="1.0"?>
 <yandex>
     <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
@@ -213,6 +263,13 @@ func (s *Server) Kill() error { return s.proc.Signal(syscall.SIGKILL, 10*time.Se
 // except in CI (CI set), where it fails: CI must run every test.
 func StartForTest(t testing.TB) *Server {
 	t.Helper()
+	return StartForTestWith(t, Options{})
+}
+
+// StartForTestWith is StartForTest with options; an empty Dir is the
+// test's temporary directory.
+func StartForTestWith(t testing.TB, o Options) *Server {
+	t.Helper()
 	if _, err := Binary(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI must have ClickHouse: %v", err)
@@ -221,7 +278,10 @@ func StartForTest(t testing.TB) *Server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := Start(ctx, Options{Dir: t.TempDir()})
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	s, err := Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

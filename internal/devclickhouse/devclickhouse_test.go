@@ -2,10 +2,15 @@ package devclickhouse
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/assistantcms/cms/internal/testcert"
 )
 
 func TestServerStartsAnswersAndRestarts(t *testing.T) {
@@ -61,5 +66,34 @@ func TestServerStartsAnswersAndRestarts(t *testing.T) {
 	var x uint8
 	if err := conn.QueryRow(ctx, "SELECT x FROM kept").Scan(&x); err != nil || x != 7 {
 		t.Errorf("data after restart: %d %v", x, err)
+	}
+}
+
+func TestSecurePortServesTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	files, err := testcert.New(dir, "127.0.0.1", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := StartForTestWith(t, Options{TLS: &TLS{CertFile: files.ServerCert, KeyFile: files.ServerKey}})
+	if s.SecureAddr() == "" || s.SecureAddr() == s.Addr() {
+		t.Fatalf("secure address %q beside %q", s.SecureAddr(), s.Addr())
+	}
+	caPEM, err := os.ReadFile(files.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.SecureAddr()}, TLS: &tls.Config{RootCAs: roots}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var one uint8
+	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("query over TLS: %d %v", one, err)
 	}
 }

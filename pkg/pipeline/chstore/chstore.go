@@ -21,6 +21,8 @@ type Config struct {
 	Database string
 	Username string
 	Password string
+	// TLS secures the connections; the zero value is plain.
+	TLS TLS
 	// RetentionDays drops older events where the server supports TTL.
 	RetentionDays int
 	DialTimeout   time.Duration
@@ -45,10 +47,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
+	tlsConfig, err := cfg.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:        cfg.Addrs,
 		Auth:        clickhouse.Auth{Database: "default", Username: cfg.Username, Password: cfg.Password},
 		DialTimeout: cfg.DialTimeout,
+		TLS:         tlsConfig,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to ClickHouse %v: %w", cfg.Addrs, err)
@@ -56,7 +63,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	var raw string
 	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&raw); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("read ClickHouse version from %v: %w", cfg.Addrs, err)
+		return nil, fmt.Errorf("read ClickHouse version from %v: %w", cfg.Addrs, explainDial(cfg.TLS, err))
 	}
 	v, err := chschema.ParseVersion(raw)
 	if err != nil {

@@ -30,7 +30,13 @@ func DefineFlags(fs *envflag.Set, use Use) func() Config {
 	db := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", dbHelp)
 	user := fs.String("clickhouse-user", "CLICKHOUSE_USER", "default", "ClickHouse user")
 	password := fs.Secret("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
+	tlsOn := fs.Bool("clickhouse-tls", "CLICKHOUSE_TLS", false, "connect over TLS, to the secure native port (tcp_port_secure); implied by the other -clickhouse-tls-* flags")
+	ca := fs.String("clickhouse-tls-ca-file", "CLICKHOUSE_TLS_CA_FILE", "", "PEM file of the CA certificates that sign ClickHouse's certificate (empty: the system's roots)")
+	serverName := fs.String("clickhouse-tls-server-name", "CLICKHOUSE_TLS_SERVER_NAME", "", "name ClickHouse's certificate must carry (empty: the host of the address)")
+	cert := fs.String("clickhouse-tls-cert-file", "CLICKHOUSE_TLS_CERT_FILE", "", "PEM client certificate for ClickHouse servers that ask for one (needs -clickhouse-tls-key-file)")
+	key := fs.String("clickhouse-tls-key-file", "CLICKHOUSE_TLS_KEY_FILE", "", "PEM file of the client certificate's private key")
 	return func() Config {
-		return Config{Addrs: envflag.List(*addrs), Database: *db, Username: *user, Password: *password}
+		return Config{Addrs: envflag.List(*addrs), Database: *db, Username: *user, Password: *password,
+			TLS: TLS{Enabled: *tlsOn, CAFile: *ca, ServerName: *serverName, CertFile: *cert, KeyFile: *key}}
 	}
 }

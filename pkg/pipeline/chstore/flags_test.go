@@ -22,6 +22,10 @@ func TestDefineFlags(t *testing.T) {
 		{"environment", History, map[string]string{"CLICKHOUSE_ADDR": "a:9000,b:9000", "CLICKHOUSE_DATABASE": "analytics",
 			"CLICKHOUSE_USER": "u", "CLICKHOUSE_PASSWORD": "p"},
 			Config{Addrs: []string{"a:9000", "b:9000"}, Database: "analytics", Username: "u", Password: "p"}, "for HISTORICAL suggestions"},
+		{"TLS by environment", Tables, map[string]string{"CLICKHOUSE_TLS": "true", "CLICKHOUSE_TLS_CA_FILE": "/etc/ch/ca.pem",
+			"CLICKHOUSE_TLS_SERVER_NAME": "ch.internal", "CLICKHOUSE_TLS_CERT_FILE": "/etc/ch/client.pem", "CLICKHOUSE_TLS_KEY_FILE": "/etc/ch/client-key.pem"},
+			Config{Addrs: []string{"127.0.0.1:9000"}, Database: "default", Username: "default", TLS: TLS{Enabled: true, CAFile: "/etc/ch/ca.pem",
+				ServerName: "ch.internal", CertFile: "/etc/ch/client.pem", KeyFile: "/etc/ch/client-key.pem"}}, "comma-separated"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,156 @@
+package chstore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/internal/testcert"
+)
+
+func TestTLSConfigRefusesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	files, err := testcert.New(dir, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	cases := []struct {
+		name    string
+		tls     TLS
+		wantErr string // empty: a configuration
+		wantNil bool
+	}{
+		{"plain", TLS{}, "", true},
+		{"system roots", TLS{Enabled: true}, "", false},
+		{"CA implies TLS", TLS{CAFile: files.CA}, "", false},
+		{"server name implies TLS", TLS{ServerName: "ch.example"}, "", false},
+		{"client certificate", TLS{CAFile: files.CA, CertFile: files.ClientCert, KeyFile: files.ClientKey}, "", false},
+		{"CA file missing", TLS{CAFile: missing}, "read ClickHouse TLS CA file (-clickhouse-tls-ca-file): open " + missing, false},
+		{"CA file not PEM", TLS{CAFile: notPEM}, "ClickHouse TLS CA file " + notPEM + " (-clickhouse-tls-ca-file) holds no PEM certificate", false},
+		{"certificate without key", TLS{CertFile: files.ClientCert}, "-clickhouse-tls-cert-file is set without its key -clickhouse-tls-key-file", false},
+		{"key without certificate", TLS{KeyFile: files.ClientKey}, "-clickhouse-tls-key-file is set without its certificate -clickhouse-tls-cert-file", false},
+		{"key not PEM", TLS{CertFile: files.ClientCert, KeyFile: notPEM}, "load ClickHouse TLS client certificate " + files.ClientCert + " and key", false},
+		{"key of another certificate", TLS{CertFile: files.ClientCert, KeyFile: files.ServerKey}, "private key does not match public key", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := tc.tls.Config()
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "PRIVATE KEY") {
+					t.Errorf("the error quotes the key: %v", err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case (c == nil) != tc.wantNil:
+				t.Fatalf("config %v, want nil: %v", c, tc.wantNil)
+			case c != nil && (c.ServerName != tc.tls.ServerName || (tc.tls.CAFile != "") != (c.RootCAs != nil) || len(c.Certificates) != map[bool]int{true: 1}[tc.tls.CertFile != ""]):
+				t.Errorf("config %+v does not follow %+v", c, tc.tls)
+			}
+		})
+	}
+}
+
+// tlsServer starts a server whose secure port has a certificate for
+// 127.0.0.1 and localhost, signed by a CA written beside it.
+func tlsServer(t *testing.T) (*devclickhouse.Server, testcert.Files) {
+	t.Helper()
+	files, err := testcert.New(t.TempDir(), "127.0.0.1", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return devclickhouse.StartForTestWith(t, devclickhouse.Options{TLS: &devclickhouse.TLS{CertFile: files.ServerCert, KeyFile: files.ServerKey}}), files
+}
+
+func TestOpenOverTLS(t *testing.T) {
+	srv, files := tlsServer(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		tls  TLS
+	}{
+		{"CA and address", TLS{CAFile: files.CA}},
+		{"CA, server name and client certificate", TLS{CAFile: files.CA, ServerName: "localhost", CertFile: files.ClientCert, KeyFile: files.ClientKey}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(ctx, Config{Addrs: []string{srv.SecureAddr()}, Database: "secured", TLS: tc.tls, StringColumns: stringColumns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			id := "tls-" + strings.ReplaceAll(tc.name, " ", "-")
+			var b EventBatch
+			now := time.Now().UTC()
+			fixture{EventID: id, AppID: "app-1", EventTime: now, ReceivedAt: now, Channel: "web", RawQuery: "opening hours"}.addTo(&b)
+			if err := s.InsertEvents(ctx, &b); err != nil {
+				t.Fatal(err)
+			}
+			var n uint64
+			if err := s.Conn().QueryRow(s.Context(ctx), "SELECT count() FROM secured.events WHERE event_id = ?", id).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("%d rows of %s read back, %v", n, id, err)
+			}
+			if err := s.Ping(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestOpenOverTLSFailsClearly(t *testing.T) {
+	srv, files := tlsServer(t)
+	other, err := testcert.New(t.TempDir(), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		addr string
+		tls  TLS
+		want []string
+	}{
+		{"CA that did not sign the server's certificate", srv.SecureAddr(), TLS{CAFile: other.CA},
+			[]string{"certificate could not be verified with the CA of -clickhouse-tls-ca-file", "unknown authority"}},
+		{"system roots only", srv.SecureAddr(), TLS{Enabled: true},
+			[]string{"certificate could not be verified with the system's roots", "CLICKHOUSE_TLS_CA_FILE", "unknown authority"}},
+		{"server name the certificate lacks", srv.SecureAddr(), TLS{CAFile: files.CA, ServerName: "clickhouse.example"},
+			[]string{"not for the expected name", "CLICKHOUSE_TLS_SERVER_NAME", "clickhouse.example"}},
+		{"plain connection to the secure port", srv.SecureAddr(), TLS{},
+			[]string{"if this is its secure port (tcp_port_secure), set -clickhouse-tls"}},
+		{"TLS to the plain port", srv.Addr(), TLS{CAFile: files.CA},
+			[]string{"does not speak TLS on this port"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s, err := Open(ctx, Config{Addrs: []string{tc.addr}, TLS: tc.tls, DialTimeout: 5 * time.Second})
+			if err == nil {
+				s.Close()
+				t.Fatal("connected")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if ctx.Err() != nil {
+				t.Errorf("failed only at the deadline: %v", err)
+			}
+		})
+	}
+}
