@@ -6,10 +6,10 @@
 // queries, really run there, which a SQL parser cannot tell. It is never
 // used in production.
 //
-// The packages are installed in this directory's node_modules by
-// `npm ci --ignore-scripts` (the test command does it); chdb's own install
-// script does nothing, and its engine comes prebuilt in
-// @chdb/lib-linux-x64-gnu.
+// The packages are installed in this directory's node_modules from
+// package-lock.json by `npm install --no-save --ignore-scripts` (the test
+// command does it); chdb's own install script does nothing, and its engine
+// comes prebuilt in @chdb/lib-linux-x64-gnu.
 package modernch
 
 import (
@@ -98,13 +98,31 @@ func Installed() error {
 	if err != nil {
 		return err
 	}
+	install := fmt.Sprintf("run `go run ./dev/test`, or `npm install --no-save --ignore-scripts` in %s", dir)
 	for _, p := range []string{"chdb/package.json", "@chdb/lib-linux-x64-gnu/package.json"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", p)); err != nil {
-			return fmt.Errorf("chdb is not installed in %s/node_modules (run `go run ./dev/test`, or `npm ci --ignore-scripts` there): %w", dir, err)
+			return fmt.Errorf("chdb is not installed in %s/node_modules (%s): %w", dir, install, err)
 		}
+	}
+	// The lock pins chdb; an installation left from another version would
+	// test another engine.
+	pkg, err := os.ReadFile(filepath.Join(dir, "node_modules", "chdb", "package.json"))
+	if err != nil {
+		return fmt.Errorf("chdb installation: %w", err)
+	}
+	var meta struct{ Version string }
+	if err := json.Unmarshal(pkg, &meta); err != nil {
+		return fmt.Errorf("chdb installation's package.json: %w", err)
+	}
+	if meta.Version != ChdbVersion {
+		return fmt.Errorf("chdb %s is installed in %s/node_modules, the tests pin %s (%s)", meta.Version, dir, ChdbVersion, install)
 	}
 	return nil
 }
+
+// ChdbVersion is the version of the npm package chdb that package.json
+// and package-lock.json pin.
+const ChdbVersion = "3.4.0"
 
 // Open starts a session whose tables live in o.Dir and waits until it
 // answers.

@@ -3,6 +3,7 @@ package modernch
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,17 @@ func TestSessionAbandonedByItsContext(t *testing.T) {
 	}
 	if err := s.Exec(context.Background(), "SELECT 1"); err == nil {
 		t.Fatal("an abandoned session still answers")
+	}
+}
+
+func TestPackageJSONPinsTheTestedVersion(t *testing.T) {
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"chdb": "`+ChdbVersion+`"`) {
+			t.Errorf("%s does not pin chdb %s", f, ChdbVersion)
+		}
 	}
 }
