@@ -28,6 +28,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // Error is a statement the engine refused.
@@ -285,8 +286,11 @@ func (s *Session) Query(ctx context.Context, sql string) (*Result, error) {
 
 // Insert writes data, in an input format such as JSONEachRow or
 // TabSeparated, into the named columns of table, and returns how many rows
-// it sent.
+// it sent. The data travels as JSON text, so it must be valid UTF-8.
 func (s *Session) Insert(ctx context.Context, table string, columns []string, format string, data []byte) (int, error) {
+	if !utf8.Valid(data) {
+		return 0, fmt.Errorf("chdb: insert into %s: the data is not UTF-8 text", table)
+	}
 	resp, err := s.do(ctx, request{Insert: table, Columns: columns, Format: format, Data: string(data)})
 	if err != nil {
 		return 0, fmt.Errorf("chdb: insert into %s: %w", table, err)
