@@ -10,7 +10,10 @@
 // rules and the dashboards' queries, and Chromium, which renders the status
 // page in its test. Node.js and npm (Debian's nodejs and npm) run the
 // assistant runtime of deploy/runtime, whose npm packages (the reference
-// client) are installed with npm ci from its package-lock.json.
+// client) are installed with npm ci from its package-lock.json, and the
+// current ClickHouse engine of internal/modernch (chDB), installed from its
+// package-lock.json with npm install, which keeps an installation that is
+// up to date.
 package main
 
 import (
@@ -52,6 +55,10 @@ func main() {
 		}
 	}
 	if err := npmCI(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "test:", err)
+		os.Exit(1)
+	}
+	if err := npmInstallEngine(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "test:", err)
 		os.Exit(1)
 	}
@@ -102,6 +109,30 @@ func npmCI(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out.String())
+	}
+	return nil
+}
+
+// npmInstallEngine installs chDB, the current ClickHouse engine the tests
+// of internal/modernch's users run, as internal/modernch/package-lock.json
+// pins it. npm install rather than npm ci: it keeps an installation that
+// matches the lock (its engine package is 550 MB), and it accepts a lock
+// that lists only the engine of this platform, where npm ci wants every
+// platform's (the registry here serves only linux-x64). chdb's install
+// script does nothing (its engine comes prebuilt), so scripts are not run;
+// --no-save leaves package.json and the lock as they are.
+func npmInstallEngine(ctx context.Context) error {
+	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return fmt.Errorf("find the module root: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(root)), "internal", "modernch")
+	cmd := exec.CommandContext(ctx, "npm", "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("npm install in %s: %w\n%s", dir, err, out.String())
 	}
 	return nil
 }

@@ -34,7 +34,8 @@ func TestFeaturesOf(t *testing.T) {
 }
 
 // TestModernDDLParses checks the statements rendered for current ClickHouse
-// with a ClickHouse SQL parser, since no current server runs in the tests.
+// with a ClickHouse SQL parser; TestModernDDLRunsOnCurrentClickHouse runs
+// them, since a parser accepts statements a server refuses.
 func TestModernDDLParses(t *testing.T) {
 	v, _ := ParseVersion("23.8.1")
 	migs, err := Render(FeaturesOf(v), Options{Database: "analytics", RetentionDays: 400})

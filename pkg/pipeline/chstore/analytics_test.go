@@ -66,13 +66,20 @@ func docQueries(t *testing.T) map[string]string {
 // query runs sql and returns its rows with every value formatted by %v.
 func query(t *testing.T, s *Store, sql string) [][]string {
 	t.Helper()
+	_, rows := queryColumns(t, s, sql)
+	return rows
+}
+
+// queryColumns is query that returns the result's column names too.
+func queryColumns(t *testing.T, s *Store, sql string) (names []string, out [][]string) {
+	t.Helper()
 	ctx := s.Context(context.Background())
 	rows, err := s.Conn().Query(ctx, sql)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, sql)
 	}
 	defer rows.Close()
-	var out [][]string
+	names = rows.Columns()
 	types := rows.ColumnTypes()
 	for rows.Next() {
 		dest := make([]any, len(types))
@@ -102,15 +109,16 @@ func query(t *testing.T, s *Store, sql string) [][]string {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return names, out
 }
 
 func conf(f float32) *float32 { return &f }
 
-func TestAnalystQueries(t *testing.T) {
-	s := migrated(t)
-	ctx := context.Background()
-	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour) // today, 01:00
+// analystRows are the rows the analysts' queries are tested on, as the
+// consumer writes them: two event batches (the second retries an event of
+// the first) and quarantined events. t0 is today, 01:00 UTC.
+func analystRows() (t0 time.Time, batches []*EventBatch, quarantine []QuarantineRow) {
+	t0 = time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour)
 	ev := func(id, session, user, channel, typ, name, handler string, at time.Duration) fixture {
 		return fixture{EventID: id, AppID: "demo-app", OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
 			Type: typ, Name: name, SessionID: session, UserID: user, Channel: channel, SelectedHandler: handler, Extra: "{}"}
@@ -129,26 +137,33 @@ func TestAnalystQueries(t *testing.T) {
 	rr2.KBUsed, rr2.KBDocuments, rr2.Tags = true, 4, []string{"orders"}
 	finished := ev("e6", "session-2", "u2", "sms", "LambdaErrorEvent", "Lambda Finished", "OrderStatus", 5*time.Second)
 	finished.ErrorMessage, finished.Message = "boom", "boom"
-	var first, retry EventBatch
+	first, retry := &EventBatch{}, &EventBatch{}
 	for i, f := range []fixture{launch, rr1, unknown, failure, rr2, finished} {
 		f.Offset = uint64(i)
-		f.addTo(&first)
+		f.addTo(first)
 	}
 	rr1.Offset = 1
-	rr1.addTo(&retry) // rr1 twice, as a retry writes it
-	if err := s.InsertEvents(ctx, &first); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.InsertEvents(ctx, &retry); err != nil {
-		t.Fatal(err)
-	}
+	rr1.addTo(retry) // rr1 twice, as a retry writes it
 	quarantined := func(id, reason, field string, at time.Duration) QuarantineRow {
 		return QuarantineRow{EventID: id, AppID: "demo-app", OrganizationID: "o", ReceivedAt: t0.Add(at),
 			Reason: reason, Field: field, Message: "m", Errors: "[]", Event: "{}", EventBytes: 2}
 	}
 	// q-1 and q-2 wait; e5 was quarantined once and has been resubmitted.
-	if err := s.InsertQuarantine(ctx, []QuarantineRow{quarantined("q-1", "too_large", "", 0), quarantined("q-2", "type_not_allowed", "type", time.Second),
-		quarantined("e5", "too_large", "", 2*time.Second)}); err != nil {
+	quarantine = []QuarantineRow{quarantined("q-1", "too_large", "", 0), quarantined("q-2", "type_not_allowed", "type", time.Second),
+		quarantined("e5", "too_large", "", 2*time.Second)}
+	return t0, []*EventBatch{first, retry}, quarantine
+}
+
+func TestAnalystQueries(t *testing.T) {
+	s := migrated(t)
+	ctx := context.Background()
+	t0, batches, quarantine := analystRows()
+	for _, b := range batches {
+		if err := s.InsertEvents(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.InsertQuarantine(ctx, quarantine); err != nil {
 		t.Fatal(err)
 	}
 

@@ -306,6 +306,13 @@ type QuarantineRow struct {
 	Offset    int64
 }
 
+// values are the row's values in the order of quarantineColumns, in the
+// types the insert sends.
+func (r *QuarantineRow) values() []any {
+	return []any{r.ReceivedAt, r.AppID, r.OrganizationID, r.EventID, uint32(r.Index), r.Reason, r.Field, r.Message,
+		r.Errors, r.Event, uint64(r.EventBytes), boolByte(r.Truncated), uint16(r.Partition), uint64(r.Offset)}
+}
+
 const quarantineColumns = "received_at, app_id, organization_id, event_id, batch_index, reason, field, message, " +
 	"errors, event, event_bytes, truncated, kafka_partition, kafka_offset"
 
@@ -321,8 +328,7 @@ func (s *Store) InsertQuarantine(ctx context.Context, rows []QuarantineRow) erro
 	}
 	for i := range rows {
 		r := &rows[i]
-		if err := b.Append(r.ReceivedAt, r.AppID, r.OrganizationID, r.EventID, uint32(r.Index), r.Reason, r.Field, r.Message,
-			r.Errors, r.Event, uint64(r.EventBytes), boolByte(r.Truncated), uint16(r.Partition), uint64(r.Offset)); err != nil {
+		if err := b.Append(r.values()...); err != nil {
 			_ = b.Abort()
 			return fmt.Errorf("encode quarantined event %d of %d for insert: %w", i, len(rows), err)
 		}

@@ -1,0 +1,200 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/AfterShip/clickhouse-sql-parser/parser"
+
+	"github.com/assistantcms/cms/internal/modernch"
+)
+
+// singleServerTables are the tables of the single-server schema, with
+// their engines.
+var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "query_counts": "SummingMergeTree",
+	"query_counts_mv": "MaterializedView", "quarantine": "ReplacingMergeTree"}
+
+// modernRenderings are the renderings for current servers that
+// TestModernDDLRunsOnCurrentClickHouse executes, one line each, with the
+// tables each must create.
+var modernRenderings = []struct {
+	name    string
+	version string
+	o       Options
+	tables  map[string]string
+}{
+	{"single server, retention", "26.7", Options{Database: "analytics", RetentionDays: 400}, singleServerTables},
+	{"single server, kept forever", "24.8", Options{}, singleServerTables},
+}
+
+// TestModernDDLRunsOnCurrentClickHouse executes every statement rendered
+// for current servers on a ClickHouse 26 engine (chDB), twice, as
+// consumers starting at once do, and checks what it created: a parser
+// accepts statements such a server refuses.
+func TestModernDDLRunsOnCurrentClickHouse(t *testing.T) {
+	for _, r := range modernRenderings {
+		t.Run(r.name, func(t *testing.T) {
+			v, err := ParseVersion(r.version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := FeaturesOf(v)
+			migs, err := Render(f, r.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := modernch.OpenForTest(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			db := r.o.Database
+			if db == "" {
+				db = "default"
+			}
+			// The migration runner creates the database first.
+			if err := s.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(db)); err != nil {
+				t.Fatal(err)
+			}
+			for round := 1; round <= 2; round++ {
+				for _, m := range migs {
+					for i, st := range m.Statements {
+						if err := s.Exec(ctx, st); err != nil {
+							t.Fatalf("round %d, migration %d (%s), statement %d: %v\n%s", round, m.Version, m.Name, i+1, err, st)
+						}
+					}
+				}
+			}
+			checkModernSchema(ctx, t, s, db, r.o, r.tables)
+		})
+	}
+}
+
+// checkModernSchema checks the tables the migrations created, as the
+// server describes them.
+func checkModernSchema(ctx context.Context, t *testing.T, s *modernch.Session, db string, o Options, want map[string]string) {
+	t.Helper()
+	res, err := s.Query(ctx, "SELECT name, engine, create_table_query FROM system.tables WHERE database = '"+db+"' ORDER BY name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines := map[string]string{}
+	created := map[string]string{}
+	for _, row := range res.Rows {
+		name := fmt.Sprint(row[0])
+		engines[name], created[name] = fmt.Sprint(row[1]), fmt.Sprint(row[2])
+	}
+	if len(engines) != len(want) {
+		t.Errorf("tables %v, want %v", engines, want)
+	}
+	for name, engine := range want {
+		if engines[name] != engine {
+			t.Errorf("table %s has engine %q, want %s", name, engines[name], engine)
+		}
+	}
+	for _, table := range []string{"events", "quarantine"} {
+		hasTTL := strings.Contains(created[table], " TTL ")
+		if hasTTL != (o.RetentionDays > 0) {
+			t.Errorf("%s with retention %d days: TTL %v\n%s", table, o.RetentionDays, hasTTL, created[table])
+		}
+	}
+
+	res, err = s.Query(ctx, "SELECT table, name, type, compression_codec FROM system.columns WHERE database = '"+db+"' AND table = 'events' ORDER BY position")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, codecs := map[string]string{}, map[string]string{}
+	var order []string
+	for _, row := range res.Rows {
+		name := fmt.Sprint(row[1])
+		order = append(order, name)
+		types[name], codecs[name] = fmt.Sprint(row[2]), fmt.Sprint(row[3])
+	}
+	for col, typ := range map[string]string{"event_time": "DateTime64(3, 'UTC')", "app_id": "LowCardinality(String)",
+		"match_confidence": "Nullable(Float32)", "tags": "Array(String)", "kb_faqs": "UInt16"} {
+		if types[col] != typ {
+			t.Errorf("events.%s has type %q, want %s", col, types[col], typ)
+		}
+	}
+	for _, col := range []string{"raw_query", "payload", "error_stack", "message"} {
+		if codecs[col] != "CODEC(ZSTD(3))" {
+			t.Errorf("events.%s has codec %q", col, codecs[col])
+		}
+	}
+	// The added columns sit after tag, in the order the migration gives.
+	if got := strings.Join(order, ","); !strings.Contains(got, "tag,tags,error_message,error_stack,message,kb_used,kb_documents,kb_faqs,payload") {
+		t.Errorf("events columns in order %s", got)
+	}
+
+	// The view feeds query_counts, and query_normalized's default
+	// normalises what writers leave empty.
+	events := quoteIdent(db) + ".events"
+	if err := s.Exec(ctx, "INSERT INTO "+events+" (event_id, app_id, channel, event_time, received_at, raw_query) VALUES "+
+		"('e1', 'a', 'web', now64(3), now64(3), '  Where   IS my order '), ('e2', 'a', 'web', now64(3), now64(3), 'where is my ORDER')"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Query(ctx, "SELECT query, sum(asked) FROM "+quoteIdent(db)+".query_counts GROUP BY query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || fmt.Sprint(res.Rows[0]...) != "where is my order2" {
+		t.Errorf("query_counts after two inserted events: %v", res.Rows)
+	}
+}
+
+// TestParserAcceptsWhatCurrentClickHouseRefuses shows why the modern DDL
+// runs on a real engine: the parser the other tests use takes statements
+// a current server refuses.
+func TestParserAcceptsWhatCurrentClickHouseRefuses(t *testing.T) {
+	cases := []struct {
+		name string
+		sql  string
+		code int // the server's error code
+	}{
+		{"plain column in an AggregatingMergeTree",
+			"CREATE TABLE rollup (app_id String, day Date, hits UInt64, users AggregateFunction(uniq, String)) ENGINE = AggregatingMergeTree ORDER BY (app_id, day)",
+			36}, // BAD_ARGUMENTS: hits is neither in the sorting key nor an aggregate
+		{"unknown column type",
+			"CREATE TABLE typo (event_id Strin) ENGINE = MergeTree ORDER BY event_id",
+			50}, // UNKNOWN_TYPE
+		{"sorting key on a column the table lacks",
+			"CREATE TABLE key (event_id String) ENGINE = ReplacingMergeTree ORDER BY (app_id, event_id)",
+			47}, // UNKNOWN_IDENTIFIER
+		{"materialized view reading a column its source lacks",
+			"CREATE MATERIALIZED VIEW counts_mv TO query_counts AS SELECT app_id, channel, raw_query_normalised AS query, toUInt64(1) AS asked FROM events",
+			47}, // UNKNOWN_IDENTIFIER
+	}
+	s := modernch.OpenForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The view's case needs the real tables beside it.
+	v, _ := ParseVersion("26.7")
+	migs, err := Render(FeaturesOf(v), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migs {
+		for _, st := range m.Statements {
+			if err := s.Exec(ctx, st); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := parser.NewParser(tc.sql).ParseStmts(); err != nil {
+				t.Fatalf("the parser refuses it too, so it shows nothing: %v", err)
+			}
+			err := s.Exec(ctx, tc.sql)
+			var refused *modernch.Error
+			if !errors.As(err, &refused) {
+				t.Fatalf("the engine took it: %v", err)
+			}
+			if refused.Code != tc.code {
+				t.Errorf("refused with code %d, want %d: %v", refused.Code, tc.code, refused)
+			}
+		})
+	}
+}
