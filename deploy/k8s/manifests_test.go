@@ -444,8 +444,9 @@ var builtEnv = sync.OnceValues(func() (map[string]envNames, error) {
 })
 
 // helpEnv matches how pkg/envflag names a flag's variable in its help,
-// with the deprecated former names it still reads.
-var helpEnv = regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)\)(?: \(formerly ([A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)*), deprecated\))?`)
+// with the variable naming a file that holds a secret's value and the
+// deprecated former names it still reads.
+var helpEnv = regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)(?: or ([A-Z][A-Z0-9_]*_FILE))?\)(?: \(formerly ([A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)*), deprecated\))?`)
 
 // readEnv runs bin with each argument list of help followed by -h and
 // returns the variables the help names. A help that names none is an
@@ -465,7 +466,10 @@ func readEnv(ctx context.Context, bin string, help [][]string) (envNames, error)
 		for _, m := range found {
 			names.read[m[1]] = true
 			if m[2] != "" {
-				for _, old := range strings.Split(m[2], ", ") {
+				names.read[m[2]] = true
+			}
+			if m[3] != "" {
+				for _, old := range strings.Split(m[3], ", ") {
 					names.former[old] = m[1]
 				}
 			}
