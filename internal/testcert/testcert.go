@@ -66,9 +66,10 @@ func Write(dir string, hosts ...string) (Files, error) {
 		return Files{}, err
 	}
 	server := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: hosts[0]},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		Subject:  pkix.Name{CommonName: hosts[0]},
+		KeyUsage: x509.KeyUsageDigitalSignature,
+		// Client use too, so that a server can connect to itself with it.
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
