@@ -81,7 +81,7 @@ func (c Cluster) DurabilityRisks(ctx context.Context, specs []TopicSpec) ([]Dura
 	}
 	md, err := cl.Metadata(ctx, &kafkago.MetadataRequest{Topics: names})
 	if err != nil {
-		return nil, fmt.Errorf("read the replication of topics %v: %w", names, c.explain(err))
+		return nil, fmt.Errorf("read the replication of topics %v: %w", names, c.explain(ctx, err))
 	}
 	replication := map[string]int{}
 	for _, t := range md.Topics {
@@ -108,12 +108,12 @@ func (c Cluster) DurabilityRisks(ctx context.Context, specs []TopicSpec) ([]Dura
 	}
 	resp, err := cl.DescribeConfigs(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("describe the configuration of topics %v: %w", names, c.explain(err))
+		return nil, fmt.Errorf("describe the configuration of topics %v: %w", names, c.explain(ctx, err))
 	}
 	configs := map[string]map[string]string{}
 	for _, r := range resp.Resources {
 		if r.Error != nil {
-			return nil, fmt.Errorf("describe the configuration of topic %q: %w", r.ResourceName, c.explain(r.Error))
+			return nil, fmt.Errorf("describe the configuration of topic %q: %w", r.ResourceName, c.explain(ctx, r.Error))
 		}
 		m := map[string]string{}
 		for _, e := range r.ConfigEntries {

@@ -153,7 +153,7 @@ func (w *Writer) Write(ctx context.Context, recs []Record) error {
 
 func (w *Writer) write(ctx context.Context, km []kafkago.Message) error {
 	if err := w.w.WriteMessages(ctx, km...); err != nil {
-		return fmt.Errorf("write %d records to %s: %w", len(km), w.w.Topic, w.cluster.explain(firstError(err)))
+		return fmt.Errorf("write %d records to %s: %w", len(km), w.w.Topic, w.cluster.explain(ctx, firstError(err)))
 	}
 	return nil
 }

@@ -1,10 +1,12 @@
 package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -182,17 +184,41 @@ func (s SASL) build() (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("unknown Kafka SASL mechanism %q (KAFKA_SASL_MECHANISM); use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
 }
 
+// ErrAuthenticationFailed marks errors of connections the brokers refused
+// to authenticate (SASL).
+var ErrAuthenticationFailed = errors.New("Kafka authentication failed")
+
 // explain adds to an error of a request to the brokers what the likely
-// cause is, when it is the connection's security.
-func (c Cluster) explain(err error) error {
+// cause is, when it is the connection's security. Some refusals reach
+// kafka-go only as a closed connection (brokers that drop a connection
+// whose SASL exchange failed, TLS failures seen by a connection pool);
+// for those one connection is made anew, step by step, to find the step
+// that fails.
+func (c Cluster) explain(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
+	if e := c.explainKnown(err); e != nil {
+		return e
+	}
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, kafkago.BrokerNotAvailable) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialTimeout)
+	defer cancel()
+	if cause := c.diagnose(ctx); cause != nil {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
+}
+
+// explainKnown explains err when it is one security causes, or returns nil.
+func (c Cluster) explainKnown(err error) error {
 	if errors.Is(err, kafkago.SASLAuthenticationFailed) || errors.Is(err, kafkago.IllegalSASLState) {
-		return fmt.Errorf("Kafka authentication failed: the brokers refused SASL %s; check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD: %w", c.SASL, err)
+		return fmt.Errorf("%w: the brokers refused SASL %s; check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD: %w", ErrAuthenticationFailed, c.SASL, err)
 	}
 	if errors.Is(err, kafkago.UnsupportedSASLMechanism) {
-		return fmt.Errorf("Kafka authentication failed: the brokers do not offer SASL mechanism %s (KAFKA_SASL_MECHANISM): %w", c.SASL.mechanism(), err)
+		return fmt.Errorf("%w: the brokers do not offer SASL mechanism %s (KAFKA_SASL_MECHANISM): %w", ErrAuthenticationFailed, c.SASL.mechanism(), err)
 	}
 	var unknownAuthority x509.UnknownAuthorityError
 	var hostname x509.HostnameError
@@ -208,5 +234,42 @@ func (c Cluster) explain(err error) error {
 	case errors.As(err, &record):
 		return fmt.Errorf("Kafka TLS: the brokers do not speak TLS on %v (unset KAFKA_TLS?): %w", c.Brokers, err)
 	}
-	return err
+	return nil
+}
+
+// diagnose connects to the first broker that accepts a connection, first
+// without SASL, then with it, and returns what stopped it: a TLS error,
+// or the SASL exchange the broker ended. Nil means both worked, or no
+// broker could be reached at all (the failed request said so already).
+func (c Cluster) diagnose(ctx context.Context) error {
+	d, err := c.dialer()
+	if err != nil {
+		return err
+	}
+	bare := *d
+	bare.SASLMechanism = nil
+	for _, addr := range c.Brokers {
+		conn, err := bare.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			if e := c.explainKnown(err); e != nil {
+				return e
+			}
+			continue
+		}
+		_ = conn.Close()
+		if d.SASLMechanism == nil {
+			return nil
+		}
+		conn, err = d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			if e := c.explainKnown(err); e != nil {
+				return e
+			}
+			return fmt.Errorf("%w: broker %s ended the SASL %s exchange; check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD: %w",
+				ErrAuthenticationFailed, addr, c.SASL, err)
+		}
+		_ = conn.Close()
+		return nil
+	}
+	return nil
 }

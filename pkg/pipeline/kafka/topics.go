@@ -113,7 +113,7 @@ func (c Cluster) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 	defer done()
 	resp, err := cl.CreateTopics(ctx, req)
 	if err != nil {
-		return fmt.Errorf("create topics on %v: %w", c.Brokers, c.explain(err))
+		return fmt.Errorf("create topics on %v: %w", c.Brokers, c.explain(ctx, err))
 	}
 	var errs []error
 	var existing []TopicSpec
@@ -125,20 +125,20 @@ func (c Cluster) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 			}
 		case err != nil:
 			errs = append(errs, fmt.Errorf("create topic %q (%d partitions, replication %d, %s %d, %s %d, retention %s): %w",
-				s.Name, s.Partitions, s.ReplicationFactor, minInsyncReplicas, s.minInsync(), maxMessageBytes, s.MaxMessageBytes, s.Retention, c.explain(err)))
+				s.Name, s.Partitions, s.ReplicationFactor, minInsyncReplicas, s.minInsync(), maxMessageBytes, s.MaxMessageBytes, s.Retention, c.explain(ctx, err)))
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	if err := raiseMessageBytes(ctx, cl, existing); err != nil {
-		return c.explain(err)
+		return c.explain(ctx, err)
 	}
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
 	}
-	return c.explain(checkTopics(ctx, cl, c.Brokers, names))
+	return c.explain(ctx, checkTopics(ctx, cl, c.Brokers, names))
 }
 
 // topicMessageBytes reads a topic's max.message.bytes as the brokers
@@ -151,7 +151,7 @@ func (c Cluster) topicMessageBytes(ctx context.Context, topic string) (int, erro
 	defer done()
 	got, err := describeMessageBytes(ctx, cl, []TopicSpec{{Name: topic}})
 	if err != nil {
-		return 0, c.explain(err)
+		return 0, c.explain(ctx, err)
 	}
 	return got[topic], nil
 }
@@ -238,7 +238,7 @@ func (c Cluster) CheckTopics(ctx context.Context, topics []string) error {
 		return err
 	}
 	defer done()
-	return c.explain(checkTopics(ctx, cl, c.Brokers, topics))
+	return c.explain(ctx, checkTopics(ctx, cl, c.Brokers, topics))
 }
 
 func checkTopics(ctx context.Context, cl *kafkago.Client, brokers []string, topics []string) error {
