@@ -155,6 +155,9 @@ func (s SASL) build() (sasl.Mechanism, error) {
 		}
 		return nil, nil
 	}
+	if mech != SASLPlain && mech != SASLScramSHA256 && mech != SASLScramSHA512 {
+		return nil, fmt.Errorf("unknown Kafka SASL mechanism %q (KAFKA_SASL_MECHANISM); use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+	}
 	var missing []string
 	if s.Username == "" {
 		missing = append(missing, "a username (KAFKA_SASL_USERNAME)")
@@ -165,23 +168,20 @@ func (s SASL) build() (sasl.Mechanism, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("Kafka SASL mechanism %s needs %s", mech, strings.Join(missing, " and "))
 	}
-	switch mech {
-	case SASLPlain:
+	if mech == SASLPlain {
 		return plain.Mechanism{Username: s.Username, Password: s.Password}, nil
-	case SASLScramSHA256, SASLScramSHA512:
-		algo := scram.SHA256
-		if mech == SASLScramSHA512 {
-			algo = scram.SHA512
-		}
-		m, err := scram.Mechanism(algo, s.Username, s.Password)
-		if err != nil {
-			// The error is about the username or password's form, never
-			// holds them.
-			return nil, fmt.Errorf("Kafka SASL %s for user %q: %w", mech, s.Username, err)
-		}
-		return m, nil
 	}
-	return nil, fmt.Errorf("unknown Kafka SASL mechanism %q (KAFKA_SASL_MECHANISM); use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+	algo := scram.SHA256
+	if mech == SASLScramSHA512 {
+		algo = scram.SHA512
+	}
+	m, err := scram.Mechanism(algo, s.Username, s.Password)
+	if err != nil {
+		// Not wrapped: SASLprep's error quotes the character it refused,
+		// which may be the password's.
+		return nil, fmt.Errorf("Kafka SASL %s for user %q: the username or password holds a character SCRAM does not allow (SASLprep, RFC 4013)", mech, s.Username)
+	}
+	return m, nil
 }
 
 // ErrAuthenticationFailed marks errors of connections the brokers refused
@@ -215,7 +215,7 @@ func (c Cluster) explain(ctx context.Context, err error) error {
 // explainKnown explains err when it is one security causes, or returns nil.
 func (c Cluster) explainKnown(err error) error {
 	if errors.Is(err, kafkago.SASLAuthenticationFailed) || errors.Is(err, kafkago.IllegalSASLState) {
-		return fmt.Errorf("%w: the brokers refused SASL %s; check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD: %w", ErrAuthenticationFailed, c.SASL, err)
+		return fmt.Errorf("%w: the brokers refused SASL %s; check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD (or its _FILE): %w", ErrAuthenticationFailed, c.SASL, err)
 	}
 	if errors.Is(err, kafkago.UnsupportedSASLMechanism) {
 		return fmt.Errorf("%w: the brokers do not offer SASL mechanism %s (KAFKA_SASL_MECHANISM): %w", ErrAuthenticationFailed, c.SASL.mechanism(), err)
@@ -265,7 +265,7 @@ func (c Cluster) diagnose(ctx context.Context) error {
 			if e := c.explainKnown(err); e != nil {
 				return e
 			}
-			return fmt.Errorf("%w: broker %s ended the SASL %s exchange; check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD: %w",
+			return fmt.Errorf("%w: broker %s ended the SASL %s exchange; check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD (or its _FILE): %w",
 				ErrAuthenticationFailed, addr, c.SASL, err)
 		}
 		_ = conn.Close()

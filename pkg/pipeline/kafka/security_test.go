@@ -53,6 +53,8 @@ func TestClusterCheck(t *testing.T) {
 			"Kafka SASL mechanism SCRAM-SHA-256 needs a password (KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE)"},
 		{"credentials without mechanism", Cluster{Brokers: brokers, SASL: SASL{Username: "u", Password: "s3cret"}},
 			"a Kafka SASL username or password is set without a mechanism"},
+		{"a character SCRAM refuses", Cluster{Brokers: brokers, SASL: SASL{Mechanism: "SCRAM-SHA-256", Username: "u", Password: "s3cret\u0007"}},
+			`Kafka SASL SCRAM-SHA-256 for user "u": the username or password holds a character SCRAM does not allow`},
 		{"both at once", Cluster{Brokers: brokers, TLS: TLS{CertFile: certs.ClientCert}, SASL: SASL{Mechanism: "PLAIN"}},
 			"needs its key (KAFKA_TLS_KEY_FILE)\nKafka SASL mechanism PLAIN needs"},
 	}
