@@ -23,12 +23,26 @@ import (
 type rig struct {
 	t      *testing.T
 	bin    string
+	dir    string // holds the binaries
 	broker *devbroker.Broker
 	ch     *devclickhouse.Server
 	store  *chstore.Store
 }
 
 func newRig(t *testing.T) *rig {
+	t.Helper()
+	r := newRigWith(t, devbroker.Options{})
+	// The topic exists before the first consumer starts, as ingest makes it.
+	w := &kafka.Client{Addr: kafka.TCP(r.broker.Addr())}
+	if _, err := w.CreateTopics(t.Context(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "events", NumPartitions: 3, ReplicationFactor: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// newRigWith starts ClickHouse and a broker with opts, and builds the
+// consumer.
+func newRigWith(t *testing.T, opts devbroker.Options) *rig {
 	t.Helper()
 	ch := devclickhouse.StartForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -42,18 +56,12 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := devbroker.Start(ctx, brokerBin, devbroker.Options{})
+	b, err := devbroker.Start(ctx, brokerBin, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Stop() })
-	r := &rig{t: t, bin: bin, broker: b, ch: ch}
-	// The topic exists before the first consumer starts, as ingest makes it.
-	w := &kafka.Client{Addr: kafka.TCP(b.Addr())}
-	if _, err := w.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "events", NumPartitions: 3, ReplicationFactor: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return &rig{t: t, bin: bin, dir: dir, broker: b, ch: ch}
 }
 
 type proc struct {
@@ -63,7 +71,8 @@ type proc struct {
 	logs   *strings.Builder
 }
 
-func (r *rig) start() *proc {
+// start runs the consumer; env adds or overrides variables.
+func (r *rig) start(env ...string) *proc {
 	r.t.Helper()
 	port, err := devbroker.FreePort()
 	if err != nil {
@@ -74,6 +83,7 @@ func (r *rig) start() *proc {
 	p.cmd.Env = append(os.Environ(), fmt.Sprintf("CONSUMER_ADDR=127.0.0.1:%d", port), "KAFKA_BROKERS="+r.broker.Addr(),
 		"EVENTS_TOPIC=events", "CLICKHOUSE_ADDR="+r.ch.Addr(), "CLICKHOUSE_DATABASE=analytics",
 		"BATCH_ROWS=200", "FLUSH_INTERVAL=100ms", "KAFKA_SESSION_TIMEOUT=6s", "RETRY_MAX=1s")
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
 		r.t.Fatal(err)
