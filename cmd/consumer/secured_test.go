@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/assistantcms/cms/internal/childproc"
 	"github.com/assistantcms/cms/internal/devbroker"
@@ -78,6 +83,9 @@ func TestSecuredKafkaEndToEnd(t *testing.T) {
 	})
 
 	t.Run("right password", func(t *testing.T) {
+		// A quarantine topic made by hand that no acks=all write can
+		// satisfy: both commands report it.
+		createRiskyTopic(t, r.broker.Addr(), certs, "cms", right, "cms.events.quarantine")
 		c := r.start(env(right)...)
 		waitReady(t, c.url, c.exited)
 		ingest := r.startIngest(t, env(right)...)
@@ -101,6 +109,12 @@ func TestSecuredKafkaEndToEnd(t *testing.T) {
 		if d, f := r.counts(); d != n || f != n {
 			t.Errorf("distinct %d, after deduplication %d; want %d and %d", d, f, n, n)
 		}
+		for _, url := range []string{c.url, ingest.url} {
+			const risk = `cms_kafka_topic_durability_risk{reason="min_insync_above_replication",topic="cms.events.quarantine"} 1`
+			if m := metrics(t, url); !strings.Contains(m, risk) {
+				t.Errorf("%s/metrics lacks %s", url, risk)
+			}
+		}
 		stopCleanly(t, c)
 		if err := ingest.proc.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
@@ -109,6 +123,9 @@ func TestSecuredKafkaEndToEnd(t *testing.T) {
 		for name, logs := range map[string]string{"consumer": c.logs.String(), "ingest": ingest.proc.logs.String()} {
 			if !strings.Contains(logs, `"tls":true`) || !strings.Contains(logs, `"sasl_mechanism":"SCRAM-SHA-256","sasl_username":"cms"`) {
 				t.Errorf("%s: the start-up log does not say what security is in use:\n%s", name, logs)
+			}
+			if !strings.Contains(logs, `"topic":"cms.events.quarantine","setting":"min.insync.replicas","value":"2","reason":"min_insync_above_replication"`) {
+				t.Errorf("%s: no warning of the quarantine topic's min.insync.replicas:\n%s", name, logs)
 			}
 			noSecrets(t, logs)
 		}
@@ -199,4 +216,49 @@ func (r *rig) startIngest(t *testing.T, env ...string) *ingestProc {
 	})
 	waitReady(t, url, p.exited)
 	return &ingestProc{proc: p, url: url, token: tok}
+}
+
+func metrics(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// createRiskyTopic makes topic with one replica and min.insync.replicas 2
+// through the secured listener, with a client of its own.
+func createRiskyTopic(t *testing.T, addr string, certs testcert.Files, user, pass, topic string) {
+	t.Helper()
+	pem, err := os.ReadFile(certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cert, err := tls.LoadX509KeyPair(certs.ClientCert, certs.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mech, err := scram.Mechanism(scram.SHA256, user, pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &kafka.Transport{TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}, SASL: mech}
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(addr), Transport: tr, Timeout: 10 * time.Second}
+	resp, err := cl.CreateTopics(t.Context(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: 1, ReplicationFactor: 1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "min.insync.replicas", ConfigValue: "2"}}}}})
+	if err == nil {
+		err = resp.Errors[topic]
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
 }
