@@ -153,7 +153,13 @@ func (w *Writer) Write(ctx context.Context, recs []Record) error {
 
 func (w *Writer) write(ctx context.Context, km []kafkago.Message) error {
 	if err := w.w.WriteMessages(ctx, km...); err != nil {
-		return fmt.Errorf("write %d records to %s: %w", len(km), w.w.Topic, w.cluster.explain(ctx, firstError(err)))
+		err = firstError(err)
+		// Only what the error itself shows: this is the hot path, and
+		// start-up and readiness checks diagnose the connection.
+		if e := w.cluster.explainKnown(err); e != nil {
+			err = e
+		}
+		return fmt.Errorf("write %d records to %s: %w", len(km), w.w.Topic, err)
 	}
 	return nil
 }

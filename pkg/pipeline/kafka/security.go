@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
@@ -233,14 +234,18 @@ func (c Cluster) explainKnown(err error) error {
 		return fmt.Errorf("Kafka TLS: the brokers' certificate is not valid: %w", err)
 	case errors.As(err, &record):
 		return fmt.Errorf("Kafka TLS: the brokers do not speak TLS on %v (unset KAFKA_TLS?): %w", c.Brokers, err)
+	case strings.Contains(err.Error(), "remote error: tls: "):
+		// The broker's TLS alert, which crypto/tls reports by text only.
+		return fmt.Errorf("Kafka TLS: the brokers refused the connection; they may require a client certificate they trust (KAFKA_TLS_CERT_FILE, KAFKA_TLS_KEY_FILE): %w", err)
 	}
 	return nil
 }
 
-// diagnose connects to the first broker that accepts a connection, first
-// without SASL, then with it, and returns what stopped it: a TLS error,
-// or the SASL exchange the broker ended. Nil means both worked, or no
-// broker could be reached at all (the failed request said so already).
+// diagnose connects to the first broker that accepts a connection, and
+// finds the first step that fails: the TLS handshake, a first request
+// every broker answers before authentication (ApiVersions), the SASL
+// exchange, or without SASL a metadata request. It returns what it found,
+// or nil when it found nothing to add to the failed request's error.
 func (c Cluster) diagnose(ctx context.Context) error {
 	d, err := c.dialer()
 	if err != nil {
@@ -254,9 +259,30 @@ func (c Cluster) diagnose(ctx context.Context) error {
 			if e := c.explainKnown(err); e != nil {
 				return e
 			}
-			continue
+			continue // not reachable: the failed request said so already
+		}
+		_ = conn.SetDeadline(time.Now().Add(dialTimeout))
+		_, err = conn.ApiVersions()
+		if err == nil && d.SASLMechanism == nil {
+			_, err = conn.Brokers()
+			if err != nil {
+				_ = conn.Close()
+				if e := c.explainKnown(err); e != nil {
+					return e
+				}
+				return fmt.Errorf("broker %s answered a first request but closed the connection at a metadata request: it may require SASL authentication (KAFKA_SASL_MECHANISM): %w", addr, err)
+			}
 		}
 		_ = conn.Close()
+		if err != nil {
+			if e := c.explainKnown(err); e != nil {
+				return e
+			}
+			if !c.tlsEnabled() {
+				return fmt.Errorf("broker %s closed the connection without answering a first request: it may take TLS only (KAFKA_TLS): %w", addr, err)
+			}
+			return nil
+		}
 		if d.SASLMechanism == nil {
 			return nil
 		}
