@@ -58,6 +58,11 @@ func (s SASL) String() string {
 	return fmt.Sprintf("%s user %q", s.mechanism(), s.Username)
 }
 
+// GoString is %#v of s, with the password left out.
+func (s SASL) GoString() string {
+	return fmt.Sprintf("kafka.SASL{Mechanism:%q, Username:%q, Password:\"[redacted]\"}", s.Mechanism, s.Username)
+}
+
 func (s SASL) mechanism() string { return strings.ToUpper(strings.TrimSpace(s.Mechanism)) }
 
 // LogValue describes the connection settings, without the password, so

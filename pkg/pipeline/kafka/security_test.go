@@ -86,7 +86,7 @@ func TestClusterNeverPrintsThePassword(t *testing.T) {
 	var logs bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("connecting", "kafka", c)
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("connecting", "kafka", c)
-	out := logs.String() + fmt.Sprintf("%v %+v %s", c, c, c.SASL)
+	out := logs.String() + fmt.Sprintf("%v %+v %#v %s %v", c, c, c, c.SASL, Settings{Cluster: c})
 	for _, want := range []string{`"sasl_mechanism":"SCRAM-SHA-256"`, `"sasl_username":"cms"`, `"tls":true`, `"tls_server_name":"kafka.internal"`,
 		"kafka.tls=true", "kafka.sasl_mechanism=SCRAM-SHA-256"} {
 		if !strings.Contains(out, want) {
