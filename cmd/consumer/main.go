@@ -73,9 +73,13 @@ func run(args []string) error {
 	// Before the first query: clickhouse-go takes this for the process.
 	chCfg.StringColumns = chstore.InstallStringColumns()
 	ks := kafkaSettings()
+	if err := ks.Check(); err != nil {
+		return err
+	}
 	svc, err := consumer.NewService(ctx, consumer.ServiceConfig{
 		Kafka: ks.Cluster, Topic: ks.EventsTopic, QuarantineTopic: ks.QuarantineTopic, GroupID: *group, DeadLetterTopic: *dlqTopic,
 		TopicPartitions: ks.TopicPartitions, TopicReplication: ks.TopicReplication, MaxMessageBytes: ks.MaxMessageBytes, SessionTimeout: *sessionTimeout,
+		TopicRetention: ks.TopicRetention, TopicMinInsyncReplicas: ks.TopicMinInsyncReplicas,
 		ClickHouse: chCfg, Schema: schemaMode,
 		Consumer: consumer.Config{BatchRows: *batchRows, BatchBytes: *batchBytes, FlushInterval: *flushInterval,
 			RetryMax: *retryMax, ShutdownTimeout: settings.ShutdownTimeout},

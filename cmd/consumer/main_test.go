@@ -25,6 +25,7 @@ import (
 type rig struct {
 	t      *testing.T
 	bin    string
+	dir    string // holds the binaries
 	broker *devbroker.Broker
 	ch     *devclickhouse.Server
 	store  *chstore.Store
@@ -37,7 +38,20 @@ func newRig(t *testing.T) *rig {
 	return newRigOn(t, devclickhouse.StartForTest(t))
 }
 
+// newRigOn starts a plain broker beside ch, builds the consumer and makes
+// the events topic, as ingest would.
 func newRigOn(t *testing.T, ch *devclickhouse.Server) *rig {
+	t.Helper()
+	r := newRigWith(t, ch, devbroker.Options{})
+	w := &kafka.Client{Addr: kafka.TCP(r.broker.Addr())}
+	if _, err := w.CreateTopics(t.Context(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "events", NumPartitions: 3, ReplicationFactor: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// newRigWith starts a broker with opts beside ch, and builds the consumer.
+func newRigWith(t *testing.T, ch *devclickhouse.Server, opts devbroker.Options) *rig {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -50,18 +64,12 @@ func newRigOn(t *testing.T, ch *devclickhouse.Server) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := devbroker.Start(ctx, brokerBin, devbroker.Options{})
+	b, err := devbroker.Start(ctx, brokerBin, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Stop() })
-	r := &rig{t: t, bin: bin, broker: b, ch: ch}
-	// The topic exists before the first consumer starts, as ingest makes it.
-	w := &kafka.Client{Addr: kafka.TCP(b.Addr())}
-	if _, err := w.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "events", NumPartitions: 3, ReplicationFactor: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return &rig{t: t, bin: bin, dir: dir, broker: b, ch: ch}
 }
 
 type proc struct {
@@ -89,6 +97,7 @@ func (l *lockedLog) String() string {
 	return l.b.String()
 }
 
+// start runs the consumer; env adds or overrides variables.
 func (r *rig) start(env ...string) *proc {
 	r.t.Helper()
 	port, err := devbroker.FreePort()
@@ -220,7 +229,7 @@ func TestMigrateCommandAndReadiness(t *testing.T) {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	p := r.start()
-	waitReady(t, p)
+	waitReady(t, p.url, p.exited)
 	// The endpoints' server has header limits like every service's.
 	req, err := http.NewRequest(http.MethodGet, p.url+"/healthz", nil)
 	if err != nil {
@@ -264,35 +273,17 @@ func TestWaitsForMigrationJob(t *testing.T) {
 	stopCleanly(t, p)
 }
 
-func waitReady(t *testing.T, p *proc) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(p.url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 60s\n%s", p.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestWritesOverTLS runs the consumer against ClickHouse's secure port
 // only. The certificate names localhost, not the address dialled, so the
 // server name setting is what makes it verify.
 func TestWritesOverTLS(t *testing.T) {
-	files, err := testcert.New(t.TempDir(), "localhost")
+	files, err := testcert.Write(t.TempDir(), "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := newRigOn(t, devclickhouse.StartForTestWith(t, devclickhouse.Options{
 		TLS: &devclickhouse.TLS{CertFile: files.ServerCert, KeyFile: files.ServerKey}}))
-	other, err := testcert.New(t.TempDir(), "localhost")
+	other, err := testcert.Write(t.TempDir(), "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +302,7 @@ func TestWritesOverTLS(t *testing.T) {
 		"CLICKHOUSE_TLS_CERT_FILE=" + files.ClientCert, "CLICKHOUSE_TLS_KEY_FILE=" + files.ClientKey}
 	r.produce("tls", 1000)
 	p = r.start()
-	waitReady(t, p)
+	waitReady(t, p.url, p.exited)
 	// Counted through the plain port of the same server.
 	r.waitDistinct(1000)
 	if d, f := r.counts(); d != 1000 || f != 1000 {

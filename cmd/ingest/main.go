@@ -70,6 +70,9 @@ func run(args []string) error {
 	defer stop()
 
 	ks := kafkaSettings()
+	if err := ks.Check(); err != nil {
+		return err
+	}
 	cfg := ingest.ServiceConfig{
 		Kafka:            ks.Cluster,
 		EventsTopic:      ks.EventsTopic,
@@ -92,6 +95,7 @@ func run(args []string) error {
 		HTTP:             settings.HTTP,
 		CORS:             settings.CORS,
 	}
+	cfg.TopicRetention, cfg.TopicMinInsyncReplicas = ks.TopicRetention, ks.TopicMinInsyncReplicas
 	if err := cfg.Check(); err != nil {
 		return err
 	}

@@ -62,8 +62,17 @@ type ingestProc struct {
 // env adds or overrides variables. It returns once /readyz answers 200.
 func startIngest(t *testing.T, env ...string) *ingestProc {
 	t.Helper()
+	p := launchIngest(t, devbroker.Options{}, env...)
+	p.waitReady(t)
+	return p
+}
+
+// launchIngest starts the binary against a broker started with opts and
+// returns at once.
+func launchIngest(t *testing.T, opts devbroker.Options, env ...string) *ingestProc {
+	t.Helper()
 	ctx := t.Context()
-	broker, err := devbroker.Start(ctx, brokerBin, devbroker.Options{})
+	broker, err := devbroker.Start(ctx, brokerBin, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +130,19 @@ func startIngest(t *testing.T, env ...string) *ingestProc {
 			<-p.done
 		}
 	})
+	return p
+}
 
+// waitReady returns once /readyz answers 200.
+func (p *ingestProc) waitReady(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(p.base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return p
+				return
 			}
 		}
 		select {
@@ -220,6 +234,15 @@ func TestBadConfigurationFails(t *testing.T) {
 		{"events larger than a record", nil, "MAX_EVENT_BYTES=9000000", "cannot hold an event of 9000000 bytes in its envelope; allow records of at least 9004096"},
 		{"records larger than the topics take", []string{"-kafka-max-message-bytes", "1048576"}, "", "KAFKA_MAX_MESSAGE_BYTES"},
 		{"a body the memory budget cannot hold", nil, "MAX_BODY_MEMORY=100000000", "MAX_BODY_MEMORY 100000000 cannot hold a body of MAX_DECOMPRESSED_BYTES 67108864"},
+		{"SASL without a password", []string{"-kafka-sasl-mechanism", "SCRAM-SHA-256", "-kafka-sasl-username", "u"}, "",
+			"Kafka SASL mechanism SCRAM-SHA-256 needs a password (KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE)"},
+		{"SASL password file missing", []string{"-kafka-sasl-mechanism", "PLAIN"}, "KAFKA_SASL_PASSWORD_FILE=/nonexistent/password",
+			`KAFKA_SASL_PASSWORD_FILE="/nonexistent/password": read the secret file: no such file or directory`},
+		{"TLS certificate without its key", []string{"-kafka-tls-cert-file", "/etc/client.pem"}, "",
+			`the Kafka TLS client certificate "/etc/client.pem" (KAFKA_TLS_CERT_FILE) needs its key (KAFKA_TLS_KEY_FILE)`},
+		{"unknown SASL mechanism", nil, "KAFKA_SASL_MECHANISM=OAUTHBEARER", `unknown Kafka SASL mechanism "OAUTHBEARER"`},
+		{"min.insync.replicas above replication", []string{"-topic-replication", "2"}, "TOPIC_MIN_INSYNC_REPLICAS=3",
+			"min.insync.replicas 3 (TOPIC_MIN_INSYNC_REPLICAS) exceeds its replication factor 2 (TOPIC_REPLICATION)"},
 		{"unknown command", []string{"replay"}, "", `unknown command "replay"`},
 		{"resubmit with a bad time", []string{"resubmit", "-since", "yesterday"}, "", `-since "yesterday": want an RFC 3339 time`},
 		{"resubmit with an argument", []string{"resubmit", "all"}, "", "resubmit takes no arguments"},

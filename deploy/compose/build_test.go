@@ -128,7 +128,7 @@ func TestBuild(t *testing.T) {
 		}},
 		{"compose sets only variables the binaries read", func(t *testing.T) {
 			p := loadProject(t, nil)
-			envName := regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)\)`)
+			envName := regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)(?: or ([A-Z][A-Z0-9_]*_FILE))?\)`)
 			for name := range ourServices {
 				s := p.Services[name]
 				text := help(t, filepath.Base(s.Command[0]))
@@ -138,6 +138,9 @@ func TestBuild(t *testing.T) {
 				known := map[string]bool{}
 				for _, m := range envName.FindAllStringSubmatch(text, -1) {
 					known[m[1]] = true
+					if m[2] != "" {
+						known[m[2]] = true
+					}
 				}
 				for v := range s.Environment {
 					if !known[v] {

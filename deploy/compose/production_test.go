@@ -33,8 +33,12 @@ type clusterConfig struct {
 		Port string `xml:"port"`
 	} `xml:"zookeeper>node"`
 	Macros struct {
-		Shard   struct{ FromEnv string `xml:"from_env,attr"` } `xml:"shard"`
-		Replica struct{ FromEnv string `xml:"from_env,attr"` } `xml:"replica"`
+		Shard struct {
+			FromEnv string `xml:"from_env,attr"`
+		} `xml:"shard"`
+		Replica struct {
+			FromEnv string `xml:"from_env,attr"`
+		} `xml:"replica"`
 	} `xml:"macros"`
 	TCPPortSecure string `xml:"tcp_port_secure"`
 	OpenSSL       struct {

@@ -74,8 +74,8 @@ func TestReadEnvParsesHelp(t *testing.T) {
 			want: []string{"SVC_ADDR", "N"}, former: map[string]string{}},
 		{name: "former names", help: "  -t duration\n    \ttimeout (env HTTP_T) (formerly T, OLD_T, deprecated) (default 5s)\n",
 			want: []string{"HTTP_T"}, former: map[string]string{"T": "HTTP_T", "OLD_T": "HTTP_T"}},
-		{name: "secret file", help: "  -password string\n    \tpassword (env DB_PASSWORD or DB_PASSWORD_FILE)\n",
-			want: []string{"DB_PASSWORD", "DB_PASSWORD_FILE"}, former: map[string]string{}},
+		{name: "secret from a file", help: "  -password string\n    \tpassword (env SVC_PASSWORD or SVC_PASSWORD_FILE)\n",
+			want: []string{"SVC_PASSWORD", "SVC_PASSWORD_FILE"}, former: map[string]string{}},
 		{name: "no variables", help: "Usage of svc:\n  -n int\n    \tcount\n", wantErr: "names no environment variable"},
 		{name: "lower case is no variable", help: "  -n int\n    \tcount (env n)\n", wantErr: "names no environment variable"},
 	}

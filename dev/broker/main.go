@@ -1,6 +1,7 @@
 // Command broker runs a single-node Kafka-protocol broker for local
 // development and integration tests. Production runs Apache Kafka; this
-// broker (franz-go's kfake) speaks the same wire protocol.
+// broker (franz-go's kfake) speaks the same wire protocol, optionally over
+// TLS and with SASL authentication.
 package main
 
 import (
@@ -20,6 +21,11 @@ func main() {
 	port := flag.Int("port", 9092, "port to listen on (127.0.0.1 only)")
 	dataDir := flag.String("data-dir", "", "directory that keeps topics and offsets across restarts (empty: memory only)")
 	syncWrites := flag.Bool("sync", false, "fsync every produced batch, so that nothing acknowledged is lost even if the machine goes down (batches are written before they are acknowledged, so a killed process loses nothing either way)")
+	var sec security
+	flag.StringVar(&sec.certFile, "tls-cert-file", "", "PEM certificate of the broker: with -tls-key-file, the broker speaks TLS only")
+	flag.StringVar(&sec.keyFile, "tls-key-file", "", "PEM key of -tls-cert-file")
+	flag.StringVar(&sec.clientCAFile, "tls-client-ca-file", "", "require clients to present a certificate signed by the authorities of this PEM file (which must also have signed -tls-cert-file)")
+	flag.Func("sasl-user", "require SASL authentication and admit this user, as MECHANISM:USER:PASSWORD (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); repeat for more users", sec.addUser)
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
@@ -30,6 +36,12 @@ func main() {
 	if *syncWrites {
 		opts = append(opts, kfake.SyncWrites())
 	}
+	secOpts, transport, err := sec.options()
+	if err != nil {
+		log.Error("configure the broker's security", "err", err)
+		os.Exit(2)
+	}
+	opts = append(opts, secOpts...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	c, err := kfake.NewCluster(opts...)
@@ -39,13 +51,15 @@ func main() {
 	}
 	// Installed before the address is announced, so that it sees the joins.
 	watch := newMemberWatch(log)
+	watch.transport = transport
 	watch.install(c)
 	go watch.run(ctx, c, c.ListenAddrs()[0], time.Second)
 	// The address on stdout is the readiness signal for whoever started us.
 	for _, addr := range c.ListenAddrs() {
 		fmt.Println(addr)
 	}
-	log.Info("broker listening", "addrs", c.ListenAddrs(), "data_dir", *dataDir)
+	log.Info("broker listening", "addrs", c.ListenAddrs(), "data_dir", *dataDir, "tls", sec.certFile != "",
+		"client_certificates", sec.clientCAFile != "", "sasl_users", sec.userNames())
 
 	<-ctx.Done()
 	log.Info("broker stopping")

@@ -27,6 +27,9 @@ import (
 // does the same by sending LeaveGroup for it.
 type memberWatch struct {
 	log *slog.Logger
+	// transport connects the watch to the broker as the broker requires
+	// (TLS, SASL); nil is plaintext.
+	transport kafka.RoundTripper
 	// removed counts the members the watch removed.
 	removed atomic.Int64
 
@@ -123,7 +126,7 @@ func (w *memberWatch) lapsed(g *kfake.GroupInfo, now time.Time) []string {
 // run checks every group each interval until ctx ends, and removes the
 // members whose session lapsed through the broker at addr.
 func (w *memberWatch) run(ctx context.Context, c *kfake.Cluster, addr string, interval time.Duration) {
-	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second, Transport: w.transport}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -38,12 +38,10 @@ func FreePort() (int, error) { return childproc.FreePort() }
 
 // Broker is a running broker process.
 type Broker struct {
-	bin     string
-	port    int
-	dataDir string
-	sync    bool
-	log     io.Writer
-	proc    childproc.Slot
+	bin  string
+	port int
+	opts Options
+	proc childproc.Slot
 }
 
 // Options configure Start.
@@ -56,6 +54,21 @@ type Options struct {
 	Sync bool
 	// Log receives the broker's stderr; nil discards it.
 	Log io.Writer
+	// TLSCertFile and TLSKeyFile make the broker speak TLS only, with
+	// this PEM certificate and key (see internal/testcert).
+	TLSCertFile, TLSKeyFile string
+	// TLSClientCAFile makes the broker require client certificates
+	// signed by the authorities of this PEM file, which must also have
+	// signed TLSCertFile.
+	TLSClientCAFile string
+	// SASLUsers turn SASL authentication on: only these users get in.
+	SASLUsers []SASLUser
+}
+
+// SASLUser is a user the broker admits, with the mechanism it must use.
+type SASLUser struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism, Name, Password string
 }
 
 // Start runs the broker binary and waits until it listens.
@@ -67,7 +80,7 @@ func Start(ctx context.Context, bin string, o Options) (*Broker, error) {
 		}
 		o.Port = p
 	}
-	b := &Broker{bin: bin, port: o.Port, dataDir: o.DataDir, sync: o.Sync, log: o.Log}
+	b := &Broker{bin: bin, port: o.Port, opts: o}
 	if err := b.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -82,15 +95,25 @@ func (b *Broker) PID() int { return b.proc.PID() }
 
 // Start (re)starts a stopped broker on the same port and data directory.
 func (b *Broker) Start(ctx context.Context) error {
+	o := b.opts
 	args := []string{"-port", strconv.Itoa(b.port)}
-	if b.dataDir != "" {
-		args = append(args, "-data-dir", b.dataDir)
+	if o.DataDir != "" {
+		args = append(args, "-data-dir", o.DataDir)
 	}
-	if b.sync {
+	if o.Sync {
 		args = append(args, "-sync")
 	}
+	if o.TLSCertFile != "" || o.TLSKeyFile != "" {
+		args = append(args, "-tls-cert-file", o.TLSCertFile, "-tls-key-file", o.TLSKeyFile)
+	}
+	if o.TLSClientCAFile != "" {
+		args = append(args, "-tls-client-ca-file", o.TLSClientCAFile)
+	}
+	for _, u := range o.SASLUsers {
+		args = append(args, "-sasl-user", u.Mechanism+":"+u.Name+":"+u.Password)
+	}
 	cmd := exec.Command(b.bin, args...)
-	cmd.Stderr = b.log
+	cmd.Stderr = o.Log
 	// The broker prints its address once it listens.
 	listening := &firstLine{seen: make(chan struct{})}
 	cmd.Stdout = listening

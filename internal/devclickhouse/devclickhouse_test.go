@@ -73,7 +73,7 @@ func TestSecurePortServesTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	files, err := testcert.New(dir, "127.0.0.1", "localhost")
+	files, err := testcert.Write(dir, "127.0.0.1", "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-// Package testcert writes a throwaway certificate authority, a server
-// certificate and a client certificate for tests of TLS connections. It
-// is never used in production.
+// Package testcert writes a throwaway certificate authority with a server
+// and a client certificate signed by it, so that tests can run servers and
+// clients over TLS without any certificate kept in the repository. It is
+// never used in production.
 package testcert
 
 import (
@@ -15,42 +16,61 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 )
 
-// Files are the PEM files New wrote.
+// Files are the paths of the PEM files Write creates.
 type Files struct {
-	CA, ServerCert, ServerKey, ClientCert, ClientKey string
+	// CA is the authority's certificate, which clients trust.
+	CA string
+	// ServerCert and ServerKey are for the server, valid for the hosts
+	// given to Write.
+	ServerCert, ServerKey string
+	// ClientCert and ClientKey authenticate a client (common name
+	// ClientName) to servers that ask for a certificate.
+	ClientCert, ClientKey string
 }
 
-// New writes ca.pem, server.pem, server-key.pem, client.pem and
-// client-key.pem into dir. The server certificate is valid for hosts: IP
-// addresses become IP SANs, other names DNS SANs. All keys are ECDSA
-// P-256 and the certificates are valid for a day.
-func New(dir string, hosts ...string) (Files, error) {
-	f := Files{
-		CA:         filepath.Join(dir, "ca.pem"),
-		ServerCert: filepath.Join(dir, "server.pem"),
-		ServerKey:  filepath.Join(dir, "server-key.pem"),
-		ClientCert: filepath.Join(dir, "client.pem"),
-		ClientKey:  filepath.Join(dir, "client-key.pem"),
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// ClientName is the common name of the client certificate.
+const ClientName = "cms-client"
+
+// New writes the files into a directory of the test's, removed when it
+// ends, and fails the test on error.
+func New(t testing.TB, hosts ...string) Files {
+	t.Helper()
+	f, err := Write(t.TempDir(), hosts...)
 	if err != nil {
-		return Files{}, fmt.Errorf("generate CA key: %w", err)
+		t.Fatal(err)
 	}
-	ca := template(1, "test CA")
-	ca.IsCA, ca.BasicConstraintsValid = true, true
-	ca.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	return f
+}
+
+// Write creates ca.pem, server.pem, server-key.pem, client.pem and
+// client-key.pem in dir: a new authority, valid for a day, and the server
+// certificate valid for hosts (IP addresses or DNS names; DefaultHosts
+// localhost, 127.0.0.1 and ::1 when none). Every call makes a new authority, so files of two calls do
+// not trust each other.
+func Write(dir string, hosts ...string) (Files, error) {
+	if len(hosts) == 0 {
+		hosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	now := time.Now()
+	ca, caKey, caDER, err := issue(&x509.Certificate{
+		Subject:               pkix.Name{CommonName: "cms test authority"},
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}, nil, nil, now)
 	if err != nil {
-		return Files{}, fmt.Errorf("sign CA certificate: %w", err)
-	}
-	if err := writePEM(f.CA, "CERTIFICATE", caDER); err != nil {
 		return Files{}, err
 	}
-	server := template(2, "test server")
-	server.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	server := &x509.Certificate{
+		Subject:  pkix.Name{CommonName: hosts[0]},
+		KeyUsage: x509.KeyUsageDigitalSignature,
+		// Client use too, so that a server can connect to itself with it.
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			server.IPAddresses = append(server.IPAddresses, ip)
@@ -58,53 +78,77 @@ func New(dir string, hosts ...string) (Files, error) {
 			server.DNSNames = append(server.DNSNames, h)
 		}
 	}
-	if err := issue(server, ca, caKey, f.ServerCert, f.ServerKey); err != nil {
+	_, serverKey, serverDER, err := issue(server, ca, caKey, now)
+	if err != nil {
 		return Files{}, err
 	}
-	client := template(3, "test client")
-	client.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	if err := issue(client, ca, caKey, f.ClientCert, f.ClientKey); err != nil {
+	_, clientKey, clientDER, err := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: ClientName},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, caKey, now)
+	if err != nil {
 		return Files{}, err
+	}
+	f := Files{
+		CA:         filepath.Join(dir, "ca.pem"),
+		ServerCert: filepath.Join(dir, "server.pem"),
+		ServerKey:  filepath.Join(dir, "server-key.pem"),
+		ClientCert: filepath.Join(dir, "client.pem"),
+		ClientKey:  filepath.Join(dir, "client-key.pem"),
+	}
+	serverKeyDER, err := x509.MarshalPKCS8PrivateKey(serverKey)
+	if err != nil {
+		return Files{}, fmt.Errorf("encode the server key: %w", err)
+	}
+	clientKeyDER, err := x509.MarshalPKCS8PrivateKey(clientKey)
+	if err != nil {
+		return Files{}, fmt.Errorf("encode the client key: %w", err)
+	}
+	for _, w := range []struct {
+		path, kind string
+		der        []byte
+	}{
+		{f.CA, "CERTIFICATE", caDER},
+		{f.ServerCert, "CERTIFICATE", serverDER},
+		{f.ServerKey, "PRIVATE KEY", serverKeyDER},
+		{f.ClientCert, "CERTIFICATE", clientDER},
+		{f.ClientKey, "PRIVATE KEY", clientKeyDER},
+	} {
+		if err := os.WriteFile(w.path, pem.EncodeToMemory(&pem.Block{Type: w.kind, Bytes: w.der}), 0o600); err != nil {
+			return Files{}, fmt.Errorf("write %s: %w", w.path, err)
+		}
 	}
 	return f, nil
 }
 
-// template is a certificate's common part; serials need only be unique
-// within the throwaway CA.
-func template(serial int64, name string) *x509.Certificate {
-	now := time.Now()
-	return &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-	}
-}
-
-// issue signs tmpl with the CA and writes the certificate and its key.
-func issue(tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey, certFile, keyFile string) error {
+// issue makes a key for tmpl and signs it with parent's key, or with its
+// own when parent is nil. It returns the parsed certificate, its key and
+// the certificate in DER.
+func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return fmt.Errorf("generate key of %s: %w", tmpl.Subject.CommonName, err)
+		return nil, nil, nil, fmt.Errorf("generate key for %s: %w", tmpl.Subject.CommonName, err)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	if err != nil {
-		return fmt.Errorf("sign certificate of %s: %w", tmpl.Subject.CommonName, err)
+		return nil, nil, nil, fmt.Errorf("serial number: %w", err)
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(24*time.Hour)
+	signer := key
+	if parent == nil {
+		parent = tmpl
+	} else {
+		signer = parentKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {
-		return fmt.Errorf("encode key of %s: %w", tmpl.Subject.CommonName, err)
+		return nil, nil, nil, fmt.Errorf("sign certificate of %s: %w", tmpl.Subject.CommonName, err)
 	}
-	if err := writePEM(certFile, "CERTIFICATE", der); err != nil {
-		return err
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("parse certificate of %s: %w", tmpl.Subject.CommonName, err)
 	}
-	return writePEM(keyFile, "PRIVATE KEY", keyDER)
-}
-
-func writePEM(path, kind string, der []byte) error {
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return cert, key, der, nil
 }

@@ -113,13 +113,56 @@ func (s *Set) String(name, env, def, help string) *string {
 
 // Secret is String for values help must never print, such as passwords
 // and URLs that may hold them: the environment's value is used, but the
-// usage text shows def as the default.
+// usage text shows def as the default. When env is unset, the variable
+// env+"_FILE" may name a file holding the value (trailing white space
+// dropped), as mounted secrets are; setting both is an error, and so is a
+// file that cannot be read or is empty. Errors name the variables and the
+// path, never the value.
 func (s *Set) Secret(name, env, def, help string) *string {
-	p := s.FlagSet.String(name, def, s.usage(help, env))
-	if _, v, ok := s.env(env); ok {
+	fileEnv := env + FileSuffix
+	usage := strings.Replace(s.usage(help, env), "(env "+env+")", "(env "+env+" or "+fileEnv+")", 1)
+	p := s.FlagSet.String(name, def, usage)
+	from, v, ok := s.env(env)
+	path, fromFile := s.lookup(fileEnv)
+	path = strings.TrimSpace(path)
+	fromFile = fromFile && path != ""
+	switch {
+	case ok && fromFile:
+		s.errs = append(s.errs, fmt.Errorf("%s and %s are both set; set only one of them", from, fileEnv))
+	case ok:
+		*p = v
+	case fromFile:
+		v, err := readSecretFile(path)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%s=%q: %w", fileEnv, path, err))
+			break
+		}
 		*p = v
 	}
 	return p
+}
+
+// FileSuffix ends the name of the variable that names a file holding a
+// secret's value.
+const FileSuffix = "_FILE"
+
+// readSecretFile returns a secret file's content without trailing white
+// space (the newline editors and "echo" add). Its errors never quote the
+// content.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is already named by the caller
+		}
+		return "", fmt.Errorf("read the secret file: %w", err)
+	}
+	v := strings.TrimRight(string(b), " \t\r\n")
+	if v == "" {
+		return "", errors.New("the secret file is empty")
+	}
+	return v, nil
 }
 
 // Int defines an int flag with default from env.

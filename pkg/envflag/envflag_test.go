@@ -4,6 +4,8 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -198,4 +200,82 @@ func TestAliasAfterDefinitionPanics(t *testing.T) {
 		}
 	}()
 	s.Alias("HTTP_IDLE_TIMEOUT", "IDLE_TIMEOUT")
+}
+
+func TestSecretFromFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withNewline := write("pass", "s3cret-file\n")
+	withSpaces := write("spaced", "  s3cret inside  \r\n\t\n")
+	empty := write("empty", "\n")
+	unreadable := filepath.Join(dir, "sub")
+	if err := os.Mkdir(unreadable, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	cases := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{name: "neither set", want: "def"},
+		{name: "the variable", env: map[string]string{"PASS": "s3cret-env"}, want: "s3cret-env"},
+		{name: "the file, trailing newline dropped", env: map[string]string{"PASS_FILE": withNewline}, want: "s3cret-file"},
+		{name: "only trailing white space dropped", env: map[string]string{"PASS_FILE": withSpaces}, want: "  s3cret inside"},
+		{name: "blank variable leaves the file", env: map[string]string{"PASS": " ", "PASS_FILE": withNewline}, want: "s3cret-file"},
+		{name: "blank file variable ignored", env: map[string]string{"PASS": "s3cret-env", "PASS_FILE": " "}, want: "s3cret-env"},
+		{name: "flag wins over the file", env: map[string]string{"PASS_FILE": withNewline}, args: []string{"-pass", "s3cret-flag"}, want: "s3cret-flag"},
+		{name: "both set", env: map[string]string{"PASS": "s3cret-env", "PASS_FILE": withNewline},
+			wantErr: "PASS and PASS_FILE are both set; set only one of them"},
+		{name: "missing file", env: map[string]string{"PASS_FILE": missing},
+			wantErr: `PASS_FILE="` + missing + `": read the secret file: no such file or directory`},
+		{name: "a directory", env: map[string]string{"PASS_FILE": unreadable},
+			wantErr: `PASS_FILE="` + unreadable + `": read the secret file: is a directory`},
+		{name: "empty file", env: map[string]string{"PASS_FILE": empty}, wantErr: `PASS_FILE="` + empty + `": the secret file is empty`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(flag.NewFlagSet("t", flag.ContinueOnError), func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			s.SetOutput(io.Discard)
+			v := s.Secret("pass", "PASS", "def", "a password")
+			err := s.Parse(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "s3cret") {
+					t.Errorf("the error shows the secret: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *v != tc.want {
+				t.Errorf("value %q, want %q", *v, tc.want)
+			}
+		})
+	}
+}
+
+func TestSecretUsageNamesBothVariables(t *testing.T) {
+	s := New(flag.NewFlagSet("t", flag.ContinueOnError), func(k string) (string, bool) { return "s3cret", k == "PASS" })
+	var help strings.Builder
+	s.SetOutput(&help)
+	s.Secret("pass", "PASS", "", "a password")
+	if u, want := s.Lookup("pass").Usage, "a password (env PASS or PASS_FILE)"; u != want {
+		t.Errorf("usage %q, want %q", u, want)
+	}
+	s.PrintDefaults()
+	if strings.Contains(help.String(), "s3cret") {
+		t.Errorf("help shows the secret: %s", help.String())
+	}
 }

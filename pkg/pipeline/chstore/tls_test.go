@@ -14,7 +14,7 @@ import (
 
 func TestTLSConfigRefusesBadFiles(t *testing.T) {
 	dir := t.TempDir()
-	files, err := testcert.New(dir, "127.0.0.1")
+	files, err := testcert.Write(dir, "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestTLSConfigRefusesBadFiles(t *testing.T) {
 // 127.0.0.1 and localhost, signed by a CA written beside it.
 func tlsServer(t *testing.T) (*devclickhouse.Server, testcert.Files) {
 	t.Helper()
-	files, err := testcert.New(t.TempDir(), "127.0.0.1", "localhost")
+	files, err := testcert.Write(t.TempDir(), "127.0.0.1", "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestOpenOverTLS(t *testing.T) {
 
 func TestOpenOverTLSFailsClearly(t *testing.T) {
 	srv, files := tlsServer(t)
-	other, err := testcert.New(t.TempDir(), "127.0.0.1")
+	other, err := testcert.Write(t.TempDir(), "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,10 @@ type ServiceConfig struct {
 	// (raised on existing ones that have less) and bounds the records the
 	// consumer reads and dead-letters; zero means the kafka package's default.
 	MaxMessageBytes int
+	// TopicRetention and TopicMinInsyncReplicas are the retention.ms and
+	// min.insync.replicas of topics created at start (see kafka.TopicSpec).
+	TopicRetention         time.Duration
+	TopicMinInsyncReplicas int
 	// SessionTimeout is how long the group waits for a silent member
 	// before giving its partitions to others; zero means the kafka
 	// package's default.
@@ -130,15 +134,18 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = kafka.DefaultMaxMessageBytes
 	}
-	topics := []kafka.TopicSpec{
-		{Name: cfg.Topic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
-		{Name: cfg.QuarantineTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
-		{Name: cfg.DeadLetterTopic, Partitions: 1, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
+	topic := func(name string, partitions int) kafka.TopicSpec {
+		return kafka.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes,
+			Retention: cfg.TopicRetention, MinInsyncReplicas: cfg.TopicMinInsyncReplicas}
 	}
+	topics := []kafka.TopicSpec{topic(cfg.Topic, cfg.TopicPartitions), topic(cfg.QuarantineTopic, cfg.TopicPartitions), topic(cfg.DeadLetterTopic, 1)}
+	log.Info("connecting to Kafka", "kafka", cfg.Kafka)
 	if err := cfg.Kafka.EnsureTopics(ctx, topics); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("prepare Kafka topics: %w", err)
 	}
+	reg := httpserve.NewRegistry()
+	cfg.Kafka.ReportDurability(ctx, topics, kafka.NewDurabilityGauge(reg), log)
 	reader, err := cfg.Kafka.NewGroupReader(kafka.ReaderConfig{
 		GroupID: cfg.GroupID, Topics: []string{cfg.Topic, cfg.QuarantineTopic}, MaxMessageBytes: cfg.MaxMessageBytes,
 		SessionTimeout: cfg.SessionTimeout, MaxWait: cfg.MaxWait, Logger: log,
@@ -159,7 +166,6 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 		return nil, err
 	}
 
-	reg := httpserve.NewRegistry()
 	c := New(cfg.Consumer, reader, store, dlq, NewMetrics(reg), log)
 
 	checker := httpserve.NewChecker()

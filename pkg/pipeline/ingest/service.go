@@ -29,8 +29,12 @@ type ServiceConfig struct {
 	// largest batch; records' values stay RecordFraming under it. Zero
 	// means kafka.DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	Producer        kafka.ProducerConfig
-	Handler         Config
+	// TopicRetention and TopicMinInsyncReplicas are the retention.ms and
+	// min.insync.replicas of topics created at start (see kafka.TopicSpec).
+	TopicRetention         time.Duration
+	TopicMinInsyncReplicas int
+	Producer               kafka.ProducerConfig
+	Handler                Config
 	// Limits are the event rules; zero fields take event's defaults, and
 	// MaxRecordBytes follows from MaxMessageBytes.
 	Limits        event.Limits
@@ -153,9 +157,12 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	}
 	sctx, cancel := context.WithTimeout(ctx, startup)
 	defer cancel()
+	log.Info("connecting to Kafka", "kafka", cfg.Kafka)
 	if err := cfg.Kafka.EnsureTopics(sctx, cfg.Topics()); err != nil {
 		return nil, fmt.Errorf("prepare Kafka topics: %w", err)
 	}
+	reg := httpserve.NewRegistry()
+	cfg.Kafka.ReportDurability(sctx, cfg.Topics(), kafka.NewDurabilityGauge(reg), log)
 
 	cfg.Producer.BatchBytes = int64(cfg.MaxMessageBytes)
 	cfg.Producer.Logger = log
@@ -173,7 +180,6 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	}
 	limiter := ratelimit.Optional(cfg.RateLimitRPS, cfg.RateLimitBurst)
 
-	reg := httpserve.NewRegistry()
 	handler := New(cfg.Handler, event.NewValidator(limits), authn, producer, limiter, NewMetrics(reg), log)
 
 	checker := httpserve.NewChecker()
@@ -191,8 +197,10 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 // Topics are the topics ingest writes, as they must be on the brokers.
 func (cfg *ServiceConfig) Topics() []kafka.TopicSpec {
 	return []kafka.TopicSpec{
-		{Name: cfg.EventsTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
-		{Name: cfg.QuarantineTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes},
+		{Name: cfg.EventsTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes,
+			Retention: cfg.TopicRetention, MinInsyncReplicas: cfg.TopicMinInsyncReplicas},
+		{Name: cfg.QuarantineTopic, Partitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplication, MaxMessageBytes: cfg.MaxMessageBytes,
+			Retention: cfg.TopicRetention, MinInsyncReplicas: cfg.TopicMinInsyncReplicas},
 	}
 }
 

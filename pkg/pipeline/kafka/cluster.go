@@ -18,13 +18,27 @@ import (
 type Cluster struct {
 	// Brokers are the bootstrap brokers, host:port.
 	Brokers []string
+	// TLS encrypts the connections; the zero value is plaintext.
+	TLS TLS
+	// SASL authenticates the connections; the zero value is none.
+	SASL SASL
 }
 
-func (c Cluster) check() error {
+// Check refuses settings that cannot make a connection: no brokers, a
+// client certificate without its key, files that cannot be read or hold
+// no PEM, an unknown SASL mechanism or one without its credentials. The
+// errors name the settings, never a password.
+func (c Cluster) Check() error {
+	_, err := c.secured()
+	return err
+}
+
+// secured checks the brokers and returns the connections' security.
+func (c Cluster) secured() (security, error) {
 	if len(c.Brokers) == 0 {
-		return errors.New("no Kafka brokers configured")
+		return security{}, errors.New("no Kafka brokers configured")
 	}
-	return nil
+	return c.security()
 }
 
 // dialTimeout bounds connecting to a broker, handshakes included.
@@ -34,20 +48,27 @@ const dialTimeout = 10 * time.Second
 // is, and transport derives writers' and admin requests' connections from
 // it, so a setting made here (TLS, SASLMechanism, ClientID) reaches all of
 // them.
-func (c Cluster) dialer() *kafkago.Dialer {
-	return &kafkago.Dialer{Timeout: dialTimeout, DualStack: true}
+func (c Cluster) dialer() (*kafkago.Dialer, error) {
+	s, err := c.secured()
+	if err != nil {
+		return nil, err
+	}
+	return &kafkago.Dialer{Timeout: dialTimeout, DualStack: true, TLS: s.tls, SASLMechanism: s.sasl}, nil
 }
 
 // transport returns a connection pool for writers and admin requests, made
 // as dialer says. Its owner must call CloseIdleConnections when done, or
 // the pool's goroutines live on.
-func (c Cluster) transport() *kafkago.Transport {
-	d := c.dialer()
+func (c Cluster) transport() (*kafkago.Transport, error) {
+	d, err := c.dialer()
+	if err != nil {
+		return nil, err
+	}
 	return &kafkago.Transport{
 		Dial:        (&net.Dialer{Timeout: d.Timeout}).DialContext,
 		DialTimeout: d.Timeout,
 		ClientID:    d.ClientID,
 		TLS:         d.TLS,
 		SASL:        d.SASLMechanism,
-	}
+	}, nil
 }

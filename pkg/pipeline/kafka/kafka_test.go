@@ -123,7 +123,10 @@ func TestTopicMessageBytes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const want = 4 << 20
-	admin, done := cl.admin()
+	admin, done, err := cl.admin()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer done()
 	if _, err := admin.IncrementalAlterConfigs(ctx, &kafkago.IncrementalAlterConfigsRequest{Resources: []kafkago.IncrementalAlterConfigsRequestResource{{
 		ResourceType: kafkago.ResourceTypeTopic, ResourceName: "large",

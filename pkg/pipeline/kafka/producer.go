@@ -96,6 +96,7 @@ func ParseCompression(name string) (kafkago.Compression, error) {
 type Writer struct {
 	w         *kafkago.Writer
 	transport *kafkago.Transport
+	cluster   Cluster
 }
 
 // NewWriter returns a synchronous writer for topic with acks from all
@@ -108,12 +109,12 @@ func (c Cluster) NewWriter(p ProducerConfig, topic string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.check(); err != nil {
+	t, err := c.transport()
+	if err != nil {
 		return nil, err
 	}
 	logger := p.Logger.With("topic", topic)
-	t := c.transport()
-	return &Writer{transport: t, w: &kafkago.Writer{
+	return &Writer{transport: t, cluster: c, w: &kafkago.Writer{
 		Addr:         kafkago.TCP(c.Brokers...),
 		Topic:        topic,
 		Transport:    t,
@@ -152,7 +153,13 @@ func (w *Writer) Write(ctx context.Context, recs []Record) error {
 
 func (w *Writer) write(ctx context.Context, km []kafkago.Message) error {
 	if err := w.w.WriteMessages(ctx, km...); err != nil {
-		return fmt.Errorf("write %d records to %s: %w", len(km), w.w.Topic, firstError(err))
+		err = firstError(err)
+		// Only what the error itself shows: this is the hot path, and
+		// start-up and readiness checks diagnose the connection.
+		if e := w.cluster.explainKnown(err); e != nil {
+			err = e
+		}
+		return fmt.Errorf("write %d records to %s: %w", len(km), w.w.Topic, err)
 	}
 	return nil
 }

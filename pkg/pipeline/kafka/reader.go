@@ -66,7 +66,8 @@ type GroupReader struct {
 // partitions to be assigned. Partitions the group has no offset for are
 // read from the start.
 func (c Cluster) NewGroupReader(rc ReaderConfig) (*GroupReader, error) {
-	if err := c.check(); err != nil {
+	dialer, err := c.dialer()
+	if err != nil {
 		return nil, err
 	}
 	if rc.GroupID == "" || len(rc.Topics) == 0 {
@@ -87,7 +88,7 @@ func (c Cluster) NewGroupReader(rc ReaderConfig) (*GroupReader, error) {
 	}
 	return &GroupReader{r: kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:     c.Brokers,
-		Dialer:      c.dialer(),
+		Dialer:      dialer,
 		GroupID:     rc.GroupID,
 		GroupTopics: rc.Topics,
 		MinBytes:    1,

@@ -21,41 +21,99 @@ type TopicSpec struct {
 	// less, since records that large would otherwise be refused by the
 	// brokers for as long as the service runs.
 	MaxMessageBytes int
+	// Retention, when positive, is the retention.ms of a topic created
+	// here; zero leaves the brokers' default.
+	Retention time.Duration
+	// MinInsyncReplicas is the min.insync.replicas of a topic created
+	// here: how many replicas must hold a record before an acks=all write
+	// succeeds. Zero means ReplicationFactor-1, at least 1, which rides
+	// out the loss of one broker without refusing writes.
+	MinInsyncReplicas int
 }
 
-const maxMessageBytes = "max.message.bytes"
+// The topic settings set or checked here.
+const (
+	maxMessageBytes        = "max.message.bytes"
+	retentionMs            = "retention.ms"
+	minInsyncReplicas      = "min.insync.replicas"
+	uncleanLeaderElection  = "unclean.leader.election.enable"
+	replicationFactorLabel = "replication.factor"
+)
+
+// minInsync is the min.insync.replicas s asks for.
+func (s TopicSpec) minInsync() int {
+	if s.MinInsyncReplicas > 0 {
+		return s.MinInsyncReplicas
+	}
+	return max(1, s.ReplicationFactor-1)
+}
+
+// check refuses a spec whose topic could never take an acks=all write or
+// whose settings make no sense.
+func (s TopicSpec) check() error {
+	switch {
+	case s.MinInsyncReplicas < 0:
+		return fmt.Errorf("topic %q: %s %d must not be negative (TOPIC_MIN_INSYNC_REPLICAS; 0 means replication-1, at least 1)",
+			s.Name, minInsyncReplicas, s.MinInsyncReplicas)
+	case s.ReplicationFactor > 0 && s.minInsync() > s.ReplicationFactor:
+		return fmt.Errorf("topic %q: %s %d (TOPIC_MIN_INSYNC_REPLICAS) exceeds its replication factor %d (TOPIC_REPLICATION): no acks=all write could ever succeed",
+			s.Name, minInsyncReplicas, s.minInsync(), s.ReplicationFactor)
+	case s.Retention < 0:
+		return fmt.Errorf("topic %q: retention %s must not be negative (TOPIC_RETENTION; 0 keeps the brokers' default)", s.Name, s.Retention)
+	case s.Retention > 0 && s.Retention < time.Millisecond:
+		return fmt.Errorf("topic %q: retention %s is under the 1ms Kafka counts in (TOPIC_RETENTION)", s.Name, s.Retention)
+	}
+	return nil
+}
+
+// configEntries are the settings a topic created from s is given.
+func (s TopicSpec) configEntries() []kafkago.ConfigEntry {
+	e := []kafkago.ConfigEntry{{ConfigName: minInsyncReplicas, ConfigValue: strconv.Itoa(s.minInsync())}}
+	if s.MaxMessageBytes > 0 {
+		e = append(e, kafkago.ConfigEntry{ConfigName: maxMessageBytes, ConfigValue: strconv.Itoa(s.MaxMessageBytes)})
+	}
+	if s.Retention > 0 {
+		e = append(e, kafkago.ConfigEntry{ConfigName: retentionMs, ConfigValue: strconv.FormatInt(s.Retention.Milliseconds(), 10)})
+	}
+	return e
+}
 
 // admin returns a client for admin requests and a function that closes
 // its connections.
-func (c Cluster) admin() (*kafkago.Client, func()) {
-	t := c.transport()
-	return &kafkago.Client{Addr: kafkago.TCP(c.Brokers...), Transport: t, Timeout: 10 * time.Second}, t.CloseIdleConnections
+func (c Cluster) admin() (*kafkago.Client, func(), error) {
+	t, err := c.transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &kafkago.Client{Addr: kafkago.TCP(c.Brokers...), Transport: t, Timeout: 10 * time.Second}, t.CloseIdleConnections, nil
 }
 
-// EnsureTopics creates the topics that do not exist yet and raises the
-// max.message.bytes of those that allow less than their spec. Partitions
-// and replication of an existing topic are left as they are.
+// EnsureTopics creates the topics that do not exist yet, with their
+// spec's replication, min.insync.replicas, max.message.bytes and
+// retention.ms, and raises the max.message.bytes of those that allow less
+// than their spec. Other settings of an existing topic are left as they
+// are; DurabilityRisks reports those that weaken acks=all.
 func (c Cluster) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
-	if err := c.check(); err != nil {
-		return err
-	}
 	req := &kafkago.CreateTopicsRequest{}
 	for _, s := range specs {
-		tc := kafkago.TopicConfig{
+		if err := s.check(); err != nil {
+			return err
+		}
+		req.Topics = append(req.Topics, kafkago.TopicConfig{
 			Topic:             s.Name,
 			NumPartitions:     s.Partitions,
 			ReplicationFactor: s.ReplicationFactor,
-		}
-		if s.MaxMessageBytes > 0 {
-			tc.ConfigEntries = []kafkago.ConfigEntry{{ConfigName: maxMessageBytes, ConfigValue: strconv.Itoa(s.MaxMessageBytes)}}
-		}
-		req.Topics = append(req.Topics, tc)
+			ConfigEntries:     s.configEntries(),
+		})
 	}
-	cl, done := c.admin()
+	cl, done, err := c.admin()
+	if err != nil {
+		return err
+	}
 	defer done()
 	resp, err := cl.CreateTopics(ctx, req)
 	if err != nil {
-		return fmt.Errorf("create topics on %v: %w", c.Brokers, err)
+		return fmt.Errorf("create topics on %v: %w", c.Brokers, c.explain(ctx, err))
 	}
 	var errs []error
 	var existing []TopicSpec
@@ -66,31 +124,34 @@ func (c Cluster) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 				existing = append(existing, s)
 			}
 		case err != nil:
-			errs = append(errs, fmt.Errorf("create topic %q (%d partitions, replication %d, %s %d): %w",
-				s.Name, s.Partitions, s.ReplicationFactor, maxMessageBytes, s.MaxMessageBytes, err))
+			errs = append(errs, fmt.Errorf("create topic %q (%d partitions, replication %d, %s %d, %s %d, retention %s): %w",
+				s.Name, s.Partitions, s.ReplicationFactor, minInsyncReplicas, s.minInsync(), maxMessageBytes, s.MaxMessageBytes, s.Retention, c.explain(ctx, err)))
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	if err := raiseMessageBytes(ctx, cl, existing); err != nil {
-		return err
+		return c.explain(ctx, err)
 	}
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
 	}
-	return checkTopics(ctx, cl, c.Brokers, names)
+	return c.explain(ctx, checkTopics(ctx, cl, c.Brokers, names))
 }
 
 // topicMessageBytes reads a topic's max.message.bytes as the brokers
 // apply it (the topic's own setting or the brokers' default).
 func (c Cluster) topicMessageBytes(ctx context.Context, topic string) (int, error) {
-	cl, done := c.admin()
+	cl, done, err := c.admin()
+	if err != nil {
+		return 0, err
+	}
 	defer done()
 	got, err := describeMessageBytes(ctx, cl, []TopicSpec{{Name: topic}})
 	if err != nil {
-		return 0, err
+		return 0, c.explain(ctx, err)
 	}
 	return got[topic], nil
 }
@@ -172,12 +233,12 @@ func raiseMessageBytes(ctx context.Context, c *kafkago.Client, specs []TopicSpec
 // CheckTopics asks the brokers for the topics' metadata: it fails when no
 // broker answers or a topic is missing. Readiness probes use it.
 func (c Cluster) CheckTopics(ctx context.Context, topics []string) error {
-	if err := c.check(); err != nil {
+	cl, done, err := c.admin()
+	if err != nil {
 		return err
 	}
-	cl, done := c.admin()
 	defer done()
-	return checkTopics(ctx, cl, c.Brokers, topics)
+	return c.explain(ctx, checkTopics(ctx, cl, c.Brokers, topics))
 }
 
 func checkTopics(ctx context.Context, cl *kafkago.Client, brokers []string, topics []string) error {
