@@ -6,6 +6,8 @@
 // The tests start their own Kafka-protocol broker, ClickHouse server and
 // PostgreSQL server on loopback ports; ClickHouse and PostgreSQL come from
 // Debian's packages and are installed with apt when missing (as root), as
+// is ZooKeeper (Debian's zookeeper), which coordinates the ClickHouse
+// cluster of the cluster tests, as
 // are promtool (Debian's prometheus package), which checks the alerting
 // rules and the dashboards' queries, and Chromium, which renders the status
 // page in its test. Node.js and npm (Debian's nodejs and npm) run the
@@ -34,6 +36,10 @@ func main() {
 	defer stop()
 	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "test: install ClickHouse:", err)
+		os.Exit(1)
+	}
+	if err := devclickhouse.InstallZooKeeper(ctx, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "test: install ZooKeeper:", err)
 		os.Exit(1)
 	}
 	if err := devpostgres.Install(ctx, os.Stderr); err != nil {

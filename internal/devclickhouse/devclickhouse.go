@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +59,13 @@ type Options struct {
 	TCPPort int
 	// Log receives the server's stdout and stderr; nil discards them.
 	Log io.Writer
+	// Config is XML added inside the configuration's root element: the
+	// remote_servers, zookeeper, macros and distributed_ddl sections of a
+	// cluster member (see StartCluster).
+	Config string
+	// InterserverHTTPPort is where replicas fetch parts from this server;
+	// 0 leaves replication without it (a server outside a cluster).
+	InterserverHTTPPort int
 }
 
 // Server is a running private ClickHouse server.
@@ -132,6 +140,7 @@ func (s *Server) writeConfig() error {
     <max_concurrent_queries>100</max_concurrent_queries>
 </yandex>
 `, dir, s.o.TCPPort, httpPort)
+	config = strings.Replace(config, "</yandex>", s.clusterConfig()+"</yandex>", 1)
 	users := `<?xml version="1.0"?>
 <yandex>
     <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
