@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/assistantcms/cms/internal/childproc"
 )
 
@@ -38,6 +40,21 @@ type Cluster struct {
 	// Shards holds the servers: Shards[i][j] is replica j of shard i.
 	Shards [][]*Server
 }
+
+// profileSettings allow LowCardinality columns on servers before 19.9 for
+// every query, as the DDL a cluster runs ON CLUSTER needs: it runs with the
+// default profile's settings, not with the settings of the query that
+// queued it.
+//
+// events and quarantine are sharded alike, by event ID, so a subquery over
+// one of them, as in "quarantined events not in events", finds its rows on
+// the shard it runs on: distributed_product_mode local lets analysts'
+// queries say so.
+//
+// The members hold idle connections to each other, which a stopping
+// server waits for until it next polls them: every second rather than 10.
+const profileSettings = "<allow_experimental_low_cardinality_type>1</allow_experimental_low_cardinality_type>" +
+	"<distributed_product_mode>local</distributed_product_mode><poll_interval>1</poll_interval>"
 
 // DDLPath is the ZooKeeper path of the cluster's distributed DDL queue.
 const DDLPath = "/clickhouse/task_queue/ddl"
@@ -100,6 +117,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	zk := fmt.Sprintf("<zookeeper><node><host>127.0.0.1</host><port>%d</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper>\n"+
 		"<distributed_ddl><path>%s</path></distributed_ddl>\n", c.ZooKeeper.Port(), DDLPath)
 
+
 	c.Shards = make([][]*Server, o.Shards)
 	var wg sync.WaitGroup
 	errs := make([]error, o.Shards*o.Replicas)
@@ -114,13 +132,48 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 			// Started side by side: each server takes a few seconds.
 			wg.Go(func() {
 				s, err := Start(ctx, Options{Dir: dir, TCPPort: m.tcp, InterserverHTTPPort: m.interserver, Log: o.Log,
-					Config: remote.String() + zk + macros})
+					Config: remote.String() + zk + macros, ProfileSettings: profileSettings})
 				c.Shards[i][j], errs[i*o.Replicas+j] = s, err
 			})
 		}
 	}
 	wg.Wait()
-	return c, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	// A server takes queries before its ZooKeeper session is up, and the
+	// 18.16 server crashes on distributed DDL sent in that moment.
+	for _, s := range c.Servers() {
+		if err := s.waitZooKeeper(ctx); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// waitZooKeeper waits until the server reads from ZooKeeper.
+func (s *Server) waitZooKeeper(ctx context.Context) error {
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}, DialTimeout: time.Second})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var n uint64
+		err := conn.QueryRow(ctx, "SELECT count() FROM system.zookeeper WHERE path = '/'").Scan(&n)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ClickHouse %s not reading ZooKeeper after 60s: %w", s.Addr(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // clusterConfig is the part of a server's configuration that makes it a
@@ -154,6 +207,27 @@ func (c *Cluster) Addrs() []string {
 		out = append(out, s.Addr())
 	}
 	return out
+}
+
+// SyncReplicas waits until every server holds every part its shard's
+// other replicas have of the tables named ("db.table"): replication is
+// asynchronous, so a read may otherwise meet a replica that has not yet
+// fetched a new part.
+func (c *Cluster) SyncReplicas(ctx context.Context, tables ...string) error {
+	for _, s := range c.Servers() {
+		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}})
+		if err != nil {
+			return err
+		}
+		for _, t := range tables {
+			if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA "+t); err != nil {
+				conn.Close()
+				return fmt.Errorf("sync replica %s on %s: %w", t, s.Addr(), err)
+			}
+		}
+		conn.Close()
+	}
+	return nil
 }
 
 // Stop stops every server, then ZooKeeper.

@@ -66,6 +66,9 @@ type Options struct {
 	// InterserverHTTPPort is where replicas fetch parts from this server;
 	// 0 leaves replication without it (a server outside a cluster).
 	InterserverHTTPPort int
+	// ProfileSettings is XML added to the default settings profile, which
+	// also applies to the DDL a cluster runs ON CLUSTER.
+	ProfileSettings string
 }
 
 // Server is a running private ClickHouse server.
@@ -159,6 +162,7 @@ func (s *Server) writeConfig() error {
 	if err := os.WriteFile(filepath.Join(dir, "config.xml"), []byte(config), 0o644); err != nil {
 		return fmt.Errorf("write ClickHouse config: %w", err)
 	}
+	users = strings.Replace(users, "</default></profiles>", s.o.ProfileSettings+"</default></profiles>", 1)
 	if err := os.WriteFile(filepath.Join(dir, "users.xml"), []byte(users), 0o644); err != nil {
 		return fmt.Errorf("write ClickHouse users: %w", err)
 	}

@@ -108,7 +108,14 @@ func query(t *testing.T, s *Store, sql string) [][]string {
 func conf(f float32) *float32 { return &f }
 
 func TestAnalystQueries(t *testing.T) {
-	s := migrated(t)
+	analystQueries(t, migrated(t), func() {})
+}
+
+// analystQueries writes rows to s, runs every query of docs/analytics.md
+// once written has returned, and checks the results; it returns them by
+// heading.
+func analystQueries(t *testing.T, s *Store, written func()) map[string][][]string {
+	t.Helper()
 	ctx := context.Background()
 	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour) // today, 01:00
 	ev := func(id, session, user, channel, typ, name, handler string, at time.Duration) fixture {
@@ -151,6 +158,7 @@ func TestAnalystQueries(t *testing.T) {
 		quarantined("e5", "too_large", "", 2*time.Second)}); err != nil {
 		t.Fatal(err)
 	}
+	written()
 
 	day := t0.Format("2006-01-02")
 	want := map[string]string{
@@ -171,6 +179,7 @@ func TestAnalystQueries(t *testing.T) {
 	if len(queries) != len(want) {
 		t.Fatalf("docs/analytics.md has %d queries, the test knows %d", len(queries), len(want))
 	}
+	results := map[string][][]string{}
 	for heading, sql := range queries {
 		t.Run(heading, func(t *testing.T) {
 			exp, ok := want[heading]
@@ -178,6 +187,7 @@ func TestAnalystQueries(t *testing.T) {
 				t.Fatalf("no expectation for %q", heading)
 			}
 			got := query(t, s, sql)
+			results[heading] = got
 			if heading == "A session's transcript" {
 				if len(got) != 4 || got[1][2] != "Where is my order" || got[2][1] != "REQUEST_RESPONSE" || got[3][1] != "HandlerError" {
 					t.Errorf("transcript %v", got)
@@ -193,4 +203,5 @@ func TestAnalystQueries(t *testing.T) {
 			}
 		})
 	}
+	return results
 }

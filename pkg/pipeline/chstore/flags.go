@@ -30,7 +30,9 @@ func DefineFlags(fs *envflag.Set, use Use) func() Config {
 	db := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", dbHelp)
 	user := fs.String("clickhouse-user", "CLICKHOUSE_USER", "default", "ClickHouse user")
 	password := fs.Secret("clickhouse-password", "CLICKHOUSE_PASSWORD", "", "ClickHouse password")
+	cluster := fs.String("clickhouse-cluster", "CLICKHOUSE_CLUSTER", "",
+		"ClickHouse cluster (from the servers' remote_servers) the tables are sharded and replicated over; empty: one server")
 	return func() Config {
-		return Config{Addrs: envflag.List(*addrs), Database: *db, Username: *user, Password: *password}
+		return Config{Addrs: envflag.List(*addrs), Database: *db, Username: *user, Password: *password, Cluster: *cluster}
 	}
 }

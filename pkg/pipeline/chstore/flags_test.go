@@ -22,6 +22,8 @@ func TestDefineFlags(t *testing.T) {
 		{"environment", History, map[string]string{"CLICKHOUSE_ADDR": "a:9000,b:9000", "CLICKHOUSE_DATABASE": "analytics",
 			"CLICKHOUSE_USER": "u", "CLICKHOUSE_PASSWORD": "p"},
 			Config{Addrs: []string{"a:9000", "b:9000"}, Database: "analytics", Username: "u", Password: "p"}, "for HISTORICAL suggestions"},
+		{"cluster", Tables, map[string]string{"CLICKHOUSE_CLUSTER": "cms"},
+			Config{Addrs: []string{"127.0.0.1:9000"}, Database: "default", Username: "default", Cluster: "cms"}, "comma-separated"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
