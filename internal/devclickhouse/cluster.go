@@ -117,7 +117,6 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	zk := fmt.Sprintf("<zookeeper><node><host>127.0.0.1</host><port>%d</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper>\n"+
 		"<distributed_ddl><path>%s</path></distributed_ddl>\n", c.ZooKeeper.Port(), DDLPath)
 
-
 	c.Shards = make([][]*Server, o.Shards)
 	var wg sync.WaitGroup
 	errs := make([]error, o.Shards*o.Replicas)
