@@ -111,8 +111,8 @@ const ReplicationPath = "/clickhouse/tables/{shard}"
 // without a session do not all go to one shard.
 const ShardingKey = "cityHash64(event_id)"
 
-// validClusterName matches the names a cluster may have here: quoted
-// nowhere, they must not need quoting.
+// validClusterName matches the cluster names taken: those that need no
+// escaping in the backquotes and string literals they go in.
 var validClusterName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 
 // CheckCluster reports whether name can name a cluster.
@@ -212,7 +212,8 @@ func CreateDatabase(o Options) (string, error) {
 
 // MigrationsTable is the statement that creates the table recording
 // applied migrations. In a replicated cluster it is one table replicated
-// to every server of every shard (its path has no {shard}), so that a
+// to every server of every shard, at /clickhouse/tables/all/<database>/
+// schema_migrations with the replica name {shard}-{replica}, so that a
 // migration recorded through any server is seen through all of them.
 func MigrationsTable(o Options) (string, error) {
 	l, err := newLayout(o)
