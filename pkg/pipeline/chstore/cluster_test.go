@@ -148,17 +148,14 @@ func TestClusterAnalystQueries(t *testing.T) {
 	for i, shard := range c.Shards {
 		for j, srv := range shard {
 			s := openOn(t, c, srv, "default")
-			var ids []string
-			if err := s.Conn().Select(context.Background(), &ids, "SELECT DISTINCT event_id FROM default.events_local"); err != nil {
-				t.Fatal(err)
-			}
+			ids := query(t, s, "SELECT DISTINCT event_id FROM default.events_local")
 			if j == 0 {
 				counts[i] = uint64(len(ids))
 			} else if uint64(len(ids)) != counts[i] {
 				t.Errorf("%s holds %d events, its partner %d", devclickhouse.ReplicaName(i, j), len(ids), counts[i])
 			}
-			for _, id := range ids {
-				if shardOf(id, len(c.Shards)) != i {
+			for _, row := range ids {
+				if id := row[0]; shardOf(id, len(c.Shards)) != i {
 					t.Errorf("event %s is on shard %d, shardOf says %d", id, i, shardOf(id, len(c.Shards)))
 				}
 			}
