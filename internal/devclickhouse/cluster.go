@@ -114,7 +114,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 		remote.WriteString("</shard>")
 	}
 	fmt.Fprintf(&remote, "</%s></remote_servers>\n", o.Name)
-	zk := fmt.Sprintf("<zookeeper><node><host>127.0.0.1</host><port>%d</port></node><session_timeout_ms>5000</session_timeout_ms></zookeeper>\n"+
+	zk := fmt.Sprintf("<zookeeper><node><host>127.0.0.1</host><port>%d</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper>\n"+
 		"<distributed_ddl><path>%s</path></distributed_ddl>\n", c.ZooKeeper.Port(), DDLPath)
 
 	c.Shards = make([][]*Server, o.Shards)
