@@ -7,9 +7,9 @@
 // PostgreSQL server on loopback ports; ClickHouse and PostgreSQL come from
 // Debian's packages and are installed with apt when missing (as root), as
 // are ZooKeeper (Debian's zookeeper), which coordinates the tests'
-// ClickHouse cluster, promtool (Debian's prometheus package), which checks the alerting
-// rules and the dashboards' queries, and Chromium, which renders the status
-// page in its test. Node.js and npm (Debian's nodejs and npm) run the
+// ClickHouse cluster, promtool (Debian's prometheus package), which checks
+// the alerting rules and the dashboards' queries, and Chromium, which
+// renders the status page in its test. Node.js and npm (Debian's nodejs and npm) run the
 // assistant runtime of deploy/runtime, whose npm packages (the reference
 // client) are installed with npm ci from its package-lock.json.
 package main

@@ -319,7 +319,7 @@ func (c *Consumer) retry(ctx context.Context, what string, op func(context.Conte
 		err := op(ctx)
 		if err == nil {
 			if attempt > 1 {
-				// The counterpart of the warnings above, so that an outage's
+				// The counterpart of the warnings below, so that an outage's
 				// end and length can be read from the log.
 				c.log.Info(what+" recovered", "attempts", attempt, "failing_for", time.Since(failing).Round(time.Millisecond).String())
 			}
