@@ -103,6 +103,6 @@ func migrate(ctx context.Context, cfg chstore.Config, log *slog.Logger) error {
 		return err
 	}
 	v := s.Version()
-	log.Info("schema up to date", "applied", applied, "server_version", fmt.Sprintf("%d.%d", v.Major, v.Minor))
+	log.Info("schema up to date", "applied", applied, "server_version", fmt.Sprintf("%d.%d", v.Major, v.Minor), "cluster", s.Cluster())
 	return nil
 }

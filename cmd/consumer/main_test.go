@@ -348,3 +348,52 @@ func TestHTTPLimitFlagsRefuseNoLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateCommandOnACluster runs "consumer migrate" as a migration job
+// would, configured by the environment, twice at once against two servers
+// of a cluster, then again.
+func TestMigrateCommandOnACluster(t *testing.T) {
+	c := devclickhouse.StartClusterForTest(t)
+	bin := filepath.Join(t.TempDir(), "consumer")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	migrate := func(s *devclickhouse.Server) (string, error) {
+		cmd := exec.Command(bin, "migrate")
+		cmd.Env = append(os.Environ(), "CLICKHOUSE_ADDR="+s.Addr(), "CLICKHOUSE_DATABASE=analytics", "CLICKHOUSE_CLUSTER="+c.Name)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	outs := make([]string, 2)
+	errs := make([]error, 2)
+	done := make(chan int)
+	for i, s := range []*devclickhouse.Server{c.Shards[0][0], c.Shards[1][1]} {
+		go func() { outs[i], errs[i] = migrate(s); done <- i }()
+	}
+	<-done
+	<-done
+	for i := range outs {
+		if errs[i] != nil || !strings.Contains(outs[i], "schema up to date") || !strings.Contains(outs[i], `"cluster":"`+c.Name+`"`) {
+			t.Fatalf("migrate %d: %v\n%s", i, errs[i], outs[i])
+		}
+	}
+	out, err := migrate(c.Shards[1][0])
+	if err != nil || !strings.Contains(out, `"applied":null`) {
+		t.Fatalf("migrate again: %v\n%s", err, out)
+	}
+	s, err := chstore.Open(t.Context(), chstore.Config{Addrs: []string{c.Shards[0][1].Addr()}, Database: "analytics", Cluster: c.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var engine string
+	if err := s.Conn().QueryRow(t.Context(), "SELECT engine FROM system.tables WHERE database = 'analytics' AND name = 'events'").Scan(&engine); err != nil || engine != "Distributed" {
+		t.Errorf("events on another server: engine %q, %v", engine, err)
+	}
+	// A name the servers do not know fails at once, saying so.
+	cmd := exec.Command(bin, "migrate")
+	cmd.Env = append(os.Environ(), "CLICKHOUSE_ADDR="+c.Shards[0][0].Addr(), "CLICKHOUSE_CLUSTER=nosuch")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), `no cluster "nosuch"`) {
+		t.Errorf("migrate with an unknown cluster: %v\n%s", err, out)
+	}
+}

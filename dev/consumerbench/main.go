@@ -11,7 +11,10 @@
 // String columns sized as the consumer sizes them; both phases report CPU
 // seconds per 100k rows. Last it runs ingest and the consumer together at a
 // steady 10k events/s and reports the time from ingest's 200 to the row
-// being queryable.
+// being queryable. With -cluster it then drains the topic again, side by
+// side, into one server and into a local 2×2 ClickHouse cluster with
+// ZooKeeper, and reports rows/s and the CPU of the consumer and of the
+// servers for both.
 package main
 
 import (
@@ -55,11 +58,12 @@ func main() {
 	batchRows := flag.Int("batch-rows", 0, "BATCH_ROWS of the consumer (0: its default)")
 	freshness := flag.Duration("freshness", 30*time.Second, "length of the steady-load freshness phase (0 skips it)")
 	rate := flag.Int("rate", 10000, "events per second in the freshness phase")
+	cluster := flag.Bool("cluster", false, "also drain the topic into one server and into a local 2×2 ClickHouse cluster (with ZooKeeper), side by side")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, log, *events, *batchRows, *freshness, *rate); err != nil {
+	if err := run(ctx, log, *events, *batchRows, *freshness, *rate, *cluster); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
@@ -73,7 +77,7 @@ type rig struct {
 	columns  *chstore.StringColumns
 }
 
-func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness time.Duration, rate int) error {
+func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness time.Duration, rate int, cluster bool) error {
 	if events <= 0 || events%10000 != 0 {
 		return errors.New("-events must be a positive multiple of 10,000")
 	}
@@ -138,6 +142,9 @@ func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness
 		}
 	}
 	report(events, ceiling, cons, fresh, rate)
+	if cluster {
+		return r.compareCluster(ctx, events, batchRows)
+	}
 	return nil
 }
 

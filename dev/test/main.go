@@ -6,9 +6,10 @@
 // The tests start their own Kafka-protocol broker, ClickHouse server and
 // PostgreSQL server on loopback ports; ClickHouse and PostgreSQL come from
 // Debian's packages and are installed with apt when missing (as root), as
-// are promtool (Debian's prometheus package), which checks the alerting
-// rules and the dashboards' queries, and Chromium, which renders the status
-// page in its test. Node.js and npm (Debian's nodejs and npm) run the
+// are ZooKeeper (Debian's zookeeper), which coordinates the tests'
+// ClickHouse cluster, promtool (Debian's prometheus package), which checks
+// the alerting rules and the dashboards' queries, and Chromium, which
+// renders the status page in its test. Node.js and npm (Debian's nodejs and npm) run the
 // assistant runtime of deploy/runtime, whose npm packages (the reference
 // client) are installed with npm ci from its package-lock.json, and the
 // current ClickHouse engine of internal/modernch (chDB), installed from its
@@ -37,6 +38,10 @@ func main() {
 	defer stop()
 	if err := devclickhouse.Install(ctx, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "test: install ClickHouse:", err)
+		os.Exit(1)
+	}
+	if err := devclickhouse.InstallZooKeeper(ctx, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "test: install ZooKeeper:", err)
 		os.Exit(1)
 	}
 	if err := devpostgres.Install(ctx, os.Stderr); err != nil {

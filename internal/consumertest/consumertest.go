@@ -16,7 +16,13 @@ import (
 // URL of its health and metrics endpoints. The consumer must stop cleanly.
 func Start(t testing.TB, cfg consumer.ServiceConfig) string {
 	t.Helper()
-	svc, err := consumer.NewService(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return StartWithLog(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// StartWithLog is Start with the consumer logging to log.
+func StartWithLog(t testing.TB, cfg consumer.ServiceConfig, log *slog.Logger) string {
+	t.Helper()
+	svc, err := consumer.NewService(t.Context(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

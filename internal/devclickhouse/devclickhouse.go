@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +59,16 @@ type Options struct {
 	TCPPort int
 	// Log receives the server's stdout and stderr; nil discards them.
 	Log io.Writer
+	// Config is XML added inside the configuration's root element: the
+	// remote_servers, zookeeper, macros and distributed_ddl sections of a
+	// cluster member (see StartCluster).
+	Config string
+	// InterserverHTTPPort is where replicas fetch parts from this server;
+	// 0 leaves replication without it (a server outside a cluster).
+	InterserverHTTPPort int
+	// ProfileSettings is XML added to the default settings profile, which
+	// also applies to the DDL a cluster runs ON CLUSTER.
+	ProfileSettings string
 	// TLS, when set, also serves the native protocol over TLS on
 	// SecureTCPPort with this certificate; clients are not asked for one.
 	TLS *TLS
@@ -182,6 +193,7 @@ func (s *Server) writeConfig() error {
     <max_concurrent_queries>100</max_concurrent_queries>%[4]s
 </yandex>
 `, dir, s.o.TCPPort, httpPort, s.secureConfig())
+	config = strings.Replace(config, "</yandex>", s.clusterConfig()+"</yandex>", 1)
 	users := `<?xml version="1.0"?>
 <yandex>
     <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
@@ -200,6 +212,7 @@ func (s *Server) writeConfig() error {
 	if err := os.WriteFile(filepath.Join(dir, "config.xml"), []byte(config), 0o644); err != nil {
 		return fmt.Errorf("write ClickHouse config: %w", err)
 	}
+	users = strings.Replace(users, "</default></profiles>", s.o.ProfileSettings+"</default></profiles>", 1)
 	if err := os.WriteFile(filepath.Join(dir, "users.xml"), []byte(users), 0o644); err != nil {
 		return fmt.Errorf("write ClickHouse users: %w", err)
 	}

@@ -3,7 +3,7 @@
 -- as JSON text. Rows of a retried batch carry the same event ID and the
 -- same event time, so ReplacingMergeTree collapses them (use FINAL or
 -- uniqExact(event_id) for exact counts before merges have run).
-CREATE TABLE IF NOT EXISTS {{.DB}}.events
+CREATE TABLE IF NOT EXISTS {{table "events"}}{{.OnCluster}}
 (
     event_id            String,
     app_id              LowCardinality(String),
@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS {{.DB}}.events
     kafka_partition     UInt16,
     kafka_offset        UInt64
 )
-ENGINE = ReplacingMergeTree
+ENGINE = {{engine "ReplacingMergeTree" "events"}}
 PARTITION BY toYYYYMM(event_time)
 ORDER BY (app_id, toDate(event_time), event_id)
 {{.TTL}}
+{{distributed "events" true}}

@@ -1,8 +1,8 @@
-CREATE MATERIALIZED VIEW IF NOT EXISTS {{.DB}}.query_counts_mv TO {{.DB}}.query_counts
+CREATE MATERIALIZED VIEW IF NOT EXISTS {{.DB}}.query_counts_mv{{.OnCluster}} TO {{table "query_counts"}}
 AS SELECT
     app_id,
     channel,
     query_normalized AS query,
     toUInt64(1) AS asked
-FROM {{.DB}}.events
+FROM {{table "events"}}
 WHERE query_normalized != ''

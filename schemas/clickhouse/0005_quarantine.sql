@@ -3,7 +3,7 @@
 -- and field, and every error as JSON. Rows of a retried batch carry the
 -- same event ID, so ReplacingMergeTree collapses them. Resubmitted events
 -- stay here; the events table tells which came back.
-CREATE TABLE IF NOT EXISTS {{.DB}}.quarantine
+CREATE TABLE IF NOT EXISTS {{table "quarantine"}}{{.OnCluster}}
 (
     received_at     {{.Time}},
     app_id          LowCardinality(String),
@@ -20,7 +20,8 @@ CREATE TABLE IF NOT EXISTS {{.DB}}.quarantine
     kafka_partition UInt16,
     kafka_offset    UInt64
 )
-ENGINE = ReplacingMergeTree
+ENGINE = {{engine "ReplacingMergeTree" "quarantine"}}
 PARTITION BY toYYYYMM(received_at)
 ORDER BY (app_id, toDate(received_at), event_id)
 {{ttl "received_at"}}
+{{distributed "quarantine" true}}

@@ -6,8 +6,10 @@ package clickhouse
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +79,153 @@ type Options struct {
 	// RetentionDays drops events older than this many days where the
 	// server supports TTL; 0 keeps them forever.
 	RetentionDays int
+	// Cluster, when set, is the name of a cluster in the servers'
+	// remote_servers, and the migrations lay the tables out over it:
+	// statements run ON CLUSTER; every table is a shard-local
+	// Replicated*MergeTree named with LocalSuffix, replicated through
+	// ZooKeeper under ReplicationPath (so every server needs the {shard}
+	// and {replica} macros); materialized views read and fill the local
+	// tables, so each shard aggregates its own rows; and a Distributed
+	// table under the single-server name spreads reads over the shards
+	// and inserts by the table's sharding key.
+	Cluster string
+	// Unreplicated renders the cluster layout (local tables and
+	// Distributed tables over Cluster) with plain MergeTree engines and
+	// without ON CLUSTER: what one server without ZooKeeper can execute.
+	Unreplicated bool
+}
+
+// LocalSuffix ends the names of the shard-local tables of a cluster.
+const LocalSuffix = "_local"
+
+// ReplicationPath is the ZooKeeper path under which a cluster's
+// replicated tables keep their state, one node per shard and table:
+// ReplicationPath/<database>/<table>.
+const ReplicationPath = "/clickhouse/tables/{shard}"
+
+// ShardingKey spreads the rows of events and quarantine over a cluster's
+// shards by their event ID, so every retry of an event lands on the shard
+// holding its first copy, where ReplacingMergeTree, FINAL and GROUP BY
+// event_id collapse them exactly as on one server. By ID rather than by
+// session, rows spread evenly whatever the sessions' sizes, and events
+// without a session do not all go to one shard.
+const ShardingKey = "cityHash64(event_id)"
+
+// validClusterName matches the cluster names taken: those that need no
+// escaping in the backquotes and string literals they go in.
+var validClusterName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
+// CheckCluster reports whether name can name a cluster.
+func CheckCluster(name string) error {
+	if name != "" && !validClusterName.MatchString(name) {
+		return fmt.Errorf("ClickHouse cluster name %q: want letters, digits, '_', '.' or '-', starting with a letter or '_'", name)
+	}
+	return nil
+}
+
+// layout renders the parts of statements that differ between one server
+// and a cluster.
+type layout struct {
+	db, dbName, cluster string
+	replicated          bool
+}
+
+func newLayout(o Options) (layout, error) {
+	if err := CheckCluster(o.Cluster); err != nil {
+		return layout{}, err
+	}
+	if o.Unreplicated && o.Cluster == "" {
+		return layout{}, errors.New("an unreplicated cluster layout needs the cluster's name for its Distributed tables")
+	}
+	if o.Database == "" {
+		o.Database = "default"
+	}
+	return layout{db: quoteIdent(o.Database), dbName: o.Database, cluster: o.Cluster, replicated: o.Cluster != "" && !o.Unreplicated}, nil
+}
+
+// onCluster is the ON CLUSTER clause of a statement.
+func (l layout) onCluster() string {
+	if !l.replicated {
+		return ""
+	}
+	return " ON CLUSTER `" + l.cluster + "`"
+}
+
+// table is the name of the table that holds the rows of name: name itself
+// on one server, the shard-local table in a cluster.
+func (l layout) table(name string) string {
+	if l.cluster == "" {
+		return l.db + "." + name
+	}
+	return l.db + "." + name + LocalSuffix
+}
+
+// engine is the table engine of a MergeTree-family table; args are the
+// engine's own arguments, after a replicated engine's path and replica.
+func (l layout) engine(kind, table string, args ...string) string {
+	if l.replicated {
+		args = append([]string{quoteString(ReplicationPath + "/" + l.dbName + "/" + table + LocalSuffix), "'{replica}'"}, args...)
+		kind = "Replicated" + kind
+	}
+	if len(args) == 0 {
+		return kind
+	}
+	return kind + "(" + strings.Join(args, ", ") + ")"
+}
+
+// distributed is, in a cluster, a statement that follows the one creating
+// table's local table: the Distributed table under the name of table.
+// Unsharded, it has no sharding key and is only read from.
+func (l layout) distributed(table string, sharded bool) string {
+	if l.cluster == "" {
+		return ""
+	}
+	args := []string{quoteString(l.cluster), quoteString(l.dbName), quoteString(table + LocalSuffix)}
+	if sharded {
+		args = append(args, ShardingKey)
+	}
+	return ";\nCREATE TABLE IF NOT EXISTS " + l.db + "." + table + l.onCluster() + " AS " + l.table(table) +
+		"\nENGINE = Distributed(" + strings.Join(args, ", ") + ")\n"
+}
+
+// redistribute is, in a cluster, the statements that follow an ALTER of
+// table's local table: the Distributed table dropped and made again with
+// the local table's new columns. A Distributed table holds no rows (the
+// consumer's inserts through it are synchronous), and servers before
+// 19.x refuse ALTER ON CLUSTER of a table that is not replicated when the
+// cluster's shards are.
+func (l layout) redistribute(table string, sharded bool) string {
+	if l.cluster == "" {
+		return ""
+	}
+	return ";\nDROP TABLE IF EXISTS " + l.db + "." + table + l.onCluster() + l.distributed(table, sharded)
+}
+
+// CreateDatabase is the statement that creates the database.
+func CreateDatabase(o Options) (string, error) {
+	l, err := newLayout(o)
+	if err != nil {
+		return "", err
+	}
+	return "CREATE DATABASE IF NOT EXISTS " + l.db + l.onCluster(), nil
+}
+
+// MigrationsTable is the statement that creates the table recording
+// applied migrations. In a replicated cluster it is one table replicated
+// to every server of every shard, at /clickhouse/tables/all/<database>/
+// schema_migrations with the replica name {shard}-{replica}, so that a
+// migration recorded through any server is seen through all of them.
+func MigrationsTable(o Options) (string, error) {
+	l, err := newLayout(o)
+	if err != nil {
+		return "", err
+	}
+	engine := "ReplacingMergeTree"
+	if l.replicated {
+		engine = "ReplicatedReplacingMergeTree(" + quoteString("/clickhouse/tables/all/"+l.dbName+"/schema_migrations") + ", '{shard}-{replica}')"
+	}
+	return "CREATE TABLE IF NOT EXISTS " + l.db + ".schema_migrations" + l.onCluster() +
+		" (version UInt32, name String, applied_at DateTime('UTC')) ENGINE = " + engine + " ORDER BY version", nil
 }
 
 // Migration is one versioned schema step.
@@ -91,15 +240,18 @@ type Migration struct {
 
 type params struct {
 	DB, Time, Codec, TTL, IfNotExists string
+	// OnCluster is the ON CLUSTER clause of a cluster's statements.
+	OnCluster string
 }
 
 // Render returns every migration rendered for the features and options,
 // in version order.
 func Render(f Features, o Options) ([]Migration, error) {
-	if o.Database == "" {
-		o.Database = "default"
+	l, err := newLayout(o)
+	if err != nil {
+		return nil, err
 	}
-	p := params{DB: quoteIdent(o.Database), Time: "DateTime('UTC')"}
+	p := params{DB: l.db, Time: "DateTime('UTC')", OnCluster: l.onCluster()}
 	if f.DateTime64 {
 		p.Time = "DateTime64(3, 'UTC')"
 	}
@@ -136,7 +288,9 @@ func Render(f Features, o Options) ([]Migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{"ttl": ttl}).Parse(string(src))
+		t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
+			"ttl": ttl, "table": l.table, "engine": l.engine, "distributed": l.distributed, "redistribute": l.redistribute,
+		}).Parse(string(src))
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: %w", name, err)
 		}
@@ -179,6 +333,11 @@ func stripComments(s string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// quoteString quotes s as an SQL string literal.
+func quoteString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
 }
 
 // quoteIdent quotes a database name with backticks.

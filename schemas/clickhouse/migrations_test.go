@@ -108,3 +108,91 @@ func TestStatements(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterLayout checks the cluster forms of the migrations: local
+// tables with replicated or plain engines, Distributed tables under the
+// single-server names, views over the local tables.
+func TestClusterLayout(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		v             Version
+		o             Options
+		want, notWant []string
+	}{
+		{"one server", Version{18, 16}, Options{Database: "analytics"},
+			[]string{"CREATE TABLE IF NOT EXISTS `analytics`.events\n", "TO `analytics`.query_counts\n", "ENGINE = ReplacingMergeTree\n"},
+			[]string{"_local", "ON CLUSTER", "Distributed", "Replicated"}},
+		{"replicated cluster", Version{18, 16}, Options{Database: "analytics", Cluster: "cms"},
+			[]string{
+				"CREATE TABLE IF NOT EXISTS `analytics`.events_local ON CLUSTER `cms`\n",
+				"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/analytics/events_local', '{replica}')",
+				"CREATE TABLE IF NOT EXISTS `analytics`.events ON CLUSTER `cms` AS `analytics`.events_local\nENGINE = Distributed('cms', 'analytics', 'events_local', cityHash64(event_id))",
+				"ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/analytics/query_counts_local', '{replica}', (asked))",
+				"ENGINE = Distributed('cms', 'analytics', 'query_counts_local')",
+				"query_counts_mv ON CLUSTER `cms` TO `analytics`.query_counts_local",
+				"FROM `analytics`.events_local",
+				"ALTER TABLE `analytics`.events_local ON CLUSTER `cms` ADD COLUMN kb_faqs",
+				"DROP TABLE IF EXISTS `analytics`.events ON CLUSTER `cms`",
+				"ENGINE = Distributed('cms', 'analytics', 'quarantine_local', cityHash64(event_id))",
+			},
+			[]string{"ALTER TABLE `analytics`.events ", "ENGINE = ReplacingMergeTree"}},
+		{"unreplicated cluster layout", Version{23, 8}, Options{Database: "analytics", Cluster: "local", Unreplicated: true, RetentionDays: 30},
+			[]string{
+				"CREATE TABLE IF NOT EXISTS `analytics`.events_local\n", "ENGINE = ReplacingMergeTree\n",
+				"CREATE TABLE IF NOT EXISTS `analytics`.events AS `analytics`.events_local\nENGINE = Distributed('local', 'analytics', 'events_local', cityHash64(event_id))",
+				"ADD COLUMN IF NOT EXISTS kb_faqs UInt16", "TTL toDateTime(event_time) + INTERVAL 30 DAY",
+			},
+			[]string{"ON CLUSTER", "Replicated"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			migs, err := Render(FeaturesOf(tc.v), tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := ""
+			for _, m := range migs {
+				for _, st := range m.Statements {
+					if _, err := parser.NewParser(st).ParseStmts(); err != nil {
+						t.Errorf("migration %d: statement does not parse: %v\n%s", m.Version, err, st)
+					}
+					all += st + ";\n"
+				}
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("lacks %q", w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(all, w) {
+					t.Errorf("contains %q", w)
+				}
+			}
+			mt, err := MigrationsTable(tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if replicated := tc.o.Cluster != "" && !tc.o.Unreplicated; replicated != strings.Contains(mt, "ReplicatedReplacingMergeTree('/clickhouse/tables/all/analytics/schema_migrations', '{shard}-{replica}')") {
+				t.Errorf("migrations table %s", mt)
+			}
+		})
+	}
+}
+
+func TestClusterOptionsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Cluster: "my cluster"}, `cluster name "my cluster"`},
+		{Options{Cluster: "a`b"}, "cluster name"},
+		{Options{Unreplicated: true}, "needs the cluster's name"},
+	} {
+		if _, err := Render(Features{}, tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Render(%+v) = %v, want an error saying %q", tc.o, err, tc.want)
+		}
+		if _, err := CreateDatabase(tc.o); err == nil {
+			t.Errorf("CreateDatabase(%+v) took a bad option", tc.o)
+		}
+	}
+}

@@ -155,7 +155,14 @@ func analystRows() (t0 time.Time, batches []*EventBatch, quarantine []Quarantine
 }
 
 func TestAnalystQueries(t *testing.T) {
-	s := migrated(t)
+	analystQueries(t, migrated(t), func() {})
+}
+
+// analystQueries writes the analysts' rows to s, runs every query of
+// docs/analytics.md once written has returned, and checks the results; it
+// returns them by heading.
+func analystQueries(t *testing.T, s *Store, written func()) map[string][][]string {
+	t.Helper()
 	ctx := context.Background()
 	t0, batches, quarantine := analystRows()
 	for _, b := range batches {
@@ -166,6 +173,7 @@ func TestAnalystQueries(t *testing.T) {
 	if err := s.InsertQuarantine(ctx, quarantine); err != nil {
 		t.Fatal(err)
 	}
+	written()
 
 	day := t0.Format("2006-01-02")
 	want := map[string]string{
@@ -186,6 +194,7 @@ func TestAnalystQueries(t *testing.T) {
 	if len(queries) != len(want) {
 		t.Fatalf("docs/analytics.md has %d queries, the test knows %d", len(queries), len(want))
 	}
+	results := map[string][][]string{}
 	for heading, sql := range queries {
 		t.Run(heading, func(t *testing.T) {
 			exp, ok := want[heading]
@@ -193,6 +202,7 @@ func TestAnalystQueries(t *testing.T) {
 				t.Fatalf("no expectation for %q", heading)
 			}
 			got := query(t, s, sql)
+			results[heading] = got
 			if heading == "A session's transcript" {
 				if len(got) != 4 || got[1][2] != "Where is my order" || got[2][1] != "REQUEST_RESPONSE" || got[3][1] != "HandlerError" {
 					t.Errorf("transcript %v", got)
@@ -208,4 +218,5 @@ func TestAnalystQueries(t *testing.T) {
 			}
 		})
 	}
+	return results
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -29,6 +30,13 @@ type Config struct {
 	// StringColumns, when set, sizes the String columns of event inserts;
 	// see InstallStringColumns.
 	StringColumns *StringColumns
+	// Cluster, when set, names the cluster (in the servers'
+	// remote_servers) the tables are spread over: migrations run ON
+	// CLUSTER and create replicated shard-local tables with Distributed
+	// tables under the usual names (see schemas/clickhouse Options), and
+	// inserts go through the Distributed tables synchronously, so that an
+	// acknowledged insert is on its shard.
+	Cluster string
 }
 
 // Store is a connection to ClickHouse with the server's features known.
@@ -37,6 +45,8 @@ type Store struct {
 	cfg      Config
 	version  chschema.Version
 	features chschema.Features
+	// settings go with every statement; see Context.
+	settings clickhouse.Settings
 }
 
 // Open connects and reads the server version.
@@ -46,6 +56,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 5 * time.Second
+	}
+	if err := chschema.CheckCluster(cfg.Cluster); err != nil {
+		return nil, err
 	}
 	tlsConfig, err := cfg.TLS.Config()
 	if err != nil {
@@ -70,8 +83,39 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		conn.Close()
 		return nil, err
 	}
-	return &Store{conn: conn, cfg: cfg, version: v, features: chschema.FeaturesOf(v)}, nil
+	s := &Store{conn: conn, cfg: cfg, version: v, features: chschema.FeaturesOf(v), settings: clickhouse.Settings{}}
+	if s.features.LowCardinalitySetting {
+		s.settings["allow_experimental_low_cardinality_type"] = 1
+	}
+	if cfg.Cluster != "" {
+		// An insert into a Distributed table returns once every shard's
+		// part is written on one of its replicas (the servers' default
+		// queues it on the receiving server and sends it later), so the
+		// consumer commits offsets only for rows that are on their shard.
+		s.settings["insert_distributed_sync"] = 1
+		if err := s.checkCluster(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
+
+// checkCluster makes sure the server knows the configured cluster, so
+// that a misspelt name fails at start rather than at the first DDL.
+func (s *Store) checkCluster(ctx context.Context) error {
+	var hosts uint64
+	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.clusters WHERE cluster = ?", s.cfg.Cluster).Scan(&hosts); err != nil {
+		return fmt.Errorf("read cluster %q from ClickHouse %v: %w", s.cfg.Cluster, s.cfg.Addrs, err)
+	}
+	if hosts == 0 {
+		return fmt.Errorf("ClickHouse %v has no cluster %q in its remote_servers configuration", s.cfg.Addrs, s.cfg.Cluster)
+	}
+	return nil
+}
+
+// Cluster is the configured cluster's name; empty for one server.
+func (s *Store) Cluster() string { return s.cfg.Cluster }
 
 // Version is the server's version.
 func (s *Store) Version() chschema.Version { return s.version }
@@ -84,12 +128,15 @@ func (s *Store) Conn() driver.Conn { return s.conn }
 
 // Context adds the settings every statement needs on this server.
 func (s *Store) Context(ctx context.Context) context.Context {
-	if !s.features.LowCardinalitySetting {
+	if len(s.settings) == 0 {
 		return ctx
 	}
-	return clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{
-		"allow_experimental_low_cardinality_type": 1,
-	}))
+	return clickhouse.Context(ctx, clickhouse.WithSettings(s.settings))
+}
+
+// schemaOptions are the options the migrations are rendered with.
+func (s *Store) schemaOptions() chschema.Options {
+	return chschema.Options{Database: s.cfg.Database, RetentionDays: s.cfg.RetentionDays, Cluster: s.cfg.Cluster}
 }
 
 // Close closes the connection.
@@ -100,22 +147,34 @@ func (s *Store) Ping(ctx context.Context) error { return s.conn.Ping(ctx) }
 
 // Migrate applies the migrations the database does not have yet. Every
 // statement is idempotent and the migrations table collapses repeated
-// rows, so consumers starting at once may all run it.
+// rows, so consumers starting at once may all run it. In a cluster the
+// statements run ON CLUSTER, through the servers' distributed DDL queue,
+// which runs them on every server one after another; the migrations
+// table is replicated to every server, so a migration recorded through
+// one server is skipped by consumers of any other.
 func (s *Store) Migrate(ctx context.Context) (applied []int, err error) {
 	ctx = s.Context(ctx)
 	db := "`" + s.cfg.Database + "`"
-	if err := s.conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+db); err != nil {
+	opts := s.schemaOptions()
+	create, err := chschema.CreateDatabase(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.exec(ctx, create); err != nil {
 		return nil, fmt.Errorf("create database %s: %w", s.cfg.Database, err)
 	}
-	if err := s.conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+db+".schema_migrations "+
-		"(version UInt32, name String, applied_at DateTime('UTC')) ENGINE = ReplacingMergeTree ORDER BY version"); err != nil {
+	create, err = chschema.MigrationsTable(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.exec(ctx, create); err != nil {
 		return nil, fmt.Errorf("create migrations table: %w", err)
 	}
 	done, err := s.AppliedVersions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	migs, err := chschema.Render(s.features, chschema.Options{Database: s.cfg.Database, RetentionDays: s.cfg.RetentionDays})
+	migs, err := chschema.Render(s.features, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +183,7 @@ func (s *Store) Migrate(ctx context.Context) (applied []int, err error) {
 			continue
 		}
 		for _, st := range m.Statements {
-			if err := s.conn.Exec(ctx, st); err != nil && !columnExists(err) {
+			if err := s.exec(ctx, st); err != nil {
 				return applied, fmt.Errorf("apply migration %d (%s): %w", m.Version, m.Name, err)
 			}
 		}
@@ -145,11 +204,41 @@ func (s *Store) Migrate(ctx context.Context) (applied []int, err error) {
 	return applied, nil
 }
 
+// exec runs one schema statement. What another consumer has done first is
+// done: a column or table that exists already.
+func (s *Store) exec(ctx context.Context, st string) error {
+	err := s.conn.Exec(ctx, st)
+	if err == nil || alreadyExists(err) || (strings.Contains(st, " ADD COLUMN ") && columnExists(err)) {
+		return nil
+	}
+	if s.cfg.Cluster != "" && strings.Contains(err.Error(), "allow_experimental_low_cardinality_type") {
+		// Statements run ON CLUSTER take the servers' default profile,
+		// not the settings sent with them.
+		return fmt.Errorf("%w (servers before 19.9 need allow_experimental_low_cardinality_type = 1 in the default settings profile for the cluster's DDL)", err)
+	}
+	return err
+}
+
+// Server error codes of objects another consumer created first, where
+// IF NOT EXISTS does not cover the race.
+const (
+	errTableExists    = 57
+	errDatabaseExists = 82
+)
+
+// alreadyExists reports the error of creating a table or database that
+// was created between the server's check and its creation.
+func alreadyExists(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && (ex.Code == errTableExists || ex.Code == errDatabaseExists)
+}
+
 // columnExists reports the error of ADD COLUMN for a column another
-// consumer added first, on servers without ADD COLUMN IF NOT EXISTS.
+// consumer added first, on servers without ADD COLUMN IF NOT EXISTS. The
+// code is shared with other errors about columns; the message tells.
 func columnExists(err error) bool {
 	var ex *clickhouse.Exception
-	return errors.As(err, &ex) && ex.Code == chschema.ErrColumnExists
+	return errors.As(err, &ex) && ex.Code == chschema.ErrColumnExists && strings.Contains(ex.Message, "already exists")
 }
 
 // AppliedVersions returns the migration versions recorded as applied.

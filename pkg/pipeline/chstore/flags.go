@@ -35,8 +35,10 @@ func DefineFlags(fs *envflag.Set, use Use) func() Config {
 	serverName := fs.String("clickhouse-tls-server-name", "CLICKHOUSE_TLS_SERVER_NAME", "", "name ClickHouse's certificate must carry (empty: the host of the address)")
 	cert := fs.String("clickhouse-tls-cert-file", "CLICKHOUSE_TLS_CERT_FILE", "", "PEM client certificate for ClickHouse servers that ask for one (needs -clickhouse-tls-key-file)")
 	key := fs.String("clickhouse-tls-key-file", "CLICKHOUSE_TLS_KEY_FILE", "", "PEM file of the client certificate's private key")
+	cluster := fs.String("clickhouse-cluster", "CLICKHOUSE_CLUSTER", "",
+		"ClickHouse cluster (from the servers' remote_servers) the tables are sharded and replicated over; empty: one server")
 	return func() Config {
-		return Config{Addrs: envflag.List(*addrs), Database: *db, Username: *user, Password: *password,
+		return Config{Addrs: envflag.List(*addrs), Database: *db, Username: *user, Password: *password, Cluster: *cluster,
 			TLS: TLS{Enabled: *tlsOn, CAFile: *ca, ServerName: *serverName, CertFile: *cert, KeyFile: *key}}
 	}
 }

@@ -26,6 +26,8 @@ func TestDefineFlags(t *testing.T) {
 			"CLICKHOUSE_TLS_SERVER_NAME": "ch.internal", "CLICKHOUSE_TLS_CERT_FILE": "/etc/ch/client.pem", "CLICKHOUSE_TLS_KEY_FILE": "/etc/ch/client-key.pem"},
 			Config{Addrs: []string{"127.0.0.1:9000"}, Database: "default", Username: "default", TLS: TLS{Enabled: true, CAFile: "/etc/ch/ca.pem",
 				ServerName: "ch.internal", CertFile: "/etc/ch/client.pem", KeyFile: "/etc/ch/client-key.pem"}}, "comma-separated"},
+		{"cluster", Tables, map[string]string{"CLICKHOUSE_CLUSTER": "cms"},
+			Config{Addrs: []string{"127.0.0.1:9000"}, Database: "default", Username: "default", Cluster: "cms"}, "comma-separated"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -256,6 +256,11 @@ func columnLen(c any) int {
 // whole block or none of it. The batch is unchanged, so a failed insert can
 // be retried with it.
 func (s *Store) InsertEvents(ctx context.Context, b *EventBatch) error {
+	return s.insertEvents(ctx, "events", b)
+}
+
+// insertEvents is InsertEvents into the table named.
+func (s *Store) insertEvents(ctx context.Context, table string, b *EventBatch) error {
 	n := b.Len()
 	if n == 0 {
 		return nil
@@ -269,7 +274,7 @@ func (s *Store) InsertEvents(ctx context.Context, b *EventBatch) error {
 		sc.expect(b.stringSizes())
 		defer sc.done()
 	}
-	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`.events ("+eventColumns+")")
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`."+table+" ("+eventColumns+")")
 	if err != nil {
 		return fmt.Errorf("prepare insert of %d events: %w", n, err)
 	}

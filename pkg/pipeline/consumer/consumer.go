@@ -314,10 +314,19 @@ const (
 // retry runs op until it succeeds or ctx ends, backing off exponentially.
 func (c *Consumer) retry(ctx context.Context, what string, op func(context.Context) error) error {
 	wait := c.cfg.RetryMin
+	var failing time.Time
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
 		if err == nil {
+			if attempt > 1 {
+				// The counterpart of the warnings below, so that an outage's
+				// end and length can be read from the log.
+				c.log.Info(what+" recovered", "attempts", attempt, "failing_for", time.Since(failing).Round(time.Millisecond).String())
+			}
 			return nil
+		}
+		if attempt == 1 {
+			failing = time.Now()
 		}
 		c.metrics.retries.WithLabelValues(what).Inc()
 		c.log.Warn(what+" failed; retrying", "attempt", attempt, "in", wait.String(), "err", err)

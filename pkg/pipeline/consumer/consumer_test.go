@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -246,6 +247,40 @@ func TestInsertFailuresRetryWithoutCommitting(t *testing.T) {
 	if !c.Healthy() {
 		t.Error("unhealthy after a successful insert")
 	}
+}
+
+func TestRecoveryAfterRetriesIsLogged(t *testing.T) {
+	src := &fakeSource{msgs: make(chan kafka.Message, 10)}
+	sink := &fakeSink{failures: 2}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	c := New(Config{BatchRows: 1, RetryMin: time.Millisecond, RetryMax: time.Millisecond}, src, sink, &fakeDLQ{},
+		NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	src.msgs <- msg(1, envelope("a"))
+	waitFor(t, func() bool { return src.commits() == 1 })
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	text := logs.String()
+	if strings.Count(text, "insert failed; retrying") != 2 || !strings.Contains(text, `level=INFO msg="insert recovered" attempts=3 failing_for=`) {
+		t.Errorf("log:\n%s", text)
+	}
+}
+
+// lockedWriter serialises writes to w, which the test reads too.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func TestSinkDownAtShutdownCommitsNothing(t *testing.T) {
