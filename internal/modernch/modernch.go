@@ -59,7 +59,23 @@ type Options struct {
 	// Log receives what the Node.js process writes to stderr; nil
 	// discards it.
 	Log io.Writer
+	// Cluster, when set, names a cluster of one shard on this engine
+	// itself, so that Distributed tables over it can be created and
+	// queried (the engine has no clusters of its own).
+	Cluster string
 }
+
+// clusterConfig declares cluster as one local shard. The port is the one
+// the engine takes for its own, so Distributed queries run in process.
+const clusterConfig = `<clickhouse>
+    <tcp_port>9000</tcp_port>
+    <remote_servers>
+        <%s>
+            <shard><replica><host>localhost</host><port>9000</port></replica></shard>
+        </%s>
+    </remote_servers>
+</clickhouse>
+`
 
 // Session is a Node.js process holding one chDB session. Its methods run
 // one statement at a time, in the order they are called.
@@ -139,7 +155,15 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chdb data directory: %w", err)
 	}
-	cmd := exec.Command("node", filepath.Join(dir, "runner.js"), data)
+	args := []string{filepath.Join(dir, "runner.js"), data}
+	if o.Cluster != "" {
+		conf := filepath.Join(data, "cluster.xml")
+		if err := os.WriteFile(conf, []byte(fmt.Sprintf(clusterConfig, o.Cluster, o.Cluster)), 0o644); err != nil {
+			return nil, fmt.Errorf("chdb cluster configuration: %w", err)
+		}
+		args = append(args, conf)
+	}
+	cmd := exec.Command("node", args...)
 	cmd.Dir = dir
 	cmd.Stderr = o.Log
 	stdin, err := cmd.StdinPipe()
@@ -172,12 +196,19 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 // log.
 func OpenForTest(t testing.TB) *Session {
 	t.Helper()
+	return OpenForTestWith(t, Options{})
+}
+
+// OpenForTestWith is OpenForTest with o's settings other than Dir and Log.
+func OpenForTestWith(t testing.TB, o Options) *Session {
+	t.Helper()
 	if err := Installed(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), Log: testLog{t}})
+	o.Dir, o.Log = t.TempDir(), testLog{t}
+	s, err := Open(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,10 @@ if (!dir) {
   process.stderr.write("usage: node runner.js DATA_DIR\n");
   process.exit(2);
 }
-const session = new Session(dir);
+// An optional second argument is a configuration file for the engine
+// (clusters, for Distributed tables).
+const config = process.argv[3];
+const session = config ? new Session(dir, { connectionArgs: ["--config-file=" + config] }) : new Session(dir);
 
 function answer(obj) {
   process.stdout.write(JSON.stringify(obj) + "\n");

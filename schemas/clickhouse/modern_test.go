@@ -18,6 +18,15 @@ import (
 var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "query_counts": "SummingMergeTree",
 	"query_counts_mv": "MaterializedView", "quarantine": "ReplacingMergeTree"}
 
+// clusterTables are the tables of the cluster layout: shard-local tables
+// behind Distributed ones under the single-server names.
+var clusterTables = map[string]string{
+	"events_local": "ReplacingMergeTree", "events": "Distributed",
+	"quarantine_local": "ReplacingMergeTree", "quarantine": "Distributed",
+	"query_counts_local": "SummingMergeTree", "query_counts": "Distributed",
+	"query_counts_mv": "MaterializedView", "schema_migrations": "ReplacingMergeTree",
+}
+
 // modernRenderings are the renderings for current servers that
 // TestModernDDLRunsOnCurrentClickHouse executes, one line each, with the
 // tables each must create.
@@ -29,6 +38,9 @@ var modernRenderings = []struct {
 }{
 	{"single server, retention", "26.7", Options{Database: "analytics", RetentionDays: 400}, singleServerTables},
 	{"single server, kept forever", "24.8", Options{}, singleServerTables},
+	// The cluster DDL without replication (the engine has no ZooKeeper),
+	// over a cluster of one local shard.
+	{"cluster, unreplicated", "26.7", Options{Database: "analytics", Cluster: "cms", Unreplicated: true, RetentionDays: 30}, clusterTables},
 }
 
 // TestModernDDLRunsOnCurrentClickHouse executes every statement rendered
@@ -47,16 +59,31 @@ func TestModernDDLRunsOnCurrentClickHouse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := modernch.OpenForTest(t)
+			s := modernch.OpenForTestWith(t, modernch.Options{Cluster: r.o.Cluster})
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			db := r.o.Database
 			if db == "" {
 				db = "default"
 			}
-			// The migration runner creates the database first.
-			if err := s.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(db)); err != nil {
-				t.Fatal(err)
+			// The migration runner creates the database first; on a
+			// cluster the migrations table too.
+			first := []string{"CREATE DATABASE IF NOT EXISTS " + quoteIdent(db)}
+			if r.o.Cluster != "" {
+				create, err := CreateDatabase(r.o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				table, err := MigrationsTable(r.o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				first = []string{create, table}
+			}
+			for _, st := range first {
+				if err := s.Exec(ctx, st); err != nil {
+					t.Fatalf("%v\n%s", err, st)
+				}
 			}
 			for round := 1; round <= 2; round++ {
 				for _, m := range migs {
@@ -94,14 +121,20 @@ func checkModernSchema(ctx context.Context, t *testing.T, s *modernch.Session, d
 			t.Errorf("table %s has engine %q, want %s", name, engines[name], engine)
 		}
 	}
-	for _, table := range []string{"events", "quarantine"} {
+	// Storage (TTL, codecs) belongs to the tables holding the rows: on a
+	// cluster, the shard-local ones.
+	local := ""
+	if o.Cluster != "" {
+		local = LocalSuffix
+	}
+	for _, table := range []string{"events" + local, "quarantine" + local} {
 		hasTTL := strings.Contains(created[table], " TTL ")
 		if hasTTL != (o.RetentionDays > 0) {
 			t.Errorf("%s with retention %d days: TTL %v\n%s", table, o.RetentionDays, hasTTL, created[table])
 		}
 	}
 
-	res, err = s.Query(ctx, "SELECT table, name, type, compression_codec FROM system.columns WHERE database = '"+db+"' AND table = 'events' ORDER BY position")
+	res, err = s.Query(ctx, "SELECT table, name, type, compression_codec FROM system.columns WHERE database = '"+db+"' AND table = 'events"+local+"' ORDER BY position")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // database does not record as applied, in order. A database never
 // migrated (no migrations table yet) has all of them pending.
 func (s *Store) Pending(ctx context.Context) ([]int, error) {
-	migs, err := chschema.Render(s.features, chschema.Options{Database: s.cfg.Database, RetentionDays: s.cfg.RetentionDays})
+	migs, err := chschema.Render(s.features, s.schemaOptions())
 	if err != nil {
 		return nil, err
 	}
