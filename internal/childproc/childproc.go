@@ -99,6 +99,23 @@ func (s *Slot) Signal(sig syscall.Signal, wait time.Duration) error {
 	return s.proc.Stop(sig, wait)
 }
 
+// FreePorts returns n distinct loopback ports that are free right now.
+// Each is held until all are chosen: ports asked for one at a time may
+// come back twice, and two servers of one test told the same port leave
+// the second's clients talking to the first.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
 // FreePort asks the kernel for a loopback port that is free right now.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

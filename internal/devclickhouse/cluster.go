@@ -91,17 +91,15 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	// Every server's configuration names every other's port, so all
 	// ports are chosen first.
 	type member struct{ tcp, interserver int }
+	free, err := childproc.FreePorts(2 * o.Shards * o.Replicas)
+	if err != nil {
+		return c, err
+	}
 	members := make([][]member, o.Shards)
 	for i := range members {
 		members[i] = make([]member, o.Replicas)
 		for j := range members[i] {
-			m := &members[i][j]
-			if m.tcp, err = childproc.FreePort(); err != nil {
-				return c, err
-			}
-			if m.interserver, err = childproc.FreePort(); err != nil {
-				return c, err
-			}
+			members[i][j], free = member{tcp: free[0], interserver: free[1]}, free[2:]
 		}
 	}
 	var remote strings.Builder

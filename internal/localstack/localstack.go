@@ -240,11 +240,13 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		}})
 	s.ClickHouse = ch.Addr()
 
-	for _, p := range []*int{&o.Ports.Ingest, &o.Ports.Consumer, &o.Ports.API, &o.Ports.Gateway} {
+	free, err := childproc.FreePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range []*int{&o.Ports.Ingest, &o.Ports.Consumer, &o.Ports.API, &o.Ports.Gateway} {
 		if *p == 0 {
-			if *p, err = devbroker.FreePort(); err != nil {
-				return nil, err
-			}
+			*p = free[i]
 		}
 	}
 	addr := func(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
