@@ -10,4 +10,5 @@ CREATE TABLE IF NOT EXISTS {{table "query_counts"}}{{.OnCluster}}
 )
 ENGINE = {{engine "SummingMergeTree" "query_counts" "(asked)"}}
 ORDER BY (app_id, channel, query)
+{{countEveryInsert}}
 {{distributed "query_counts" false}}

@@ -173,6 +173,18 @@ func (l layout) engine(kind, table string, args ...string) string {
 	return kind + "(" + strings.Join(args, ", ") + ")"
 }
 
+// countEveryInsert keeps a replicated table from dropping an insert whose
+// block equals a recent one. Replicated tables do that to make retries
+// harmless, but a counting table fed by a materialized view receives equal
+// blocks from distinct writes (the same questions asked again, a batch
+// retried under new offsets), and on one server every write counts.
+func (l layout) countEveryInsert() string {
+	if !l.replicated {
+		return ""
+	}
+	return "SETTINGS replicated_deduplication_window = 0"
+}
+
 // distributed is, in a cluster, a statement that follows the one creating
 // table's local table: the Distributed table under the name of table.
 // Unsharded, it has no sharding key and is only read from.
@@ -290,6 +302,7 @@ func Render(f Features, o Options) ([]Migration, error) {
 		}
 		t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
 			"ttl": ttl, "table": l.table, "engine": l.engine, "distributed": l.distributed, "redistribute": l.redistribute,
+			"countEveryInsert": l.countEveryInsert,
 		}).Parse(string(src))
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: %w", name, err)
