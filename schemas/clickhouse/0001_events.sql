@@ -32,6 +32,17 @@ CREATE TABLE IF NOT EXISTS {{table "events"}}{{.OnCluster}}
     output_ssml         String{{.Codec}},
     display_count       UInt16,
     tag                 String,
+{{- if .Cluster}}
+    -- In a cluster, the columns migration 4 adds elsewhere are here from
+    -- the start (see there).
+    tags                Array(String),
+    error_message       String{{.Codec}},
+    error_stack         String{{.Codec}},
+    message             String{{.Codec}},
+    kb_used             UInt8,
+    kb_documents        UInt16,
+    kb_faqs             UInt16,
+{{- end}}
     payload             String{{.Codec}},
     extra               String{{.Codec}},
     kafka_partition     UInt16,

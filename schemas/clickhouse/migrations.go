@@ -200,19 +200,6 @@ func (l layout) distributed(table string, sharded bool) string {
 		"\nENGINE = Distributed(" + strings.Join(args, ", ") + ")\n"
 }
 
-// redistribute is, in a cluster, the statements that follow an ALTER of
-// table's local table: the Distributed table dropped and made again with
-// the local table's new columns. A Distributed table holds no rows (the
-// consumer's inserts through it are synchronous), and servers before
-// 19.x refuse ALTER ON CLUSTER of a table that is not replicated when the
-// cluster's shards are.
-func (l layout) redistribute(table string, sharded bool) string {
-	if l.cluster == "" {
-		return ""
-	}
-	return ";\nDROP TABLE IF EXISTS " + l.db + "." + table + l.onCluster() + l.distributed(table, sharded)
-}
-
 // CreateDatabase is the statement that creates the database.
 func CreateDatabase(o Options) (string, error) {
 	l, err := newLayout(o)
@@ -254,6 +241,11 @@ type params struct {
 	DB, Time, Codec, TTL, IfNotExists string
 	// OnCluster is the ON CLUSTER clause of a cluster's statements.
 	OnCluster string
+	// Cluster says the cluster layout is rendered. Its tables are created
+	// with every column at once, because ClickHouse 18.x servers can
+	// abort while two replicas of a shard run one ALTER ON CLUSTER; the
+	// layout being new, no cluster table was made with fewer columns.
+	Cluster bool
 }
 
 // Render returns every migration rendered for the features and options,
@@ -263,7 +255,7 @@ func Render(f Features, o Options) ([]Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := params{DB: l.db, Time: "DateTime('UTC')", OnCluster: l.onCluster()}
+	p := params{DB: l.db, Time: "DateTime('UTC')", OnCluster: l.onCluster(), Cluster: l.cluster != ""}
 	if f.DateTime64 {
 		p.Time = "DateTime64(3, 'UTC')"
 	}
@@ -301,7 +293,7 @@ func Render(f Features, o Options) ([]Migration, error) {
 			return nil, err
 		}
 		t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
-			"ttl": ttl, "table": l.table, "engine": l.engine, "distributed": l.distributed, "redistribute": l.redistribute,
+			"ttl": ttl, "table": l.table, "engine": l.engine, "distributed": l.distributed,
 			"countEveryInsert": l.countEveryInsert,
 		}).Parse(string(src))
 		if err != nil {

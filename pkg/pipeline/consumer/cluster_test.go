@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"path/filepath"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,12 +18,9 @@ import (
 	"github.com/assistantcms/cms/internal/consumertest"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/devclickhouse"
-	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/edge/gateway"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
-	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
@@ -155,31 +151,19 @@ func (l *load) end(t *testing.T) uint64 {
 	return uint64(l.sent.Load())
 }
 
-// TestClusterEndToEndExactAfterDeduplication sends events through
-// ingest's one address, every batch twice as a client retrying it would,
-// and finds each event once in the cluster.
+// TestClusterEndToEndExactAfterDeduplication sends events through the
+// one client address (the gateway, in front of ingest), every batch twice
+// as a client retrying it would, and finds each event once in the cluster.
 func TestClusterEndToEndExactAfterDeduplication(t *testing.T) {
 	e := newClusterEnv(t)
 	ctx := t.Context()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cms.db"))
+	ingestAddr, tok := startIngest(t, e.broker.Addr())
+	// Only events are sent, so the gateway's content upstream is never
+	// called.
+	gw, err := gateway.New(gateway.Config{Ingest: "http://" + ingestAddr, API: "http://" + ingestAddr}, quiet())
 	must(t, err)
-	defer store.Close()
-	now := time.Now()
-	must(t, store.CreateOrganization(ctx, content.Organization{ID: "org-1", Name: "o", CreatedAt: now}))
-	must(t, store.CreateApp(ctx, content.App{ID: "app-1", OrganizationID: "org-1", Name: "a", CreatedAt: now, UpdatedAt: now}))
-	tok, id, err := auth.NewToken()
-	must(t, err)
-	must(t, store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
-	isvc, err := ingest.NewService(ctx, ingest.ServiceConfig{
-		Kafka: kafka.Cluster{Brokers: []string{e.broker.Addr()}}, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 3, TopicReplication: 1,
-	}, store, quiet())
-	must(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	ictx, istop := context.WithCancel(context.Background())
-	idone := make(chan error, 1)
-	go func() { idone <- isvc.Serve(ictx, ln) }()
-	defer func() { istop(); <-idone }()
+	front := httptest.NewServer(gw.Handler())
+	defer front.Close()
 
 	consumerURL := e.startConsumer(t, "cluster-e2e", quiet())
 	const batches, perBatch = 10, 100
@@ -197,7 +181,7 @@ func TestClusterEndToEndExactAfterDeduplication(t *testing.T) {
 		// The client sends each batch twice, as one that never saw the
 		// first answer would.
 		for range 2 {
-			req, _ := http.NewRequest(http.MethodPut, "http://"+ln.Addr().String()+"/cms/app/events", strings.NewReader(body.String()))
+			req, _ := http.NewRequest(http.MethodPut, front.URL+"/cms/app/events", strings.NewReader(body.String()))
 			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := http.DefaultClient.Do(req)
 			must(t, err)

@@ -97,13 +97,15 @@ func waitRows(t *testing.T, s *chstore.Store, n uint64) {
 	}
 }
 
-func TestEndToEndIntoClickHouse(t *testing.T) {
-	e := newEnv(t)
+// startIngest serves ingest on a loopback port until the test ends, in
+// front of broker, with a content database holding one app (app-1) and
+// its token; it returns the address and the token.
+func startIngest(t *testing.T, broker string) (addr, token string) {
+	t.Helper()
 	ctx := t.Context()
-
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cms.db"))
 	must(t, err)
-	defer store.Close()
+	t.Cleanup(func() { store.Close() })
 	now := time.Now()
 	must(t, store.CreateOrganization(ctx, content.Organization{ID: "org-1", Name: "o", CreatedAt: now}))
 	must(t, store.CreateApp(ctx, content.App{ID: "app-1", OrganizationID: "org-1", Name: "a", CreatedAt: now, UpdatedAt: now}))
@@ -111,7 +113,7 @@ func TestEndToEndIntoClickHouse(t *testing.T) {
 	must(t, err)
 	must(t, store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
 	isvc, err := ingest.NewService(ctx, ingest.ServiceConfig{
-		Kafka: kafka.Cluster{Brokers: []string{e.broker.Addr()}}, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 3, TopicReplication: 1,
+		Kafka: kafka.Cluster{Brokers: []string{broker}}, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 3, TopicReplication: 1,
 	}, store, quiet())
 	must(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -119,7 +121,15 @@ func TestEndToEndIntoClickHouse(t *testing.T) {
 	ictx, istop := context.WithCancel(context.Background())
 	idone := make(chan error, 1)
 	go func() { idone <- isvc.Serve(ictx, ln) }()
-	defer func() { istop(); <-idone }()
+	t.Cleanup(func() { istop(); <-idone })
+	return ln.Addr().String(), tok
+}
+
+func TestEndToEndIntoClickHouse(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+
+	ingestAddr, tok := startIngest(t, e.broker.Addr())
 
 	consumerURL := e.startConsumer(t, "e2e")
 
@@ -128,7 +138,7 @@ func TestEndToEndIntoClickHouse(t *testing.T) {
 	 {"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","eventId":"rr-obj","sessionId":"s-1","userId":"u-1","channel":"web","platform":"stentor","selectedHandler":"OrderStatus","payload":{"request":{"type":"INTENT_REQUEST","intentId":"OrderStatus","rawQuery":"Where is my order","matchConfidence":0.5},"response":{"outputSpeech":{"displayText":"Soon.","ssml":"<speak>Soon.</speak>"},"displays":[{"type":"LIST","items":[]}]},"tag":"orders"}},
 	 {"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","eventId":"rr-str","sessionId":"s-2","channel":"sms","platform":"stentor","payload":"{\"request\":{\"type\":\"RAW_QUERY_REQUEST\",\"rawQuery\":\"where is my order\"},\"response\":{\"outputSpeech\":\"Plain.\"}}"}
 	]}`
-	req, _ := http.NewRequest(http.MethodPut, "http://"+ln.Addr().String()+"/cms/app/events", strings.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPut, "http://"+ingestAddr+"/cms/app/events", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
