@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/assistantcms/cms/internal/childproc"
 )
@@ -209,20 +210,57 @@ func (c *Cluster) Addrs() []string {
 // SyncReplicas waits until every server holds every part its shard's
 // other replicas have of the tables named ("db.table"): replication is
 // asynchronous, so a read may otherwise meet a replica that has not yet
-// fetched a new part.
+// fetched a new part. 18.16's SYSTEM SYNC REPLICA empties the replica's
+// queue but does not first pull log entries the replica has not seen, so
+// each replica is also watched until it has pulled the whole log.
 func (c *Cluster) SyncReplicas(ctx context.Context, tables ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	for _, s := range c.Servers() {
 		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}})
 		if err != nil {
 			return err
 		}
-		for _, t := range tables {
+		err = syncReplica(ctx, conn, tables)
+		conn.Close()
+		if err != nil {
+			return fmt.Errorf("sync replicas on %s: %w", s.Addr(), err)
+		}
+	}
+	return nil
+}
+
+func syncReplica(ctx context.Context, conn driver.Conn, tables []string) error {
+	for _, t := range tables {
+		db, table, ok := strings.Cut(t, ".")
+		if !ok {
+			return fmt.Errorf("table %q: want db.table", t)
+		}
+		for {
+			var pointer, maxIndex uint64
+			var queue uint32
+			err := conn.QueryRow(ctx, "SELECT log_pointer, log_max_index, queue_size FROM system.replicas WHERE database = ? AND table = ?", db, table).
+				Scan(&pointer, &maxIndex, &queue)
+			if err != nil {
+				return fmt.Errorf("read the replication state of %s: %w", t, err)
+			}
+			// log_pointer is the next log entry to pull; an empty log
+			// has both at 0.
+			if queue == 0 && (pointer > maxIndex || pointer == 0 && maxIndex == 0) {
+				break
+			}
 			if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA "+t); err != nil {
-				conn.Close()
-				return fmt.Errorf("sync replica %s on %s: %w", t, s.Addr(), err)
+				return fmt.Errorf("sync replica %s: %w", t, err)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s still behind (log pointer %d, last entry %d, queue %d): %w", t, pointer, maxIndex, queue, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		conn.Close()
+		if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA "+t); err != nil {
+			return fmt.Errorf("sync replica %s: %w", t, err)
+		}
 	}
 	return nil
 }
