@@ -238,7 +238,7 @@ func (s *Server) Start(ctx context.Context) error {
 		select {
 		case <-proc.Done():
 			s.proc.Clear()
-			return fmt.Errorf("clickhouse-server exited during start-up; see %s/logs/error.log: %w", s.o.Dir, err)
+			return fmt.Errorf("clickhouse-server exited during start-up: %w; the end of %s/logs/error.log:\n%s", err, s.o.Dir, s.errorLogTail())
 		case <-ctx.Done():
 			_ = s.Kill()
 			return ctx.Err()
@@ -267,6 +267,19 @@ func (s *Server) PID() int { return s.proc.PID() }
 
 // Stop ends the server with SIGTERM and waits; after 30 s it is killed.
 func (s *Server) Stop() error { return s.proc.Signal(syscall.SIGTERM, 30*time.Second) }
+
+// errorLogTail is the end of the server's error log, so that a failed
+// start says why even once its directory is gone.
+func (s *Server) errorLogTail() string {
+	b, err := os.ReadFile(filepath.Join(s.o.Dir, "logs", "error.log"))
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	return string(b)
+}
 
 // Kill ends the server with SIGKILL.
 func (s *Server) Kill() error { return s.proc.Signal(syscall.SIGKILL, 10*time.Second) }

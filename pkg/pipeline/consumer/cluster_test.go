@@ -261,7 +261,13 @@ func TestClusterReplicaKilledUnderLoad(t *testing.T) {
 	down := inserted()
 	waitFor(t, func() bool { return inserted() >= down+4000 })
 	restarted := time.Now()
-	must(t, victim.Start(t.Context()))
+	if err := victim.Start(t.Context()); err != nil {
+		// Rarely, the development server fails its first start after
+		// SIGKILL; what is under test is the pipeline, so it gets a
+		// second chance, with the first failure (and its log) kept.
+		t.Logf("restart the killed replica: %v; trying once more", err)
+		must(t, victim.Start(t.Context()))
+	}
 	back := inserted()
 	waitFor(t, func() bool { return inserted() >= back+2000 })
 	sent := l.end(t)
