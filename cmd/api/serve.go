@@ -17,6 +17,7 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
 // serve runs the content API until ctx ends.
@@ -40,6 +41,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	gqlFields := fs.Int("graphql-max-fields", "GRAPHQL_MAX_FIELDS", graphql.DefaultMaxFields, "most fields one GraphQL request may select, fragments spread")
 	clickhouse := chstore.DefineFlags(fs, chstore.History)
 	historyRefresh := fs.Duration("history-refresh", "HISTORY_REFRESH", contentapi.DefaultHistoryRefresh, "how long past queries are kept before being read again")
+	historyUsers := fs.Int("history-min-users", "HISTORY_MIN_USERS", chstore.DefaultMinUsers, "distinct users who must have asked a query before it is suggested as HISTORICAL")
+	historyDays := fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days of past queries HISTORICAL suggestions count, ending today")
 	llmURL := fs.String("rag-llm-url", "RAG_LLM_URL", "", "OpenAI-compatible API root (…/v1) that writes RAG answers; empty: extractive answers")
 	llmModel := fs.String("rag-llm-model", "RAG_LLM_MODEL", "", "model name sent to the RAG generator")
 	llmKey := fs.Secret("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
@@ -50,6 +53,12 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if *historyUsers < 1 {
+		return fmt.Errorf("serve: -history-min-users (HISTORY_MIN_USERS) %d: want 1 or more", *historyUsers)
+	}
+	if *historyDays < 1 {
+		return fmt.Errorf("serve: -history-days (HISTORY_DAYS) %d: want 1 or more", *historyDays)
 	}
 	settings, err := svcFlags.Start(stderr)
 	if err != nil {
@@ -71,7 +80,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		if _, err := chCfg.TLS.Config(); err != nil {
 			return err
 		}
-		h := contentapi.NewClickHouseHistory(chCfg)
+		h := contentapi.NewClickHouseHistory(chCfg, chstore.Suggestable{MinUsers: *historyUsers, Days: *historyDays})
 		defer h.Close()
 		apiCfg.History = h
 	}

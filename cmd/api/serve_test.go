@@ -104,3 +104,18 @@ func TestServeRefusesUnreadableClickHouseCA(t *testing.T) {
 		t.Errorf("exit %d, output %q: want a failure naming the CA file", code, out.String())
 	}
 }
+
+func TestServeRefusesBadHistoryRules(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"HISTORY_MIN_USERS", "0", "-history-min-users (HISTORY_MIN_USERS) 0: want 1 or more"},
+		{"HISTORY_MIN_USERS", "-3", "-history-min-users (HISTORY_MIN_USERS) -3: want 1 or more"},
+		{"HISTORY_DAYS", "0", "-history-days (HISTORY_DAYS) 0: want 1 or more"},
+	} {
+		env := map[string]string{"CONTENT_DB": filepath.Join(t.TempDir(), "cms.db"), "API_ADDR": "127.0.0.1:0", tc.name: tc.value}
+		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+		var out bytes.Buffer
+		if code := run(t.Context(), []string{"serve"}, lookup, &out, &out); code == 0 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s=%s: exit %d, output %q: want a failure saying %q", tc.name, tc.value, code, out.String(), tc.want)
+		}
+	}
+}

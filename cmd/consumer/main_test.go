@@ -318,6 +318,13 @@ func TestSchemaModeRefusesUnknown(t *testing.T) {
 	}
 }
 
+func TestHistoryDaysRefusesNone(t *testing.T) {
+	t.Setenv("HISTORY_DAYS", "0")
+	if err := run(nil); err == nil || !strings.Contains(err.Error(), "-history-days (HISTORY_DAYS) 0: want 1 or more") {
+		t.Errorf("HISTORY_DAYS=0: %v", err)
+	}
+}
+
 // waitFor polls cond until it holds, failing with the process's log after
 // limit.
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool, p *proc) {

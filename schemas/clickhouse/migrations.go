@@ -93,6 +93,10 @@ type Options struct {
 	// Distributed tables over Cluster) with plain MergeTree engines and
 	// without ON CLUSTER: what one server without ZooKeeper can execute.
 	Unreplicated bool
+	// HistoryDays is how long query_users keeps the days of asked queries
+	// where the server supports TTL; 0 means DefaultHistoryDays. The TTL
+	// is fixed when the table is created.
+	HistoryDays int
 }
 
 // LocalSuffix ends the names of the shard-local tables of a cluster.
@@ -246,6 +250,10 @@ type params struct {
 	// abort while two replicas of a shard run one ALTER ON CLUSTER; the
 	// layout being new, no cluster table was made with fewer columns.
 	Cluster bool
+	// HistoryTTL is query_users' TTL clause, empty without TTL.
+	HistoryTTL string
+	// PrivatePattern is PrivatePattern as an SQL string literal.
+	PrivatePattern string
 }
 
 // Render returns every migration rendered for the features and options,
@@ -270,6 +278,17 @@ func Render(f Features, o Options) ([]Migration, error) {
 		return fmt.Sprintf("TTL toDateTime(%s) + INTERVAL %d DAY", column, o.RetentionDays)
 	}
 	p.TTL = ttl("event_time")
+	if o.HistoryDays < 0 {
+		return nil, fmt.Errorf("query history of %d days: want 0 (the default, %d) or more", o.HistoryDays, DefaultHistoryDays)
+	}
+	if f.TTL {
+		days := o.HistoryDays
+		if days == 0 {
+			days = DefaultHistoryDays
+		}
+		p.HistoryTTL = fmt.Sprintf("TTL day + INTERVAL %d DAY", days)
+	}
+	p.PrivatePattern = quoteString(PrivatePattern)
 	if f.AddColumnIfNotExists {
 		p.IfNotExists = " IF NOT EXISTS"
 	}

@@ -54,7 +54,7 @@ func TestModernDDLParses(t *testing.T) {
 	}
 	for _, want := range []string{"DateTime64(3, 'UTC')", "CODEC(ZSTD(3))", "TTL toDateTime(event_time) + INTERVAL 400 DAY",
 		"TTL toDateTime(received_at) + INTERVAL 400 DAY", "`analytics`.events", "ADD COLUMN IF NOT EXISTS kb_faqs UInt16",
-		"`analytics`.quarantine"} {
+		"`analytics`.quarantine", "TTL day + INTERVAL 90 DAY", "NOT match(query_normalized, '(?i)[^\\\\s@]+@"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("modern DDL lacks %q", want)
 		}
@@ -134,6 +134,9 @@ func TestClusterLayout(t *testing.T) {
 				// Every column from the start: no ALTER ON CLUSTER.
 				"    kb_faqs             UInt16,\n",
 				"ENGINE = Distributed('cms', 'analytics', 'quarantine_local', cityHash64(event_id))",
+				"ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/analytics/query_users_local', '{replica}')",
+				"CREATE TABLE IF NOT EXISTS `analytics`.query_users ON CLUSTER `cms` AS `analytics`.query_users_local\nENGINE = Distributed('cms', 'analytics', 'query_users_local')",
+				"query_users_mv ON CLUSTER `cms` TO `analytics`.query_users_local",
 			},
 			[]string{"ALTER TABLE", "DROP TABLE", "ENGINE = ReplacingMergeTree"}},
 		{"unreplicated cluster layout", Version{23, 8}, Options{Database: "analytics", Cluster: "local", Unreplicated: true, RetentionDays: 30},
@@ -162,6 +165,10 @@ func TestClusterLayout(t *testing.T) {
 				if !strings.Contains(all, w) {
 					t.Errorf("lacks %q", w)
 				}
+			}
+			// Both counting tables count every insert when replicated.
+			if n := strings.Count(all, "SETTINGS replicated_deduplication_window = 0"); tc.o.Cluster != "" && !tc.o.Unreplicated && n != 2 {
+				t.Errorf("%d tables count every insert, want 2 (query_counts, query_users)", n)
 			}
 			for _, w := range tc.notWant {
 				if strings.Contains(all, w) {

@@ -16,7 +16,8 @@ import (
 // singleServerTables are the tables of the single-server schema, with
 // their engines.
 var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "query_counts": "SummingMergeTree",
-	"query_counts_mv": "MaterializedView", "quarantine": "ReplacingMergeTree"}
+	"query_counts_mv": "MaterializedView", "quarantine": "ReplacingMergeTree",
+	"query_users": "AggregatingMergeTree", "query_users_mv": "MaterializedView"}
 
 // clusterTables are the tables of the cluster layout: shard-local tables
 // behind Distributed ones under the single-server names.
@@ -25,6 +26,7 @@ var clusterTables = map[string]string{
 	"quarantine_local": "ReplacingMergeTree", "quarantine": "Distributed",
 	"query_counts_local": "SummingMergeTree", "query_counts": "Distributed",
 	"query_counts_mv": "MaterializedView", "schema_migrations": "ReplacingMergeTree",
+	"query_users_local": "AggregatingMergeTree", "query_users": "Distributed", "query_users_mv": "MaterializedView",
 }
 
 // modernRenderings are the renderings for current servers that
@@ -40,7 +42,7 @@ var modernRenderings = []struct {
 	{"single server, kept forever", "24.8", Options{}, singleServerTables},
 	// The cluster DDL without replication (the engine has no ZooKeeper),
 	// over a cluster of one local shard.
-	{"cluster, unreplicated", "26.7", Options{Database: "analytics", Cluster: "cms", Unreplicated: true, RetentionDays: 30}, clusterTables},
+	{"cluster, unreplicated", "26.7", Options{Database: "analytics", Cluster: "cms", Unreplicated: true, RetentionDays: 30, HistoryDays: 30}, clusterTables},
 }
 
 // TestModernDDLRunsOnCurrentClickHouse executes every statement rendered
@@ -133,6 +135,14 @@ func checkModernSchema(ctx context.Context, t *testing.T, s *modernch.Session, d
 			t.Errorf("%s with retention %d days: TTL %v\n%s", table, o.RetentionDays, hasTTL, created[table])
 		}
 	}
+	// query_users keeps its days whatever the events' retention.
+	historyDays := o.HistoryDays
+	if historyDays == 0 {
+		historyDays = DefaultHistoryDays
+	}
+	if ttl := fmt.Sprintf(" TTL day + toIntervalDay(%d)", historyDays); !strings.Contains(created["query_users"+local], ttl) {
+		t.Errorf("query_users%s lacks%s:\n%s", local, ttl, created["query_users"+local])
+	}
 
 	res, err = s.Query(ctx, "SELECT table, name, type, compression_codec FROM system.columns WHERE database = '"+db+"' AND table = 'events"+local+"' ORDER BY position")
 	if err != nil {
@@ -174,6 +184,21 @@ func checkModernSchema(ctx context.Context, t *testing.T, s *modernch.Session, d
 	}
 	if len(res.Rows) != 1 || fmt.Sprint(res.Rows[0]...) != "where is my order2" {
 		t.Errorf("query_counts after two inserted events: %v", res.Rows)
+	}
+
+	// query_users counts users' questions, without those of no user or
+	// holding personal data.
+	if err := s.Exec(ctx, "INSERT INTO "+events+" (event_id, app_id, channel, user_id, event_time, received_at, raw_query) VALUES "+
+		"('e3', 'a', 'web', 'u1', now64(3), now64(3), 'Where is my order'), ('e4', 'a', 'web', 'u2', now64(3), now64(3), 'where is my order'), "+
+		"('e5', 'a', 'web', 'u1', now64(3), now64(3), 'I am Jo@Example.com'), ('e6', 'a', 'web', 'u1', now64(3), now64(3), 'call 555-123-4567')"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Query(ctx, "SELECT query, countMerge(asked), uniqMerge(users) FROM "+quoteIdent(db)+".query_users WHERE day = today() GROUP BY query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || fmt.Sprint(res.Rows[0]...) != "where is my order22" {
+		t.Errorf("query_users after four inserted events: %v", res.Rows)
 	}
 }
 

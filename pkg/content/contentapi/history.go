@@ -6,19 +6,32 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
-// ClickHouseHistory reads past queries from the query-count view. It
-// connects on first use and again after a failure, so the api starts and
-// serves while ClickHouse is down.
+// ClickHouseHistory reads past queries from query_users: those enough
+// distinct users asked within a window of days, never text that looks
+// like personal data. It connects on first use and again after a
+// failure, so the api starts and serves while ClickHouse is down.
 type ClickHouseHistory struct {
 	cfg   chstore.Config
+	rules chstore.Suggestable
 	mu    sync.Mutex
 	store *chstore.Store
 }
 
-// NewClickHouseHistory returns a History reading the database in cfg.
-func NewClickHouseHistory(cfg chstore.Config) *ClickHouseHistory { return &ClickHouseHistory{cfg: cfg} }
+// NewClickHouseHistory returns a History reading the database in cfg,
+// suggesting the queries rules allow; a zero field of rules takes its
+// default: chstore.DefaultMinUsers users over the schema's default days.
+func NewClickHouseHistory(cfg chstore.Config, rules chstore.Suggestable) *ClickHouseHistory {
+	if rules.MinUsers == 0 {
+		rules.MinUsers = chstore.DefaultMinUsers
+	}
+	if rules.Days == 0 {
+		rules.Days = chschema.DefaultHistoryDays
+	}
+	return &ClickHouseHistory{cfg: cfg, rules: rules}
+}
 
 // TopQueries implements History.
 func (h *ClickHouseHistory) TopQueries(ctx context.Context, appID, channel string, limit int) ([]knowledge.QueryCount, error) {
@@ -33,7 +46,7 @@ func (h *ClickHouseHistory) TopQueries(ctx context.Context, appID, channel strin
 		h.store = s
 	}
 	h.mu.Unlock()
-	qs, err := s.TopQueries(ctx, appID, channel, limit)
+	qs, err := s.TopQueries(ctx, appID, channel, limit, h.rules)
 	if err != nil {
 		h.mu.Lock()
 		if h.store == s {

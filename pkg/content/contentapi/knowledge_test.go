@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -375,21 +376,38 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	var rows chstore.EventBatch
-	add := func(q, channel string, times int) {
-		for range times {
-			i := rows.AddRow()
-			rows.EventID[i], rows.AppID[i], rows.EventTime[i], rows.ReceivedAt[i], rows.Channel[i], rows.RawQuery[i] =
-				"e"+string(rune('a'+i)), "app-1", now, now, channel, q
+	// ask writes query as asked by users distinct users, each times
+	// times, days ago.
+	ask := func(q, channel string, users, times, daysAgo int) {
+		at := now.AddDate(0, 0, -daysAgo)
+		for u := range users {
+			for range times {
+				i := rows.AddRow()
+				rows.EventID[i], rows.AppID[i], rows.EventTime[i], rows.ReceivedAt[i], rows.Channel[i], rows.UserID[i], rows.RawQuery[i] =
+					fmt.Sprintf("e%d", i), "app-1", at, now, channel, fmt.Sprintf("user-%d", u), q
+			}
 		}
 	}
-	add("Where is my parcel", "web", 3)
-	add("where is the riverside store", "web", 5)
-	add("where is my order", "web", 1) // also an intent pattern: suggested once, as HISTORICAL
-	add("where else", "phone", 9)      // another channel
+	// Suggested: asked by at least five distinct users (the default)
+	// within 90 days (the default).
+	ask("where is the riverside store", "web", 7, 1, 0)
+	ask("Where is my parcel", "web", 5, 1, 1)
+	ask("Where is my parcel", "web", 1, 1, 80)
+	ask("where is my order", "web", 5, 1, 0) // also an intent pattern: suggested once, as HISTORICAL
+	// Never suggested: by too few users, however often; with personal
+	// data, however many users; before the window; on another channel.
+	ask("where is the cafe", "web", 4, 25, 0)
+	ask("where is jo.doe@example.com", "web", 1, 50, 0)
+	ask("where is jo@example.com", "web", 9, 3, 0)
+	ask("where is +1 (555) 123-4567", "web", 9, 3, 0)
+	ask("where is order 98765432", "web", 9, 3, 0)
+	ask("where is https://shop.example/orders", "web", 9, 3, 0)
+	ask("where is the old store", "web", 10, 1, 100)
+	ask("where else", "phone", 9, 1, 0)
 	if err := s.InsertEvents(ctx, &rows); err != nil {
 		t.Fatal(err)
 	}
-	hist := NewClickHouseHistory(chstore.Config{Addrs: []string{srv.Addr()}, Database: "hist"})
+	hist := NewClickHouseHistory(chstore.Config{Addrs: []string{srv.Addr()}, Database: "hist"}, chstore.Suggestable{})
 	defer hist.Close()
 	e := newEnv(t, ServiceConfig{API: Config{History: hist, HistoryRefresh: time.Millisecond}})
 	var body struct{ Suggestions []knowledge.Suggestion }

@@ -177,18 +177,19 @@ func analystQueries(t *testing.T, s *Store, written func()) map[string][][]strin
 
 	day := t0.Format("2006-01-02")
 	want := map[string]string{
-		"Events per day, per app and channel":                       day + "T00:00:00Z demo-app sms 2|" + day + "T00:00:00Z demo-app web 4",
-		"Daily active users and sessions":                           day + "T00:00:00Z 2 2",
-		"Top intents":                                               "OrderStatus 2 0.65",
-		"Unanswered or low-confidence queries":                      "blah blah 1 <nil>|where is my order 1 0.4",
-		"Error rate by handler":                                     "OrderStatus 1 4 0.25|Fallback 0 1 0|LaunchRequest 0 1 0",
-		"A session's transcript":                                    "",
-		"Historical queries (the source of HISTORICAL suggestions)": "where is my order 2|blah blah 1",
-		"Knowledge-base turns":                                      day + "T00:00:00Z 3 2 7 1",
-		"Errors by message":                                         `ERROR HandlerError boom 1 [{"file":"index.js"}]|LambdaErrorEvent Lambda Finished boom 1 `,
-		"Turns by tag":                                              "orders 2|kb 1|status 1",
-		"Quarantined events by reason":                              "too_large  2 " + t0.Format(time.RFC3339) + " " + t0.Add(2*time.Second).Format(time.RFC3339) + "|type_not_allowed type 1 " + t0.Add(time.Second).Format(time.RFC3339) + " " + t0.Add(time.Second).Format(time.RFC3339),
-		"Quarantined events not yet recovered":                      t0.Format(time.RFC3339) + " q-1 too_large  m|" + t0.Add(time.Second).Format(time.RFC3339) + " q-2 type_not_allowed type m",
+		"Events per day, per app and channel":                              day + "T00:00:00Z demo-app sms 2|" + day + "T00:00:00Z demo-app web 4",
+		"Daily active users and sessions":                                  day + "T00:00:00Z 2 2",
+		"Top intents":                                                      "OrderStatus 2 0.65",
+		"Unanswered or low-confidence queries":                             "blah blah 1 <nil>|where is my order 1 0.4",
+		"Error rate by handler":                                            "OrderStatus 1 4 0.25|Fallback 0 1 0|LaunchRequest 0 1 0",
+		"A session's transcript":                                           "",
+		"Historical queries (the source of HISTORICAL suggestions)":        "where is my order 2|blah blah 1",
+		"Suggestable queries (what HISTORICAL suggestions are drawn from)": "where is my order 2 1|blah blah 1 1",
+		"Knowledge-base turns":                                             day + "T00:00:00Z 3 2 7 1",
+		"Errors by message":                                                `ERROR HandlerError boom 1 [{"file":"index.js"}]|LambdaErrorEvent Lambda Finished boom 1 `,
+		"Turns by tag":                                                     "orders 2|kb 1|status 1",
+		"Quarantined events by reason":                                     "too_large  2 " + t0.Format(time.RFC3339) + " " + t0.Add(2*time.Second).Format(time.RFC3339) + "|type_not_allowed type 1 " + t0.Add(time.Second).Format(time.RFC3339) + " " + t0.Add(time.Second).Format(time.RFC3339),
+		"Quarantined events not yet recovered":                             t0.Format(time.RFC3339) + " q-1 too_large  m|" + t0.Add(time.Second).Format(time.RFC3339) + " q-2 type_not_allowed type m",
 	}
 	queries := docQueries(t)
 	if len(queries) != len(want) {

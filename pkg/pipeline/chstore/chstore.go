@@ -37,6 +37,9 @@ type Config struct {
 	// inserts go through the Distributed tables synchronously, so that an
 	// acknowledged insert is on its shard.
 	Cluster string
+	// HistoryDays is how many days query_users keeps where the server
+	// supports TTL; 0 means the schema's default (90).
+	HistoryDays int
 }
 
 // Store is a connection to ClickHouse with the server's features known.
@@ -136,7 +139,7 @@ func (s *Store) Context(ctx context.Context) context.Context {
 
 // schemaOptions are the options the migrations are rendered with.
 func (s *Store) schemaOptions() chschema.Options {
-	return chschema.Options{Database: s.cfg.Database, RetentionDays: s.cfg.RetentionDays, Cluster: s.cfg.Cluster}
+	return chschema.Options{Database: s.cfg.Database, RetentionDays: s.cfg.RetentionDays, Cluster: s.cfg.Cluster, HistoryDays: s.cfg.HistoryDays}
 }
 
 // Close closes the connection.
@@ -265,11 +268,46 @@ type QueryCount struct {
 	Asked uint64
 }
 
-// TopQueries returns the most asked queries of an app's channel from the
-// query-count view, most asked first.
-func (s *Store) TopQueries(ctx context.Context, appID, channel string, limit int) ([]QueryCount, error) {
-	rows, err := s.conn.Query(s.Context(ctx), "SELECT query, sum(asked) AS n FROM `"+s.cfg.Database+"`.query_counts "+
-		"WHERE app_id = ? AND channel = ? GROUP BY query ORDER BY n DESC, query LIMIT ?", appID, channel, limit)
+// Suggestable says which past queries may be suggested to other users.
+type Suggestable struct {
+	// MinUsers is how many distinct users must have asked a query.
+	MinUsers int
+	// Days is the window, ending today, whose questions count.
+	Days int
+}
+
+// DefaultMinUsers is the default of Suggestable.MinUsers.
+const DefaultMinUsers = 5
+
+// Check reports a rule that cannot hold.
+func (r Suggestable) Check() error {
+	if r.MinUsers < 1 {
+		return fmt.Errorf("suggested queries need at least %d distinct users: want 1 or more", r.MinUsers)
+	}
+	if r.Days < 1 {
+		return fmt.Errorf("suggested queries over a window of %d days: want 1 or more", r.Days)
+	}
+	return nil
+}
+
+// topQueriesSQL reads the suggestable queries of db; its parameters are
+// the app, the channel, the window's days, the users needed and the limit.
+func topQueriesSQL(db string) string {
+	return "SELECT query, countMerge(asked) AS n FROM `" + db + "`.query_users " +
+		"WHERE app_id = ? AND channel = ? AND day > today() - ? GROUP BY query HAVING uniqMerge(users) >= ? " +
+		"ORDER BY n DESC, query LIMIT ?"
+}
+
+// TopQueries returns the queries of an app's channel that at least
+// r.MinUsers distinct users asked within the last r.Days days, most asked
+// first, from query_users. Queries that look like they hold personal data
+// are never written there; they are left out here too, in case rows came
+// by another way.
+func (s *Store) TopQueries(ctx context.Context, appID, channel string, limit int, r Suggestable) ([]QueryCount, error) {
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.conn.Query(s.Context(ctx), topQueriesSQL(s.cfg.Database), appID, channel, r.Days, r.MinUsers, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read top queries of %s/%s: %w", appID, channel, err)
 	}
@@ -280,7 +318,12 @@ func (s *Store) TopQueries(ctx context.Context, appID, channel string, limit int
 		if err := rows.Scan(&q.Query, &q.Asked); err != nil {
 			return nil, fmt.Errorf("read top queries of %s/%s: %w", appID, channel, err)
 		}
-		out = append(out, q)
+		if !chschema.IsPrivate(q.Query) {
+			out = append(out, q)
+		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read top queries of %s/%s: %w", appID, channel, err)
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-faster/city"
 
@@ -75,6 +76,7 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 		"events_local": "ReplicatedReplacingMergeTree", "events": "Distributed",
 		"query_counts_local": "ReplicatedSummingMergeTree", "query_counts": "Distributed", "query_counts_mv": "MaterializedView",
 		"quarantine_local": "ReplicatedReplacingMergeTree", "quarantine": "Distributed",
+		"query_users_local": "ReplicatedAggregatingMergeTree", "query_users": "Distributed", "query_users_mv": "MaterializedView",
 		"schema_migrations": "ReplicatedReplacingMergeTree",
 	}
 	for i, shard := range c.Shards {
@@ -125,7 +127,7 @@ func TestClusterAnalystQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster := analystQueries(t, cs, func() {
-		if err := c.SyncReplicas(context.Background(), "default.events_local", "default.quarantine_local", "default.query_counts_local"); err != nil {
+		if err := c.SyncReplicas(context.Background(), "default.events_local", "default.quarantine_local", "default.query_counts_local", "default.query_users_local"); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -165,6 +167,16 @@ func TestClusterAnalystQueries(t *testing.T) {
 	if counts[0] == 0 || counts[1] == 0 || counts[0]+counts[1] != 6 {
 		t.Errorf("events per shard %v, want both shards holding some of the 6", counts)
 	}
+
+	// Suggestions count distinct users over every shard, a user's
+	// questions being spread over them by event ID.
+	if err := cs.InsertEvents(context.Background(), privacyRows(time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SyncReplicas(context.Background(), "default.query_users_local"); err != nil {
+		t.Fatal(err)
+	}
+	checkSuggestable(t, cs)
 }
 
 // shardOf is the shard (from 0) the Distributed tables send an event ID to

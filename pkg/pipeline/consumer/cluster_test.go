@@ -84,9 +84,9 @@ func (e *clusterEnv) exactlyOnce(t *testing.T, n uint64) {
 	var perShard uint64
 	for i, shard := range e.ch.Shards {
 		// A replica restarted a moment ago may still be fetching what its
-		// partner took (18.16's SYNC REPLICA does not wait for log entries
-		// it has not pulled yet): a shard's count is the one its replicas
-		// agree on.
+		// partner took (it replicates only once its old ZooKeeper session
+		// has expired, which SYNC REPLICA does not wait for): a shard's
+		// count is the one its replicas agree on.
 		replicas := make([]*chstore.Store, len(shard))
 		for j, srv := range shard {
 			replicas[j] = e.store(t, srv)
