@@ -47,7 +47,11 @@ func TestAnalystQueriesOnModernClickHouse(t *testing.T) {
 	}
 }
 
-func modernAnalystQueries(ctx context.Context, t *testing.T, old *Store, o chschema.Options, batches []*EventBatch, quarantine []QuarantineRow) {
+// modernMigrated opens a session on the modern engine, with o's cluster
+// configured when it names one, and applies every migration rendered for
+// that engine with o.
+func modernMigrated(ctx context.Context, t *testing.T, o chschema.Options) *modernch.Session {
+	t.Helper()
 	modern := modernch.OpenForTestWith(t, modernch.Options{Cluster: o.Cluster})
 	v, err := chschema.ParseVersion(modern.Version)
 	if err != nil {
@@ -57,18 +61,23 @@ func modernAnalystQueries(ctx context.Context, t *testing.T, old *Store, o chsch
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, m := range migs {
+		for _, st := range m.Statements {
+			if err := modern.Exec(ctx, st); err != nil {
+				t.Fatalf("migration %d (%s): %v\n%s", m.Version, m.Name, err, st)
+			}
+		}
+	}
+	return modern
+}
+
+func modernAnalystQueries(ctx context.Context, t *testing.T, old *Store, o chschema.Options, batches []*EventBatch, quarantine []QuarantineRow) {
+	modern := modernMigrated(ctx, t, o)
 	if o.Cluster != "" {
 		// As analysts' profiles set it on a cluster, for the IN
 		// subqueries over Distributed tables (see docs/analytics.md).
 		if err := modern.Exec(ctx, "SET distributed_product_mode = 'local'"); err != nil {
 			t.Fatal(err)
-		}
-	}
-	for _, m := range migs {
-		for _, st := range m.Statements {
-			if err := modern.Exec(ctx, st); err != nil {
-				t.Fatalf("migration %d (%s): %v", m.Version, m.Name, err)
-			}
 		}
 	}
 	for i, b := range batches {

@@ -183,7 +183,7 @@ func analystQueries(t *testing.T, s *Store, written func()) map[string][][]strin
 		"Unanswered or low-confidence queries":                             "blah blah 1 <nil>|where is my order 1 0.4",
 		"Error rate by handler":                                            "OrderStatus 1 4 0.25|Fallback 0 1 0|LaunchRequest 0 1 0",
 		"A session's transcript":                                           "",
-		"Every query asked, as counted":        "where is my order 2|blah blah 1",
+		"Every query asked, as counted":                                    "where is my order 2|blah blah 1",
 		"Suggestable queries (what HISTORICAL suggestions are drawn from)": "where is my order 2 1|blah blah 1 1",
 		"Knowledge-base turns":                                             day + "T00:00:00Z 3 2 7 1",
 		"Errors by message":                                                `ERROR HandlerError boom 1 [{"file":"index.js"}]|LambdaErrorEvent Lambda Finished boom 1 `,

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/internal/modernch"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -156,22 +155,7 @@ func TestSuggestableQueriesOnModernClickHouse(t *testing.T) {
 		{Database: "default", Cluster: "cms", Unreplicated: true, HistoryDays: 365},
 	} {
 		t.Run(fmt.Sprintf("cluster %q", o.Cluster), func(t *testing.T) {
-			modern := modernch.OpenForTestWith(t, modernch.Options{Cluster: o.Cluster})
-			v, err := chschema.ParseVersion(modern.Version)
-			if err != nil {
-				t.Fatal(err)
-			}
-			migs, err := chschema.Render(chschema.FeaturesOf(v), o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range migs {
-				for _, st := range m.Statements {
-					if err := modern.Exec(ctx, st); err != nil {
-						t.Fatalf("migration %d (%s): %v\n%s", m.Version, m.Name, err, st)
-					}
-				}
-			}
+			modern := modernMigrated(ctx, t, o)
 			evs := privacyRows(time.Now().UTC())
 			rows, err := eventRows(evs)
 			if err != nil {
