@@ -76,8 +76,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	defer store.Close()
 	apiCfg := contentapi.Config{RefreshInterval: *refresh, OutageGrace: *grace, CacheMaxAge: *maxAge, HistoryRefresh: *historyRefresh}
 	if chCfg := clickhouse(); len(chCfg.Addrs) > 0 {
-		// History connects on first use; bad TLS files fail the start.
-		if _, err := chCfg.TLS.Config(); err != nil {
+		// History connects on first use; bad settings fail the start.
+		if err := chCfg.Check(); err != nil {
 			return err
 		}
 		h := contentapi.NewClickHouseHistory(chCfg, chstore.Suggestable{MinUsers: *historyUsers, Days: *historyDays})

@@ -100,7 +100,7 @@ func TestServeRefusesUnreadableClickHouseCA(t *testing.T) {
 		"CLICKHOUSE_ADDR": "127.0.0.1:9440", "CLICKHOUSE_TLS_CA_FILE": filepath.Join(t.TempDir(), "missing.pem")}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	var out bytes.Buffer
-	if code := run(t.Context(), []string{"serve"}, lookup, &out, &out); code == 0 || !strings.Contains(out.String(), "read ClickHouse TLS CA file") {
+	if code := run(t.Context(), []string{"serve"}, lookup, &out, &out); code == 0 || !strings.Contains(out.String(), "read the ClickHouse TLS CA file") {
 		t.Errorf("exit %d, output %q: want a failure naming the CA file", code, out.String())
 	}
 }

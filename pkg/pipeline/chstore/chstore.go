@@ -52,6 +52,16 @@ type Store struct {
 	settings clickhouse.Settings
 }
 
+// Check refuses, without connecting, settings no connection can be made
+// with: a malformed cluster name, unreadable or mismatched TLS files.
+func (c Config) Check() error {
+	if err := chschema.CheckCluster(c.Cluster); err != nil {
+		return err
+	}
+	_, err := c.TLS.Config(tlsNames)
+	return err
+}
+
 // Open connects and reads the server version.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Database == "" {
@@ -63,7 +73,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := chschema.CheckCluster(cfg.Cluster); err != nil {
 		return nil, err
 	}
-	tlsConfig, err := cfg.TLS.Config()
+	tlsConfig, err := cfg.TLS.Config(tlsNames)
 	if err != nil {
 		return nil, err
 	}

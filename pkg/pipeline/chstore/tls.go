@@ -6,63 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"syscall"
+
+	"github.com/assistantcms/cms/pkg/tlsfiles"
 )
 
 // TLS is how to reach ClickHouse's secure native port (tcp_port_secure).
 // The zero value is a plain connection.
-type TLS struct {
-	// Enabled turns TLS on with the system's roots; any other field set
-	// turns it on too.
-	Enabled bool
-	// CAFile holds the PEM certificates that sign the server's; empty
-	// trusts the system's roots.
-	CAFile string
-	// ServerName is the name the server's certificate must carry; empty
-	// is the host of the address dialled.
-	ServerName string
-	// CertFile and KeyFile are a PEM client certificate and its key, for
-	// servers that ask for one; both or neither.
-	CertFile, KeyFile string
-}
+type TLS = tlsfiles.Files
 
-// On reports whether connections use TLS.
-func (t TLS) On() bool {
-	return t.Enabled || t.CAFile != "" || t.ServerName != "" || t.CertFile != "" || t.KeyFile != ""
-}
-
-// Config reads the files and returns the client's TLS configuration, or
-// nil for a plain connection.
-func (t TLS) Config() (*tls.Config, error) {
-	if !t.On() {
-		return nil, nil
-	}
-	c := &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("read ClickHouse TLS CA file (-clickhouse-tls-ca-file): %w", err)
-		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ClickHouse TLS CA file %s (-clickhouse-tls-ca-file) holds no PEM certificate", t.CAFile)
-		}
-	}
-	switch {
-	case t.CertFile != "" && t.KeyFile == "":
-		return nil, errors.New("ClickHouse TLS client certificate -clickhouse-tls-cert-file is set without its key -clickhouse-tls-key-file (CLICKHOUSE_TLS_KEY_FILE)")
-	case t.CertFile == "" && t.KeyFile != "":
-		return nil, errors.New("ClickHouse TLS client key -clickhouse-tls-key-file is set without its certificate -clickhouse-tls-cert-file (CLICKHOUSE_TLS_CERT_FILE)")
-	case t.CertFile != "":
-		pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("load ClickHouse TLS client certificate %s and key (-clickhouse-tls-cert-file, -clickhouse-tls-key-file): %w", t.CertFile, err)
-		}
-		c.Certificates = []tls.Certificate{pair}
-	}
-	return c, nil
-}
+// tlsNames are the settings TLS errors name.
+var tlsNames = tlsfiles.Names{Server: "ClickHouse", CA: "CLICKHOUSE_TLS_CA_FILE", Cert: "CLICKHOUSE_TLS_CERT_FILE", Key: "CLICKHOUSE_TLS_KEY_FILE"}
 
 // explainDial adds what a failed first query most likely means about the
 // TLS settings; the server's own words stay in the chain.

@@ -34,16 +34,16 @@ func TestTLSConfigRefusesBadFiles(t *testing.T) {
 		{"CA implies TLS", TLS{CAFile: files.CA}, "", false},
 		{"server name implies TLS", TLS{ServerName: "ch.example"}, "", false},
 		{"client certificate", TLS{CAFile: files.CA, CertFile: files.ClientCert, KeyFile: files.ClientKey}, "", false},
-		{"CA file missing", TLS{CAFile: missing}, "read ClickHouse TLS CA file (-clickhouse-tls-ca-file): open " + missing, false},
-		{"CA file not PEM", TLS{CAFile: notPEM}, "ClickHouse TLS CA file " + notPEM + " (-clickhouse-tls-ca-file) holds no PEM certificate", false},
-		{"certificate without key", TLS{CertFile: files.ClientCert}, "-clickhouse-tls-cert-file is set without its key -clickhouse-tls-key-file", false},
-		{"key without certificate", TLS{KeyFile: files.ClientKey}, "-clickhouse-tls-key-file is set without its certificate -clickhouse-tls-cert-file", false},
-		{"key not PEM", TLS{CertFile: files.ClientCert, KeyFile: notPEM}, "load ClickHouse TLS client certificate " + files.ClientCert + " and key", false},
+		{"CA file missing", TLS{CAFile: missing}, "read the ClickHouse TLS CA file (CLICKHOUSE_TLS_CA_FILE): open " + missing, false},
+		{"CA file not PEM", TLS{CAFile: notPEM}, "the ClickHouse TLS CA file \"" + notPEM + "\" (CLICKHOUSE_TLS_CA_FILE) holds no PEM certificate", false},
+		{"certificate without key", TLS{CertFile: files.ClientCert}, "(CLICKHOUSE_TLS_CERT_FILE) needs its key (CLICKHOUSE_TLS_KEY_FILE)", false},
+		{"key without certificate", TLS{KeyFile: files.ClientKey}, "(CLICKHOUSE_TLS_KEY_FILE) needs its certificate (CLICKHOUSE_TLS_CERT_FILE)", false},
+		{"key not PEM", TLS{CertFile: files.ClientCert, KeyFile: notPEM}, "load the ClickHouse TLS client certificate \"" + files.ClientCert + "\" and key", false},
 		{"key of another certificate", TLS{CertFile: files.ClientCert, KeyFile: files.ServerKey}, "private key does not match public key", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := tc.tls.Config()
+			c, err := tc.tls.Config(tlsNames)
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

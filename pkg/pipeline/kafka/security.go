@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -16,22 +15,16 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/assistantcms/cms/pkg/tlsfiles"
 )
 
-// TLS says how connections to the brokers are encrypted.
-type TLS struct {
-	// Enabled turns TLS on; the files and server name are optional.
-	Enabled bool
-	// CAFile holds the PEM certificates of the authorities that sign the
-	// brokers' certificates; empty trusts the system's.
-	CAFile string
-	// CertFile and KeyFile hold the client's PEM certificate and key, for
-	// brokers that authenticate clients by certificate; both or neither.
-	CertFile, KeyFile string
-	// ServerName is the name the brokers' certificates must carry; empty
-	// means the host of each broker address.
-	ServerName string
-}
+// TLS says how connections to the brokers are encrypted; the zero value
+// is plaintext.
+type TLS = tlsfiles.Files
+
+// tlsNames are the settings TLS errors name.
+var tlsNames = tlsfiles.Names{Server: "Kafka", CA: "KAFKA_TLS_CA_FILE", Cert: "KAFKA_TLS_CERT_FILE", Key: "KAFKA_TLS_KEY_FILE"}
 
 // The SASL mechanisms supported, as Kafka names them.
 const (
@@ -68,8 +61,8 @@ func (s SASL) mechanism() string { return strings.ToUpper(strings.TrimSpace(s.Me
 // LogValue describes the connection settings, without the password, so
 // that logging a Cluster tells what security is in use.
 func (c Cluster) LogValue() slog.Value {
-	attrs := []slog.Attr{slog.Any("brokers", c.Brokers), slog.Bool("tls", c.tlsEnabled())}
-	if c.tlsEnabled() {
+	attrs := []slog.Attr{slog.Any("brokers", c.Brokers), slog.Bool("tls", c.TLS.On())}
+	if c.TLS.On() {
 		if c.TLS.ServerName != "" {
 			attrs = append(attrs, slog.String("tls_server_name", c.TLS.ServerName))
 		}
@@ -89,12 +82,6 @@ func (c Cluster) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// tlsEnabled: naming any TLS file or server name implies TLS.
-func (c Cluster) tlsEnabled() bool {
-	t := c.TLS
-	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != ""
-}
-
 // security is what connections are made with: nil fields mean plaintext
 // and no authentication.
 type security struct {
@@ -102,54 +89,22 @@ type security struct {
 	sasl sasl.Mechanism
 }
 
-// security reads the TLS files and builds the SASL mechanism. The files
-// are read for every client built, so that renewed certificates are
-// picked up by the next one.
+// security reads the TLS files (at every client built, so that renewed
+// certificates are picked up) and builds the SASL mechanism.
 func (c Cluster) security() (security, error) {
 	var s security
 	var errs []error
-	if c.tlsEnabled() {
-		cfg, err := c.TLS.config()
-		if err != nil {
-			errs = append(errs, err)
-		}
-		s.tls = cfg
+	cfg, err := c.TLS.Config(tlsNames)
+	if err != nil {
+		errs = append(errs, err)
 	}
+	s.tls = cfg
 	m, err := c.SASL.build()
 	if err != nil {
 		errs = append(errs, err)
 	}
 	s.sasl = m
 	return s, errors.Join(errs...)
-}
-
-func (t TLS) config() (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("read the Kafka TLS authorities (KAFKA_TLS_CA_FILE): %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("the Kafka TLS authorities file %q (KAFKA_TLS_CA_FILE) holds no PEM certificate", t.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	switch {
-	case t.CertFile != "" && t.KeyFile == "":
-		return nil, fmt.Errorf("the Kafka TLS client certificate %q (KAFKA_TLS_CERT_FILE) needs its key (KAFKA_TLS_KEY_FILE)", t.CertFile)
-	case t.CertFile == "" && t.KeyFile != "":
-		return nil, fmt.Errorf("the Kafka TLS client key %q (KAFKA_TLS_KEY_FILE) needs its certificate (KAFKA_TLS_CERT_FILE)", t.KeyFile)
-	case t.CertFile != "":
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("load the Kafka TLS client certificate %q and key %q (KAFKA_TLS_CERT_FILE, KAFKA_TLS_KEY_FILE): %w",
-				t.CertFile, t.KeyFile, err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
 }
 
 // build returns the SASL mechanism, or nil when none is configured.
@@ -283,7 +238,7 @@ func (c Cluster) diagnose(ctx context.Context) error {
 			if e := c.explainKnown(err); e != nil {
 				return e
 			}
-			if !c.tlsEnabled() {
+			if !c.TLS.On() {
 				return fmt.Errorf("broker %s closed the connection without answering a first request: it may take TLS only (KAFKA_TLS): %w", addr, err)
 			}
 			return nil
