@@ -99,6 +99,41 @@ func (s *Slot) Signal(sig syscall.Signal, wait time.Duration) error {
 	return s.proc.Stop(sig, wait)
 }
 
+// ErrExited marks a Launch whose process ended before it was ready.
+var ErrExited = errors.New("exited during start-up")
+
+// Launch starts cmd into the slot and polls ready every 100 ms until it
+// succeeds. A process that exits first gives an error wrapping ErrExited
+// and ready's last error; one not ready within limit, or when ctx ends,
+// is killed.
+func (s *Slot) Launch(ctx context.Context, name string, cmd *exec.Cmd, limit time.Duration, ready func(context.Context) error) error {
+	proc, err := Start(name, cmd)
+	if err != nil {
+		return err
+	}
+	s.Set(proc)
+	deadline := time.Now().Add(limit)
+	for {
+		err := ready(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-proc.Done():
+			s.Clear()
+			return fmt.Errorf("%s %w: %w", name, ErrExited, err)
+		case <-ctx.Done():
+			_ = s.Signal(syscall.SIGKILL, 10*time.Second)
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = s.Signal(syscall.SIGKILL, 10*time.Second)
+			return fmt.Errorf("%s not ready after %s: %w", name, limit, err)
+		}
+	}
+}
+
 // FreePorts returns n distinct loopback ports that are free right now.
 // Each is held until all are chosen: ports asked for one at a time may
 // come back twice, and two servers of one test told the same port leave

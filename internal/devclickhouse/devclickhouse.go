@@ -6,6 +6,7 @@ package devclickhouse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -224,31 +225,11 @@ func (s *Server) Start(ctx context.Context) error {
 	cmd := exec.Command(s.bin, "--config-file="+filepath.Join(s.o.Dir, "config.xml"))
 	cmd.Dir = s.o.Dir
 	cmd.Stdout, cmd.Stderr = s.o.Log, s.o.Log
-	proc, err := childproc.Start("clickhouse-server", cmd)
-	if err != nil {
-		return err
+	err := s.proc.Launch(ctx, "clickhouse-server", cmd, 60*time.Second, s.ping)
+	if errors.Is(err, childproc.ErrExited) {
+		return fmt.Errorf("%w; the end of %s/logs/error.log:\n%s", err, s.o.Dir, s.errorLogTail())
 	}
-	s.proc.Set(proc)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := s.ping(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-proc.Done():
-			s.proc.Clear()
-			return fmt.Errorf("clickhouse-server exited during start-up: %w; the end of %s/logs/error.log:\n%s", err, s.o.Dir, s.errorLogTail())
-		case <-ctx.Done():
-			_ = s.Kill()
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = s.Kill()
-			return fmt.Errorf("clickhouse-server not answering after 60s: %w", err)
-		}
-	}
+	return err
 }
 
 func (s *Server) ping(ctx context.Context) error {

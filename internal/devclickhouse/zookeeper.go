@@ -120,31 +120,7 @@ func (z *ZooKeeper) Start(ctx context.Context) error {
 		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(z.o.Dir, "zoo.cfg"))
 	cmd.Dir = z.o.Dir
 	cmd.Stdout, cmd.Stderr = z.o.Log, z.o.Log
-	proc, err := childproc.Start("zookeeper", cmd)
-	if err != nil {
-		return err
-	}
-	z.proc.Set(proc)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := z.serving()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-proc.Done():
-			z.proc.Clear()
-			return fmt.Errorf("zookeeper exited during start-up: %w", err)
-		case <-ctx.Done():
-			_ = z.Kill()
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = z.Kill()
-			return fmt.Errorf("zookeeper not answering after 60s: %w", err)
-		}
-	}
+	return z.proc.Launch(ctx, "zookeeper", cmd, 60*time.Second, func(context.Context) error { return z.serving() })
 }
 
 // serving asks the server for its status with the four-letter command
