@@ -42,11 +42,17 @@ CREATE TABLE IF NOT EXISTS {{table "events"}}{{.OnCluster}}
     kb_used             UInt8,
     kb_documents        UInt16,
     kb_faqs             UInt16,
+    event_time_source   {{.TimeSource}},
 {{- end}}
     payload             String{{.Codec}},
     extra               String{{.Codec}},
     kafka_partition     UInt16,
     kafka_offset        UInt64
+{{- if and .Cluster .SkipIndexes}},
+    -- See migration 7.
+    INDEX session_idx session_id TYPE bloom_filter(0.01) GRANULARITY 2,
+    INDEX user_idx user_id TYPE bloom_filter(0.01) GRANULARITY 2
+{{- end}}
 )
 ENGINE = {{engine "ReplacingMergeTree" "events"}}
 PARTITION BY toYYYYMM(event_time)

@@ -34,6 +34,8 @@ type Features struct {
 	// without it, a column that exists already fails the statement with
 	// ErrColumnExists, which the migration runner takes as done.
 	AddColumnIfNotExists bool
+	// SkipIndexes allows data-skipping indexes of type bloom_filter.
+	SkipIndexes bool
 }
 
 // ErrColumnExists is the server's error code for ADD COLUMN of a column
@@ -69,6 +71,7 @@ func FeaturesOf(v Version) Features {
 		TTL:                   v.atLeast(20, 1),
 		LowCardinalitySetting: !v.atLeast(19, 9),
 		AddColumnIfNotExists:  v.atLeast(20, 1),
+		SkipIndexes:           v.atLeast(20, 1),
 	}
 }
 
@@ -254,7 +257,39 @@ type params struct {
 	HistoryTTL string
 	// PrivatePattern is PrivatePattern as an SQL string literal.
 	PrivatePattern string
+	// SkipIndexes says the server takes bloom-filter skip indexes.
+	SkipIndexes bool
+	// TimeSource is the type and default of events.event_time_source.
+	TimeSource string
+	// TimeKey orders events by event_time as a UInt64: milliseconds
+	// where the server keeps them, else seconds.
+	TimeKey string
 }
+
+// Conditions on an events row that the rollups share, as SQL.
+const (
+	// turnCondition: the row is a turn, a REQUEST_RESPONSE event.
+	turnCondition = "name = 'REQUEST_RESPONSE'"
+	// fallbackCondition: the turn's request was not understood, or was
+	// an intent request that matched no intent.
+	fallbackCondition = "(request_type = 'INPUT_UNKNOWN_REQUEST' OR (request_type = 'INTENT_REQUEST' AND intent_id = ''))"
+	// lowConfidenceCondition: the turn matched with a confidence below
+	// LowConfidence.
+	lowConfidenceCondition = "ifNull(match_confidence, 1) < 0.5"
+	// failureCondition: the row reports an error or a failed turn.
+	failureCondition = "(type IN ('ERROR', 'LambdaErrorEvent'))"
+)
+
+// LowConfidence is the match confidence below which a turn counts as
+// low-confidence in the rollups.
+const LowConfidence = 0.5
+
+// TimeSourceReceived and TimeSourceRuntime are the values of
+// events.event_time_source, as the Enum8 stores them.
+const (
+	TimeSourceReceived int8 = 1
+	TimeSourceRuntime  int8 = 2
+)
 
 // Render returns every migration rendered for the features and options,
 // in version order.
@@ -289,6 +324,13 @@ func Render(f Features, o Options) ([]Migration, error) {
 		p.HistoryTTL = fmt.Sprintf("TTL day + INTERVAL %d DAY", days)
 	}
 	p.PrivatePattern = quoteString(PrivatePattern)
+	p.SkipIndexes = f.SkipIndexes
+	p.TimeSource = fmt.Sprintf("Enum8('received' = %d, 'runtime' = %d) DEFAULT if(event_time = received_at, 'received', 'runtime')",
+		TimeSourceReceived, TimeSourceRuntime)
+	p.TimeKey = "toUInt64(toUnixTimestamp(event_time))"
+	if f.DateTime64 {
+		p.TimeKey = "toUInt64(toUnixTimestamp64Milli(event_time))"
+	}
 	if f.AddColumnIfNotExists {
 		p.IfNotExists = " IF NOT EXISTS"
 	}
@@ -314,6 +356,10 @@ func Render(f Features, o Options) ([]Migration, error) {
 		t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
 			"ttl": ttl, "table": l.table, "engine": l.engine, "distributed": l.distributed,
 			"countEveryInsert": l.countEveryInsert,
+			"turn":             func() string { return turnCondition },
+			"fallback":         func() string { return fallbackCondition },
+			"lowConfidence":    func() string { return lowConfidenceCondition },
+			"failure":          func() string { return failureCondition },
 		}).Parse(string(src))
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: %w", name, err)

@@ -17,7 +17,11 @@ import (
 // their engines.
 var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "query_counts": "SummingMergeTree",
 	"query_counts_mv": "MaterializedView", "quarantine": "ReplacingMergeTree",
-	"query_users": "AggregatingMergeTree", "query_users_mv": "MaterializedView"}
+	"query_users": "AggregatingMergeTree", "query_users_mv": "MaterializedView",
+	"app_daily": "AggregatingMergeTree", "app_daily_mv": "MaterializedView",
+	"intent_daily": "AggregatingMergeTree", "intent_daily_mv": "MaterializedView",
+	"unanswered_daily": "AggregatingMergeTree", "unanswered_daily_mv": "MaterializedView",
+	"sessions": "AggregatingMergeTree", "sessions_mv": "MaterializedView"}
 
 // clusterTables are the tables of the cluster layout: shard-local tables
 // behind Distributed ones under the single-server names.
@@ -27,6 +31,10 @@ var clusterTables = map[string]string{
 	"query_counts_local": "SummingMergeTree", "query_counts": "Distributed",
 	"query_counts_mv": "MaterializedView", "schema_migrations": "ReplacingMergeTree",
 	"query_users_local": "AggregatingMergeTree", "query_users": "Distributed", "query_users_mv": "MaterializedView",
+	"app_daily_local": "AggregatingMergeTree", "app_daily": "Distributed", "app_daily_mv": "MaterializedView",
+	"intent_daily_local": "AggregatingMergeTree", "intent_daily": "Distributed", "intent_daily_mv": "MaterializedView",
+	"unanswered_daily_local": "AggregatingMergeTree", "unanswered_daily": "Distributed", "unanswered_daily_mv": "MaterializedView",
+	"sessions_local": "AggregatingMergeTree", "sessions": "Distributed", "sessions_mv": "MaterializedView",
 }
 
 // modernRenderings are the renderings for current servers that
@@ -166,9 +174,17 @@ func checkModernSchema(ctx context.Context, t *testing.T, s *modernch.Session, d
 			t.Errorf("events.%s has codec %q", col, codecs[col])
 		}
 	}
-	// The added columns sit after tag, in the order the migration gives.
-	if got := strings.Join(order, ","); !strings.Contains(got, "tag,tags,error_message,error_stack,message,kb_used,kb_documents,kb_faqs,payload") {
+	// The added columns sit after tag, in the order the migrations give.
+	if got := strings.Join(order, ","); !strings.Contains(got, "tag,tags,error_message,error_stack,message,kb_used,kb_documents,kb_faqs,event_time_source,payload") {
 		t.Errorf("events columns in order %s", got)
+	}
+	if typ := types["event_time_source"]; typ != "Enum8('received' = 1, 'runtime' = 2)" {
+		t.Errorf("events.event_time_source has type %q", typ)
+	}
+	for _, index := range []string{"INDEX session_idx session_id TYPE bloom_filter(0.01) GRANULARITY 2", "INDEX user_idx user_id TYPE bloom_filter(0.01) GRANULARITY 2"} {
+		if !strings.Contains(created["events"+local], index) {
+			t.Errorf("events%s lacks %s:\n%s", local, index, created["events"+local])
+		}
 	}
 
 	// The view feeds query_counts, and query_normalized's default

@@ -168,8 +168,11 @@ func modernValue(typ string, v any) (string, error) {
 		}
 		return fmt.Sprintf("%.3g", f), nil
 	}
-	if _, ok := v.([]any); ok {
-		return "", fmt.Errorf("type %s: arrays are not compared", typ)
+	if a, ok := v.([]any); ok {
+		if typ != "Array(String)" {
+			return "", fmt.Errorf("type %s: only arrays of strings are compared", typ)
+		}
+		return fmt.Sprint(a), nil // as query formats a []string
 	}
 	return fmt.Sprint(v), nil
 }
@@ -238,6 +241,8 @@ func jsonValue(col any, i int) (any, error) {
 		return c[i], nil
 	case []uint8:
 		return c[i], nil
+	case []int8:
+		return c[i], nil // an Enum8 reads its number
 	case []uint64:
 		return c[i], nil
 	}

@@ -27,6 +27,7 @@ type fixture struct {
 	Payload, Extra                                     string
 	Partition                                          uint16
 	Offset                                             uint64
+	TimeSource                                         int8
 }
 
 func (f fixture) addTo(b *EventBatch) {
@@ -46,6 +47,9 @@ func (f fixture) addTo(b *EventBatch) {
 	}
 	b.KBDocuments[i], b.KBFAQs[i] = f.KBDocuments, f.KBFAQs
 	b.Payload[i], b.Extra[i], b.KafkaPartition[i], b.KafkaOffset[i] = f.Payload, f.Extra, f.Partition, f.Offset
+	if f.TimeSource != 0 {
+		b.EventTimeSource[i] = f.TimeSource
+	}
 }
 
 // docQueries returns the SQL blocks of docs/analytics.md by heading.
@@ -55,10 +59,12 @@ func docQueries(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)\n## ([^\n]+)\n.*?```sql\n(.*?)```")
+	re := regexp.MustCompile("(?s)^([^\n]+)\n.*?```sql\n(.*?)```")
 	out := map[string]string{}
-	for _, m := range re.FindAllStringSubmatch(string(doc), -1) {
-		out[m[1]] = m[2]
+	for _, section := range strings.Split(string(doc), "\n## ")[1:] {
+		if m := re.FindStringSubmatch(section); m != nil {
+			out[m[1]] = m[2]
+		}
 	}
 	return out
 }
@@ -177,19 +183,27 @@ func analystQueries(t *testing.T, s *Store, written func()) map[string][][]strin
 
 	day := t0.Format("2006-01-02")
 	want := map[string]string{
-		"Events per day, per app and channel":                              day + "T00:00:00Z demo-app sms 2|" + day + "T00:00:00Z demo-app web 4",
-		"Daily active users and sessions":                                  day + "T00:00:00Z 2 2",
-		"Top intents":                                                      "OrderStatus 2 0.65",
-		"Unanswered or low-confidence queries":                             "blah blah 1 <nil>|where is my order 1 0.4",
-		"Error rate by handler":                                            "OrderStatus 1 4 0.25|Fallback 0 1 0|LaunchRequest 0 1 0",
-		"A session's transcript":                                           "",
-		"Every query asked, as counted":                                    "where is my order 2|blah blah 1",
+		"Conversations per day":                    day + "T00:00:00Z 2 2 3",
+		"Fallback, knowledge-base and error rates": day + "T00:00:00Z 3 1 2 1 0.333 0.667 0.333 0.733",
+		"Top intents, with low-confidence matches": "OrderStatus 2 1 0.733",
+		"Top unanswered questions":                 "blah blah 1 1|where is my order 1 1",
+		"Sessions": "session-1 u1 web " + t0.Format(time.RFC3339) + " " + t0.Add(3*time.Second).Format(time.RFC3339) + " 4 2 [Fallback LaunchRequest OrderStatus] OrderStatus error|" +
+			"session-2 u2 sms " + t0.Add(4*time.Second).Format(time.RFC3339) + " " + t0.Add(5*time.Second).Format(time.RFC3339) + " 2 1 [OrderStatus] OrderStatus error",
+		"Where conversations end":              "OrderStatus error 2",
+		"A user's history":                     "",
+		"Events per day, per app and channel":  day + "T00:00:00Z demo-app sms 2|" + day + "T00:00:00Z demo-app web 4",
+		"Daily active users and sessions":      day + "T00:00:00Z 2 2",
+		"Top intents":                          "OrderStatus 2 0.65",
+		"Unanswered or low-confidence queries": "blah blah 1 <nil>|where is my order 1 0.4",
+		"Error rate by handler":                "OrderStatus 1 4 0.25|Fallback 0 1 0|LaunchRequest 0 1 0",
+		"A session's transcript":               "",
+		"Every query asked, as counted":        "where is my order 2|blah blah 1",
 		"Suggestable queries (what HISTORICAL suggestions are drawn from)": "where is my order 2 1|blah blah 1 1",
-		"Knowledge-base turns":                                             day + "T00:00:00Z 3 2 7 1",
-		"Errors by message":                                                `ERROR HandlerError boom 1 [{"file":"index.js"}]|LambdaErrorEvent Lambda Finished boom 1 `,
-		"Turns by tag":                                                     "orders 2|kb 1|status 1",
-		"Quarantined events by reason":                                     "too_large  2 " + t0.Format(time.RFC3339) + " " + t0.Add(2*time.Second).Format(time.RFC3339) + "|type_not_allowed type 1 " + t0.Add(time.Second).Format(time.RFC3339) + " " + t0.Add(time.Second).Format(time.RFC3339),
-		"Quarantined events not yet recovered":                             t0.Format(time.RFC3339) + " q-1 too_large  m|" + t0.Add(time.Second).Format(time.RFC3339) + " q-2 type_not_allowed type m",
+		"Knowledge-base turns":                 day + "T00:00:00Z 3 2 7 1",
+		"Errors by message":                    `ERROR HandlerError boom 1 [{"file":"index.js"}]|LambdaErrorEvent Lambda Finished boom 1 `,
+		"Turns by tag":                         "orders 2|kb 1|status 1",
+		"Quarantined events by reason":         "too_large  2 " + t0.Format(time.RFC3339) + " " + t0.Add(2*time.Second).Format(time.RFC3339) + "|type_not_allowed type 1 " + t0.Add(time.Second).Format(time.RFC3339) + " " + t0.Add(time.Second).Format(time.RFC3339),
+		"Quarantined events not yet recovered": t0.Format(time.RFC3339) + " q-1 too_large  m|" + t0.Add(time.Second).Format(time.RFC3339) + " q-2 type_not_allowed type m",
 	}
 	queries := docQueries(t)
 	if len(queries) != len(want) {
@@ -204,9 +218,15 @@ func analystQueries(t *testing.T, s *Store, written func()) map[string][][]strin
 			}
 			got := query(t, s, sql)
 			results[heading] = got
-			if heading == "A session's transcript" {
+			switch heading {
+			case "A session's transcript":
 				if len(got) != 4 || got[1][2] != "Where is my order" || got[2][1] != "REQUEST_RESPONSE" || got[3][1] != "HandlerError" {
 					t.Errorf("transcript %v", got)
+				}
+				return
+			case "A user's history":
+				if len(got) != 4 || got[0][1] != "session-1" || got[1][3] != "Where is my order" || got[3][2] != "HandlerError" {
+					t.Errorf("history %v", got)
 				}
 				return
 			}

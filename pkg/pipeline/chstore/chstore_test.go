@@ -82,23 +82,24 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	}
 	rows.Close()
 	want := map[string]string{
-		"event_id":         "String",
-		"app_id":           "LowCardinality(String)",
-		"event_time":       "DateTime('UTC')", // 18.16 has no DateTime64
-		"match_confidence": "Nullable(Float32)",
-		"display_count":    "UInt16",
-		"kafka_offset":     "UInt64",
-		"tags":             "Array(String)",
-		"error_stack":      "String",
-		"kb_used":          "UInt8",
-		"kb_faqs":          "UInt16",
+		"event_id":          "String",
+		"app_id":            "LowCardinality(String)",
+		"event_time":        "DateTime('UTC')", // 18.16 has no DateTime64
+		"match_confidence":  "Nullable(Float32)",
+		"display_count":     "UInt16",
+		"kafka_offset":      "UInt64",
+		"tags":              "Array(String)",
+		"error_stack":       "String",
+		"kb_used":           "UInt8",
+		"kb_faqs":           "UInt16",
+		"event_time_source": "Enum8('received' = 1, 'runtime' = 2)",
 	}
 	for col, typ := range want {
 		if types[col] != typ {
 			t.Errorf("column %s has type %q, want %q", col, types[col], typ)
 		}
 	}
-	if len(types) != 34 {
+	if len(types) != 35 {
 		t.Errorf("events has %d columns: %v", len(types), types)
 	}
 	if n := columnCount(t, s, "analytics", "quarantine"); n != 14 {
@@ -146,32 +147,34 @@ func TestMigrateFromEarlierSchema(t *testing.T) {
 	now := time.Now().UTC()
 	insert(t, s, "INSERT INTO events (event_id, app_id, event_time, received_at, type, name)", "old", "app-1", now, now, "REQUEST", "LAUNCH_REQUEST")
 	applied, err := s.Migrate(ctx)
-	if err != nil || !slices.Equal(applied, []int{4, 5, 6}) {
-		t.Fatalf("applied %v, %v; want [4 5 6]", applied, err)
+	if err != nil || !slices.Equal(applied, []int{4, 5, 6, 7, 8}) {
+		t.Fatalf("applied %v, %v; want [4 5 6 7 8]", applied, err)
 	}
 	var b EventBatch
 	fixture{EventID: "new", AppID: "app-1", EventTime: now, ReceivedAt: now, Type: "ERROR", Name: "TypeError", Tags: []string{"a", "b"},
-		ErrorMessage: "boom", ErrorStack: `[{"file":"x"}]`, Message: "m", KBUsed: true, KBDocuments: 10, KBFAQs: 3}.addTo(&b)
+		ErrorMessage: "boom", ErrorStack: `[{"file":"x"}]`, Message: "m", KBUsed: true, KBDocuments: 10, KBFAQs: 3,
+		TimeSource: TimeSourceRuntime}.addTo(&b)
 	if err := s.InsertEvents(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.Conn().Query(cctx, "SELECT event_id, tags, tag, error_message, error_stack, message, kb_used, kb_documents, kb_faqs FROM events ORDER BY event_id")
+	rows, err := s.Conn().Query(cctx, "SELECT event_id, tags, tag, error_message, error_stack, message, kb_used, kb_documents, kb_faqs, event_time_source FROM events ORDER BY event_id")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var got []string
 	for rows.Next() {
-		var id, tag, msg, stack, message string
+		var id, tag, msg, stack, message, source string
 		var tags []string
 		var used uint8
 		var docs, faqs uint16
-		if err := rows.Scan(&id, &tags, &tag, &msg, &stack, &message, &used, &docs, &faqs); err != nil {
+		if err := rows.Scan(&id, &tags, &tag, &msg, &stack, &message, &used, &docs, &faqs, &source); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, fmt.Sprint(id, tags, tag, msg, stack, message, used, docs, faqs))
+		got = append(got, fmt.Sprint(id, tags, tag, msg, stack, message, used, docs, faqs, " ", source))
 	}
-	want := []string{`new[a b]aboom[{"file":"x"}]m1 10 3`, "old[]0 0 0"}
+	// The old row's times are equal, so its source reads as received.
+	want := []string{`new[a b]aboom[{"file":"x"}]m1 10 3 runtime`, "old[]0 0 0 received"}
 	if !slices.Equal(got, want) {
 		t.Errorf("rows\n%q\nwant\n%q", got, want)
 	}

@@ -79,6 +79,9 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 		"query_users_local": "ReplicatedAggregatingMergeTree", "query_users": "Distributed", "query_users_mv": "MaterializedView",
 		"schema_migrations": "ReplicatedReplacingMergeTree",
 	}
+	for _, rollup := range []string{"app_daily", "intent_daily", "unanswered_daily", "sessions"} {
+		want[rollup+"_local"], want[rollup], want[rollup+"_mv"] = "ReplicatedAggregatingMergeTree", "Distributed", "MaterializedView"
+	}
 	for i, shard := range c.Shards {
 		for j, srv := range shard {
 			s := openOn(t, c, srv, "analytics")
@@ -97,8 +100,8 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 			// The later columns are on the local and the Distributed table.
 			var n uint64
 			if err := s.Conn().QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = 'analytics' "+
-				"AND table IN ('events', 'events_local') AND name IN ('tags', 'kb_faqs')").Scan(&n); err != nil || n != 4 {
-				t.Errorf("%s: %d of the 4 added columns (err %v)", devclickhouse.ReplicaName(i, j), n, err)
+				"AND table IN ('events', 'events_local') AND name IN ('tags', 'kb_faqs', 'event_time_source')").Scan(&n); err != nil || n != 6 {
+				t.Errorf("%s: %d of the 6 added columns (err %v)", devclickhouse.ReplicaName(i, j), n, err)
 			}
 		}
 	}

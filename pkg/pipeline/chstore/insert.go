@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
 // EventBatch holds rows of the events table column by column, in the
@@ -14,8 +16,12 @@ import (
 // row of zero values for the caller to fill in. A batch is reused after
 // Reset, so that its columns keep their capacity; it must not be copied.
 type EventBatch struct {
-	EventID, AppID, OrganizationID                     []string
-	EventTime, ReceivedAt                              []time.Time
+	EventID, AppID, OrganizationID []string
+	EventTime, ReceivedAt          []time.Time
+	// EventTimeSource says where EventTime came from: TimeSourceRuntime
+	// (the runtime's isoTime) or TimeSourceReceived (ingest's receipt);
+	// zero is taken as received.
+	EventTimeSource                                    []int8
 	Type, Name, SessionID, UserID, Channel, Platform   []string
 	SelectedHandler, CurrentHandler, Environment       []string
 	RequestType, IntentID, RawQuery, DisplayText, SSML []string
@@ -43,6 +49,12 @@ type EventBatch struct {
 	text            strings.Builder // the current block of String
 }
 
+// The values of events.event_time_source.
+const (
+	TimeSourceReceived = chschema.TimeSourceReceived
+	TimeSourceRuntime  = chschema.TimeSourceRuntime
+)
+
 // AddRow adds a row of zero values and returns its index.
 func (b *EventBatch) AddRow() int {
 	b.EventID = append(b.EventID, "")
@@ -50,6 +62,7 @@ func (b *EventBatch) AddRow() int {
 	b.OrganizationID = append(b.OrganizationID, "")
 	b.EventTime = append(b.EventTime, time.Time{})
 	b.ReceivedAt = append(b.ReceivedAt, time.Time{})
+	b.EventTimeSource = append(b.EventTimeSource, chschema.TimeSourceReceived)
 	b.Type = append(b.Type, "")
 	b.Name = append(b.Name, "")
 	b.SessionID = append(b.SessionID, "")
@@ -145,7 +158,7 @@ func (b *EventBatch) Reset() {
 	clear(b.MatchConfidence)
 	clear(b.Tags)
 	clear(b.tags)
-	b.EventTime, b.ReceivedAt = b.EventTime[:0], b.ReceivedAt[:0]
+	b.EventTime, b.ReceivedAt, b.EventTimeSource = b.EventTime[:0], b.ReceivedAt[:0], b.EventTimeSource[:0]
 	b.MatchConfidence, b.DisplayCount, b.Tags = b.MatchConfidence[:0], b.DisplayCount[:0], b.Tags[:0]
 	b.KBUsed, b.KBDocuments, b.KBFAQs = b.KBUsed[:0], b.KBDocuments[:0], b.KBFAQs[:0]
 	b.KafkaPartition, b.KafkaOffset = b.KafkaPartition[:0], b.KafkaOffset[:0]
@@ -169,7 +182,7 @@ const eventColumns = "event_id, app_id, organization_id, event_time, received_at
 	"session_id, user_id, channel, platform, selected_handler, current_handler, environment, " +
 	"request_type, intent_id, raw_query, query_normalized, match_confidence, output_display_text, output_ssml, " +
 	"display_count, tag, tags, error_message, error_stack, message, kb_used, kb_documents, kb_faqs, " +
-	"payload, extra, kafka_partition, kafka_offset"
+	"event_time_source, payload, extra, kafka_partition, kafka_offset"
 
 // columns lists the columns in the order of eventColumns, after checking
 // that they all hold one value per row.
@@ -188,8 +201,13 @@ func (b *EventBatch) columns() ([]any, error) {
 		b.SessionID, b.UserID, b.Channel, b.Platform, b.SelectedHandler, b.CurrentHandler, b.Environment,
 		b.RequestType, b.IntentID, b.RawQuery, b.queryNormalized, b.MatchConfidence, b.DisplayText, b.SSML,
 		b.DisplayCount, b.Tag, b.Tags, b.ErrorMessage, b.ErrorStack, b.Message, b.KBUsed, b.KBDocuments, b.KBFAQs,
-		b.Payload, b.Extra, b.KafkaPartition, b.KafkaOffset}
+		b.EventTimeSource, b.Payload, b.Extra, b.KafkaPartition, b.KafkaOffset}
 	n := b.Len()
+	for i, src := range b.EventTimeSource {
+		if src == 0 {
+			b.EventTimeSource[i] = chschema.TimeSourceReceived
+		}
+	}
 	for i, c := range cols {
 		if l := columnLen(c); l != n {
 			return nil, fmt.Errorf("column %d of the events batch holds %d values for %d rows", i, l, n)
@@ -245,6 +263,8 @@ func columnLen(c any) int {
 	case [][]string:
 		return len(c)
 	case []uint8:
+		return len(c)
+	case []int8:
 		return len(c)
 	case []uint64:
 		return len(c)

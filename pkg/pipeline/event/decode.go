@@ -247,6 +247,7 @@ func (d *Decoder) decodeEvent(r rowWriter, ev []byte) {
 	if v := cols[9]; v != nil && v[0] == '"' {
 		if t, err := time.Parse(time.RFC3339Nano, string(stringValue(v, w.sc))); err == nil {
 			rows.EventTime[i] = t.UTC()
+			rows.EventTimeSource[i] = chstore.TimeSourceRuntime
 		}
 	}
 	if rows.Type[i] == typeRequest {

@@ -15,6 +15,7 @@ import (
 type row struct {
 	EventID, AppID, OrganizationID                     string
 	ReceivedAt, EventTime                              time.Time
+	EventTimeSource                                    int8
 	Type, Name, SessionID, UserID, Channel, Platform   string
 	SelectedHandler, CurrentHandler, Environment       string
 	RequestType, IntentID, RawQuery, DisplayText, SSML string
@@ -30,7 +31,8 @@ type row struct {
 
 func rowOf(b *chstore.EventBatch, i int) row {
 	return row{EventID: b.EventID[i], AppID: b.AppID[i], OrganizationID: b.OrganizationID[i], ReceivedAt: b.ReceivedAt[i], EventTime: b.EventTime[i],
-		Type: b.Type[i], Name: b.Name[i], SessionID: b.SessionID[i], UserID: b.UserID[i], Channel: b.Channel[i], Platform: b.Platform[i],
+		EventTimeSource: b.EventTimeSource[i],
+		Type:            b.Type[i], Name: b.Name[i], SessionID: b.SessionID[i], UserID: b.UserID[i], Channel: b.Channel[i], Platform: b.Platform[i],
 		SelectedHandler: b.SelectedHandler[i], CurrentHandler: b.CurrentHandler[i], Environment: b.Environment[i],
 		RequestType: b.RequestType[i], IntentID: b.IntentID[i], RawQuery: b.RawQuery[i], DisplayText: b.DisplayText[i], SSML: b.SSML[i],
 		Tags: b.Tags[i], Tag: b.Tag[i], MatchConfidence: b.MatchConfidence[i], DisplayCount: b.DisplayCount[i],
@@ -80,8 +82,9 @@ func TestDecodeRoundTrip(t *testing.T) {
 		l.CurrentHandler != "Launch" || l.Environment != "prod" {
 		t.Errorf("launch row %+v", l)
 	}
-	if !l.ReceivedAt.Equal(testMeta.ReceivedAt) || !l.EventTime.Equal(time.Date(2026, 11, 20, 8, 30, 0, 250e6, time.UTC)) {
-		t.Errorf("times %v %v", l.ReceivedAt, l.EventTime)
+	if !l.ReceivedAt.Equal(testMeta.ReceivedAt) || !l.EventTime.Equal(time.Date(2026, 11, 20, 8, 30, 0, 250e6, time.UTC)) ||
+		l.EventTimeSource != chstore.TimeSourceRuntime {
+		t.Errorf("times %v %v, source %d", l.ReceivedAt, l.EventTime, l.EventTimeSource)
 	}
 	if string(l.Extra) != `{"isNewSession":true,"custom":{"a":[1,"x"]},"n\u00e9":"\u00e9"}` || l.Payload != "" {
 		t.Errorf("extra %s payload %s", l.Extra, l.Payload)
@@ -93,7 +96,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 		t.Errorf("request-response row %+v", r)
 	}
 	p := got[2]
-	if p.DisplayText != "Plain." || p.MatchConfidence != nil || !p.EventTime.Equal(p.ReceivedAt) {
+	if p.DisplayText != "Plain." || p.MatchConfidence != nil || !p.EventTime.Equal(p.ReceivedAt) || p.EventTimeSource != chstore.TimeSourceReceived {
 		t.Errorf("plain speech row %+v", p)
 	}
 	if got[3].Environment != `{"stage":2}` {
