@@ -186,7 +186,8 @@ func TestLiveStack(t *testing.T) {
 	t.Cleanup(st.Stop)
 	one := "http://" + st.Gateway
 
-	accepted := sendTraffic(ctx, t, one, st.Token)
+	sent := sendTraffic(ctx, t, one, st.Token)
+	accepted := sent.Accepted
 	readContent(t, one, st.Token)
 	// Steady traffic until the screenshot, so that every chart has data
 	// across most of its window however long the waits below take.
@@ -250,6 +251,11 @@ func TestLiveStack(t *testing.T) {
 		}
 	})
 
+	t.Run("every documented query answers what was sent", func(t *testing.T) {
+		stopBusy() // the counts below are of settled traffic
+		checkDocumentedQueries(ctx, t, st, sent.Turns)
+	})
+
 	t.Run("status page shows quarantined events by reason", func(t *testing.T) {
 		// The one refused event, counted by ingest under its reason and
 		// written by the consumer to the quarantine table.
@@ -283,8 +289,8 @@ func TestLiveStack(t *testing.T) {
 const rejectedReason = "wrong_type"
 
 // sendTraffic sends demo conversations and one invalid event through the
-// one address and returns how many events ingest accepted.
-func sendTraffic(ctx context.Context, t *testing.T, base, token string) int64 {
+// one address and returns what ingest accepted of the conversations.
+func sendTraffic(ctx context.Context, t *testing.T, base, token string) demotraffic.Stats {
 	t.Helper()
 	file, err := bundle.ReadFile("demo/content.yaml")
 	if err != nil {
@@ -311,7 +317,7 @@ func sendTraffic(ctx context.Context, t *testing.T, base, token string) int64 {
 	if resp.code != http.StatusOK || !strings.Contains(resp.body, `"rejected":1`) || !strings.Contains(resp.body, `"reason":"`+rejectedReason+`"`) {
 		t.Fatalf("invalid event: %d %s, want it rejected for %s", resp.code, resp.body, rejectedReason)
 	}
-	return stats.Accepted
+	return stats
 }
 
 // keepBusy sends an event and a content read every 100 ms until the

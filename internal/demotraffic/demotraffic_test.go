@@ -67,7 +67,10 @@ func TestEventsValidate(t *testing.T) {
 	s := sessionInfo{id: "demo-1", user: "user-1", channel: "web-chat"}
 	events := []any{launchEvent(s, time.Now())}
 	for i, tr := range turns {
-		events = append(events, turnEvent(s, tr, 0.5+float64(i%50)/100, time.Now()))
+		for _, kind := range []turnKind{answered, fallback, failed} {
+			evs, _ := turnEvents(s, drawnTurn{Turn: tr, kind: kind, confidence: float64(i%100) / 100}, time.Now())
+			events = append(events, evs...)
+		}
 	}
 	body, err := json.Marshal(map[string]any{"events": events})
 	if err != nil {
@@ -106,6 +109,14 @@ func TestRunAgainstIngest(t *testing.T) {
 	}
 	if s.Failed != 0 || s.Quarantined != 0 || s.Sessions < 10 || s.Accepted < s.Sessions*2 || s.OK != s.Requests || s.Latency.Count != int(s.Requests) {
 		t.Errorf("stats %+v", s)
+	}
+	// Every accepted batch was counted: a launch, or a turn of three events.
+	tu := s.Turns
+	if turns := tu.Answered + tu.Fallback + tu.Failed; s.Accepted != tu.Sessions+3*turns || turns == 0 {
+		t.Errorf("%d events accepted; counted %d launches and %d turns (%+v)", s.Accepted, tu.Sessions, turns, tu)
+	}
+	if tu.Users == 0 || tu.Users > tu.Sessions || tu.KnowledgeBase > tu.Answered || tu.LowConfidence > tu.Answered {
+		t.Errorf("turn stats %+v", tu)
 	}
 	if reports.Load() < 2 {
 		t.Errorf("progress reported %d times in a second's run", reports.Load())

@@ -3,12 +3,12 @@ package chstore
 import (
 	"context"
 	"fmt"
-	"os"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/assistantcms/cms/internal/analyticsdoc"
 )
 
 // fixture is a row of the events table, for tests.
@@ -55,18 +55,11 @@ func (f fixture) addTo(b *EventBatch) {
 // docQueries returns the SQL blocks of docs/analytics.md by heading.
 func docQueries(t *testing.T) map[string]string {
 	t.Helper()
-	doc, err := os.ReadFile("../../../docs/analytics.md")
+	qs, err := analyticsdoc.Queries("../../../docs/analytics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)^([^\n]+)\n.*?```sql\n(.*?)```")
-	out := map[string]string{}
-	for _, section := range strings.Split(string(doc), "\n## ")[1:] {
-		if m := re.FindStringSubmatch(section); m != nil {
-			out[m[1]] = m[2]
-		}
-	}
-	return out
+	return qs
 }
 
 // query runs sql and returns its rows with every value formatted by %v.
