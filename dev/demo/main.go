@@ -103,6 +103,9 @@ func run() error {
 	}
 	fmt.Printf("Done: %d sessions, %d requests, %d events accepted, %d quarantined, %d failed %v.\n",
 		s.Sessions, s.Requests, s.Accepted, s.Quarantined, s.Failed, s.Failures)
+	tu := s.Turns
+	fmt.Printf("Turns accepted: %d answered (%d from the knowledge base, %d with low confidence), %d fallback, %d failed.\n",
+		tu.Answered, tu.KnowledgeBase, tu.LowConfidence, tu.Fallback, tu.Failed)
 	if s.Failed > 0 {
 		return fmt.Errorf("%d requests failed", s.Failed)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -251,3 +252,64 @@ func jsonValue(col any, i int) (any, error) {
 
 // jsonTime writes a time as DateTime64(3, 'UTC') reads it.
 func jsonTime(at time.Time) string { return at.UTC().Format("2006-01-02 15:04:05.000") }
+
+// TestLookupsUseSkipIndexes checks, from the plan ClickHouse 26 makes,
+// that the documented transcript and history queries are served by the
+// bloom-filter indexes on session_id and user_id: of a day of an app's
+// events, they read only the granules that hold the session or the user.
+func TestLookupsUseSkipIndexes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	modern := modernMigrated(ctx, t, chschema.Options{Database: "default"})
+	// 200,000 events of today in 4,000 sessions of 50 events each, in
+	// event-ID order so that each session's rows lie together, as a
+	// session's do within a day's part once sorted.
+	if err := modern.Exec(ctx, "INSERT INTO default.events (event_id, app_id, event_time, received_at, type, name, session_id, user_id) "+
+		"SELECT leftPad(toString(number), 10, '0'), 'demo-app', now64(3), now64(3), 'REQUEST', 'INTENT_REQUEST', "+
+		"concat('session-', toString(intDiv(number, 50))), concat('user-', toString(intDiv(number, 50))) FROM numbers(200000)"); err != nil {
+		t.Fatal(err)
+	}
+	queries := docQueries(t)
+	for _, tc := range []struct{ heading, index, example, value string }{
+		{"A session's transcript", "session_idx", "'session-1'", "'session-1234'"},
+		{"A user's history", "user_idx", "'u1'", "'user-1234'"},
+	} {
+		t.Run(tc.heading, func(t *testing.T) {
+			sql := strings.Replace(queries[tc.heading], tc.example, tc.value, 1)
+			if sql == queries[tc.heading] {
+				t.Fatalf("the query names no %s any more:\n%s", tc.example, sql)
+			}
+			res, err := modern.Query(ctx, "EXPLAIN indexes = 1 "+sql)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, sql)
+			}
+			var plan strings.Builder
+			for _, row := range res.Rows {
+				fmt.Fprintln(&plan, row...)
+			}
+			// The index's step names it and says how many granules it
+			// kept of those the primary key left.
+			step := regexp.MustCompile(`(?s)Name: ` + tc.index + `\b.*?Granules: (\d+)/(\d+)`).FindStringSubmatch(plan.String())
+			if step == nil {
+				t.Fatalf("the plan does not use %s:\n%s", tc.index, plan.String())
+			}
+			kept, of := atoiOrZero(step[1]), atoiOrZero(step[2])
+			t.Logf("%s kept %d of %d granules", tc.index, kept, of)
+			if of < 10 || kept == 0 || kept*5 > of {
+				t.Errorf("%s kept %d of %d granules; want a small part:\n%s", tc.index, kept, of, plan.String())
+			}
+			res, err = modern.Query(ctx, sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Rows) != 50 {
+				t.Errorf("%d events, want the 50 of %s", len(res.Rows), tc.value)
+			}
+		})
+	}
+}
+
+func atoiOrZero(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
