@@ -144,8 +144,13 @@ func TestClusterLayout(t *testing.T) {
 				"CREATE TABLE IF NOT EXISTS `analytics`.events_local\n", "ENGINE = ReplacingMergeTree\n",
 				"CREATE TABLE IF NOT EXISTS `analytics`.events AS `analytics`.events_local\nENGINE = Distributed('local', 'analytics', 'events_local', cityHash64(event_id))",
 				"    kb_faqs             UInt16,\n", "TTL toDateTime(event_time) + INTERVAL 30 DAY",
+				// Servers that take IF NOT EXISTS get migration 7's column
+				// and indexes in a cluster made before migration 1 had them.
+				"ALTER TABLE `analytics`.events_local ADD COLUMN IF NOT EXISTS event_time_source",
+				"ALTER TABLE `analytics`.events ADD COLUMN IF NOT EXISTS event_time_source",
+				"ALTER TABLE `analytics`.events_local ADD INDEX IF NOT EXISTS session_idx",
 			},
-			[]string{"ON CLUSTER", "Replicated", "ALTER TABLE"}},
+			[]string{"ON CLUSTER", "Replicated", "DROP TABLE"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			migs, err := Render(FeaturesOf(tc.v), tc.o)

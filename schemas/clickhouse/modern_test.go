@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,67 @@ func TestParserAcceptsWhatCurrentClickHouseRefuses(t *testing.T) {
 				t.Errorf("refused with code %d, want %d: %v", refused.Code, tc.code, refused)
 			}
 		})
+	}
+}
+
+// TestMigration7CompletesAnOlderCluster builds a cluster's events tables
+// as migration 1 made them before it held event_time_source and the skip
+// indexes, then runs migration 7 twice: the column reaches both tables and
+// the indexes the local one.
+func TestMigration7CompletesAnOlderCluster(t *testing.T) {
+	o := Options{Database: "analytics", Cluster: "cms", Unreplicated: true}
+	v, _ := ParseVersion("26.7")
+	migs, err := Render(FeaturesOf(v), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := modernch.OpenForTestWith(t, modernch.Options{Cluster: o.Cluster})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	create, err := CreateDatabase(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := []string{create}
+	for _, st := range migs[0].Statements {
+		// The older migration 1: without the column and the indexes.
+		st = regexp.MustCompile(`(?m)^\s+event_time_source .*\n`).ReplaceAllString(st, "")
+		st = regexp.MustCompile(`,\s+INDEX session_idx[^\n]*\n\s+INDEX user_idx[^\n]*`).ReplaceAllString(st, "")
+		older = append(older, st)
+	}
+	for _, st := range older {
+		if err := s.Exec(ctx, st); err != nil {
+			t.Fatalf("%v\n%s", err, st)
+		}
+	}
+	describe := func() string {
+		res, err := s.Query(ctx, "SELECT table, count() FROM system.columns WHERE database = 'analytics' AND name = 'event_time_source' GROUP BY table ORDER BY table")
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := s.Query(ctx, "SELECT name FROM system.data_skipping_indices WHERE database = 'analytics' AND table = 'events_local' ORDER BY name")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(res.Rows, idx.Rows)
+	}
+	if got := describe(); got != "[] []" {
+		t.Fatalf("the older tables already have %s", got)
+	}
+	var seven Migration
+	for _, m := range migs {
+		if m.Version == 7 {
+			seven = m
+		}
+	}
+	for round := 1; round <= 2; round++ {
+		for _, st := range seven.Statements {
+			if err := s.Exec(ctx, st); err != nil {
+				t.Fatalf("round %d: %v\n%s", round, err, st)
+			}
+		}
+	}
+	if got, want := describe(), "[[events 1] [events_local 1]] [[session_idx] [user_idx]]"; got != want {
+		t.Errorf("after migration 7: %s, want %s", got, want)
 	}
 }
