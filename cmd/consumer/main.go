@@ -1,17 +1,21 @@
 // Command consumer reads the events and quarantine topics as a consumer
 // group and writes them into ClickHouse. "consumer migrate" only applies
-// the schema.
+// the schema; "consumer forget-user" deletes one user's rows (see
+// docs/operating.md).
 // Every setting is an environment variable with a flag of the same
 // meaning; see README.md.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/launch"
@@ -68,8 +72,10 @@ func run(args []string) error {
 	switch rest := fs.Args(); {
 	case len(rest) == 1 && rest[0] == "migrate":
 		return migrate(ctx, chCfg, log)
+	case len(rest) > 0 && rest[0] == "forget-user":
+		return forgetUser(ctx, chCfg, rest[1:], os.Stdout, log)
 	case len(rest) > 0:
-		return fmt.Errorf("unknown command %q; the only command is migrate", strings.Join(rest, " "))
+		return fmt.Errorf("unknown command %q; the commands are migrate and forget-user", strings.Join(rest, " "))
 	}
 
 	schemaMode, err := consumer.ParseSchema(*schema)
@@ -111,4 +117,32 @@ func migrate(ctx context.Context, cfg chstore.Config, log *slog.Logger) error {
 	v := s.Version()
 	log.Info("schema up to date", "applied", applied, "server_version", fmt.Sprintf("%d.%d", v.Major, v.Minor), "cluster", s.Cluster())
 	return nil
+}
+
+// forgetUser runs "consumer forget-user -app A -user U [-dry-run]
+// [-timeout D]" and writes what it deleted to out.
+func forgetUser(ctx context.Context, cfg chstore.Config, args []string, out io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("consumer forget-user", flag.ContinueOnError)
+	app := fs.String("app", "", "app ID whose user is forgotten")
+	user := fs.String("user", "", "user ID to forget")
+	dryRun := fs.Bool("dry-run", false, "only count and print what would be deleted")
+	timeout := fs.Duration("timeout", 30*time.Minute, "give up when the deletions have not finished on every server by then")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *app == "" || *user == "" || fs.NArg() > 0 || *timeout <= 0 {
+		return errors.New("forget-user: want -app A -user U [-dry-run] [-timeout D], with a positive timeout")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	s, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	f, err := s.ForgetUser(ctx, chstore.Forget{AppID: *app, UserID: *user, DryRun: *dryRun}, log)
+	if err != nil {
+		return err
+	}
+	return f.Report(out)
 }
