@@ -283,6 +283,7 @@ func TestLiveStack(t *testing.T) {
 			t.Errorf("the page has no %s:\n%s", c, dom)
 		}
 	})
+	t.Run("analytics page draws the rollups", func(t *testing.T) { checkAnalyticsPage(ctx, t, st, one) })
 }
 
 // rejectedReason is the reason of the one event sendTraffic has refused.

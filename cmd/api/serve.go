@@ -12,6 +12,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/edge/analyticspage"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
@@ -75,14 +76,21 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	}
 	defer store.Close()
 	apiCfg := contentapi.Config{RefreshInterval: *refresh, OutageGrace: *grace, CacheMaxAge: *maxAge, HistoryRefresh: *historyRefresh}
+	var analytics analyticspage.Source
 	if chCfg := clickhouse(); len(chCfg.Addrs) > 0 {
-		// History connects on first use; bad settings fail the start.
+		// History and the analytics page connect on first use; bad
+		// settings fail the start.
 		if err := chCfg.Check(); err != nil {
 			return err
 		}
 		h := contentapi.NewClickHouseHistory(chCfg, chstore.Suggestable{MinUsers: *historyUsers, Days: *historyDays})
 		defer h.Close()
 		apiCfg.History = h
+		a := analyticspage.NewClickHouse(chCfg)
+		defer a.Close()
+		analytics = a
+	} else {
+		log.Info("no ClickHouse configured: no HISTORICAL suggestions, and " + analyticspage.Path + " answers 503")
 	}
 	if *llmURL != "" {
 		apiCfg.Generator = &knowledge.OpenAI{BaseURL: *llmURL, Model: *llmModel, APIKey: *llmKey}
@@ -96,6 +104,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		ShutdownTimeout: settings.ShutdownTimeout,
 		StatusSources:   sources,
 		StatusInterval:  *statusInterval,
+		Analytics:       analytics,
 		CORS:            settings.CORS,
 		HTTP:            settings.HTTP,
 	}, store, log)

@@ -107,9 +107,11 @@ GROUP BY app_id, channel, day, query;
 -- session_id): its user and channel, first and last event, events and
 -- turns, the handlers it visited, the last handler (where the user left)
 -- and the outcome of its last turn or error: 'error', 'fallback' or
--- 'answered'. Ordering keys are event times (milliseconds where the
--- server keeps them), doubled so that an error at the same instant as a
--- turn counts as after it.
+-- 'answered'. Events are ordered by time (milliseconds where the server
+-- keeps them, else seconds), then, at the same instant, in the order a
+-- turn sends them: a launch, other requests, the turn, then its errors
+-- and end; so that on servers keeping seconds a launch and the turns in
+-- its second do not tie.
 CREATE TABLE IF NOT EXISTS {{table "sessions"}}{{.OnCluster}}
 (
     app_id       LowCardinality(String),
@@ -143,9 +145,9 @@ AS SELECT
     uniqState(event_id) AS events,
     uniqIfState(event_id, {{turn}}) AS turns,
     groupUniqArrayIfState(CAST(selected_handler AS String), selected_handler != '') AS handlers,
-    argMaxIfState(CAST(selected_handler AS String), {{.TimeKey}} * 2, selected_handler != '') AS last_handler,
+    argMaxIfState(CAST(selected_handler AS String), {{.TimeKey}} * 4 + {{eventRank}}, selected_handler != '') AS last_handler,
     argMaxIfState(multiIf({{failure}}, 'error', {{fallback}}, 'fallback', 'answered'),
-        {{.TimeKey}} * 2 + {{failure}}, {{failure}} OR {{turn}}) AS outcome
+        {{.TimeKey}} * 4 + {{eventRank}}, {{failure}} OR {{turn}}) AS outcome
 FROM {{table "events"}}
 WHERE session_id != ''
 GROUP BY app_id, day, session_id

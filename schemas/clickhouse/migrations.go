@@ -278,6 +278,10 @@ const (
 	lowConfidenceCondition = "ifNull(match_confidence, 1) < 0.5"
 	// failureCondition: the row reports an error or a failed turn.
 	failureCondition = "(type IN ('ERROR', 'LambdaErrorEvent'))"
+	// eventRank orders the events of one instant as a turn sends them:
+	// a launch (0), other requests (1), the turn and its end (2), errors
+	// (3).
+	eventRank = "multiIf(name = 'LAUNCH_REQUEST', 0, type = 'REQUEST', 1, " + failureCondition + ", 3, 2)"
 )
 
 // LowConfidence is the match confidence below which a turn counts as
@@ -360,6 +364,7 @@ func Render(f Features, o Options) ([]Migration, error) {
 			"fallback":         func() string { return fallbackCondition },
 			"lowConfidence":    func() string { return lowConfidenceCondition },
 			"failure":          func() string { return failureCondition },
+			"eventRank":        func() string { return eventRank },
 		}).Parse(string(src))
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: %w", name, err)

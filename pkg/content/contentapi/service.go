@@ -12,6 +12,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/graphql"
+	"github.com/assistantcms/cms/pkg/edge/analyticspage"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
@@ -30,6 +31,9 @@ type ServiceConfig struct {
 	// beside the api itself; StatusInterval is how often they are read.
 	StatusSources  []statuspage.Source
 	StatusInterval time.Duration
+	// Analytics reads the ClickHouse rollups the /analytics page draws;
+	// nil (no ClickHouse) answers the page 503, saying so.
+	Analytics analyticspage.Source
 	// HTTP bounds what one client connection may cost; zero fields take
 	// httpserve's defaults.
 	HTTP httpserve.Limits
@@ -145,6 +149,9 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 		interval, int(5*time.Minute/interval)+1, log)
 	engine.GET(statuspage.Path, gin.WrapH(statuspage.PageHandler()))
 	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
+	analytics := analyticspage.New(cfg.Analytics, log)
+	engine.GET(analyticspage.Path, gin.WrapH(analytics.PageHandler()))
+	engine.GET(analyticspage.DataPath, gin.WrapH(analytics.DataHandler()))
 
 	handler := cfg.CORS.Handler(engine)
 	srv := httpserve.NewServer(handler, cfg.HTTP.Or(httpserve.DefaultLimits()), log)

@@ -13,8 +13,8 @@ const (
 	// Tables: a command that writes or reads the pipeline's tables (the
 	// consumer, ingest resubmit); it needs a server.
 	Tables Use = iota
-	// History: the api reading past queries for HISTORICAL suggestions;
-	// no address means no suggestions of that kind.
+	// History: the api reading past queries for HISTORICAL suggestions
+	// and the rollups for the analytics page; no address means neither.
 	History
 )
 
@@ -24,7 +24,7 @@ const (
 func DefineFlags(fs *envflag.Set, use Use) func() Config {
 	addrDefault, addrHelp, dbHelp := "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses", "ClickHouse database of the tables"
 	if use == History {
-		addrDefault, addrHelp, dbHelp = "", "ClickHouse native-protocol addresses for HISTORICAL suggestions (empty: none)", "ClickHouse database holding query_counts"
+		addrDefault, addrHelp, dbHelp = "", "ClickHouse native-protocol addresses for HISTORICAL suggestions and /analytics (empty: neither)", "ClickHouse database holding query_users and the rollups"
 	}
 	addrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", addrDefault, addrHelp)
 	db := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", dbHelp)
