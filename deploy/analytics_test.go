@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -227,28 +226,16 @@ func rowsOf(ctx context.Context, t *testing.T, s *chstore.Store, sql string) []m
 		t.Fatalf("%v\n%s", err, sql)
 	}
 	defer rows.Close()
-	names, types := rows.Columns(), rows.ColumnTypes()
-	var out []map[string]string
-	for rows.Next() {
-		dest := make([]any, len(types))
-		for i, ct := range types {
-			dest[i] = reflect.New(ct.ScanType()).Interface()
-		}
-		if err := rows.Scan(dest...); err != nil {
-			t.Fatal(err)
-		}
-		row := map[string]string{}
-		for i, d := range dest {
-			v := reflect.ValueOf(d).Elem()
-			for v.Kind() == reflect.Pointer && !v.IsNil() {
-				v = v.Elem()
-			}
-			row[names[i]] = fmt.Sprint(v.Interface())
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
+	names, values, err := analyticsdoc.Scan(rows)
+	if err != nil {
 		t.Fatal(err)
+	}
+	out := make([]map[string]string, len(values))
+	for i, vals := range values {
+		out[i] = map[string]string{}
+		for j, v := range vals {
+			out[i][names[j]] = fmt.Sprint(v)
+		}
 	}
 	return out
 }

@@ -1,12 +1,16 @@
 // Package analyticsdoc reads the analysts' queries out of
-// docs/analytics.md, so that tests run exactly what the page documents.
+// docs/analytics.md, so that tests run exactly what the page documents,
+// and scans their answers whatever their columns.
 package analyticsdoc
 
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // sqlBlock is a section's heading and the first SQL block under it.
@@ -31,4 +35,33 @@ func Parse(doc string) map[string]string {
 		}
 	}
 	return out
+}
+
+// Scan reads every row of rows as values of the column types' own Go
+// types, pointers followed (a NULL stays a nil pointer), with the column
+// names.
+func Scan(rows driver.Rows) (names []string, out [][]any, err error) {
+	names, types := rows.Columns(), rows.ColumnTypes()
+	for rows.Next() {
+		dest := make([]any, len(types))
+		for i, ct := range types {
+			dest[i] = reflect.New(ct.ScanType()).Interface()
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, nil, fmt.Errorf("scan a row: %w", err)
+		}
+		row := make([]any, len(dest))
+		for i, d := range dest {
+			v := reflect.ValueOf(d).Elem()
+			for v.Kind() == reflect.Pointer && !v.IsNil() {
+				v = v.Elem()
+			}
+			row[i] = v.Interface()
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read the rows: %w", err)
+	}
+	return names, out, nil
 }

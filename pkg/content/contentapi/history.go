@@ -2,7 +2,6 @@ package contentapi
 
 import (
 	"context"
-	"sync"
 
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
@@ -14,10 +13,8 @@ import (
 // like personal data. It connects on first use and again after a
 // failure, so the api starts and serves while ClickHouse is down.
 type ClickHouseHistory struct {
-	cfg   chstore.Config
+	conn  *chstore.Lazy
 	rules chstore.Suggestable
-	mu    sync.Mutex
-	store *chstore.Store
 }
 
 // NewClickHouseHistory returns a History reading the database in cfg,
@@ -30,30 +27,16 @@ func NewClickHouseHistory(cfg chstore.Config, rules chstore.Suggestable) *ClickH
 	if rules.Days == 0 {
 		rules.Days = chschema.DefaultHistoryDays
 	}
-	return &ClickHouseHistory{cfg: cfg, rules: rules}
+	return &ClickHouseHistory{conn: chstore.NewLazy(cfg), rules: rules}
 }
 
 // TopQueries implements History.
 func (h *ClickHouseHistory) TopQueries(ctx context.Context, appID, channel string, limit int) ([]knowledge.QueryCount, error) {
-	h.mu.Lock()
-	s := h.store
-	if s == nil {
-		var err error
-		if s, err = chstore.Open(ctx, h.cfg); err != nil {
-			h.mu.Unlock()
-			return nil, err
-		}
-		h.store = s
-	}
-	h.mu.Unlock()
-	qs, err := s.TopQueries(ctx, appID, channel, limit, h.rules)
-	if err != nil {
-		h.mu.Lock()
-		if h.store == s {
-			h.store = nil
-			_ = s.Close()
-		}
-		h.mu.Unlock()
+	var qs []chstore.QueryCount
+	if err := h.conn.Do(ctx, func(s *chstore.Store) (err error) {
+		qs, err = s.TopQueries(ctx, appID, channel, limit, h.rules)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	out := make([]knowledge.QueryCount, len(qs))
@@ -64,13 +47,4 @@ func (h *ClickHouseHistory) TopQueries(ctx context.Context, appID, channel strin
 }
 
 // Close releases the connection.
-func (h *ClickHouseHistory) Close() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.store == nil {
-		return nil
-	}
-	err := h.store.Close()
-	h.store = nil
-	return err
-}
+func (h *ClickHouseHistory) Close() error { return h.conn.Close() }

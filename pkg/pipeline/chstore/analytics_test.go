@@ -3,7 +3,6 @@ package chstore
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -78,23 +77,14 @@ func queryColumns(t *testing.T, s *Store, sql string) (names []string, out [][]s
 		t.Fatalf("%v\n%s", err, sql)
 	}
 	defer rows.Close()
-	names = rows.Columns()
-	types := rows.ColumnTypes()
-	for rows.Next() {
-		dest := make([]any, len(types))
-		for i, ct := range types {
-			dest[i] = reflect.New(ct.ScanType()).Interface()
-		}
-		if err := rows.Scan(dest...); err != nil {
-			t.Fatal(err)
-		}
-		row := make([]string, len(dest))
-		for i, d := range dest {
-			v := reflect.ValueOf(d).Elem()
-			for v.Kind() == reflect.Pointer && !v.IsNil() {
-				v = v.Elem()
-			}
-			switch x := v.Interface().(type) {
+	names, values, err := analyticsdoc.Scan(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vals := range values {
+		row := make([]string, len(vals))
+		for i, v := range vals {
+			switch x := v.(type) {
 			case time.Time:
 				row[i] = x.UTC().Format(time.RFC3339)
 			case float32, float64:
@@ -104,9 +94,6 @@ func queryColumns(t *testing.T, s *Store, sql string) (names []string, out [][]s
 			}
 		}
 		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return names, out
 }
