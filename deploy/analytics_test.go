@@ -221,12 +221,7 @@ func checkDocumentedQueries(ctx context.Context, t *testing.T, st *localstack.St
 // formatted by %v.
 func rowsOf(ctx context.Context, t *testing.T, s *chstore.Store, sql string) []map[string]string {
 	t.Helper()
-	rows, err := s.Conn().Query(s.Context(ctx), sql)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, sql)
-	}
-	defer rows.Close()
-	names, values, err := analyticsdoc.Scan(rows)
+	names, values, err := analyticsdoc.Query(s.Context(ctx), s.Conn(), sql)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@
 package analyticsdoc
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"reflect"
@@ -35,6 +36,16 @@ func Parse(doc string) map[string]string {
 		}
 	}
 	return out
+}
+
+// Query runs sql on conn and scans its answer as Scan does.
+func Query(ctx context.Context, conn driver.Conn, sql string) (names []string, values [][]any, err error) {
+	rows, err := conn.Query(ctx, sql)
+	if err != nil {
+		return nil, nil, fmt.Errorf("query: %w\n%s", err, sql)
+	}
+	defer rows.Close()
+	return Scan(rows)
 }
 
 // Scan reads every row of rows as values of the column types' own Go

@@ -71,13 +71,7 @@ func query(t *testing.T, s *Store, sql string) [][]string {
 // queryColumns is query that returns the result's column names too.
 func queryColumns(t *testing.T, s *Store, sql string) (names []string, out [][]string) {
 	t.Helper()
-	ctx := s.Context(context.Background())
-	rows, err := s.Conn().Query(ctx, sql)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, sql)
-	}
-	defer rows.Close()
-	names, values, err := analyticsdoc.Scan(rows)
+	names, values, err := analyticsdoc.Query(s.Context(context.Background()), s.Conn(), sql)
 	if err != nil {
 		t.Fatal(err)
 	}
