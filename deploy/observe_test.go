@@ -38,9 +38,22 @@ type query struct {
 }
 
 type dashboard struct {
-	UID    string  `json:"uid"`
-	Title  string  `json:"title"`
-	Panels []panel `json:"panels"`
+	UID        string  `json:"uid"`
+	Title      string  `json:"title"`
+	Panels     []panel `json:"panels"`
+	Templating struct {
+		List []variable `json:"list"`
+	} `json:"templating"`
+}
+
+// variable is a dashboard's template variable.
+type variable struct {
+	Name       string     `json:"name"`
+	Type       string     `json:"type"`
+	Query      any        `json:"query"`
+	Datasource datasource `json:"datasource"`
+	IncludeAll bool       `json:"includeAll"`
+	AllValue   string     `json:"allValue"`
 }
 
 type panel struct {
@@ -60,22 +73,39 @@ type datasource struct {
 	UID  string `json:"uid"`
 }
 
-// dashboardQueries reads every dashboard in grafana/ and checks what can
-// be checked without Grafana: unique identifiers, the provisioned
-// datasource, at least one query per panel.
-func dashboardQueries(t *testing.T) []query {
+// dashboardDatasource is the uid every panel and query names: the
+// dashboard's datasource variable, so that one dashboard serves any
+// Prometheus.
+const dashboardDatasource = "${datasource}"
+
+// readDashboards decodes every dashboard in grafana/, by file.
+func readDashboards(t *testing.T) map[string]dashboard {
 	t.Helper()
 	files, err := filepath.Glob("grafana/*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no dashboards in grafana/: %v", err)
 	}
-	var out []query
-	uids := map[string]string{}
+	out := map[string]dashboard{}
 	for _, f := range files {
 		var d dashboard
 		if err := json.Unmarshal([]byte(read(t, f)), &d); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
+		out[f] = d
+	}
+	return out
+}
+
+// dashboardQueries reads every dashboard in grafana/ and checks what can
+// be checked without Grafana: unique identifiers, the datasource variable,
+// at least one query per panel.
+func dashboardQueries(t *testing.T) []query {
+	t.Helper()
+	dashboards := readDashboards(t)
+	var out []query
+	uids := map[string]string{}
+	for _, f := range slices.Sorted(maps.Keys(dashboards)) {
+		d := dashboards[f]
 		if d.UID == "" || d.Title == "" {
 			t.Errorf("%s: uid %q, title %q: both are needed for provisioning", f, d.UID, d.Title)
 		}
@@ -93,11 +123,11 @@ func dashboardQueries(t *testing.T) []query {
 			if p.Type == "row" {
 				continue
 			}
-			if p.Datasource.UID != "prometheus" || len(p.Targets) == 0 {
-				t.Errorf("%s: datasource %q with %d queries; want the provisioned prometheus and at least one", where, p.Datasource.UID, len(p.Targets))
+			if p.Datasource.UID != dashboardDatasource || len(p.Targets) == 0 {
+				t.Errorf("%s: datasource %q with %d queries; want %s and at least one", where, p.Datasource.UID, len(p.Targets), dashboardDatasource)
 			}
 			for _, tg := range p.Targets {
-				if tg.Datasource.UID != "prometheus" || strings.TrimSpace(tg.Expr) == "" {
+				if tg.Datasource.UID != dashboardDatasource || strings.TrimSpace(tg.Expr) == "" {
 					t.Errorf("%s query %s: datasource %q, expr %q", where, tg.RefID, tg.Datasource.UID, tg.Expr)
 				}
 				out = append(out, query{where + " query " + tg.RefID, tg.Expr})
@@ -135,18 +165,54 @@ func alertQueries(t *testing.T) []query {
 // prefixes, and no PromQL keyword or label does.
 var metricRE = regexp.MustCompile(`\b(?:cms|go|process)_[a-z0-9_]+\b`)
 
-// grafanaVars stand for what Grafana substitutes before a query runs.
-var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
+// grafanaVars stand for what Grafana substitutes before a query runs; the
+// namespace and instance variables as their All value.
+var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h",
+	"$namespace", ".*", "$instance", ".*")
 
-// TestDashboardQueries holds every panel to a query Prometheus accepts
-// (promtool checks each one as a recording rule) that names a metric.
+// scopeMatchers are the label matchers every metric a panel reads must
+// carry, so that the namespace and instance variables narrow every panel
+// (namespace is empty on compose, which the All value .* matches).
+var scopeMatchers = []string{`namespace=~"$namespace"`, `instance=~"$instance"`}
+
+// selectorRE is a metric name and its label matchers, if any.
+var selectorRE = regexp.MustCompile(metricRE.String() + `(\{[^}]*\})?`)
+
+// TestDashboardQueries holds every dashboard to datasource, namespace and
+// instance variables, and every panel to a query Prometheus accepts
+// (promtool checks each one as a recording rule) that names a metric and
+// narrows each one it reads to the selected namespace and instance.
 func TestDashboardQueries(t *testing.T) {
+	for f, d := range readDashboards(t) {
+		vars := map[string]variable{}
+		for _, v := range d.Templating.List {
+			vars[v.Name] = v
+		}
+		if v := vars["datasource"]; v.Type != "datasource" || v.Query != "prometheus" {
+			t.Errorf("%s: variable datasource %+v; want one of type datasource listing prometheus sources", f, v)
+		}
+		for _, name := range []string{"namespace", "instance"} {
+			v := vars[name]
+			q, _ := v.Query.(map[string]any)
+			if v.Type != "query" || v.Datasource.UID != dashboardDatasource || !v.IncludeAll || v.AllValue != ".*" ||
+				!strings.Contains(fmt.Sprint(q["query"]), "label_values(") || !strings.HasSuffix(fmt.Sprint(q["query"]), ", "+name+")") {
+				t.Errorf("%s: variable %s %+v; want label_values of %s from %s, with All as .*, which also matches the label's absence", f, name, v, name, dashboardDatasource)
+			}
+		}
+	}
 	queries := dashboardQueries(t)
 	var rules strings.Builder
 	rules.WriteString("groups:\n  - name: dashboards\n    rules:\n")
 	for i, q := range queries {
 		if len(metricRE.FindAllString(q.expr, -1)) == 0 {
 			t.Errorf("%s: %q names no metric", q.where, q.expr)
+		}
+		for _, m := range selectorRE.FindAllStringSubmatch(q.expr, -1) {
+			for _, want := range scopeMatchers {
+				if !strings.Contains(m[1], want) {
+					t.Errorf("%s: %s lacks %s", q.where, m[0], want)
+				}
+			}
 		}
 		expr, _ := json.Marshal(grafanaVars.Replace(q.expr)) // a JSON string is a YAML string
 		fmt.Fprintf(&rules, "      - record: dashboard:query_%d\n        expr: %s\n", i, expr)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 	"gopkg.in/yaml.v3"
+
+	"github.com/assistantcms/cms/internal/debpkg"
 )
 
 const repoRoot = "../.."
@@ -361,7 +364,7 @@ func TestCompose(t *testing.T) {
 					published[name] = pc.Published
 				}
 			}
-			want := map[string]string{"gateway": "8000", "prometheus": "9090", "grafana": "3000"}
+			want := map[string]string{"gateway": "8000", "prometheus": "9090", "alertmanager": "9093", "grafana": "3000"}
 			if !maps.Equal(published, want) {
 				t.Errorf("published %v, want %v", published, want)
 			}
@@ -391,8 +394,8 @@ func TestCompose(t *testing.T) {
 					}
 				}
 			}
-			if n != 4 {
-				t.Errorf("%d bind mounts, want 4 (Prometheus config and rules, Grafana provisioning and dashboards)", n)
+			if n != 5 {
+				t.Errorf("%d bind mounts, want 5 (Prometheus config and rules, Alertmanager config, Grafana provisioning and dashboards)", n)
 			}
 		}},
 		{"Prometheus finds its rules", func(t *testing.T) {
@@ -411,6 +414,51 @@ func TestCompose(t *testing.T) {
 				if !hasBind(prom, filepath.Join("deploy/prometheus", rf), filepath.Join("/etc/prometheus", rf)) {
 					t.Errorf("rule file %s not mounted beside prometheus.yml: %+v", rf, prom.Volumes)
 				}
+			}
+		}},
+		{"Prometheus sends alerts to Alertmanager", func(t *testing.T) {
+			var cfg struct {
+				Alerting struct {
+					Alertmanagers []struct {
+						Scheme        string `yaml:"scheme"`
+						PathPrefix    string `yaml:"path_prefix"`
+						StaticConfigs []struct {
+							Targets []string `yaml:"targets"`
+						} `yaml:"static_configs"`
+					} `yaml:"alertmanagers"`
+				} `yaml:"alerting"`
+			}
+			readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/prometheus.yml"), &cfg)
+			var targets []string
+			for _, am := range cfg.Alerting.Alertmanagers {
+				if am.Scheme != "" && am.Scheme != "http" || am.PathPrefix != "" {
+					t.Errorf("alertmanagers scheme %q, path_prefix %q; Alertmanager serves plain HTTP at /", am.Scheme, am.PathPrefix)
+				}
+				for _, sc := range am.StaticConfigs {
+					targets = append(targets, sc.Targets...)
+				}
+			}
+			if len(targets) != 1 {
+				t.Fatalf("Prometheus sends alerts to %v; want the one alertmanager service", targets)
+			}
+			host, p, _ := net.SplitHostPort(targets[0])
+			am := svc(t, host)
+			if !strings.HasPrefix(am.Image, "prom/alertmanager:") {
+				t.Errorf("Prometheus sends alerts to %s, which runs %s, not prom/alertmanager", host, am.Image)
+			}
+			if listen := port(t, flag(am.Command, "--web.listen-address", ":9093")); listen != p {
+				t.Errorf("Prometheus sends alerts to port %s, Alertmanager listens on %s", p, listen)
+			}
+		}},
+		{"Alertmanager reads its config", func(t *testing.T) {
+			am := svc(t, "alertmanager")
+			config := flag(am.Command, "--config.file", "/etc/alertmanager/alertmanager.yml")
+			if !hasBind(am, "deploy/compose/alertmanager/alertmanager.yml", config) {
+				t.Errorf("alertmanager.yml not mounted at %s, where --config.file points: %+v", config, am.Volumes)
+			}
+			storage := flag(am.Command, "--storage.path", "/alertmanager")
+			if !hasVolume(am, "alertmanager-data", storage) {
+				t.Errorf("silences are kept in %s, which is not the volume alertmanager-data: %+v", storage, am.Volumes)
 			}
 		}},
 		{"Grafana provisioning", func(t *testing.T) {
@@ -483,13 +531,14 @@ func TestComposeInterpolation(t *testing.T) {
 		chUser, chPassword       string
 		logLevel, image, grafana string
 		corsOrigins              string
+		alertmanager             string
 	}{
-		{"defaults", nil, "127.0.0.1", "8000", "cms", "cms-local", "info", "assistantcms/cms:local", "3000", ""},
+		{"defaults", nil, "127.0.0.1", "8000", "cms", "cms-local", "info", "assistantcms/cms:local", "3000", "", "9093"},
 		{"overrides", map[string]string{
 			"GATEWAY_PUBLISH_ADDR": "0.0.0.0", "GATEWAY_PORT": "18000", "CLICKHOUSE_USER": "writer",
 			"CLICKHOUSE_PASSWORD": "s3cret", "LOG_LEVEL": "debug", "CMS_IMAGE": "registry.example/cms:1.2", "GRAFANA_PORT": "13000",
-			"CORS_ALLOWED_ORIGINS": "https://app.example.com",
-		}, "0.0.0.0", "18000", "writer", "s3cret", "debug", "registry.example/cms:1.2", "13000", "https://app.example.com"},
+			"CORS_ALLOWED_ORIGINS": "https://app.example.com", "ALERTMANAGER_PORT": "19093",
+		}, "0.0.0.0", "18000", "writer", "s3cret", "debug", "registry.example/cms:1.2", "13000", "https://app.example.com", "19093"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -503,6 +552,9 @@ func TestComposeInterpolation(t *testing.T) {
 			}
 			if g := p.Services["grafana"].Ports[0]; g.Published != tt.grafana || g.HostIP != "127.0.0.1" {
 				t.Errorf("grafana published on %s:%s, want 127.0.0.1:%s", g.HostIP, g.Published, tt.grafana)
+			}
+			if a := p.Services["alertmanager"].Ports[0]; a.Published != tt.alertmanager || a.HostIP != "127.0.0.1" {
+				t.Errorf("alertmanager published on %s:%s, want 127.0.0.1:%s", a.HostIP, a.Published, tt.alertmanager)
 			}
 			for _, name := range []string{"clickhouse", "consumer", "api"} {
 				s := p.Services[name]
@@ -523,6 +575,61 @@ func TestComposeInterpolation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAlertmanagerConfig checks alertmanager.yml with Alertmanager's own
+// amtool, and that each severity the alerts carry reaches the receiver
+// named after it.
+func TestAlertmanagerConfig(t *testing.T) {
+	var out strings.Builder
+	amtool, err := debpkg.Ensure(t.Context(), &out, []string{"amtool"}, "prometheus-alertmanager")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	const config = "alertmanager/alertmanager.yml"
+	if b, err := exec.Command(amtool, "check-config", config).CombinedOutput(); err != nil || !strings.Contains(string(b), "SUCCESS") {
+		t.Errorf("amtool check-config: %v\n%s", err, b)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Labels map[string]string `yaml:"labels"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/alerts.yml"), &rules)
+	severities := map[string]bool{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			severities[r.Labels["severity"]] = true
+		}
+	}
+	tests := []struct{ severity, receiver string }{
+		{"critical", "critical"},
+		{"warning", "warning"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.severity, func(t *testing.T) {
+			delete(severities, tt.severity)
+			b, err := exec.Command(amtool, "config", "routes", "test", "--config.file="+config, "severity="+tt.severity).Output()
+			if got := strings.TrimSpace(string(b)); err != nil || got != tt.receiver {
+				t.Errorf("an alert of severity %s goes to %q (%v), want %s", tt.severity, got, err, tt.receiver)
+			}
+		})
+	}
+	if len(severities) > 0 {
+		t.Errorf("alerts.yml uses severities %v, which this test does not route", slices.Sorted(maps.Keys(severities)))
+	}
+}
+
+// flag is the value of a --name=value argument, or def without one.
+func flag(args []string, name, def string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return def
 }
 
 func isRoot(user string) bool {

@@ -7,8 +7,10 @@
 // PostgreSQL server on loopback ports; ClickHouse and PostgreSQL come from
 // Debian's packages and are installed with apt when missing (as root), as
 // are ZooKeeper (Debian's zookeeper), which coordinates the tests'
-// ClickHouse cluster, promtool (Debian's prometheus package), which checks
-// the alerting rules and the dashboards' queries, and Chromium, which
+// ClickHouse cluster, promtool (Debian's prometheus package) and amtool
+// (prometheus-alertmanager), which check
+// the alerting rules, the dashboards' queries and the Alertmanager
+// configuration, and Chromium, which
 // renders the status page in its test. Node.js and npm (Debian's nodejs and npm) run the
 // assistant runtime of deploy/runtime, whose npm packages (the reference
 // client) are installed with npm ci from its package-lock.json, and the
@@ -49,10 +51,11 @@ func main() {
 		os.Exit(1)
 	}
 	for _, tool := range []struct{ bin, pkg string }{
-		{"promtool", "prometheus"}, // checks the alerting rules and dashboard queries
-		{"chromium", "chromium"},   // renders the status page
-		{"node", "nodejs"},         // runs the reference client's runtime
-		{"npm", "npm"},             // installs the reference client
+		{"promtool", "prometheus"},            // checks the alerting rules and dashboard queries
+		{"amtool", "prometheus-alertmanager"}, // checks the Alertmanager configuration
+		{"chromium", "chromium"},              // renders the status page
+		{"node", "nodejs"},                    // runs the reference client's runtime
+		{"npm", "npm"},                        // installs the reference client
 	} {
 		if _, err := debpkg.Ensure(ctx, os.Stderr, []string{tool.bin}, tool.pkg); err != nil {
 			fmt.Fprintf(os.Stderr, "test: install %s: %v\n", tool.bin, err)
