@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/buildinfo"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/admin"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
@@ -40,6 +41,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.SetOutput(flagOut)
 	contentDB := fs.Secret("content-db", "CONTENT_DB", "cms.db", "content database: a SQLite file `path` or a postgres:// URL")
 	logLevel := fs.String("log-level", "LOG_LEVEL", "info", "log `level`: debug, info, warn or error")
+	// No variable, as for the services' -version.
+	version := fs.FlagSet.Bool("version", false, "print the version, revision and Go version, and exit")
 	fs.Usage = func() { usage(ctx, fs.FlagSet, fs.Output()) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -51,6 +54,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			fmt.Fprintln(stderr, "api:", err)
 		}
 		return admin.ExitUsage
+	}
+	if *version {
+		fmt.Fprintln(stdout, buildinfo.String("api"))
+		return admin.ExitOK
 	}
 	log, err := logging.Text(stderr, *logLevel)
 	if err != nil {
@@ -74,7 +81,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			run = func() error { return runGateway(ctx, rest[1:], lookupEnv, *logLevel, stderr) }
 		}
 		if err := run(); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
+			// -h and -version answer without serving.
+			if errors.Is(err, flag.ErrHelp) || errors.Is(err, launch.ErrVersionPrinted) {
 				return admin.ExitOK
 			}
 			fmt.Fprintln(stderr, "api:", err)

@@ -56,6 +56,9 @@ func run(args []string) error {
 		return err
 	}
 	settings, err := svcFlags.Start(os.Stderr)
+	if errors.Is(err, launch.ErrVersionPrinted) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -62,6 +63,9 @@ func run(args []string) error {
 		return err
 	}
 	settings, err := svcFlags.Start(os.Stderr)
+	if errors.Is(err, launch.ErrVersionPrinted) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -89,6 +89,24 @@ func TestBuild(t *testing.T) {
 				}
 			}
 		}},
+		{"every binary and service answers -version with VERSION and the revision", func(t *testing.T) {
+			want := releaseVersion(t)
+			// A checkout's commit, as git rev-parse --short prints it;
+			// "unknown" outside one.
+			rev := `[0-9a-f]{7,40}`
+			if _, err := os.Stat(filepath.Join(repoRoot, ".git")); err != nil {
+				rev = "unknown"
+			}
+			for _, args := range [][]string{{"ingest"}, {"consumer"}, {"api"}, {"api", "serve"}, {"api", "gateway"}} {
+				cmd := exec.CommandContext(t.Context(), bin(args[0]), append(args[1:], "-version")...)
+				cmd.Env = []string{}
+				b, err := cmd.Output()
+				line := regexp.MustCompile(`^` + args[0] + ` ` + regexp.QuoteMeta(want) + ` \(revision ` + rev + `, go` + regexp.QuoteMeta(goVersion(t)) + `\)\n$`)
+				if err != nil || !line.Match(b) {
+					t.Errorf("%q -version: %v, printed %q; want a line matching %s", args, err, b, line)
+				}
+			}
+		}},
 		{"the built api probes", func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path != "/readyz" {
@@ -164,4 +182,18 @@ func TestBuildUsage(t *testing.T) {
 			t.Errorf("deploy/build %q: %v, want exit 2 with usage\n%s", args, err, b)
 		}
 	}
+}
+
+// releaseVersion is the version in VERSION, which deploy/build stamps.
+func releaseVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.TrimSpace(string(b))
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`).MatchString(v) {
+		t.Fatalf("VERSION %q: want a semantic version such as 0.19.0", v)
+	}
+	return v
 }

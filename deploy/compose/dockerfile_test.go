@@ -345,6 +345,21 @@ func TestDockerfile(t *testing.T) {
 				t.Errorf("no RUN deploy/build /out in %+v", builder.all("RUN"))
 			}
 		}},
+		{"the builder passes the revision to deploy/build, which reads it", func(t *testing.T) {
+			// The context has no .git: without the argument every image's
+			// binaries would say "revision unknown".
+			declared := slices.ContainsFunc(builder.all("ARG"), func(in instruction) bool {
+				name, _, _ := strings.Cut(in.args, "=")
+				return name == "CMS_REVISION"
+			})
+			script, err := os.ReadFile(filepath.Join(repoRoot, "deploy/build"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !declared || !strings.Contains(string(script), "CMS_REVISION") {
+				t.Errorf("builder declares ARG CMS_REVISION: %v; deploy/build reads it: %v", declared, strings.Contains(string(script), "CMS_REVISION"))
+			}
+		}},
 		{"runs as nonroot", func(t *testing.T) {
 			if u := final.last("USER"); !slices.Contains([]string{"nonroot", "nonroot:nonroot", "65532", "65532:65532"}, u) {
 				t.Errorf("USER %q, want nonroot (65532)", u)
@@ -408,7 +423,7 @@ func TestDockerfile(t *testing.T) {
 					t.Errorf("%s is sent to the builder", p)
 				}
 			}
-			needed := []string{"go.mod", "go.sum", "deploy/build"}
+			needed := []string{"go.mod", "go.sum", "deploy/build", "VERSION", "LICENSE"}
 			for _, dir := range []string{"cmd", "pkg", "schemas"} {
 				filepath.WalkDir(filepath.Join(repoRoot, dir), func(p string, d fs.DirEntry, err error) error {
 					if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") || strings.Contains(p, "/testdata/") {
@@ -472,7 +487,8 @@ func TestDockerfile(t *testing.T) {
 				}
 				return out
 			}(), " ")
-			for _, key := range []string{"org.opencontainers.image.title=", "org.opencontainers.image.source=", "org.opencontainers.image.description="} {
+			for _, key := range []string{"org.opencontainers.image.title=", "org.opencontainers.image.source=", "org.opencontainers.image.description=",
+				`org.opencontainers.image.licenses="Apache-2.0"`} {
 				if !strings.Contains(labels, key) {
 					t.Errorf("no label %s", strings.TrimSuffix(key, "="))
 				}

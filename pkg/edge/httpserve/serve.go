@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/assistantcms/cms/pkg/buildinfo"
 )
 
 // NewServer returns a server answering with h within limits l (taken as
@@ -29,11 +31,25 @@ func NewServer(h http.Handler, l Limits, log *slog.Logger) *http.Server {
 }
 
 // NewRegistry returns a metrics registry holding the Go runtime's and the
-// process's collectors and cs.
+// process's collectors, the build's cms_build_info and cs.
 func NewRegistry(cs ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(append([]prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, cs...)...)
+	reg.MustRegister(append([]prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo()}, cs...)...)
 	return reg
+}
+
+// buildInfo returns cms_build_info, a gauge always 1 whose labels name the
+// running build, so that dashboards and the status page can show which
+// version each instance runs.
+func buildInfo() prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "cms_build_info",
+		Help: "Always 1; the labels name the running build: version, source revision and Go version.",
+		ConstLabels: prometheus.Labels{"version": buildinfo.Version(), "revision": buildinfo.Revision(),
+			"goversion": buildinfo.GoVersion()},
+	})
+	g.Set(1)
+	return g
 }
 
 // Mount registers the endpoints every service answers GET on: /metrics

@@ -3,20 +3,24 @@
 // every one of them has (listen address, profiling address, shutdown
 // timeout, log level, HTTP limits and, where pages may call, CORS
 // origins), and the start-up once they are parsed: the logger, the
-// signal context, the listeners and serving until a signal.
+// signal context, the listeners and serving until a signal. Every
+// service also answers -version and logs its build when it starts.
 package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/buildinfo"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/envflag"
@@ -58,6 +62,9 @@ type Flags struct {
 	shutdown                      *time.Duration
 	readHeader, read, write, idle *time.Duration
 	maxHeader                     *int
+	version                       *bool
+	// stdout is where -version prints; os.Stdout but in tests.
+	stdout io.Writer
 }
 
 // Names of the shared variables.
@@ -78,7 +85,10 @@ func Define(fs *envflag.Set, o Options) *Flags {
 	for env, old := range o.FormerEnv {
 		fs.Alias(env, old)
 	}
-	f := &Flags{opts: o, fs: fs, logLevel: o.LogLevel}
+	f := &Flags{opts: o, fs: fs, logLevel: o.LogLevel, stdout: os.Stdout}
+	// No variable: a setting left in the environment must never stop a
+	// service from starting.
+	f.version = fs.FlagSet.Bool("version", false, "print the version, revision and Go version, and exit")
 	f.addr = fs.String("addr", o.AddrEnv, o.Addr, o.AddrHelp)
 	f.shutdown = fs.Duration("shutdown-timeout", EnvShutdownTimeout, o.ShutdownTimeout, o.ShutdownHelp)
 	if f.logLevel == nil {
@@ -115,10 +125,24 @@ type Settings struct {
 	Log *slog.Logger
 }
 
+// ErrVersionPrinted is what Start returns for -version, once the version
+// is printed: the command exits 0 without starting.
+var ErrVersionPrinted = errors.New("version printed")
+
 // Start checks the shared settings once the flag set is parsed and
-// returns them with a logger writing JSON lines to w, which first warns
-// of each former variable name the environment set.
+// returns them with a logger writing JSON lines to w, which first logs
+// the build and warns of each former variable name the environment set.
+// With -version it only prints the version to stdout and returns
+// ErrVersionPrinted.
 func (f *Flags) Start(w io.Writer) (Settings, error) {
+	if *f.version {
+		// "api serve" is the api binary: the version is the binary's.
+		program, _, _ := strings.Cut(f.fs.Name(), " ")
+		if _, err := fmt.Fprintln(f.stdout, buildinfo.String(program)); err != nil {
+			return Settings{}, fmt.Errorf("print the version: %w", err)
+		}
+		return Settings{}, ErrVersionPrinted
+	}
 	s := Settings{Addr: *f.addr, DebugAddr: *f.debugAddr, ShutdownTimeout: *f.shutdown,
 		HTTP: httpserve.Limits{ReadHeaderTimeout: *f.readHeader, ReadTimeout: *f.read, WriteTimeout: *f.write,
 			IdleTimeout: *f.idle, MaxHeaderBytes: *f.maxHeader}}
@@ -136,6 +160,8 @@ func (f *Flags) Start(w io.Writer) (Settings, error) {
 	if err != nil {
 		return s, err
 	}
+	log.Info("starting", "command", f.fs.Name(), "version", buildinfo.Version(), "revision", buildinfo.Revision(),
+		"go_version", buildinfo.GoVersion())
 	f.fs.LogDeprecations(log)
 	s.Log = log
 	return s, nil

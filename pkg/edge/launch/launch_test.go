@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"log/slog"
@@ -106,6 +107,11 @@ func TestStart(t *testing.T) {
 			if !tc.want(s) {
 				t.Errorf("settings %+v", s)
 			}
+			// Every start names the build it runs, at info.
+			start := `"msg":"starting","command":"svc","version":"dev"`
+			if s.Log.Enabled(context.Background(), slog.LevelInfo) != strings.Contains(logs.String(), start) {
+				t.Errorf("logs and %s disagree with the level:\n%s", start, logs.String())
+			}
 			for _, w := range tc.wantLogs {
 				if !strings.Contains(logs.String(), w) {
 					t.Errorf("logs lack %s:\n%s", w, logs.String())
@@ -154,6 +160,49 @@ func TestFlagsDefined(t *testing.T) {
 				if fs.Lookup(name) != nil {
 					t.Errorf("-%s defined", name)
 				}
+			}
+		})
+	}
+}
+
+// TestVersion checks -version: one line on stdout naming the binary, no
+// start, even where the settings would not start it.
+func TestVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name, fsName string
+		env          map[string]string
+		args         []string
+		want         string // a prefix of the line; "" for a normal start
+	}{
+		{"a service", "ingest", nil, []string{"-version"}, "ingest dev (revision "},
+		{"a subcommand prints its binary", "api serve", nil, []string{"-version"}, "api dev (revision "},
+		{"bad settings do not matter", "consumer", map[string]string{"HTTP_READ_TIMEOUT": "0s"}, []string{"-version"}, "consumer dev (revision "},
+		{"no variable sets it", "ingest", map[string]string{"VERSION": "true"}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := envflag.New(flag.NewFlagSet(tc.fsName, flag.ContinueOnError), func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			fs.SetOutput(io.Discard)
+			f := Define(fs, Options{AddrEnv: "SVC_ADDR", ShutdownTimeout: time.Second, HTTP: testLimits})
+			var out, logs bytes.Buffer
+			f.stdout = &out
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			_, err := f.Start(&logs)
+			if tc.want == "" {
+				if err != nil || out.Len() > 0 {
+					t.Errorf("Start = %v, printed %q; want a start", err, out.String())
+				}
+				return
+			}
+			if !errors.Is(err, ErrVersionPrinted) {
+				t.Errorf("Start = %v, want ErrVersionPrinted", err)
+			}
+			if line := out.String(); !strings.HasPrefix(line, tc.want) || !strings.HasSuffix(line, ")\n") || strings.Count(line, "\n") != 1 {
+				t.Errorf("printed %q, want one line starting %q", line, tc.want)
+			}
+			if logs.Len() > 0 {
+				t.Errorf("logged %s with -version", logs.String())
 			}
 		})
 	}

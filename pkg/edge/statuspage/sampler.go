@@ -208,6 +208,9 @@ type Sampler struct {
 	mu      sync.Mutex
 	samples []sampleValues
 	errs    []string
+	// builds is what each source's cms_build_info said at the last
+	// sample; zero where it did not answer or has no such metric.
+	builds []Build
 }
 
 // sampleValues holds a sample's numbers in definition order: for each
@@ -223,7 +226,8 @@ type sampleValues struct {
 // NewSampler samples sources every interval and keeps keep samples.
 func NewSampler(sources []Source, interval time.Duration, keep int, log *slog.Logger) *Sampler {
 	return &Sampler{sources: sources, interval: interval, keep: max(keep, 2), log: log,
-		charts: charts(), counters: counters(), breakdowns: breakdowns(), errs: make([]string, len(sources)), now: time.Now}
+		charts: charts(), counters: counters(), breakdowns: breakdowns(), errs: make([]string, len(sources)),
+		builds: make([]Build, len(sources)), now: time.Now}
 }
 
 // Run samples until ctx ends.
@@ -259,8 +263,10 @@ func (s *Sampler) Sample(ctx context.Context) {
 	}
 	wg.Wait()
 	v := sampleValues{at: s.now(), up: make([]bool, len(s.sources))}
+	builds := make([]Build, len(s.sources))
 	for i := range s.sources {
 		v.up[i] = fams[i] != nil
+		builds[i] = buildOf(fams[i])
 	}
 	sum := func(m measure) float64 {
 		var t float64
@@ -299,7 +305,7 @@ func (s *Sampler) Sample(ctx context.Context) {
 			s.log.Warn("status page source unreadable", "source", s.sources[i].Name, "err", e)
 		}
 	}
-	s.errs = errs
+	s.errs, s.builds = errs, builds
 	if len(s.samples) == s.keep {
 		s.samples = slices.Delete(s.samples, 0, 1)
 	}
@@ -315,11 +321,47 @@ type Snapshot struct {
 	Charts          []Chart       `json:"charts"`
 }
 
-// SourceState says whether a source answered the last sample.
+// SourceState says whether a source answered the last sample, and which
+// build it runs.
 type SourceState struct {
 	Name  string `json:"name"`
 	Up    bool   `json:"up"`
 	Error string `json:"error,omitempty"`
+	Build
+}
+
+// Build is what a source's cms_build_info names; empty for a source down
+// or one that exports no such metric (a release before it did).
+type Build struct {
+	Version   string `json:"version,omitempty"`
+	Revision  string `json:"revision,omitempty"`
+	GoVersion string `json:"goVersion,omitempty"`
+}
+
+// buildInfoMetric is the gauge every service exports with its build as
+// labels (httpserve.NewRegistry registers it).
+const buildInfoMetric = "cms_build_info"
+
+// buildOf reads a source's build from its cms_build_info. A source has
+// one series; were there more (a proxy merging instances), the first is
+// taken.
+func buildOf(fams map[string]*dto.MetricFamily) Build {
+	f := fams[buildInfoMetric]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return Build{}
+	}
+	var b Build
+	for _, l := range f.GetMetric()[0].GetLabel() {
+		switch l.GetName() {
+		case "version":
+			b.Version = l.GetValue()
+		case "revision":
+			b.Revision = l.GetValue()
+		case "goversion":
+			b.GoVersion = l.GetValue()
+		}
+	}
+	return b
 }
 
 // Counter is a total at the last sample; null unless every source
@@ -371,7 +413,7 @@ func (s *Sampler) Snapshot() Snapshot {
 		last = &s.samples[n-1]
 	}
 	for i, src := range s.sources {
-		snap.Sources[i] = SourceState{Name: src.Name, Up: last != nil && last.up[i], Error: s.errs[i]}
+		snap.Sources[i] = SourceState{Name: src.Name, Up: last != nil && last.up[i], Error: s.errs[i], Build: s.builds[i]}
 	}
 	// Rates and means need two samples; each point stands for the
 	// interval ending at its time.

@@ -16,6 +16,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/assistantcms/cms/internal/headless"
+	"github.com/assistantcms/cms/pkg/buildinfo"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
 
 func TestParseSources(t *testing.T) {
@@ -430,4 +432,100 @@ func cellText(h string) string {
 		lines = append(lines, strings.TrimSuffix(l, "|"))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// buildSource is a service exporting cms_build_info as the services do,
+// scraped over HTTP in the text format.
+func buildSource(t *testing.T, name, version, revision, goVersion string) Source {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "cms_build_info",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goVersion}})
+	g.Set(1)
+	reg.MustRegister(g)
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
+	return Remote(name, srv.URL, srv.Client())
+}
+
+func TestSourcesShowTheirBuild(t *testing.T) {
+	down := Source{Name: "ingest-b", Gather: func(context.Context) (map[string]*dto.MetricFamily, error) {
+		return nil, errors.New("connection refused")
+	}}
+	for _, tc := range []struct {
+		name string
+		src  Source
+		want Build
+	}{
+		// The registry every service serves /metrics from.
+		{"this process", Local("api", httpserve.NewRegistry()),
+			Build{Version: buildinfo.Version(), Revision: buildinfo.Revision(), GoVersion: buildinfo.GoVersion()}},
+		{"scraped", buildSource(t, "ingest", "0.19.0", "abc1234", "go1.26.8"), Build{"0.19.0", "abc1234", "go1.26.8"}},
+		{"a release without the metric", Local("consumer", newFakeConsumer().reg), Build{}},
+		{"down", down, Build{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSampler([]Source{tc.src}, time.Second, 3, nil)
+			s.Sample(context.Background())
+			if got := s.Snapshot().Sources[0].Build; got != tc.want {
+				t.Errorf("build %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSourceBuildFollowsRestarts(t *testing.T) {
+	// A source upgraded between samples shows its new version; one gone
+	// down shows none rather than the last it had.
+	var current Source
+	s := NewSampler([]Source{{Name: "ingest", Gather: func(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+		return current.Gather(ctx)
+	}}}, time.Second, 3, nil)
+	for _, step := range []struct {
+		name string
+		src  Source
+		want string
+	}{
+		{"first", buildSource(t, "ingest", "0.18.0", "aaa1111", "go1.26.8"), "0.18.0"},
+		{"upgraded", buildSource(t, "ingest", "0.19.0", "bbb2222", "go1.26.8"), "0.19.0"},
+		{"down", Source{Gather: func(context.Context) (map[string]*dto.MetricFamily, error) { return nil, errors.New("refused") }}, ""},
+	} {
+		current = step.src
+		s.Sample(context.Background())
+		if got := s.Snapshot().Sources[0].Version; got != step.want {
+			t.Errorf("%s: version %q, want %q", step.name, got, step.want)
+		}
+	}
+}
+
+// TestPageShowsVersions renders the page in headless Chromium and reads
+// each source's line.
+func TestPageShowsVersions(t *testing.T) {
+	down := Source{Name: "ingest", Gather: func(context.Context) (map[string]*dto.MetricFamily, error) {
+		return nil, errors.New("connection refused")
+	}}
+	sources := []Source{
+		buildSource(t, "consumer", "0.19.0", "abc1234", "go1.26.8"),
+		Local("api", newFakeConsumer().reg),
+		down,
+	}
+	s := NewSampler(sources, time.Second, 3, nil)
+	s.Sample(context.Background())
+	mux := http.NewServeMux()
+	mux.Handle(Path, PageHandler())
+	mux.Handle(DataPath, s.DataHandler())
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dom := headless.DumpDOM(t.Context(), t, srv.URL+Path, 3*time.Second)
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"version, with revision and Go on hover", `<span class="up">● consumer<small class="version" title="revision abc1234, go1.26.8">0.19.0</small></span>`},
+		{"no metric: the name alone", `<span class="up">● api</span>`},
+		{"down: no version", `<span class="down" title="connection refused">○ ingest</span>`},
+	} {
+		if !strings.Contains(dom, tc.want) {
+			t.Errorf("%s: no %s on the page:\n%s", tc.name, tc.want, dom)
+		}
+	}
 }
