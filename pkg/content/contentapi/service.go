@@ -17,6 +17,7 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
+	"github.com/assistantcms/cms/schemas/openapi"
 )
 
 // ServiceConfig is everything the api process serves with.
@@ -148,6 +149,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	status := statuspage.NewSampler(append([]statuspage.Source{statuspage.Local("api", reg)}, cfg.StatusSources...),
 		interval, int(5*time.Minute/interval)+1, log)
 	engine.GET(statuspage.Path, gin.WrapH(statuspage.PageHandler()))
+	engine.GET(openapi.Path, gin.WrapH(openapi.Handler()))
 	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
 	analytics := analyticspage.New(cfg.Analytics, log)
 	engine.GET(analyticspage.Path, gin.WrapH(analytics.PageHandler()))
