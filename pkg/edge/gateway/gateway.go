@@ -292,18 +292,17 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 }
 
 // clientPaths answers 404 itself to every path but /cms/..., the health
-// endpoints and the gateway's own operator endpoints, which httpserve
-// keeps on the operator listener: whatever else an upstream serves
-// (/status, /analytics) is for operators, who call the upstream's
-// operator address.
+// endpoints and the gateway's own /metrics, which httpserve keeps on the
+// operator listener: whatever else an upstream serves (/status,
+// /analytics) is for operators, who call the upstream's operator address.
 func clientPaths(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if strings.HasPrefix(p, "/cms/") || httpserve.IsHealthPath(p) || p == "/metrics" || strings.HasPrefix(p, "/debug/pprof/") {
+		if strings.HasPrefix(p, "/cms/") || httpserve.IsHealthPath(p) || p == "/metrics" {
 			h.ServeHTTP(w, r)
 			return
 		}
-		httpserve.Error(w, http.StatusNotFound, "", "No such path here: clients call /cms/...")
+		httpserve.Error(w, http.StatusNotFound, "", "The gateway serves no "+p+": clients call /cms/... paths.")
 	})
 }
 

@@ -157,3 +157,22 @@ func TestServeOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestServeOperatorFails checks that a failing operator listener ends
+// Serve and closes the main one too.
+func TestServeOperatorFails(t *testing.T) {
+	ln, err := Listen(discard(), "127.0.0.1:0", "", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	OperatorOf(ln).Close()
+	main := ln.Addr().String()
+	err = Serve(t.Context(), discard(), "test", NewServer(http.NotFoundHandler(), DefaultLimits(), discard()), ln, NewChecker(), time.Second)
+	if err == nil || !strings.Contains(err.Error(), "serve HTTP") {
+		t.Errorf("Serve with a closed operator listener = %v", err)
+	}
+	if c, err := net.Dial("tcp", main); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections", main)
+	}
+}

@@ -115,15 +115,23 @@ func Serve(ctx context.Context, log *slog.Logger, name string, srv *http.Server,
 	if op := OperatorOf(ln); op != nil {
 		opSrv := operatorServer(srv)
 		srv.Handler = MainOnly(srv.Handler)
-		ln = ln.(*Listener).Listener
 		servers = append(servers, opSrv)
 		go func() { errc <- opSrv.Serve(op) }()
 		log.Info(name+" operator endpoints listening", "addr", op.Addr().String())
 	}
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info(name+" listening", append([]any{"addr", ln.Addr().String()}, attrs...)...)
+	// The main server gets the main listener alone: the operator one is
+	// its own server's to close.
+	main := ln
+	if l, ok := ln.(*Listener); ok {
+		main = l.Listener
+	}
+	go func() { errc <- srv.Serve(main) }()
+	log.Info(name+" listening", append([]any{"addr", main.Addr().String()}, attrs...)...)
 	select {
 	case err := <-errc:
+		// Neither listener outlives a failure, whichever server had
+		// started; closing twice does no harm.
+		ln.Close()
 		for _, s := range servers {
 			s.Close()
 		}

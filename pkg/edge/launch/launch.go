@@ -202,8 +202,8 @@ func Signals(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // Serve opens the listener on the settings' address, the operator one
 // and the profiling endpoints when addresses are given for them, then
-// runs serve on it:
-// a service's own Serve, which answers until ctx ends and then drains.
+// runs serve on it: a service's own Serve, which answers until ctx ends
+// and then drains.
 func (s Settings) Serve(ctx context.Context, serve func(ctx context.Context, ln net.Listener) error) error {
 	ln, err := httpserve.Listen(s.Log, s.Addr, s.DebugAddr, s.OperatorAddr)
 	if err != nil {
