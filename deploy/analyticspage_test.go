@@ -37,10 +37,11 @@ func rawFigures(ctx context.Context, t *testing.T, s *chstore.Store, appID, day 
 	return r
 }
 
-// analyticsData reads the page's report through the gateway.
-func analyticsData(t *testing.T, gateway, appID string, days int) chstore.Report {
+// analyticsData reads the page's report from base, the api's operator
+// address.
+func analyticsData(t *testing.T, base, appID string, days int) chstore.Report {
 	t.Helper()
-	u := gateway + analyticspage.DataPath + "?app=" + appID + "&days=" + strconv.Itoa(days)
+	u := base + analyticspage.DataPath + "?app=" + appID + "&days=" + strconv.Itoa(days)
 	r := do(t, http.MethodGet, u, "", "")
 	if r.code != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", u, r.code, r.body)
@@ -52,11 +53,11 @@ func analyticsData(t *testing.T, gateway, appID string, days int) chstore.Report
 	return rep
 }
 
-// checkAnalyticsPage reads the analytics of the demo traffic through the
-// gateway, checks today's figures against the events in ClickHouse, and
+// checkAnalyticsPage reads the analytics of the demo traffic from base,
+// the api's operator address, checks today's figures against the events in ClickHouse, and
 // checks that the page draws every series that has data, and none that
 // has not.
-func checkAnalyticsPage(ctx context.Context, t *testing.T, st *localstack.Stack, gateway string) {
+func checkAnalyticsPage(ctx context.Context, t *testing.T, st *localstack.Stack, base string) {
 	t.Helper()
 	const app = "demo-app"
 	store, err := chstore.Open(ctx, chstore.Config{Addrs: []string{st.ClickHouse}})
@@ -67,7 +68,7 @@ func checkAnalyticsPage(ctx context.Context, t *testing.T, st *localstack.Stack,
 
 	var rep chstore.Report
 	waitFor(t, 60*time.Second, "analytics data with turns", func() bool {
-		rep = analyticsData(t, gateway, app, 1)
+		rep = analyticsData(t, base, app, 1)
 		return rep.Totals.Turns > 0
 	})
 	// Events may still be on their way to ClickHouse: the rollups are
@@ -81,7 +82,7 @@ func checkAnalyticsPage(ctx context.Context, t *testing.T, st *localstack.Stack,
 		}
 	}()
 	waitFor(t, 60*time.Second, "today's rollups equal to the events' exact counts", func() bool {
-		rep = analyticsData(t, gateway, app, 1)
+		rep = analyticsData(t, base, app, 1)
 		if len(rep.Days) != 1 {
 			t.Fatalf("one day of analytics has days %+v", rep.Days)
 		}
@@ -103,7 +104,7 @@ func checkAnalyticsPage(ctx context.Context, t *testing.T, st *localstack.Stack,
 	if matched == 0 || matched > tt.Turns {
 		t.Errorf("the top intents matched %d turns of %d", matched, tt.Turns)
 	}
-	month := analyticsData(t, gateway, app, 30)
+	month := analyticsData(t, base, app, 30)
 	if len(month.Days) != 30 || month.Days[29] != today || month.Totals.Turns != tt.Turns {
 		t.Errorf("30 days: %d days, the last %+v, %d turns; want today %+v last and %d turns", len(month.Days), month.Days[29], month.Totals.Turns, today, tt.Turns)
 	}
@@ -148,7 +149,7 @@ func checkAnalyticsPage(ctx context.Context, t *testing.T, st *localstack.Stack,
 		if days == 30 && keep != "" {
 			t.Setenv("STATUS_SCREENSHOT", keep)
 		}
-		shot := screenshot(ctx, t, gateway+analyticspage.Path+"?app="+app+"&days="+strconv.Itoa(days))
+		shot := screenshot(ctx, t, base+analyticspage.Path+"?app="+app+"&days="+strconv.Itoa(days))
 		for _, sr := range series {
 			n := shaded(shot, rgb(t, sr.color))
 			switch {

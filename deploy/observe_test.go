@@ -29,6 +29,7 @@ import (
 	"github.com/assistantcms/cms/internal/headless"
 	"github.com/assistantcms/cms/internal/localstack"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/edge/analyticspage"
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
 )
 
@@ -251,6 +252,9 @@ func TestLiveStack(t *testing.T) {
 	}
 	t.Cleanup(st.Stop)
 	one := "http://" + st.Gateway
+	// The status and analytics pages answer on the api's operator
+	// address; the one address clients call never shows them.
+	pages := "http://" + st.APIOperator
 
 	sent := sendTraffic(ctx, t, one, st.Token)
 	accepted := sent.Accepted
@@ -261,12 +265,12 @@ func TestLiveStack(t *testing.T) {
 	defer stopBusy()
 	// Rows reach ClickHouse within a few flushes.
 	waitFor(t, 60*time.Second, "every accepted event written to ClickHouse", func() bool {
-		return scrapeValue(t, "http://"+st.Consumer+"/metrics", "cms_consumer_rows_inserted_total") >= float64(accepted)
+		return scrapeValue(t, "http://"+st.ConsumerOperator+"/metrics", "cms_consumer_rows_inserted_total") >= float64(accepted)
 	})
 
 	t.Run("dashboards and alerts read exported metrics", func(t *testing.T) {
 		exported := map[string]bool{}
-		for _, addr := range []string{st.Ingest, st.Consumer, st.API, st.Gateway} {
+		for _, addr := range []string{st.IngestOperator, st.ConsumerOperator, st.APIOperator, st.GatewayOperator} {
 			for name := range scrapeNames(t, "http://"+addr+"/metrics") {
 				exported[name] = true
 			}
@@ -284,7 +288,7 @@ func TestLiveStack(t *testing.T) {
 		// The sampler has seen the traffic once the rates over it are in.
 		var snap statuspage.Snapshot
 		waitFor(t, 30*time.Second, "status data with events, rows and requests", func() bool {
-			snap = statusData(t, one)
+			snap = statusData(t, pages)
 			return peak(snap, "Events per second", "accepted") > 0 &&
 				peak(snap, "Rows written to ClickHouse per second", "rows") > 0 &&
 				peak(snap, "Content API requests per second", "all") > 0
@@ -294,7 +298,7 @@ func TestLiveStack(t *testing.T) {
 				t.Errorf("source %s is down on the status page: %s", s.Name, s.Error)
 			}
 		}
-		shot := screenshot(ctx, t, one+statuspage.Path)
+		shot := screenshot(ctx, t, pages+statuspage.Path)
 		stopBusy()
 		// Each chart shades the area under its series in the series'
 		// colour at 20%: a series with data covers many pixels, one at
@@ -328,12 +332,12 @@ func TestLiveStack(t *testing.T) {
 		want := map[string]float64{rejectedReason: 1}
 		var snap statuspage.Snapshot
 		waitFor(t, 60*time.Second, "status data with the quarantined event and its row", func() bool {
-			snap = statusData(t, one)
+			snap = statusData(t, pages)
 			rows := counterValue(snap, "Quarantined rows in ClickHouse")
 			got, ok := quarantinedByReason(snap)
 			return ok && maps.Equal(got, want) && rows != nil && *rows == 1
 		})
-		dom := headless.DumpDOM(ctx, t, one+statuspage.Path, 5*time.Second)
+		dom := headless.DumpDOM(ctx, t, pages+statuspage.Path, 5*time.Second)
 		table := regexp.MustCompile(`<div class="breakdown"><h2>Quarantined by reason</h2>(.*?)</div>`).FindStringSubmatch(dom)
 		if table == nil {
 			t.Fatalf("no table of events quarantined by reason on the page:\n%s", dom)
@@ -349,7 +353,50 @@ func TestLiveStack(t *testing.T) {
 			t.Errorf("the page has no %s:\n%s", c, dom)
 		}
 	})
-	t.Run("analytics page draws the rollups", func(t *testing.T) { checkAnalyticsPage(ctx, t, st, one) })
+	t.Run("analytics page draws the rollups", func(t *testing.T) { checkAnalyticsPage(ctx, t, st, pages) })
+	t.Run("operator surfaces answer on operator addresses only", func(t *testing.T) { checkOperatorSurfaces(t, st) })
+}
+
+// checkOperatorSurfaces probes the one address clients call for every
+// operator surface: each answers 404 there and 200 on its service's
+// operator address, while clients' content and health still answer.
+func checkOperatorSurfaces(t *testing.T, st *localstack.Stack) {
+	one := "http://" + st.Gateway
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/cms/app", st.Token, http.StatusOK},
+		{"/healthz", "", http.StatusOK},
+		{"/readyz", "", http.StatusOK},
+		{"/metrics", "", http.StatusNotFound},
+		{statuspage.Path, "", http.StatusNotFound},
+		{statuspage.DataPath, "", http.StatusNotFound},
+		{analyticspage.Path, "", http.StatusNotFound},
+		{analyticspage.DataPath, "", http.StatusNotFound},
+		{"/debug/pprof/", "", http.StatusNotFound},
+	} {
+		if r := do(t, http.MethodGet, one+tc.path, tc.token, ""); r.code != tc.want {
+			t.Errorf("GET %s on the client address: %d, want %d: %.200s", tc.path, r.code, tc.want, r.body)
+		}
+	}
+	for _, tc := range []struct{ addr, path string }{
+		{st.IngestOperator, "/metrics"}, {st.ConsumerOperator, "/metrics"}, {st.APIOperator, "/metrics"}, {st.GatewayOperator, "/metrics"},
+		{st.IngestOperator, "/debug/pprof/"}, {st.GatewayOperator, "/debug/pprof/"},
+		{st.APIOperator, statuspage.Path}, {st.APIOperator, statuspage.DataPath},
+		{st.APIOperator, analyticspage.Path + "?app=demo-app"}, {st.APIOperator, analyticspage.DataPath + "?app=demo-app"},
+		{st.GatewayOperator, "/healthz"}, {st.APIOperator, "/readyz"},
+	} {
+		if r := do(t, http.MethodGet, "http://"+tc.addr+tc.path, "", ""); r.code != http.StatusOK {
+			t.Errorf("GET %s on the operator address %s: %d, want 200: %.200s", tc.path, tc.addr, r.code, r.body)
+		}
+	}
+	// The services' main addresses refuse operator paths too.
+	for _, addr := range []string{st.Ingest, st.Consumer, st.API} {
+		if r := do(t, http.MethodGet, "http://"+addr+"/metrics", "", ""); r.code != http.StatusNotFound {
+			t.Errorf("GET /metrics on the main address %s: %d, want 404", addr, r.code)
+		}
+	}
 }
 
 // rejectedReason is the reason of the one event sendTraffic has refused.

@@ -260,3 +260,38 @@ func TestBadConfigurationFails(t *testing.T) {
 		})
 	}
 }
+
+// TestOperatorAddress runs the binary with OPERATOR_ADDR: /metrics and the
+// profiles answer there only, the listen address answers them 404, and
+// health answers on both.
+func TestOperatorAddress(t *testing.T) {
+	port, err := devbroker.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := fmt.Sprintf("http://127.0.0.1:%d", port)
+	p := startIngest(t, fmt.Sprintf("OPERATOR_ADDR=127.0.0.1:%d", port))
+	for _, tc := range []struct {
+		url  string
+		want int
+		has  string
+	}{
+		{p.base + "/metrics", http.StatusNotFound, "served on the operator address"},
+		{p.base + "/debug/pprof/", http.StatusNotFound, "served on the operator address"},
+		{op + "/metrics", http.StatusOK, "cms_ingest_events_total"},
+		{op + "/debug/pprof/", http.StatusOK, "goroutine"},
+		{p.base + "/readyz", http.StatusOK, "ready"},
+		{op + "/readyz", http.StatusOK, "ready"},
+		{op + "/cms/app/events", http.StatusNotFound, "not served on the operator address"},
+	} {
+		resp, err := http.Get(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || !strings.Contains(string(b), tc.has) {
+			t.Errorf("GET %s: %d %.200s, want %d with %q", tc.url, resp.StatusCode, b, tc.want, tc.has)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/assistantcms/cms/internal/debpkg"
+	"github.com/assistantcms/cms/pkg/envflag"
 )
 
 const repoRoot = "../.."
@@ -95,6 +96,89 @@ func env(s types.ServiceConfig, name string) string {
 		return *v
 	}
 	return ""
+}
+
+// operatorAddrEnv is the variable of every server's operator address.
+const operatorAddrEnv = "OPERATOR_ADDR"
+
+// checkScrapeTargets checks that prometheus.yml scrapes each server once,
+// on its operator address: the only one that serves /metrics.
+func checkScrapeTargets(t *testing.T, p *types.Project) {
+	t.Helper()
+	var cfg struct {
+		ScrapeConfigs []struct {
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/prometheus.yml"), &cfg)
+	n := 0
+	for _, sc := range cfg.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			for _, target := range st.Targets {
+				n++
+				host, pt, _ := net.SplitHostPort(target)
+				s, ok := p.Services[host]
+				if !ok {
+					t.Errorf("Prometheus scrapes %s: no service %s", target, host)
+					continue
+				}
+				if got := env(s, operatorAddrEnv); got == "" || port(t, got) != pt {
+					t.Errorf("Prometheus scrapes %s, %s serves its operator endpoints on %q", target, host, got)
+				}
+			}
+		}
+	}
+	if n != len(listenEnv) {
+		t.Errorf("Prometheus scrapes %d targets, want the %d servers", n, len(listenEnv))
+	}
+}
+
+// checkOperatorAddrs checks that every server has an operator address
+// apart from its listen address, that the status page reads each
+// service's metrics there, and that no host reaches an operator address
+// but the api's, published on loopback for its status page.
+func checkOperatorAddrs(t *testing.T, p *types.Project) {
+	t.Helper()
+	operatorPort := map[string]string{}
+	for name, s := range p.Services {
+		lv, ok := listenEnv[command(s)]
+		if !ok || env(s, lv) == "" {
+			// One-shots such as "consumer migrate" serve nothing.
+			continue
+		}
+		op := env(s, operatorAddrEnv)
+		if op == "" {
+			t.Errorf("%s: no %s; /metrics and /status would answer on its listen address", name, operatorAddrEnv)
+			continue
+		}
+		if port(t, op) == port(t, env(s, lv)) {
+			t.Errorf("%s: %s=%s is its listen address", name, operatorAddrEnv, op)
+		}
+		operatorPort[name] = port(t, op)
+	}
+	sources := envflag.List(env(p.Services["api"], "STATUS_SOURCES"))
+	if len(sources) != 3 {
+		t.Errorf("STATUS_SOURCES=%v, want ingest, consumer and gateway", sources)
+	}
+	for _, src := range sources {
+		name, raw, _ := strings.Cut(src, "=")
+		u, err := url.Parse(raw)
+		if err != nil || u.Hostname() != name || u.Port() != operatorPort[name] || u.Path != "/metrics" {
+			t.Errorf("STATUS_SOURCES reads %s at %s, want http://%s:%s/metrics", name, raw, name, operatorPort[name])
+		}
+	}
+	for name, s := range p.Services {
+		for _, pc := range s.Ports {
+			if fmt.Sprint(pc.Target) != operatorPort[name] {
+				continue
+			}
+			if name != "api" || pc.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes its operator port %d on %q; only the api's, on 127.0.0.1", name, pc.Target, pc.HostIP)
+			}
+		}
+	}
 }
 
 func port(t *testing.T, hostport string) string {
@@ -298,32 +382,8 @@ func TestCompose(t *testing.T) {
 				}
 			}
 		}},
-		{"Prometheus scrapes where the services listen", func(t *testing.T) {
-			var cfg struct {
-				ScrapeConfigs []struct {
-					StaticConfigs []struct {
-						Targets []string `yaml:"targets"`
-					} `yaml:"static_configs"`
-				} `yaml:"scrape_configs"`
-			}
-			readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/prometheus.yml"), &cfg)
-			n := 0
-			for _, sc := range cfg.ScrapeConfigs {
-				for _, st := range sc.StaticConfigs {
-					for _, target := range st.Targets {
-						n++
-						host, p, _ := net.SplitHostPort(target)
-						s := svc(t, host)
-						if got := port(t, env(s, listenEnv[command(s)])); got != p {
-							t.Errorf("Prometheus scrapes %s, %s listens on %s", target, host, got)
-						}
-					}
-				}
-			}
-			if n != len(listenEnv) {
-				t.Errorf("Prometheus scrapes %d targets, want the %d servers", n, len(listenEnv))
-			}
-		}},
+		{"Prometheus scrapes the operator addresses", func(t *testing.T) { checkScrapeTargets(t, p) }},
+		{"operator addresses: every server has one, read where it is served", func(t *testing.T) { checkOperatorAddrs(t, p) }},
 		{"one content database on the shared volume", func(t *testing.T) {
 			for name := range ourServices {
 				s := svc(t, name)
@@ -364,7 +424,7 @@ func TestCompose(t *testing.T) {
 					published[name] = pc.Published
 				}
 			}
-			want := map[string]string{"gateway": "8000", "prometheus": "9090", "alertmanager": "9093", "grafana": "3000"}
+			want := map[string]string{"gateway": "8000", "api": "9080", "prometheus": "9090", "alertmanager": "9093", "grafana": "3000"}
 			if !maps.Equal(published, want) {
 				t.Errorf("published %v, want %v", published, want)
 			}

@@ -101,6 +101,11 @@ func TestProductionVariant(t *testing.T) {
 	}
 	clients := []string{"ingest", "consumer", "api", "migrate"}
 
+	t.Run("operator addresses kept and scraped", func(t *testing.T) {
+		checkOperatorAddrs(t, p)
+		checkScrapeTargets(t, p)
+	})
+
 	t.Run("secrets come as files the services mount", func(t *testing.T) {
 		for _, name := range clients {
 			s := svc(t, name)

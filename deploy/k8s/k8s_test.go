@@ -604,6 +604,12 @@ func checkEnv(r reporter, cl *cluster) {
 	}
 }
 
+// operatorPort names the container and Service port of the operator
+// address (OPERATOR_ADDR): /metrics answers there only.
+const operatorPort = "operator"
+
+// checkListenPort checks that each server's port named http is its listen
+// address and its port named operator its operator address, apart.
 func checkListenPort(r reporter, cl *cluster) {
 	r.Helper()
 	for cmd, b := range binaries() {
@@ -612,25 +618,43 @@ func checkListenPort(r reporter, cl *cluster) {
 			continue // checkBinaries reports it
 		}
 		name := describe(w.header) + " container " + c.Name
-		addr, err := cl.knownValue(*c, b.addrEnv)
-		if err != nil {
-			r.Errorf("%s: %v", name, err)
-			continue
+		ports := map[string]int{}
+		for _, a := range []struct{ env, port string }{{b.addrEnv, "http"}, {"OPERATOR_ADDR", operatorPort}} {
+			n, ok := addrPort(r, cl, c, name, a.env)
+			if !ok {
+				continue
+			}
+			if got, ok := containerPort(*c, intOrString{str: a.port}); !ok || got != n {
+				r.Errorf("%s: listens on %d (%s) but its port named %s is %d", name, n, a.env, a.port, got)
+			}
+			ports[a.port] = n
 		}
-		_, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			r.Errorf("%s: %s=%q: %v", name, b.addrEnv, addr, err)
-			continue
-		}
-		n, err := strconv.Atoi(port)
-		if err != nil {
-			r.Errorf("%s: %s=%q: port is not a number", name, b.addrEnv, addr)
-			continue
-		}
-		if got, ok := containerPort(*c, intOrString{str: "http"}); !ok || got != n {
-			r.Errorf("%s: listens on %d (%s) but its port named http is %d", name, n, b.addrEnv, got)
+		if ports["http"] != 0 && ports["http"] == ports[operatorPort] {
+			r.Errorf("%s: the operator address is the listen address", name)
 		}
 	}
+}
+
+// addrPort returns the port of the address in the container's variable
+// env, reporting why it has none.
+func addrPort(r reporter, cl *cluster, c *container, name, env string) (int, bool) {
+	r.Helper()
+	addr, err := cl.knownValue(*c, env)
+	if err != nil {
+		r.Errorf("%s: %v", name, err)
+		return 0, false
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		r.Errorf("%s: %s=%q: %v", name, env, addr, err)
+		return 0, false
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		r.Errorf("%s: %s=%q: port is not a number", name, env, addr)
+		return 0, false
+	}
+	return n, true
 }
 
 func checkShutdown(r reporter, cl *cluster) {
@@ -815,6 +839,9 @@ func checkServiceMonitors(r reporter, cl *cluster) {
 			if e.Path != "/metrics" {
 				r.Errorf("%s: path %q; want /metrics", name, e.Path)
 			}
+			if e.Port != operatorPort {
+				r.Errorf("%s: scrapes port %q; /metrics answers on %q only", name, e.Port, operatorPort)
+			}
 			for _, s := range matched {
 				if !slices.ContainsFunc(s.Spec.Ports, func(p servicePort) bool { return e.Port != "" && p.Name == e.Port }) {
 					r.Errorf("%s: %s has no port named %q", name, describe(s.header), e.Port)
@@ -872,6 +899,13 @@ func checkIngress(r reporter, cl *cluster) {
 			return (b.Port.Name != "" && p.Name == b.Port.Name) || (b.Port.Name == "" && p.Port == b.Port.Number)
 		}) {
 			r.Errorf("%s: %s goes to port %q/%d of %s, which it does not have", name, path, b.Port.Name, b.Port.Number, describe(s.header))
+		}
+		for _, sp := range s.Spec.Ports {
+			if (b.Port.Name != "" && sp.Name == b.Port.Name) || (b.Port.Name == "" && sp.Port == b.Port.Number) {
+				if sp.Name == operatorPort || sp.TargetPort.str == operatorPort {
+					r.Errorf("%s: %s goes to the operator port of %s: its /metrics, /status and /analytics would reach clients", name, path, describe(s.header))
+				}
+			}
 		}
 		for i := range cl.workloads {
 			w := &cl.workloads[i]

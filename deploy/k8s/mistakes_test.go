@@ -342,6 +342,30 @@ func TestChecksCatchMistakes(t *testing.T) {
 			check: checkServiceMonitors, want: `has no port named "web"`,
 		},
 		{
+			name: "ServiceMonitor on the client port",
+			edit: func(t *testing.T, cl *cluster) {
+				byName(t, cl.monitors, "cms-ingest").Spec.Endpoints[0].Port = "http"
+			},
+			check: checkServiceMonitors, want: `scrapes port "http"; /metrics answers on "operator" only`,
+		},
+		{
+			name: "operator address not the operator port",
+			edit: func(t *testing.T, cl *cluster) {
+				_, c := cl.running(apiBin)
+				for i := range c.Ports {
+					if c.Ports[i].Name == "operator" {
+						c.Ports[i].ContainerPort = 9999
+					}
+				}
+			},
+			check: checkListenPort, want: "(OPERATOR_ADDR) but its port named operator is 9999",
+		},
+		{
+			name:  "Ingress to the operator port",
+			edit:  func(t *testing.T, cl *cluster) { ingressPath(t, cl, "/cms").Backend.Service.Port.Name = "operator" },
+			check: checkIngress, want: "/cms goes to the operator port of Service/cms-api",
+		},
+		{
 			name:  "ServiceMonitor path",
 			edit:  func(t *testing.T, cl *cluster) { byName(t, cl.monitors, "cms-api").Spec.Endpoints[0].Path = "/metric" },
 			check: checkServiceMonitors, want: `path "/metric"; want /metrics`,

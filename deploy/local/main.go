@@ -1,7 +1,7 @@
 // Command stack runs the product locally on one machine without Docker: the
 // development Kafka-protocol broker, a private ClickHouse, the ingest
-// service, the consumer and the content API, with the demo content and a
-// ready-made token. Ctrl-C
+// service, the consumer, the content API and the gateway, each with its
+// operator address, with the demo content and a ready-made token. Ctrl-C
 // stops everything it started.
 //
 //	go run ./deploy/local
@@ -35,6 +35,10 @@ func run() error {
 	consumerPort := flag.Int("consumer-port", 18082, "loopback port of the consumer's metrics and health endpoints")
 	apiPort := flag.Int("api-port", 18080, "loopback port of the content API")
 	gatewayPort := flag.Int("gateway-port", 18000, "loopback port of the gateway, the one address for clients")
+	ingestOp := flag.Int("ingest-operator-port", 19081, "loopback port of ingest's operator endpoints (/metrics, /debug/pprof/)")
+	consumerOp := flag.Int("consumer-operator-port", 19082, "loopback port of the consumer's operator endpoints (/metrics, /debug/pprof/)")
+	apiOp := flag.Int("api-operator-port", 19080, "loopback port of the api's operator endpoints (/status, /analytics, /metrics, /debug/pprof/)")
+	gatewayOp := flag.Int("gateway-operator-port", 19083, "loopback port of the gateway's operator endpoints (/metrics, /debug/pprof/)")
 	demoContent := flag.String("content", "deploy/demo/content.yaml", "content bundle loaded into the content database at start")
 	clickhousePort := flag.Int("clickhouse-port", 19000, "loopback port of ClickHouse's native protocol")
 	flag.Parse()
@@ -46,7 +50,8 @@ func run() error {
 	st, err := localstack.Start(ctx, localstack.Options{
 		Dir: *dir,
 		Ports: localstack.Ports{Broker: *brokerPort, ClickHouse: *clickhousePort, Ingest: *ingestPort,
-			Consumer: *consumerPort, API: *apiPort, Gateway: *gatewayPort},
+			Consumer: *consumerPort, API: *apiPort, Gateway: *gatewayPort,
+			IngestOperator: *ingestOp, ConsumerOperator: *consumerOp, APIOperator: *apiOp, GatewayOperator: *gatewayOp},
 		Content: *demoContent,
 		Log:     func(name string) io.Writer { return prefixed(name) },
 	})
@@ -55,17 +60,21 @@ func run() error {
 	}
 	defer st.Stop()
 	base, apiBase, one := "http://"+st.Ingest, "http://"+st.API, "http://"+st.Gateway
+	op := func(addr string) string { return "http://" + addr }
 
 	fmt.Printf(`
 Local stack is up. Clients use one address: %s
-(PUT /cms/app/events and /cms/apps/events go to ingest, everything else to the api).
+(PUT /cms/app/events and /cms/apps/events go to ingest, other /cms paths to the api).
+Operator endpoints (/metrics, /debug/pprof/, /status, /analytics) answer only on the
+operator addresses.
   broker      %s (Kafka protocol; data in %s)
   clickhouse  %s (native protocol; data in %s)
   status      %s/status   (live counters and charts in a browser)
-  ingest      %s   readiness %s/readyz   metrics %s/metrics
-  consumer    readiness http://%s/readyz   metrics http://%s/metrics
-  api         %s   readiness %s/readyz   metrics %s/metrics
-  gateway     %s   readiness %s/readyz   metrics %s/metrics
+  analytics   %s/analytics?app=demo-app
+  ingest      %s   readiness %s/readyz   operator %s (metrics %s/metrics)
+  consumer    readiness http://%s/readyz   operator %s (metrics %s/metrics)
+  api         %s   readiness %s/readyz   operator %s (metrics %s/metrics)
+  gateway     %s   readiness %s/readyz   operator %s (metrics %s/metrics)
   content db  %s (demo content from %s)
   demo token  %s   (app demo-app of organization demo-org)
 
@@ -85,8 +94,9 @@ Query events (docs/analytics.md has more):
   clickhouse-client --port %d -q 'SELECT event_time, name, session_id FROM events ORDER BY event_time DESC LIMIT 10'
 
 Press Ctrl-C to stop everything.
-`, one, st.Broker, st.BrokerData, st.ClickHouse, st.ClickHouseDir, one, base, base, base, st.Consumer, st.Consumer,
-		apiBase, apiBase, apiBase, one, one, one, st.DB, *demoContent, st.Token, one, st.Token, st.Token, one, st.Token, one, st.Token, *clickhousePort)
+`, one, st.Broker, st.BrokerData, st.ClickHouse, st.ClickHouseDir, op(st.APIOperator), op(st.APIOperator),
+		base, base, op(st.IngestOperator), op(st.IngestOperator), st.Consumer, op(st.ConsumerOperator), op(st.ConsumerOperator),
+		apiBase, apiBase, op(st.APIOperator), op(st.APIOperator), one, one, op(st.GatewayOperator), op(st.GatewayOperator), st.DB, *demoContent, st.Token, one, st.Token, st.Token, one, st.Token, one, st.Token, *clickhousePort)
 
 	select {
 	case <-ctx.Done():

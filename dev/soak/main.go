@@ -131,7 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ch.Close()
-	consumerMetrics := statuspage.Remote("consumer", "http://"+st.Consumer+"/metrics", &http.Client{Timeout: 5 * time.Second})
+	consumerMetrics := statuspage.Remote("consumer", "http://"+st.ConsumerOperator+"/metrics", &http.Client{Timeout: 5 * time.Second})
 
 	runID := "soak-" + strconv.FormatInt(time.Now().Unix(), 10)
 	log.Info("load starts", "rate", o.rate, "duration", o.duration, "run", runID)

@@ -28,6 +28,9 @@ import (
 // Ports are the loopback ports of the components; 0 picks a free one.
 type Ports struct {
 	Broker, ClickHouse, Ingest, Consumer, API, Gateway int
+	// Operator ports serve each service's /metrics, profiles and, on
+	// the api, /status and /analytics, which the main ports answer 404.
+	IngestOperator, ConsumerOperator, APIOperator, GatewayOperator int
 }
 
 // Options configure Start.
@@ -54,8 +57,11 @@ type Stack struct {
 	Dir, DB, Token                 string
 	Broker, ClickHouse             string
 	Ingest, Consumer, API, Gateway string
-	BrokerData, ClickHouseDir      string
-	exited                         chan string
+	// Operator addresses, by service: where /metrics, /debug/pprof/
+	// and the api's /status and /analytics answer.
+	IngestOperator, ConsumerOperator, APIOperator, GatewayOperator string
+	BrokerData, ClickHouseDir                                      string
+	exited                                                         chan string
 
 	// mu guards the components, which faults stop and start while
 	// other goroutines read their process IDs.
@@ -240,28 +246,33 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		}})
 	s.ClickHouse = ch.Addr()
 
-	free, err := childproc.FreePorts(4)
+	free, err := childproc.FreePorts(8)
 	if err != nil {
 		return nil, err
 	}
-	for i, p := range []*int{&o.Ports.Ingest, &o.Ports.Consumer, &o.Ports.API, &o.Ports.Gateway} {
+	for i, p := range []*int{&o.Ports.Ingest, &o.Ports.Consumer, &o.Ports.API, &o.Ports.Gateway,
+		&o.Ports.IngestOperator, &o.Ports.ConsumerOperator, &o.Ports.APIOperator, &o.Ports.GatewayOperator} {
 		if *p == 0 {
 			*p = free[i]
 		}
 	}
 	addr := func(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
 	s.Ingest, s.Consumer, s.API, s.Gateway = addr(o.Ports.Ingest), addr(o.Ports.Consumer), addr(o.Ports.API), addr(o.Ports.Gateway)
-	// The status page of the api charts every service's metrics.
-	sources := "ingest=http://" + s.Ingest + "/metrics,consumer=http://" + s.Consumer + "/metrics,gateway=http://" + s.Gateway + "/metrics"
+	s.IngestOperator, s.ConsumerOperator = addr(o.Ports.IngestOperator), addr(o.Ports.ConsumerOperator)
+	s.APIOperator, s.GatewayOperator = addr(o.Ports.APIOperator), addr(o.Ports.GatewayOperator)
+	// The status page of the api charts every service's metrics, read
+	// where they answer: the operator addresses.
+	sources := "ingest=http://" + s.IngestOperator + "/metrics,consumer=http://" + s.ConsumerOperator + "/metrics,gateway=http://" + s.GatewayOperator + "/metrics"
 	for _, svc := range []struct {
-		name, bin, addr string
-		args, env       []string
+		name, bin, addr, operator string
+		args, env                 []string
 	}{
-		{IngestName, "ingest", s.Ingest, nil, []string{"INGEST_ADDR=" + s.Ingest, "KAFKA_BROKERS=" + s.Broker, "CONTENT_DB=" + s.DB}},
-		{ConsumerName, "consumer", s.Consumer, nil, []string{"CONSUMER_ADDR=" + s.Consumer, "KAFKA_BROKERS=" + s.Broker, "CLICKHOUSE_ADDR=" + s.ClickHouse}},
-		{APIName, "api", s.API, []string{"serve"}, []string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources}},
-		{GatewayName, "api", s.Gateway, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API}},
+		{IngestName, "ingest", s.Ingest, s.IngestOperator, nil, []string{"INGEST_ADDR=" + s.Ingest, "KAFKA_BROKERS=" + s.Broker, "CONTENT_DB=" + s.DB}},
+		{ConsumerName, "consumer", s.Consumer, s.ConsumerOperator, nil, []string{"CONSUMER_ADDR=" + s.Consumer, "KAFKA_BROKERS=" + s.Broker, "CLICKHOUSE_ADDR=" + s.ClickHouse}},
+		{APIName, "api", s.API, s.APIOperator, []string{"serve"}, []string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources}},
+		{GatewayName, "api", s.Gateway, s.GatewayOperator, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API}},
 	} {
+		svc.env = append(svc.env, "OPERATOR_ADDR="+svc.operator)
 		sv := &service{stack: s, name: svc.name, readyURL: "http://" + svc.addr + "/readyz", timeout: o.ReadyTimeout, newCmd: func() *exec.Cmd {
 			cmd := exec.Command(filepath.Join(bin, svc.bin), svc.args...)
 			cmd.Env = append(append(os.Environ(), svc.env...), o.Env[svc.name]...)

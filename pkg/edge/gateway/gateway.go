@@ -1,7 +1,8 @@
 // Package gateway is the one address clients call. The reference client
 // framework takes a single base URL for every call, event batches
 // included, so the gateway sends PUT /cms/app/events and /cms/apps/events
-// to ingest and every other request to the content API.
+// to ingest and every other request to the content API. With an operator
+// listener, the client one forwards /cms paths only.
 package gateway
 
 import (
@@ -15,6 +16,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -289,11 +291,32 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 	g.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
 }
 
+// clientPaths answers 404 itself to every path but /cms/..., the health
+// endpoints and the gateway's own /metrics, which httpserve keeps on the
+// operator listener: whatever else an upstream serves (/status,
+// /analytics) is for operators, who call the upstream's operator address.
+func clientPaths(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if strings.HasPrefix(p, "/cms/") || httpserve.IsHealthPath(p) || p == "/metrics" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		httpserve.Error(w, http.StatusNotFound, "", "The gateway serves no "+p+": clients call /cms/... paths.")
+	})
+}
+
 // Handler is the gateway's HTTP handler, for tests and embedding.
 func (g *Gateway) Handler() http.Handler { return g.handler }
 
 // Serve answers on ln until ctx ends, then drains requests in flight.
+// When ln carries an operator listener, the client listener answers only
+// /cms paths and health, and the gateway's metrics answer on the operator
+// one.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	if httpserve.OperatorOf(ln) != nil {
+		g.server.Handler = clientPaths(g.server.Handler)
+	}
 	if err := httpserve.Serve(ctx, g.log, "gateway", g.server, ln, g.checker, g.cfg.ShutdownTimeout, "ingest", g.cfg.Ingest, "api", g.cfg.API); err != nil {
 		return err
 	}

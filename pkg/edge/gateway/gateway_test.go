@@ -336,3 +336,80 @@ func TestSlowBodyIsTheClientsFault(t *testing.T) {
 		t.Errorf("metrics lack the 408")
 	}
 }
+
+// TestOperatorAddress serves the gateway with an operator listener: the
+// client listener forwards /cms paths only and answers health, every
+// other path is the gateway's own 404, and its metrics answer on the
+// operator listener.
+func TestOperatorAddress(t *testing.T) {
+	forwarded := make(chan string, 64)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			forwarded <- r.URL.Path
+		}
+		httpserve.WriteJSON(w, http.StatusOK, map[string]string{"path": r.URL.Path})
+	}))
+	t.Cleanup(upstream.Close)
+	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oper := "http://" + op.Addr().String()
+	client, _ := serve(t, func(ctx context.Context, ln net.Listener) error {
+		return g.Serve(ctx, httpserve.WithOperator(ln, op))
+	})
+
+	for _, tc := range []struct {
+		base, path string
+		want       int
+		forwarded  bool
+	}{
+		{client, "/cms/app", 200, true},
+		{client, "/cms/app/events", 200, true},
+		{client, "/healthz", 200, false},
+		{client, "/readyz", 200, false},
+		{client, "/metrics", 404, false},
+		{client, "/status", 404, false},
+		{client, "/status/data", 404, false},
+		{client, "/analytics", 404, false},
+		{client, "/analytics/data", 404, false},
+		{client, "/debug/pprof/", 404, false},
+		{client, "/openapi.yaml", 404, false},
+		{client, "/", 404, false},
+		{client, "/cms", 404, false},
+		{oper, "/metrics", 200, false},
+		{oper, "/debug/pprof/", 200, false},
+		{oper, "/healthz", 200, false},
+		{oper, "/readyz", 200, false},
+		{oper, "/status", 404, false},
+		{oper, "/cms/app", 404, false},
+	} {
+		r := do(t, http.MethodGet, tc.base+tc.path, "", nil)
+		if r.status != tc.want {
+			t.Errorf("%s%s: %d, want %d: %.200s", tc.base, tc.path, r.status, tc.want, r.body)
+		}
+		if r.status == 404 && !strings.Contains(r.body, `"httpStatus":404`) {
+			t.Errorf("%s%s: %s, want the error shape", tc.base, tc.path, r.body)
+		}
+		select {
+		case p := <-forwarded:
+			if !tc.forwarded || p != tc.path {
+				t.Errorf("%s%s: the upstream was called for %s", tc.base, tc.path, p)
+			}
+		default:
+			if tc.forwarded {
+				t.Errorf("%s%s: not forwarded", tc.base, tc.path)
+			}
+		}
+	}
+	m := do(t, http.MethodGet, oper+"/metrics", "", nil).body
+	for _, want := range []string{`cms_gateway_requests_total{code="200",upstream="api"} 1`, `cms_gateway_requests_total{code="200",upstream="ingest"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("operator metrics lack %s", want)
+		}
+	}
+}

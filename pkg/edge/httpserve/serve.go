@@ -82,8 +82,10 @@ func ServeDebug(log *slog.Logger, addr string) {
 }
 
 // Listen opens a service's listener on addr, first starting the profiling
-// endpoints on debugAddr when it is set.
-func Listen(log *slog.Logger, addr, debugAddr string) (net.Listener, error) {
+// endpoints on debugAddr when it is set. With an operatorAddr it also
+// opens the operator listener there, which the returned one carries for
+// Serve.
+func Listen(log *slog.Logger, addr, debugAddr, operatorAddr string) (net.Listener, error) {
 	if debugAddr != "" {
 		go ServeDebug(log, debugAddr)
 	}
@@ -91,19 +93,48 @@ func Listen(log *slog.Logger, addr, debugAddr string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	return ln, nil
+	if operatorAddr == "" {
+		return ln, nil
+	}
+	op, err := net.Listen("tcp", operatorAddr)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("listen on the operator address %s: %w", operatorAddr, err)
+	}
+	return WithOperator(ln, op), nil
 }
 
 // Serve answers on ln with srv until ctx ends or serving fails. Then it
 // fails readiness, so that load balancers stop sending, closes the
 // listener and lets requests in flight finish within drain. name prefixes
-// the log lines; attrs are logged with the listening line.
+// the log lines; attrs are logged with the listening line. When ln
+// carries an operator listener, operator paths answer there only.
 func Serve(ctx context.Context, log *slog.Logger, name string, srv *http.Server, ln net.Listener, c *Checker, drain time.Duration, attrs ...any) error {
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info(name+" listening", append([]any{"addr", ln.Addr().String()}, attrs...)...)
+	servers := []*http.Server{srv}
+	errc := make(chan error, 2)
+	if op := OperatorOf(ln); op != nil {
+		opSrv := operatorServer(srv)
+		srv.Handler = MainOnly(srv.Handler)
+		servers = append(servers, opSrv)
+		go func() { errc <- opSrv.Serve(op) }()
+		log.Info(name+" operator endpoints listening", "addr", op.Addr().String())
+	}
+	// The main server gets the main listener alone: the operator one is
+	// its own server's to close.
+	main := ln
+	if l, ok := ln.(*Listener); ok {
+		main = l.Listener
+	}
+	go func() { errc <- srv.Serve(main) }()
+	log.Info(name+" listening", append([]any{"addr", main.Addr().String()}, attrs...)...)
 	select {
 	case err := <-errc:
+		// Neither listener outlives a failure, whichever server had
+		// started; closing twice does no harm.
+		ln.Close()
+		for _, s := range servers {
+			s.Close()
+		}
 		return fmt.Errorf("serve HTTP: %w", err)
 	case <-ctx.Done():
 	}
@@ -111,8 +142,28 @@ func Serve(ctx context.Context, log *slog.Logger, name string, srv *http.Server,
 	c.SetStopping()
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("drain HTTP requests: %w", err)
+	return shutdown(sctx, servers)
+}
+
+// operatorServer returns the server of srv's operator listener: srv's
+// handler filtered to operator paths, within the same limits.
+func operatorServer(srv *http.Server) *http.Server {
+	return &http.Server{Handler: OperatorOnly(srv.Handler), ErrorLog: srv.ErrorLog,
+		ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout, WriteTimeout: srv.WriteTimeout,
+		IdleTimeout: srv.IdleTimeout, MaxHeaderBytes: srv.MaxHeaderBytes}
+}
+
+// shutdown drains every server at once within ctx.
+func shutdown(ctx context.Context, servers []*http.Server) error {
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errs <- s.Shutdown(ctx) }()
 	}
-	return nil
+	var first error
+	for range servers {
+		if err := <-errs; err != nil && first == nil {
+			first = fmt.Errorf("drain HTTP requests: %w", err)
+		}
+	}
+	return first
 }

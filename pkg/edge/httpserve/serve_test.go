@@ -136,13 +136,37 @@ func TestServeFails(t *testing.T) {
 }
 
 func TestListen(t *testing.T) {
-	ln, err := Listen(discard(), "127.0.0.1:0", "")
+	ln, err := Listen(discard(), "127.0.0.1:0", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if _, err := Listen(discard(), ln.Addr().String(), ""); err == nil || !strings.Contains(err.Error(), "listen on "+ln.Addr().String()) {
+	if OperatorOf(ln) != nil {
+		t.Error("an operator listener without an operator address")
+	}
+	if _, err := Listen(discard(), ln.Addr().String(), "", ""); err == nil || !strings.Contains(err.Error(), "listen on "+ln.Addr().String()) {
 		t.Errorf("second listener on %s: %v", ln.Addr(), err)
+	}
+}
+
+func TestListenOperator(t *testing.T) {
+	ln, err := Listen(discard(), "127.0.0.1:0", "", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := OperatorOf(ln)
+	if op == nil || op.Addr().String() == ln.Addr().String() {
+		t.Fatalf("operator listener %v beside %v", op, ln.Addr())
+	}
+	taken := op.Addr().String()
+	if _, err := Listen(discard(), "127.0.0.1:0", "", taken); err == nil || !strings.Contains(err.Error(), "operator address "+taken) {
+		t.Errorf("operator listener on the taken %s: %v", taken, err)
+	}
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Accept(); err == nil {
+		t.Error("Close left the operator listener open")
 	}
 }
 

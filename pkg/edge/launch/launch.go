@@ -58,6 +58,7 @@ type Flags struct {
 	opts                          Options
 	fs                            *envflag.Set
 	addr, debugAddr, logLevel     *string
+	operatorAddr                  *string
 	cors                          *string
 	shutdown                      *time.Duration
 	readHeader, read, write, idle *time.Duration
@@ -71,6 +72,7 @@ type Flags struct {
 const (
 	EnvShutdownTimeout   = "SHUTDOWN_TIMEOUT"
 	EnvDebugAddr         = "DEBUG_ADDR"
+	EnvOperatorAddr      = "OPERATOR_ADDR"
 	EnvLogLevel          = "LOG_LEVEL"
 	EnvCORSOrigins       = "CORS_ALLOWED_ORIGINS"
 	EnvReadHeaderTimeout = "HTTP_READ_HEADER_TIMEOUT"
@@ -95,6 +97,7 @@ func Define(fs *envflag.Set, o Options) *Flags {
 		f.logLevel = fs.String("log-level", EnvLogLevel, "info", "debug, info, warn or error")
 	}
 	f.debugAddr = fs.String("debug-addr", EnvDebugAddr, "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
+	f.operatorAddr = fs.String("operator-addr", EnvOperatorAddr, "", "address for the operator endpoints (/metrics, /debug/pprof/ and, on the api, /status and /analytics), which the listen address then answers 404; empty: served on the listen address; never publish it to clients")
 	writeHelp := "longest time from the end of a request's headers to the end of its answer"
 	if o.WriteTimeoutRule != "" {
 		writeHelp += " (0: " + o.WriteTimeoutRule + ")"
@@ -115,6 +118,9 @@ type Settings struct {
 	// Addr is the listen address, DebugAddr the profiling one (empty:
 	// none).
 	Addr, DebugAddr string
+	// OperatorAddr, when set, is where the operator endpoints answer
+	// instead of Addr.
+	OperatorAddr    string
 	ShutdownTimeout time.Duration
 	// HTTP are the server's limits as given; a zero WriteTimeout is left
 	// to the service's rule (Options.WriteTimeoutRule).
@@ -143,7 +149,7 @@ func (f *Flags) Start(w io.Writer) (Settings, error) {
 		}
 		return Settings{}, ErrVersionPrinted
 	}
-	s := Settings{Addr: *f.addr, DebugAddr: *f.debugAddr, ShutdownTimeout: *f.shutdown,
+	s := Settings{Addr: *f.addr, DebugAddr: *f.debugAddr, OperatorAddr: *f.operatorAddr, ShutdownTimeout: *f.shutdown,
 		HTTP: httpserve.Limits{ReadHeaderTimeout: *f.readHeader, ReadTimeout: *f.read, WriteTimeout: *f.write,
 			IdleTimeout: *f.idle, MaxHeaderBytes: *f.maxHeader}}
 	if err := f.checkLimits(); err != nil {
@@ -194,11 +200,12 @@ func Signals(ctx context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
-// Serve opens the listener on the settings' address, and the profiling
-// endpoints when an address is given for them, then runs serve on it:
-// a service's own Serve, which answers until ctx ends and then drains.
+// Serve opens the listener on the settings' address, the operator one
+// and the profiling endpoints when addresses are given for them, then
+// runs serve on it: a service's own Serve, which answers until ctx ends
+// and then drains.
 func (s Settings) Serve(ctx context.Context, serve func(ctx context.Context, ln net.Listener) error) error {
-	ln, err := httpserve.Listen(s.Log, s.Addr, s.DebugAddr)
+	ln, err := httpserve.Listen(s.Log, s.Addr, s.DebugAddr, s.OperatorAddr)
 	if err != nil {
 		return err
 	}

@@ -51,20 +51,20 @@ func TestStart(t *testing.T) {
 		noLogs   []string
 	}{
 		{name: "defaults", opts: base, want: func(s Settings) bool {
-			return s.Addr == ":8081" && s.DebugAddr == "" && s.ShutdownTimeout == 10*time.Second && s.HTTP == testLimits && s.CORS == nil
+			return s.Addr == ":8081" && s.DebugAddr == "" && s.OperatorAddr == "" && s.ShutdownTimeout == 10*time.Second && s.HTTP == testLimits && s.CORS == nil
 		}},
-		{name: "environment", opts: withCORS, env: map[string]string{"SVC_ADDR": "127.0.0.1:1", "DEBUG_ADDR": "127.0.0.1:2", "SHUTDOWN_TIMEOUT": "3s",
+		{name: "environment", opts: withCORS, env: map[string]string{"SVC_ADDR": "127.0.0.1:1", "DEBUG_ADDR": "127.0.0.1:2", "OPERATOR_ADDR": ":9090", "SHUTDOWN_TIMEOUT": "3s",
 			"HTTP_READ_HEADER_TIMEOUT": "1s", "HTTP_READ_TIMEOUT": "2s", "HTTP_WRITE_TIMEOUT": "3s", "HTTP_IDLE_TIMEOUT": "4s",
 			"HTTP_MAX_HEADER_BYTES": "4096", "CORS_ALLOWED_ORIGINS": "https://app.example.com"},
 			want: func(s Settings) bool {
-				return s.Addr == "127.0.0.1:1" && s.DebugAddr == "127.0.0.1:2" && s.ShutdownTimeout == 3*time.Second &&
+				return s.Addr == "127.0.0.1:1" && s.DebugAddr == "127.0.0.1:2" && s.OperatorAddr == ":9090" && s.ShutdownTimeout == 3*time.Second &&
 					s.HTTP == httpserve.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 3 * time.Second,
 						IdleTimeout: 4 * time.Second, MaxHeaderBytes: 4096} &&
 					s.CORS.Allows("https://app.example.com") && !s.CORS.Allows("https://other.example.com")
 			}},
-		{name: "flags", opts: base, args: []string{"-addr", ":9", "-read-timeout", "7s", "-max-header-bytes", "2048"}, env: map[string]string{"HTTP_READ_TIMEOUT": "2s"},
+		{name: "flags", opts: base, args: []string{"-addr", ":9", "-operator-addr", "127.0.0.1:9", "-read-timeout", "7s", "-max-header-bytes", "2048"}, env: map[string]string{"HTTP_READ_TIMEOUT": "2s"},
 			want: func(s Settings) bool {
-				return s.Addr == ":9" && s.HTTP.ReadTimeout == 7*time.Second && s.HTTP.MaxHeaderBytes == 2048
+				return s.Addr == ":9" && s.OperatorAddr == "127.0.0.1:9" && s.HTTP.ReadTimeout == 7*time.Second && s.HTTP.MaxHeaderBytes == 2048
 			}},
 		{name: "former names are read and warned of", opts: renamed, env: map[string]string{"READ_TIMEOUT": "2s", "HTTP_IDLE_TIMEOUT": "4s", "IDLE_TIMEOUT": "9s"},
 			want: func(s Settings) bool {
@@ -239,3 +239,17 @@ func TestSettingsServe(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestSettingsServeOperator(t *testing.T) {
+	s := Settings{Addr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", Log: discardLogger()}
+	err := s.Serve(t.Context(), func(ctx context.Context, ln net.Listener) error {
+		defer ln.Close()
+		if op := httpserve.OperatorOf(ln); op == nil || op.Addr().String() == ln.Addr().String() {
+			t.Errorf("operator listener %v beside %s", op, ln.Addr())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+}
