@@ -24,6 +24,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
+	"github.com/assistantcms/cms/schemas/openapi"
 )
 
 // Config names the upstreams and bounds the gateway's waits.
@@ -292,13 +293,14 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 }
 
 // clientPaths answers 404 itself to every path but /cms/..., the health
-// endpoints and the gateway's own /metrics, which httpserve keeps on the
-// operator listener: whatever else an upstream serves (/status,
-// /analytics) is for operators, who call the upstream's operator address.
+// endpoints, the REST contract (/openapi.yaml, which runtime teams read)
+// and the gateway's own /metrics, which httpserve keeps on the operator
+// listener: whatever else an upstream serves (/status, /analytics) is for
+// operators, who call the upstream's operator address.
 func clientPaths(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if strings.HasPrefix(p, "/cms/") || httpserve.IsHealthPath(p) || p == "/metrics" {
+		if strings.HasPrefix(p, "/cms/") || httpserve.IsHealthPath(p) || p == openapi.Path || p == "/metrics" {
 			h.ServeHTTP(w, r)
 			return
 		}

@@ -378,7 +378,7 @@ func TestOperatorAddress(t *testing.T) {
 		{client, "/analytics", 404, false},
 		{client, "/analytics/data", 404, false},
 		{client, "/debug/pprof/", 404, false},
-		{client, "/openapi.yaml", 404, false},
+		{client, "/openapi.yaml", 200, true}, // the contract, for runtime teams
 		{client, "/", 404, false},
 		{client, "/cms", 404, false},
 		{oper, "/metrics", 200, false},
@@ -407,7 +407,8 @@ func TestOperatorAddress(t *testing.T) {
 		}
 	}
 	m := do(t, http.MethodGet, oper+"/metrics", "", nil).body
-	for _, want := range []string{`cms_gateway_requests_total{code="200",upstream="api"} 1`, `cms_gateway_requests_total{code="200",upstream="ingest"} 1`} {
+	// /cms/app and /openapi.yaml went to the api, the events to ingest.
+	for _, want := range []string{`cms_gateway_requests_total{code="200",upstream="api"} 2`, `cms_gateway_requests_total{code="200",upstream="ingest"} 1`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("operator metrics lack %s", want)
 		}
