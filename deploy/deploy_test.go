@@ -6,11 +6,9 @@ package deploy_test
 
 import (
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -19,10 +17,9 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/assistantcms/cms/internal/debpkg"
+	"github.com/assistantcms/cms/internal/k8sbuild"
 )
 
 func TestPrometheusRules(t *testing.T) {
@@ -201,11 +198,11 @@ func TestPrometheusRuleMatchesAlerts(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			var found []map[string]any
 			for _, o := range kustomizeBuild(t, b.dir) {
-				if o.kind != "PrometheusRule" {
+				if o.Kind != "PrometheusRule" {
 					continue
 				}
 				var v map[string]any
-				if err := yaml.Unmarshal(o.raw, &v); err != nil {
+				if err := yaml.Unmarshal(o.YAML, &v); err != nil {
 					t.Fatal(err)
 				}
 				found = append(found, v)
@@ -250,47 +247,14 @@ spec:
 	return b.String()
 }
 
-// k8sObject is one object of a kustomize build.
-type k8sObject struct {
-	kind string
-	raw  []byte
-}
-
-// kustomizeBuild builds k8s/<dir> in memory, as go test ./deploy/k8s does:
-// a file with an .example beside it is the operator's own (git-ignored),
-// so the example is used in its place.
-func kustomizeBuild(t *testing.T, dir string) []k8sObject {
+// kustomizeBuild builds k8s/<dir> in memory, as go test ./deploy/k8s does.
+func kustomizeBuild(t *testing.T, dir string) []k8sbuild.Resource {
 	t.Helper()
-	mem := filesys.MakeFsInMemory()
-	err := filepath.WalkDir("k8s", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(p, ".go") {
-			return err
-		}
-		if _, err := os.Stat(p + ".example"); err == nil {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return mem.WriteFile("/"+strings.TrimSuffix(filepath.ToSlash(p), ".example"), b)
-	})
+	res, err := k8sbuild.Build("k8s", dir, nil)
 	if err != nil {
-		t.Fatalf("copy the manifests: %v", err)
+		t.Fatal(err)
 	}
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, path.Join("/k8s", dir))
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	var out []k8sObject
-	for _, r := range res.Resources() {
-		b, err := r.AsYAML()
-		if err != nil {
-			t.Fatalf("%s: %v", r.CurId(), err)
-		}
-		out = append(out, k8sObject{r.GetKind(), b})
-	}
-	return out
+	return res
 }
 
 // target is one scrape target: the service whose metrics it serves
@@ -409,19 +373,19 @@ func k8sTargets(t *testing.T, dir, defaultNamespace string) []target {
 	var workloads []k8sWorkload
 	for _, o := range kustomizeBuild(t, dir) {
 		var err error
-		switch o.kind {
+		switch o.Kind {
 		case "ServiceMonitor":
 			monitors = append(monitors, k8sServiceMonitor{})
-			err = yaml.Unmarshal(o.raw, &monitors[len(monitors)-1])
+			err = yaml.Unmarshal(o.YAML, &monitors[len(monitors)-1])
 		case "Service":
 			services = append(services, k8sService{})
-			err = yaml.Unmarshal(o.raw, &services[len(services)-1])
+			err = yaml.Unmarshal(o.YAML, &services[len(services)-1])
 		case "Deployment", "StatefulSet":
 			workloads = append(workloads, k8sWorkload{})
-			err = yaml.Unmarshal(o.raw, &workloads[len(workloads)-1])
+			err = yaml.Unmarshal(o.YAML, &workloads[len(workloads)-1])
 		}
 		if err != nil {
-			t.Fatalf("decode a %s: %v", o.kind, err)
+			t.Fatalf("decode a %s: %v", o.Kind, err)
 		}
 	}
 	subset := func(sel, labels map[string]string) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -19,10 +18,9 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/k8sbuild"
 )
 
 // The subset of the Kubernetes objects the checks read. Decoding ignores
@@ -341,50 +339,19 @@ type manifests struct {
 // may change each file on the way (its path is relative to deploy/k8s).
 func build(t *testing.T, dir string, edit func(path string, b []byte) []byte) *manifests {
 	t.Helper()
-	mem := filesys.MakeFsInMemory()
-	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(p, ".go") {
-			return err
-		}
-		// A file with an .example beside it is the operator's own
-		// (git-ignored): the build uses the example in its place.
-		if _, err := os.Stat(p + ".example"); err == nil {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if edit != nil {
-			b = edit(filepath.ToSlash(p), b)
-		}
-		dst := "/" + filepath.ToSlash(p)
-		dst = strings.TrimSuffix(dst, ".example")
-		if err := mem.WriteFile(dst, b); err != nil {
-			return fmt.Errorf("copy %s: %w", p, err)
-		}
-		return nil
-	})
+	res, err := k8sbuild.Build(".", dir, edit)
 	if err != nil {
-		t.Fatalf("copy the manifests: %v", err)
-	}
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, path.Join("/", dir))
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
+		t.Fatal(err)
 	}
 	m := &manifests{}
-	for _, r := range res.Resources() {
-		b, err := r.AsYAML()
-		if err != nil {
-			t.Fatalf("%s: %v", r.CurId(), err)
-		}
+	for _, r := range res {
 		var n yaml.Node
-		if err := yaml.Unmarshal(b, &n); err != nil {
-			t.Fatalf("decode %s: %v", r.CurId(), err)
+		if err := yaml.Unmarshal(r.YAML, &n); err != nil {
+			t.Fatalf("decode %s: %v", r.ID, err)
 		}
 		var h header
 		if err := n.Decode(&h); err != nil {
-			t.Fatalf("decode %s: %v", r.CurId(), err)
+			t.Fatalf("decode %s: %v", r.ID, err)
 		}
 		m.objects = append(m.objects, &n)
 		m.headers = append(m.headers, h)
