@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -138,11 +140,25 @@ func (s *Slot) Launch(ctx context.Context, name string, cmd *exec.Cmd, limit tim
 // Each is held until all are chosen: ports asked for one at a time may
 // come back twice, and two servers of one test told the same port leave
 // the second's clients talking to the first.
+//
+// They are drawn below the kernel's range of ephemeral ports, which
+// outgoing connections take their local ports from: a port the kernel
+// handed out as free (":0") can be taken by any client's connection before
+// the server told to listen on it starts, which busy test runs saw
+// ("Address already in use").
 func FreePorts(n int) ([]int, error) {
+	low, high := listenRange()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if high > low && tries < 50*n {
+			addr = "127.0.0.1:" + strconv.Itoa(low+rand.IntN(high-low))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // taken: draw another
+			}
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
 		defer l.Close()
@@ -151,14 +167,34 @@ func FreePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// FreePort asks the kernel for a loopback port that is free right now.
+// FreePort returns a loopback port that is free right now, as FreePorts
+// chooses them.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// listenRange is where FreePorts draws from: from 20000 up to the first
+// ephemeral port (Linux's ip_local_port_range), or nothing to draw from
+// (low == high) where that range starts lower or cannot be read.
+func listenRange() (low, high int) {
+	const floor = 20000
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return floor, floor
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return floor, floor
+	}
+	first, err := strconv.Atoi(fields[0])
+	if err != nil || first <= floor+1000 {
+		return floor, floor
+	}
+	return floor, first
 }
 
 // GoBuild compiles the module's packages (paths relative to the module

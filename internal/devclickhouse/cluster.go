@@ -63,7 +63,22 @@ const DDLPath = "/clickhouse/task_queue/ddl"
 // StartCluster starts ZooKeeper and every server, each on free loopback
 // ports, with the macros {shard} (1, 2, ...) and {replica} (s1r1, s1r2,
 // ...: unique in the cluster, as host names are) set on each server.
-func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error) {
+//
+// Ports are chosen free, then bound by the servers a moment later, and
+// another process may take one in between: a start that fails on an
+// address in use is tried again, with other ports, in a new directory.
+func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
+	dir := o.Dir
+	for attempt := 1; ; attempt++ {
+		c, err := startCluster(ctx, o)
+		if err == nil || attempt == startAttempts || !addressInUse(err) {
+			return c, err
+		}
+		o.Dir = filepath.Join(dir, fmt.Sprintf("attempt%d", attempt+1))
+	}
+}
+
+func startCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error) {
 	if o.Name == "" {
 		o.Name = "cms"
 	}

@@ -92,7 +92,30 @@ type Server struct {
 
 // Start writes the configuration and starts the server, waiting until it
 // answers queries.
+//
+// A port left to choose is chosen free, then bound by the server a moment
+// later; if another process took it in between, the start is tried again
+// with another.
 func Start(ctx context.Context, o Options) (*Server, error) {
+	for attempt := 1; ; attempt++ {
+		s, err := start(ctx, o)
+		portsChosen := o.TCPPort == 0 && (o.TLS == nil || o.TLS.SecureTCPPort == 0)
+		if err == nil || attempt == startAttempts || !portsChosen || !addressInUse(err) {
+			return s, err
+		}
+	}
+}
+
+// startAttempts bounds the starts tried when a chosen port was taken.
+const startAttempts = 3
+
+// addressInUse reports whether a server failed to start because an
+// address it was to listen on was taken (its error log says so).
+func addressInUse(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Address already in use")
+}
+
+func start(ctx context.Context, o Options) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -95,5 +96,20 @@ func TestSecurePortServesTLS(t *testing.T) {
 	var one uint8
 	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
 		t.Fatalf("query over TLS: %d %v", one, err)
+	}
+}
+
+func TestAddressInUse(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("clickhouse-server exited during start-up: ...\n<Error> Application: Net Exception: Address already in use: 127.0.0.1:36915"), true},
+		{errors.New("clickhouse-server exited during start-up: Code: 76, Cannot open file"), false},
+	} {
+		if got := addressInUse(tc.err); got != tc.want {
+			t.Errorf("addressInUse(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
