@@ -5,8 +5,10 @@
 //
 // It builds the knowledge base of the bundle's app exactly as the api
 // does and reports MRR and nDCG@5 for search and for FAQ matching, MRR
-// per question style, and the suggestion hit rate at 5 for prefixes of
-// the FAQ questions.
+// per question style, and suggestion hit rates at 5: for prefixes of the
+// labelled questions whose target is an FAQ, cut by characters and by
+// words (also per style), and for word prefixes of the FAQ questions and
+// intent utterances as written.
 package main
 
 import (
@@ -25,15 +27,16 @@ func main() {
 	contentPath := flag.String("content", "pkg/content/knowledge/testdata/eval/content.json", "content bundle of one app")
 	questionsPath := flag.String("questions", "pkg/content/knowledge/testdata/eval/questions.json", "labelled questions")
 	misses := flag.Bool("misses", false, "list the questions with no relevant result in the top 10")
+	first := flag.Int("first", 120, "also report the first `N` questions (the set before users' phrasings were added) and the rest apart; 0 for not")
 	flag.Parse()
-	if err := run(*contentPath, *questionsPath, *misses); err != nil {
+	if err := run(*contentPath, *questionsPath, *misses, *first); err != nil {
 		fmt.Fprintln(os.Stderr, "searcheval:", err)
 		os.Exit(1)
 	}
 }
 
-func run(contentPath, questionsPath string, misses bool) error {
-	b, docs, faqs, err := Load(contentPath)
+func run(contentPath, questionsPath string, misses bool, first int) error {
+	b, docs, faqs, intents, err := Load(contentPath)
 	if err != nil {
 		return err
 	}
@@ -45,7 +48,7 @@ func run(contentPath, questionsPath string, misses bool) error {
 	if err := json.Unmarshal(raw, &qs); err != nil {
 		return fmt.Errorf("%s: %w", questionsPath, err)
 	}
-	ev, err := b.Evaluate(qs)
+	ev, err := b.Evaluate(qs, intents...)
 	if err != nil {
 		return err
 	}
@@ -54,6 +57,22 @@ func run(contentPath, questionsPath string, misses bool) error {
 	fmt.Println("|---|---:|---:|---:|")
 	fmt.Printf("| search | %d | %.3f | %.3f |\n", ev.Search.Questions, ev.Search.MRR, ev.Search.NDCG5)
 	fmt.Printf("| FAQ | %d | %.3f | %.3f |\n", ev.FAQ.Questions, ev.FAQ.MRR, ev.FAQ.NDCG5)
+	if first > 0 && first < len(qs) {
+		for _, part := range []struct {
+			name string
+			qs   []knowledge.Question
+		}{
+			{fmt.Sprintf("questions 1-%d", first), qs[:first]},
+			{fmt.Sprintf("questions %d-%d", first+1, len(qs)), qs[first:]},
+		} {
+			pe, err := b.Evaluate(part.qs)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("| search, %s | %d | %.3f | %.3f |\n", part.name, pe.Search.Questions, pe.Search.MRR, pe.Search.NDCG5)
+			fmt.Printf("| FAQ, %s | %d | %.3f | %.3f |\n", part.name, pe.FAQ.Questions, pe.FAQ.MRR, pe.FAQ.NDCG5)
+		}
+	}
 	fmt.Printf("\nMRR by question style:")
 	styles := make([]string, 0, len(ev.ByStyle))
 	for s := range ev.ByStyle {
@@ -63,7 +82,29 @@ func run(contentPath, questionsPath string, misses bool) error {
 	for _, s := range styles {
 		fmt.Printf(" %s %.3f;", s, ev.ByStyle[s])
 	}
-	fmt.Printf("\nSuggestion hit rate@5 over %d prefixes (half and three quarters) of the FAQ questions: %.3f\n", ev.SuggestionPrefixes, ev.SuggestionHitRate)
+	fmt.Printf("\nSuggestion hit rate@5 over %d prefixes (half and three quarters of the characters) of the labelled FAQ questions: %.3f\n", ev.SuggestionPrefixes, ev.SuggestionHitRate)
+	fmt.Println("\nSuggestion hit rate@5 over word prefixes (half, and three quarters ending mid-word when the word is long):")
+	fmt.Println()
+	fmt.Println("| typed towards | prefixes | hits | hit rate@5 |")
+	fmt.Println("|---|---:|---:|---:|")
+	row := func(name string, h knowledge.HitRate) {
+		fmt.Printf("| %s | %d | %d | %.3f |\n", name, h.Prefixes, h.Hits, h.Rate)
+	}
+	row("labelled questions with an FAQ target", ev.UserSuggestions)
+	styles = styles[:0]
+	for s := range ev.UserSuggestionsByStyle {
+		styles = append(styles, s)
+	}
+	slices.Sort(styles)
+	for _, s := range styles {
+		row("of them, style "+s, ev.UserSuggestionsByStyle[s])
+	}
+	row("FAQ questions as written", ev.FAQSuggestions)
+	if ev.IntentSuggestions.Prefixes > 0 {
+		row("intent utterances as written", ev.IntentSuggestions)
+	} else {
+		fmt.Println("\nThe content has no intent utterances.")
+	}
 	if misses {
 		for _, m := range append(ev.Search.Misses, ev.FAQ.Misses...) {
 			fmt.Println("miss:", m)
@@ -72,11 +113,12 @@ func run(contentPath, questionsPath string, misses bool) error {
 	return nil
 }
 
-// Load builds the knowledge base of the bundle's records.
-func Load(path string) (*knowledge.Base, int, int, error) {
+// Load builds the knowledge base of the bundle's records and returns it
+// with the numbers of documents and FAQs and the intent records.
+func Load(path string) (*knowledge.Base, int, int, []content.Record, error) {
 	file, err := bundle.ReadFile(path)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, nil, err
 	}
 	var lists [3][]content.Record
 	for _, r := range file.Bundle.Records {
@@ -90,5 +132,5 @@ func Load(path string) (*knowledge.Base, int, int, error) {
 		}
 	}
 	b, err := knowledge.Build(lists[0], lists[1], lists[2])
-	return b, len(lists[0]), len(lists[1]), err
+	return b, len(lists[0]), len(lists[1]), lists[2], err
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -45,13 +46,46 @@ type Evaluation struct {
 	// hold a question of a relevant FAQ.
 	SuggestionHitRate  float64
 	SuggestionPrefixes int
+	// UserSuggestions is over word prefixes (wordPrefixes) of the
+	// questions whose target is an FAQ: a hit is a question of a relevant
+	// FAQ among the top 5 suggestions. UserSuggestionsByStyle splits it by
+	// the questions' style.
+	UserSuggestions        HitRate
+	UserSuggestionsByStyle map[string]HitRate
+	// FAQSuggestions and IntentSuggestions are over word prefixes of the
+	// FAQs' questions and of the intents' utterances as written: a hit is
+	// a question of the same FAQ, or an utterance of the same intent, among
+	// the top 5 suggestions. IntentSuggestions is empty when no intents
+	// are given.
+	FAQSuggestions, IntentSuggestions HitRate
 }
+
+// HitRate is the share of typed prefixes whose suggestions hold what the
+// user was typing towards.
+type HitRate struct {
+	Prefixes, Hits int
+	Rate           float64
+}
+
+func (h *HitRate) add(hit bool) {
+	h.Prefixes++
+	if hit {
+		h.Hits++
+	}
+	h.Rate = float64(h.Hits) / float64(h.Prefixes)
+}
+
+// suggestDepth is how many suggestions a user sees while typing.
+const suggestDepth = 5
 
 const evalDepth = 10
 
-// Evaluate runs the questions against b.
-func (b *Base) Evaluate(qs []Question) (Evaluation, error) {
-	ev := Evaluation{ByStyle: map[string]float64{}}
+// Evaluate runs the questions against b, and the suggestions against
+// prefixes of the questions, of b's FAQ questions and of the utterance
+// patterns of intents (the records b was built from; the intent figures
+// stay empty without them).
+func (b *Base) Evaluate(qs []Question, intents ...content.Record) (Evaluation, error) {
+	ev := Evaluation{ByStyle: map[string]float64{}, UserSuggestionsByStyle: map[string]HitRate{}}
 	styleCount := map[string]int{}
 	hits, prefixes := 0, 0
 	for _, q := range qs {
@@ -80,6 +114,18 @@ func (b *Base) Evaluate(qs []Question) (Evaluation, error) {
 					}
 				}
 			}
+			// The same as a user types it, word by word.
+			var texts []string
+			for _, id := range q.Relevant {
+				texts = append(texts, b.faqList[id].Questions...)
+			}
+			byStyle := ev.UserSuggestionsByStyle[q.Style]
+			for _, p := range wordPrefixes(q.Question) {
+				h := hit(b.suggestWhileTyping(p), KindFAQ, texts)
+				ev.UserSuggestions.add(h)
+				byStyle.add(h)
+			}
+			ev.UserSuggestionsByStyle[q.Style] = byStyle
 		default:
 			return ev, fmt.Errorf("question %q: unknown target %q", q.Question, q.Target)
 		}
@@ -106,7 +152,95 @@ func (b *Base) Evaluate(qs []Question) (Evaluation, error) {
 		ev.SuggestionHitRate = float64(hits) / float64(prefixes)
 	}
 	ev.SuggestionPrefixes = prefixes
+
+	// Questions and utterances as written, as a user who means one of them
+	// types it.
+	for _, id := range slices.Sorted(maps.Keys(b.faqList)) {
+		qs := b.faqList[id].Questions
+		for _, q := range qs {
+			for _, p := range wordPrefixes(q) {
+				ev.FAQSuggestions.add(hit(b.suggestWhileTyping(p), KindFAQ, qs))
+			}
+		}
+	}
+	for _, r := range intents {
+		var f struct {
+			UtterancePatterns []string `json:"utterancePatterns"`
+		}
+		if err := json.Unmarshal(r.Doc, &f); err != nil {
+			return ev, fmt.Errorf("intent %q: %w", r.ID, err)
+		}
+		// Suggestions show patterns without their slots, as Build indexes
+		// them.
+		var plain []string
+		for _, u := range f.UtterancePatterns {
+			if p := plainPattern(u); p != "" {
+				plain = append(plain, p)
+			}
+		}
+		for _, u := range plain {
+			for _, p := range wordPrefixes(u) {
+				ev.IntentSuggestions.add(hit(b.suggestWhileTyping(p), KindIntent, plain))
+			}
+		}
+	}
 	return ev, nil
+}
+
+// suggestWhileTyping is what the suggestion box offers for a prefix: FAQ
+// questions and intent patterns, no history.
+func (b *Base) suggestWhileTyping(prefix string) []Suggestion {
+	return b.Suggest(prefix, map[string]bool{KindFAQ: true, KindIntent: true}, nil, suggestDepth)
+}
+
+// longWord is the length in runes from which a user is likely to pick a
+// suggestion before finishing the word.
+const longWord = 6
+
+// wordPrefixes cuts text as it stands part way through typing: its first
+// half of the words and its first three quarters (rounded up), the latter
+// ending inside its last word, at half of it rounded up, when that word is
+// long. A prefix is never the whole text, and the two are returned once
+// when they are the same.
+func wordPrefixes(text string) []string {
+	words := strings.Fields(text)
+	n := len(words)
+	var out []string
+	if k := min((n+1)/2, n-1); k > 0 {
+		out = append(out, strings.Join(words[:k], " "))
+	}
+	k := (3*n + 3) / 4
+	if k == 0 {
+		return out
+	}
+	p := slices.Clone(words[:k])
+	if last := []rune(p[k-1]); len(last) >= longWord {
+		p[k-1] = string(last[:(len(last)+1)/2])
+	} else if k == n {
+		p = p[:k-1]
+	}
+	if len(p) > 0 {
+		if s := strings.Join(p, " "); len(out) == 0 || s != out[0] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// hit reports whether one of the first suggestDepth suggestions is of
+// kind and one of texts, in any case.
+func hit(sugs []Suggestion, kind string, texts []string) bool {
+	for _, s := range sugs[:min(len(sugs), suggestDepth)] {
+		if s.Type != kind {
+			continue
+		}
+		for _, t := range texts {
+			if strings.EqualFold(s.Suggestion, t) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // rank computes the reciprocal rank and nDCG@5 of a ranking.
