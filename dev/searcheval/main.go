@@ -78,7 +78,7 @@ func Load(path string) (*knowledge.Base, int, int, error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	var lists [3][]content.Record
+	var lists [4][]content.Record
 	for _, r := range file.Bundle.Records {
 		switch r.Kind {
 		case content.KindDocument:
@@ -87,8 +87,10 @@ func Load(path string) (*knowledge.Base, int, int, error) {
 			lists[1] = append(lists[1], r)
 		case content.KindIntent:
 			lists[2] = append(lists[2], r)
+		case content.KindEntity:
+			lists[3] = append(lists[3], r)
 		}
 	}
-	b, err := knowledge.Build(lists[0], lists[1], lists[2])
+	b, err := knowledge.BuildWithEntities(lists[0], lists[1], lists[2], lists[3])
 	return b, len(lists[0]), len(lists[1]), err
 }
