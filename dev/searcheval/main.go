@@ -113,14 +113,15 @@ func run(contentPath, questionsPath string, misses bool, first int) error {
 	return nil
 }
 
-// Load builds the knowledge base of the bundle's records and returns it
-// with the numbers of documents and FAQs and the intent records.
+// Load builds the knowledge base of the bundle's records (entities give
+// synonyms) and returns it with the numbers of documents and FAQs and the
+// intent records.
 func Load(path string) (*knowledge.Base, int, int, []content.Record, error) {
 	file, err := bundle.ReadFile(path)
 	if err != nil {
 		return nil, 0, 0, nil, err
 	}
-	var lists [3][]content.Record
+	var lists [4][]content.Record
 	for _, r := range file.Bundle.Records {
 		switch r.Kind {
 		case content.KindDocument:
@@ -129,8 +130,10 @@ func Load(path string) (*knowledge.Base, int, int, []content.Record, error) {
 			lists[1] = append(lists[1], r)
 		case content.KindIntent:
 			lists[2] = append(lists[2], r)
+		case content.KindEntity:
+			lists[3] = append(lists[3], r)
 		}
 	}
-	b, err := knowledge.Build(lists[0], lists[1], lists[2])
+	b, err := knowledge.BuildWithEntities(lists[0], lists[1], lists[2], lists[3])
 	return b, len(lists[0]), len(lists[1]), lists[2], err
 }

@@ -49,15 +49,15 @@ const (
 // once per revision.
 func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 	v, err := a.cache.getOrStale(ctx, appID, "knowledge", func(ctx context.Context) (any, error) {
-		var lists [3][]content.Record
-		for i, k := range []content.Kind{content.KindDocument, content.KindFAQ, content.KindIntent} {
+		var lists [4][]content.Record
+		for i, k := range []content.Kind{content.KindDocument, content.KindFAQ, content.KindIntent, content.KindEntity} {
 			recs, err := a.store.ListRecords(ctx, appID, k)
 			if err != nil {
 				return nil, err
 			}
 			lists[i] = recs
 		}
-		return knowledge.Build(lists[0], lists[1], lists[2])
+		return knowledge.BuildWithEntities(lists[0], lists[1], lists[2], lists[3])
 	})
 	if err != nil {
 		return nil, err

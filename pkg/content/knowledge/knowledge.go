@@ -53,7 +53,19 @@ type faqFields struct {
 
 // Build indexes an app's documents, FAQs and intents.
 func Build(docs, faqs, intents []content.Record) (*Base, error) {
+	return BuildWithEntities(docs, faqs, intents, nil)
+}
+
+// BuildWithEntities is Build that also reads the app's entities. Query
+// words are expanded with synonyms found in the app's own content: entity
+// values and their synonyms, and words used interchangeably across one
+// FAQ's questions or one intent's utterance patterns.
+func BuildWithEntities(docs, faqs, intents, entities []content.Record) (*Base, error) {
 	b := &Base{faqList: make(map[string]faq, len(faqs))}
+	synonyms, err := synonymSets(faqs, intents, entities)
+	if err != nil {
+		return nil, err
+	}
 	sdocs := make([]search.Doc, 0, len(docs))
 	for _, r := range docs {
 		var f docFields
@@ -62,7 +74,7 @@ func Build(docs, faqs, intents []content.Record) (*Base, error) {
 		}
 		sdocs = append(sdocs, search.Doc{ID: r.ID, Title: f.Title, Body: f.Document, URI: f.URI, Location: f.Location})
 	}
-	b.docs = search.Build(sdocs)
+	b.docs = search.BuildWithSynonyms(sdocs, synonyms)
 	b.docHeads = make([]string, len(sdocs))
 	for i, d := range sdocs {
 		b.docHeads[i] = string(appendHead(nil, d.Title, d.URI, d.Body))
@@ -87,7 +99,7 @@ func Build(docs, faqs, intents []content.Record) (*Base, error) {
 			cands = append(cands, search.Candidate{Text: q, Kind: KindFAQ, Answer: f.Answer})
 		}
 	}
-	b.faqs = search.Build(variants)
+	b.faqs = search.BuildWithSynonyms(variants, synonyms)
 
 	seen := map[string]bool{}
 	for _, r := range intents {
@@ -107,6 +119,79 @@ func Build(docs, faqs, intents []content.Record) (*Base, error) {
 	}
 	b.suggest = search.NewSuggester(cands)
 	return b, nil
+}
+
+// minAlternativeSources is how many FAQs or intents must use two words
+// for one another before they count as synonyms: one FAQ's "pay by paypal"
+// and "pay by klarna" name different things.
+const minAlternativeSources = 2
+
+// synonymSets are the sets of words the app's content uses for one
+// another. Entity synonyms are declared, so they count at once; words
+// swapped across question variants or utterance patterns count only when
+// several FAQs or intents swap them.
+func synonymSets(faqs, intents, entities []content.Record) ([][]string, error) {
+	var sets [][]string
+	sources := map[[2]string]int{}
+	var pairs [][2]string // in first-seen order, for a deterministic build
+	addAlternatives := func(texts []string) {
+		seen := map[[2]string]bool{}
+		for _, alt := range search.Alternatives(texts) {
+			k := [2]string{min(alt[0], alt[1]), max(alt[0], alt[1])}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if sources[k] == 0 {
+				pairs = append(pairs, k)
+			}
+			sources[k]++
+		}
+	}
+	for _, r := range entities {
+		var f struct {
+			Values []struct {
+				Name     string   `json:"name"`
+				Synonyms []string `json:"synonyms"`
+			} `json:"values"`
+		}
+		if err := json.Unmarshal(r.Doc, &f); err != nil {
+			return nil, fmt.Errorf("entity %q: %w", r.ID, err)
+		}
+		for _, v := range f.Values {
+			if len(v.Synonyms) > 0 {
+				sets = append(sets, append([]string{v.Name}, v.Synonyms...))
+			}
+		}
+	}
+	for _, r := range faqs {
+		var f struct {
+			Questions []string `json:"questions"`
+		}
+		if err := json.Unmarshal(r.Doc, &f); err != nil {
+			return nil, fmt.Errorf("FAQ %q: %w", r.ID, err)
+		}
+		addAlternatives(f.Questions)
+	}
+	for _, r := range intents {
+		var f struct {
+			UtterancePatterns []string `json:"utterancePatterns"`
+		}
+		if err := json.Unmarshal(r.Doc, &f); err != nil {
+			return nil, fmt.Errorf("intent %q: %w", r.ID, err)
+		}
+		texts := make([]string, 0, len(f.UtterancePatterns))
+		for _, p := range f.UtterancePatterns {
+			texts = append(texts, plainPattern(p))
+		}
+		addAlternatives(texts)
+	}
+	for _, k := range pairs {
+		if sources[k] >= minAlternativeSources {
+			sets = append(sets, []string{k[0], k[1]})
+		}
+	}
+	return sets, nil
 }
 
 var slotRef = regexp.MustCompile(`\$\{[^}]*\}|\{[^}]*\}`)

@@ -48,6 +48,9 @@ type Index struct {
 	// deletions maps every term with one letter deleted to the terms it
 	// came from: for matching with one typo.
 	deletions map[string][]string
+	// synonyms are the indexed terms each term stands for in the app's
+	// own content, read as weaker matches; nil when it has none.
+	synonyms map[string][]string
 	// termIDs number the indexed terms; bodySpans are where each item's
 	// body words stand, by start, so that highlights and passages need not
 	// read the text again.
@@ -99,7 +102,13 @@ const (
 )
 
 // Build indexes docs.
-func Build(docs []Doc) *Index {
+func Build(docs []Doc) *Index { return BuildWithSynonyms(docs, nil) }
+
+// BuildWithSynonyms indexes docs, with sets of words that mean the same
+// in the app's content: a query word also matches the others of its sets,
+// with less weight. The sets are resolved once here, so that a search
+// only looks them up.
+func BuildWithSynonyms(docs []Doc, sets [][]string) *Index {
 	memo := &stems{m: map[string]string{}}
 	ix := &Index{docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
 		postings: map[string][]posting{}, maxW: map[string]float32{}, deletions: map[string][]string{},
@@ -189,6 +198,16 @@ func Build(docs []Doc) *Index {
 			ix.deletions[d] = append(ix.deletions[d], term)
 		}
 	}
+	for term, syn := range synonymTable(sets) {
+		// Only synonyms some item holds can match.
+		syn = slices.DeleteFunc(syn, func(s string) bool { _, ok := ix.postings[s]; return !ok })
+		if len(syn) > 0 {
+			if ix.synonyms == nil {
+				ix.synonyms = map[string][]string{}
+			}
+			ix.synonyms[term] = syn
+		}
+	}
 	return ix
 }
 
@@ -223,6 +242,10 @@ func (ix *Index) idf(term string) float64 {
 type expansion struct {
 	term   string
 	weight float64
+	// synonym is set for a synonym of the query term: it counts at most
+	// the query term's own IDF, so that a rare synonym cannot outweigh
+	// the word typed.
+	synonym bool
 }
 
 // Weights of inexact matches.
@@ -238,20 +261,25 @@ const (
 func (ix *Index) expand(term string, partial string) []expansion {
 	var out []expansion
 	if _, ok := ix.postings[term]; ok {
-		out = append(out, expansion{term, 1})
+		out = append(out, expansion{term: term, weight: 1})
 	} else {
 		seen := map[string]bool{}
 		for _, cand := range append([]string{term}, deletes(term)...) {
 			for _, t := range ix.deletions[cand] {
 				if !seen[t] && damerau1(term, t) {
 					seen[t] = true
-					out = append(out, expansion{t, typoWeight})
+					out = append(out, expansion{term: t, weight: typoWeight})
 				}
 			}
 			if _, ok := ix.postings[cand]; ok && !seen[cand] && cand != term {
 				seen[cand] = true
-				out = append(out, expansion{cand, typoWeight})
+				out = append(out, expansion{term: cand, weight: typoWeight})
 			}
+		}
+	}
+	for _, s := range ix.synonyms[term] {
+		if !slices.ContainsFunc(out, func(e expansion) bool { return e.term == s }) {
+			out = append(out, expansion{term: s, weight: synonymWeight, synonym: true})
 		}
 	}
 	if partial != "" && len([]rune(partial)) >= 2 {
@@ -260,7 +288,7 @@ func (ix *Index) expand(term string, partial string) []expansion {
 		for ; i < len(ix.words) && strings.HasPrefix(ix.words[i].word, partial) && n < maxPrefixes; i++ {
 			t := ix.words[i].term
 			if !slices.ContainsFunc(out, func(e expansion) bool { return e.term == t }) {
-				out = append(out, expansion{t, prefixWeight})
+				out = append(out, expansion{term: t, weight: prefixWeight})
 				n++
 			}
 		}
@@ -293,6 +321,16 @@ func damerau1Runes(x, y []rune) bool {
 		return true // one letter replaced
 	}
 	return i+1 < len(x) && x[i] == y[i+1] && x[i+1] == y[i] && slices.Equal(x[i+2:], y[i+2:])
+}
+
+// expWeight is what a match on e counts per unit of BM25F term weight,
+// for a query term of IDF termIDF.
+func (ix *Index) expWeight(e expansion, termIDF float64) float64 {
+	idf := ix.idf(e.term)
+	if e.synonym {
+		idf = math.Min(idf, termIDF)
+	}
+	return e.weight * idf
 }
 
 // Options narrow a search.
@@ -365,7 +403,8 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		}
 		plans[i].exps = ix.expand(term, partial)
 		for _, e := range plans[i].exps {
-			rare = rare || 2*len(ix.postings[e.term]) <= n
+			// A rare synonym alone must not leave out the words typed.
+			rare = rare || (!e.synonym && 2*len(ix.postings[e.term]) <= n)
 		}
 	}
 	var total, rest float64
@@ -388,7 +427,7 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		// left out (and not highlighted).
 		p.exps = slices.DeleteFunc(p.exps, func(e expansion) bool { return rare && 2*len(ix.postings[e.term]) > n })
 		for _, e := range p.exps {
-			p.bound = math.Max(p.bound, e.weight*ix.idf(e.term)*float64(ix.maxW[e.term]))
+			p.bound = math.Max(p.bound, ix.expWeight(e, p.weight)*float64(ix.maxW[e.term]))
 		}
 		rest += p.bound
 	}
@@ -410,7 +449,7 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 				bit = 1 << len(allExps)
 			}
 			allExps = append(allExps, e.term)
-			ew, cover := e.weight*ix.idf(e.term), e.weight*p.weight
+			ew, cover := ix.expWeight(e, p.weight), e.weight*p.weight
 			add := func(d int32, w float32) {
 				a := &as[d]
 				if a.bestCover == 0 {
