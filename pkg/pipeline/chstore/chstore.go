@@ -133,6 +133,10 @@ func (s *Store) Cluster() string { return s.cfg.Cluster }
 // Version is the server's version.
 func (s *Store) Version() chschema.Version { return s.version }
 
+// table is a table of the store's database, quoted: on a cluster the
+// Distributed table that reads every shard.
+func (s *Store) table(name string) string { return "`" + s.cfg.Database + "`." + name }
+
 // Features is what the server supports.
 func (s *Store) Features() chschema.Features { return s.features }
 

@@ -177,7 +177,7 @@ func (s *Store) ForgetUser(ctx context.Context, f Forget, log *slog.Logger) (For
 	out := Forgotten{AppID: f.AppID, UserID: f.UserID, DryRun: f.DryRun, Sessions: len(p.sessions), Queries: len(p.queries), Quarantined: len(p.quarantined)}
 	var dels []deletion
 	for _, d := range p.deletions() {
-		n, err := s.countRows(ctx, s, "`"+s.cfg.Database+"`."+d.table, d.wheres)
+		n, err := s.countRows(ctx, s, s.table(d.table), d.wheres)
 		if err != nil {
 			return out, err
 		}
@@ -249,12 +249,11 @@ func (s *Store) ForgetUser(ctx context.Context, f Forget, log *slog.Logger) (For
 // by.
 func (s *Store) planForget(ctx context.Context, app, user string) (forgetPlan, error) {
 	p := forgetPlan{app: app, user: user}
-	db := "`" + s.cfg.Database + "`."
 	var err error
-	if p.sessions, err = s.stringColumn(ctx, "SELECT DISTINCT session_id FROM "+db+"events WHERE app_id = ? AND user_id = ? AND session_id != ''", app, user); err != nil {
+	if p.sessions, err = s.stringColumn(ctx, "SELECT DISTINCT session_id FROM "+s.table("events")+" WHERE app_id = ? AND user_id = ? AND session_id != ''", app, user); err != nil {
 		return p, fmt.Errorf("read the sessions of user %s of app %s: %w", user, app, err)
 	}
-	asked, err := s.stringColumn(ctx, "SELECT DISTINCT query_normalized FROM "+db+"events WHERE app_id = ? AND user_id = ? AND query_normalized != ''", app, user)
+	asked, err := s.stringColumn(ctx, "SELECT DISTINCT query_normalized FROM "+s.table("events")+" WHERE app_id = ? AND user_id = ? AND query_normalized != ''", app, user)
 	if err != nil {
 		return p, fmt.Errorf("read the queries of user %s of app %s: %w", user, app, err)
 	}
@@ -262,7 +261,7 @@ func (s *Store) planForget(ctx context.Context, app, user string) (forgetPlan, e
 	for _, in := range inLists("query_normalized IN ", asked) {
 		// Literals only: with parameters, the driver turns "\?" into "?"
 		// even inside a literal, and a query text may hold that.
-		others, err := s.stringColumn(ctx, "SELECT DISTINCT query_normalized FROM "+db+"events WHERE app_id = "+quoteLiteral(app)+
+		others, err := s.stringColumn(ctx, "SELECT DISTINCT query_normalized FROM "+s.table("events")+" WHERE app_id = "+quoteLiteral(app)+
 			" AND user_id != "+quoteLiteral(user)+" AND "+in)
 		if err != nil {
 			return p, fmt.Errorf("read which queries of user %s other users of app %s asked: %w", user, app, err)
@@ -291,7 +290,7 @@ func (s *Store) planForget(ctx context.Context, app, user string) (forgetPlan, e
 // those holding the ID's JSON text (or an escape that may spell it
 // differently) and the events are read here.
 func (s *Store) quarantinedOf(ctx context.Context, app, user string) ([]string, error) {
-	q, err := quarantineCandidates("`"+s.cfg.Database+"`.quarantine", app, user)
+	q, err := quarantineCandidates(s.table("quarantine"), app, user)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +402,7 @@ func (s *Store) countRows(ctx context.Context, c *Store, table string, wheres []
 // local is the name of the table holding a table's rows on one server:
 // the shard-local table in a cluster.
 func (s *Store) local(table string) string {
-	name := "`" + s.cfg.Database + "`." + table
+	name := s.table(table)
 	if s.cfg.Cluster != "" {
 		name += chschema.LocalSuffix
 	}

@@ -19,8 +19,8 @@ type EventBatch struct {
 	EventID, AppID, OrganizationID []string
 	EventTime, ReceivedAt          []time.Time
 	// EventTimeSource says where EventTime came from: TimeSourceRuntime
-	// (the runtime's isoTime) or TimeSourceReceived (ingest's receipt);
-	// zero is taken as received.
+	// (the runtime's isoTime) or TimeSourceReceived (ingest's receipt,
+	// what AddRow sets).
 	EventTimeSource                                    []int8
 	Type, Name, SessionID, UserID, Channel, Platform   []string
 	SelectedHandler, CurrentHandler, Environment       []string
@@ -203,11 +203,6 @@ func (b *EventBatch) columns() ([]any, error) {
 		b.DisplayCount, b.Tag, b.Tags, b.ErrorMessage, b.ErrorStack, b.Message, b.KBUsed, b.KBDocuments, b.KBFAQs,
 		b.EventTimeSource, b.Payload, b.Extra, b.KafkaPartition, b.KafkaOffset}
 	n := b.Len()
-	for i, src := range b.EventTimeSource {
-		if src == 0 {
-			b.EventTimeSource[i] = chschema.TimeSourceReceived
-		}
-	}
 	for i, c := range cols {
 		if l := columnLen(c); l != n {
 			return nil, fmt.Errorf("column %d of the events batch holds %d values for %d rows", i, l, n)

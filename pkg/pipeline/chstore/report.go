@@ -174,9 +174,6 @@ func utcDay(t time.Time) time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
-// table is a table of the store's database, quoted.
-func (s *Store) table(name string) string { return "`" + s.cfg.Database + "`." + name }
-
 // rangeWhere selects the rows of one app and range; its parameters are
 // those of rangeArgs. The app ID and days are bound, never spliced in.
 const rangeWhere = " WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?)"
