@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/content/lexicon"
 	"github.com/assistantcms/cms/pkg/edge/analyticspage"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/launch"
@@ -47,6 +50,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	llmURL := fs.String("rag-llm-url", "RAG_LLM_URL", "", "OpenAI-compatible API root (…/v1) that writes RAG answers; empty: extractive answers")
 	llmModel := fs.String("rag-llm-model", "RAG_LLM_MODEL", "", "model name sent to the RAG generator")
 	llmKey := fs.Secret("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
+	wordnet := fs.String("wordnet-dir", "WORDNET_DIR", lexicon.DefaultDir, "WordNet 3.0 database (Debian's wordnet-base) whose related words expand search queries; \"off\" for none")
 	statusSources := fs.String("status-sources", "STATUS_SOURCES", "", "other services charted on /status, as name=metrics-URL,... (the api's own metrics are always there)")
 	statusInterval := fs.Duration("status-interval", "STATUS_INTERVAL", contentapi.DefaultStatusInterval, "how often /status reads its sources")
 	if err := fs.Parse(args); err != nil {
@@ -92,6 +96,15 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	} else {
 		log.Info("no ClickHouse configured: no HISTORICAL suggestions, and " + analyticspage.Path + " answers 503")
 	}
+	switch wn, err := loadWordNet(*wordnet); {
+	case err != nil:
+		return err
+	case wn != nil:
+		apiCfg.Knowledge.Lexicon = wn
+		log.Info("search expands queries with WordNet", "dir", *wordnet)
+	default:
+		log.Info("no WordNet: search expands queries only with the apps' own synonyms", "dir", *wordnet)
+	}
 	if *llmURL != "" {
 		apiCfg.Generator = &knowledge.OpenAI{BaseURL: *llmURL, Model: *llmModel, APIKey: *llmKey}
 	}
@@ -112,4 +125,21 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		return err
 	}
 	return settings.Serve(ctx, svc.Serve)
+}
+
+// loadWordNet reads the WordNet database in dir. The default directory
+// may be missing (the lexicon is an addition, and Debian installs it
+// apart): that gives nil. A directory set by hand must be there.
+func loadWordNet(dir string) (*lexicon.WordNet, error) {
+	if dir == "off" || dir == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) && dir == lexicon.DefaultDir {
+		return nil, nil
+	}
+	wn, err := lexicon.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("serve: -wordnet-dir (WORDNET_DIR): %w", err)
+	}
+	return wn, nil
 }

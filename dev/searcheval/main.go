@@ -21,22 +21,33 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/content/lexicon"
 )
 
 func main() {
 	contentPath := flag.String("content", "pkg/content/knowledge/testdata/eval/content.json", "content bundle of one app")
 	questionsPath := flag.String("questions", "pkg/content/knowledge/testdata/eval/questions.json", "labelled questions")
 	misses := flag.Bool("misses", false, "list the questions with no relevant result in the top 10")
+	wordnet := flag.String("wordnet", lexicon.DefaultDir, "WordNet database `dir` for related words; empty for none")
 	first := flag.Int("first", 120, "also report the first `N` questions (the set before users' phrasings were added) and the rest apart; 0 for not")
 	flag.Parse()
-	if err := run(*contentPath, *questionsPath, *misses, *first); err != nil {
+	var o knowledge.Options
+	if *wordnet != "" {
+		wn, err := lexicon.Load(*wordnet)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "searcheval:", err)
+			os.Exit(1)
+		}
+		o.Lexicon = wn
+	}
+	if err := run(*contentPath, *questionsPath, *misses, *first, o); err != nil {
 		fmt.Fprintln(os.Stderr, "searcheval:", err)
 		os.Exit(1)
 	}
 }
 
-func run(contentPath, questionsPath string, misses bool, first int) error {
-	b, docs, faqs, intents, err := Load(contentPath)
+func run(contentPath, questionsPath string, misses bool, first int, o knowledge.Options) error {
+	b, docs, faqs, intents, err := Load(contentPath, o)
 	if err != nil {
 		return err
 	}
@@ -116,7 +127,7 @@ func run(contentPath, questionsPath string, misses bool, first int) error {
 // Load builds the knowledge base of the bundle's records (entities give
 // synonyms) and returns it with the numbers of documents and FAQs and the
 // intent records.
-func Load(path string) (*knowledge.Base, int, int, []content.Record, error) {
+func Load(path string, o knowledge.Options) (*knowledge.Base, int, int, []content.Record, error) {
 	file, err := bundle.ReadFile(path)
 	if err != nil {
 		return nil, 0, 0, nil, err
@@ -134,6 +145,6 @@ func Load(path string) (*knowledge.Base, int, int, []content.Record, error) {
 			lists[3] = append(lists[3], r)
 		}
 	}
-	b, err := knowledge.BuildWithEntities(lists[0], lists[1], lists[2], lists[3])
+	b, err := knowledge.New(knowledge.Sources{Documents: lists[0], FAQs: lists[1], Intents: lists[2], Entities: lists[3]}, o)
 	return b, len(lists[0]), len(lists[1]), lists[2], err
 }

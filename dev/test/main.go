@@ -11,7 +11,8 @@
 // (prometheus-alertmanager), which check
 // the alerting rules, the dashboards' queries and the Alertmanager
 // configuration, and Chromium, which
-// renders the status page in its test. Node.js and npm (Debian's nodejs and npm) run the
+// renders the status page in its test, and WordNet (Debian's wordnet-base),
+// whose related words search reads in its tests. Node.js and npm (Debian's nodejs and npm) run the
 // assistant runtime of deploy/runtime, whose npm packages (the reference
 // client) are installed with npm ci from its package-lock.json, and the
 // current ClickHouse engine of internal/modernch (chDB), installed from its
@@ -33,6 +34,7 @@ import (
 	"github.com/assistantcms/cms/internal/debpkg"
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/devpostgres"
+	"github.com/assistantcms/cms/pkg/content/lexicon"
 )
 
 func main() {
@@ -61,6 +63,15 @@ func main() {
 			fmt.Fprintf(os.Stderr, "test: install %s: %v\n", tool.bin, err)
 			os.Exit(1)
 		}
+	}
+	// WordNet, whose related words the search tests and evaluation read.
+	if _, err := debpkg.EnsureFound(ctx, os.Stderr, func() (string, error) {
+		p := filepath.Join(lexicon.DefaultDir, "data.noun")
+		_, err := os.Stat(p)
+		return p, err
+	}, "wordnet-base"); err != nil {
+		fmt.Fprintln(os.Stderr, "test: install WordNet:", err)
+		os.Exit(1)
 	}
 	if err := npmCI(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "test:", err)

@@ -59,6 +59,9 @@ type Config struct {
 	// Generator, when set, writes RAG answers from the retrieved passages;
 	// the extractive answer stands in when it fails.
 	Generator knowledge.Generator
+	// Knowledge is what search, FAQ matching and suggestions know beyond
+	// each app's content (a lexicon of general English).
+	Knowledge knowledge.Options
 }
 
 // Defaults for Config.

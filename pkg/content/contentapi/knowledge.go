@@ -49,15 +49,18 @@ const (
 // once per revision.
 func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 	v, err := a.cache.getOrStale(ctx, appID, "knowledge", func(ctx context.Context) (any, error) {
-		var lists [4][]content.Record
-		for i, k := range []content.Kind{content.KindDocument, content.KindFAQ, content.KindIntent, content.KindEntity} {
-			recs, err := a.store.ListRecords(ctx, appID, k)
+		var src knowledge.Sources
+		for _, k := range []struct {
+			kind content.Kind
+			to   *[]content.Record
+		}{{content.KindDocument, &src.Documents}, {content.KindFAQ, &src.FAQs}, {content.KindIntent, &src.Intents}, {content.KindEntity, &src.Entities}} {
+			recs, err := a.store.ListRecords(ctx, appID, k.kind)
 			if err != nil {
 				return nil, err
 			}
-			lists[i] = recs
+			*k.to = recs
 		}
-		return knowledge.BuildWithEntities(lists[0], lists[1], lists[2], lists[3])
+		return knowledge.New(src, a.cfg.Knowledge)
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/lexicon"
 )
 
 // TestEvaluationSet holds search and FAQ ranking to the quality goal on
@@ -34,6 +35,22 @@ func TestEvaluationSet(t *testing.T) {
 	if ev.Search.MRR < goal || ev.FAQ.MRR < goal {
 		t.Errorf("MRR below %.1f: search %.3f, FAQ %.3f", goal, ev.Search.MRR, ev.FAQ.MRR)
 	}
+	// Suggestions find what a user types as written (the goal), and a
+	// user's own wording no worse than measured when this was written.
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"FAQ questions as written", all.FAQSuggestions.Rate, 0.95},
+		{"intent utterances as written", all.IntentSuggestions.Rate, 0.95},
+		{"users' questions", all.UserSuggestions.Rate, 0.40},
+		{"search MRR of all questions", all.Search.MRR, 0.70},
+		{"FAQ MRR of all questions", all.FAQ.MRR, 0.43},
+	} {
+		if f.got < f.want {
+			t.Errorf("%s: %.3f, below %.2f", f.name, f.got, f.want)
+		}
+	}
 	// Every prefix is counted once, whatever it hits.
 	if all.IntentSuggestions.Prefixes == 0 || all.FAQSuggestions.Prefixes == 0 || all.UserSuggestions.Prefixes == 0 {
 		t.Errorf("no prefixes: users' %+v, FAQ %+v, intent %+v", all.UserSuggestions, all.FAQSuggestions, all.IntentSuggestions)
@@ -44,6 +61,40 @@ func TestEvaluationSet(t *testing.T) {
 	}
 	if n != all.UserSuggestions.Prefixes {
 		t.Errorf("users' prefixes by style add up to %d, all are %d", n, all.UserSuggestions.Prefixes)
+	}
+}
+
+// TestWordNetHelps holds the related words of WordNet to their use: on
+// the questions in users' own words, FAQ matching and suggestions find
+// more with them than without, and the first questions rank no worse.
+func TestWordNetHelps(t *testing.T) {
+	byKind, qs := evalRecords(t), evalQuestions(t)
+	with, err := evalBase(t, byKind, Options{Lexicon: wordNet(t)}).Evaluate(qs[originalQuestions:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := evalBase(t, byKind, Options{}).Evaluate(qs[originalQuestions:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("users' phrasings: FAQ MRR %.3f with WordNet, %.3f without; search MRR %.3f, %.3f; suggestions %.3f, %.3f",
+		with.FAQ.MRR, without.FAQ.MRR, with.Search.MRR, without.Search.MRR, with.UserSuggestions.Rate, without.UserSuggestions.Rate)
+	if with.FAQ.MRR <= without.FAQ.MRR || with.Search.MRR <= without.Search.MRR || with.UserSuggestions.Rate <= without.UserSuggestions.Rate {
+		t.Errorf("WordNet does not help: FAQ MRR %.3f with, %.3f without; search %.3f, %.3f; suggestions %.3f, %.3f",
+			with.FAQ.MRR, without.FAQ.MRR, with.Search.MRR, without.Search.MRR, with.UserSuggestions.Rate, without.UserSuggestions.Rate)
+	}
+	first, err := evalBase(t, byKind, Options{Lexicon: wordNet(t)}).Evaluate(qs[:originalQuestions])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := evalBase(t, byKind, Options{}).Evaluate(qs[:originalQuestions])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"keywords", "typo"} {
+		if first.ByStyle[s] < plain.ByStyle[s] {
+			t.Errorf("%s-style MRR falls with WordNet: %.3f, %.3f without", s, first.ByStyle[s], plain.ByStyle[s])
+		}
 	}
 }
 
@@ -155,11 +206,27 @@ func evalSet(t testing.TB) (*Base, []Question) {
 	if len(byKind[content.KindDocument]) < 300 || len(byKind[content.KindFAQ]) < 100 {
 		t.Fatalf("the corpus has %d documents and %d FAQs; the set needs at least 300 and 100", len(byKind[content.KindDocument]), len(byKind[content.KindFAQ]))
 	}
-	b, err := Build(byKind[content.KindDocument], byKind[content.KindFAQ], byKind[content.KindIntent])
+	return evalBase(t, byKind, Options{Lexicon: wordNet(t)}), evalQuestions(t)
+}
+
+// evalBase builds the evaluation corpus's base as the api does.
+func evalBase(t testing.TB, byKind map[content.Kind][]content.Record, o Options) *Base {
+	t.Helper()
+	b, err := New(Sources{Documents: byKind[content.KindDocument], FAQs: byKind[content.KindFAQ], Intents: byKind[content.KindIntent], Entities: byKind[content.KindEntity]}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, evalQuestions(t)
+	return b
+}
+
+// wordNet loads the WordNet database the api reads by default.
+func wordNet(t testing.TB) *lexicon.WordNet {
+	t.Helper()
+	wn, err := lexicon.Load(lexicon.DefaultDir)
+	if err != nil {
+		t.Fatalf("%v (install Debian's wordnet-base, as go run ./dev/test does)", err)
+	}
+	return wn
 }
 
 // evalRecords reads the evaluation corpus's records by kind.

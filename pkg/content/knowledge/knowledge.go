@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -29,6 +30,12 @@ type Base struct {
 	faqs     *search.Index
 	faqList  map[string]faq
 	suggest  *search.Suggester
+	// intents index the intents' utterance patterns, grouped by intent,
+	// for suggestions found by meaning.
+	intents *search.Index
+	// groupOf names the FAQ or intent each suggestion text (NormalText)
+	// belongs to, by kind: a suggestion list shows each once.
+	groupOf map[[2]string]string
 }
 
 type faq struct {
@@ -51,21 +58,35 @@ type faqFields struct {
 	Created   string   `json:"created"`
 }
 
-// Build indexes an app's documents, FAQs and intents.
-func Build(docs, faqs, intents []content.Record) (*Base, error) {
-	return BuildWithEntities(docs, faqs, intents, nil)
+// Sources are the records of one app a Base is built from.
+type Sources struct {
+	Documents, FAQs, Intents, Entities []content.Record
 }
 
-// BuildWithEntities is Build that also reads the app's entities. Query
-// words are expanded with synonyms found in the app's own content: entity
-// values and their synonyms, and words used interchangeably across one
-// FAQ's questions or one intent's utterance patterns.
-func BuildWithEntities(docs, faqs, intents, entities []content.Record) (*Base, error) {
-	b := &Base{faqList: make(map[string]faq, len(faqs))}
-	synonyms, err := synonymSets(faqs, intents, entities)
+// Options are what a Base knows beyond the app's content.
+type Options struct {
+	// Lexicon expands query words with related words of general English
+	// (WordNet); nil for none.
+	Lexicon search.Lexicon
+}
+
+// Build indexes an app's documents, FAQs and intents.
+func Build(docs, faqs, intents []content.Record) (*Base, error) {
+	return New(Sources{Documents: docs, FAQs: faqs, Intents: intents}, Options{})
+}
+
+// New indexes an app's content. Query words are expanded with synonyms
+// found in the app's own content (entity values and their synonyms, and
+// words used interchangeably across one FAQ's questions or one intent's
+// utterance patterns), then with related words of o.Lexicon.
+func New(src Sources, o Options) (*Base, error) {
+	docs, faqs, intents := src.Documents, src.FAQs, src.Intents
+	b := &Base{faqList: make(map[string]faq, len(faqs)), groupOf: map[[2]string]string{}}
+	synonyms, err := synonymSets(faqs, intents, src.Entities)
 	if err != nil {
 		return nil, err
 	}
+	cfg := search.Config{Synonyms: synonyms, Lexicon: o.Lexicon}
 	sdocs := make([]search.Doc, 0, len(docs))
 	for _, r := range docs {
 		var f docFields
@@ -74,7 +95,7 @@ func BuildWithEntities(docs, faqs, intents, entities []content.Record) (*Base, e
 		}
 		sdocs = append(sdocs, search.Doc{ID: r.ID, Title: f.Title, Body: f.Document, URI: f.URI, Location: f.Location})
 	}
-	b.docs = search.BuildWithSynonyms(sdocs, synonyms)
+	b.docs = search.BuildWith(sdocs, cfg)
 	b.docHeads = make([]string, len(sdocs))
 	for i, d := range sdocs {
 		b.docHeads[i] = string(appendHead(nil, d.Title, d.URI, d.Body))
@@ -97,11 +118,15 @@ func BuildWithEntities(docs, faqs, intents, entities []content.Record) (*Base, e
 		for j, q := range f.Questions {
 			variants = append(variants, search.Doc{ID: fmt.Sprintf("%d/%d", i, j), Group: r.ID, Title: q, Body: f.Name + ". " + f.Answer})
 			cands = append(cands, search.Candidate{Text: q, Kind: KindFAQ, Answer: f.Answer})
+			if k := [2]string{KindFAQ, search.NormalText(q)}; b.groupOf[k] == "" {
+				b.groupOf[k] = r.ID
+			}
 		}
 	}
-	b.faqs = search.BuildWithSynonyms(variants, synonyms)
+	b.faqs = search.BuildWith(variants, cfg)
 
 	seen := map[string]bool{}
+	var utterances []search.Doc
 	for _, r := range intents {
 		var f struct {
 			UtterancePatterns []string `json:"utterancePatterns"`
@@ -114,10 +139,13 @@ func BuildWithEntities(docs, faqs, intents, entities []content.Record) (*Base, e
 			if text != "" && !seen[strings.ToLower(text)] {
 				seen[strings.ToLower(text)] = true
 				cands = append(cands, search.Candidate{Text: text, Kind: KindIntent})
+				b.groupOf[[2]string{KindIntent, search.NormalText(text)}] = r.ID
+				utterances = append(utterances, search.Doc{ID: fmt.Sprintf("%d", len(utterances)), Group: r.ID, Title: text})
 			}
 		}
 	}
 	b.suggest = search.NewSuggester(cands)
+	b.intents = search.BuildWith(utterances, cfg)
 	return b, nil
 }
 
@@ -378,28 +406,177 @@ type Suggestion struct {
 }
 
 // Suggest merges the matches of history (past queries, most asked first)
-// and of the app's FAQ questions and intent patterns, each text once, at
-// most size. Exact matches come before matches with one edit; within
-// each, HISTORICAL before FAQ before INTENT; then texts that start with
-// the typed text before those with a later word that does.
+// and of the app's FAQ questions and intent patterns, each text once and
+// each FAQ or intent once, at most size.
+//
+// Past queries the typed text begins come first. The app's own texts are
+// then ranked by how well they match: the typed text as the start of the
+// text, or of a later word, or with one edit, counts for a literal
+// match; the typed words as a search finds them (stems, synonyms, related
+// words, the last word as a prefix) count for meaning, so that a user's
+// own wording reaches the FAQ that answers it. Past queries matched with
+// one edit come last.
 func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Suggester, size int) []Suggestion {
-	var out []Suggestion
-	// Matches with one edit come after every exact one, so they are looked
-	// for only when the exact ones do not fill the answer.
+	var all []search.Suggestion
+	// Matches with one edit are looked for only when the exact ones do
+	// not fill the answer.
 	for _, typos := range []bool{false, true} {
 		own := map[string]bool{}
 		for k := range kinds {
 			own[k] = k != KindHistorical
 		}
-		all := b.suggest.Match(text, own, math.MaxInt, typos)
+		all = b.suggest.Match(text, own, math.MaxInt, typos)
 		if kinds[KindHistorical] && history != nil {
 			// Past queries are distinct texts; each of them hides at most
 			// one of the app's own.
 			all = append(all, history.Match(text, map[string]bool{KindHistorical: true}, size, typos)...)
 		}
-		if out = merge(all, size); len(out) >= size {
+		if len(all) >= size {
 			break
 		}
+	}
+	return b.merge(all, b.meant(text, kinds, size), size)
+}
+
+// Weights of a suggestion's literal match, added to its meaning score
+// (at most 1): a text the typed text begins ranks above a text found by
+// meaning alone only when it matches as well.
+const (
+	literalAtStart = 1.0
+	literalLater   = 0.75
+	literalTypo    = 0.25
+	// minMeaning is the least share of the typed words' weight a text
+	// found by meaning alone must match to be suggested.
+	minMeaning = 0.1
+	// meaningDepth is how many FAQs and intents a search for meaning
+	// reads, per suggestion asked for.
+	meaningDepth = 4
+)
+
+// meaning is a text found by searching for the typed words.
+type meaning struct {
+	sug   search.Suggestion
+	score float64 // share of the query's weight matched, 0 to 1
+	rank  float64 // search score, for ties
+}
+
+// meant searches the FAQs and intents of kinds for text, by group (FAQ or
+// intent ID), each group's best text.
+func (b *Base) meant(text string, kinds map[string]bool, size int) map[string]meaning {
+	if !search.Meaningful(text) {
+		return nil
+	}
+	out := map[string]meaning{}
+	for _, k := range []struct {
+		kind string
+		ix   *search.Index
+	}{{KindFAQ, b.faqs}, {KindIntent, b.intents}} {
+		if !kinds[k.kind] {
+			continue
+		}
+		for _, r := range k.ix.Search(text, search.Options{Limit: meaningDepth * size}) {
+			c := search.Candidate{Text: r.Doc.Title, Kind: k.kind}
+			if k.kind == KindFAQ {
+				c.Answer = b.faqList[r.Doc.Group].Answer
+			}
+			out[k.kind+"\x00"+r.Doc.Group] = meaning{sug: search.Suggestion{Candidate: c, Bolds: append([]search.Span{}, k.ix.TitleHighlights(r)...)}, score: r.Confidence, rank: r.Score}
+		}
+	}
+	return out
+}
+
+// merge orders literal matches and texts found by meaning (see Suggest)
+// and keeps each text, and each FAQ or intent, once, at most size.
+func (b *Base) merge(literal []search.Suggestion, meant map[string]meaning, size int) []Suggestion {
+	type ranked struct {
+		s           search.Suggestion
+		tier        int // 0 past queries, 1 the app's own, 2 past queries with one edit
+		score, rank float64
+	}
+	var all []ranked
+	used := map[string]bool{} // meanings joined to a literal match
+	for _, s := range literal {
+		r := ranked{s: s, tier: 1}
+		switch {
+		case s.Kind == KindHistorical && s.Exact:
+			r.tier = 0
+		case s.Kind == KindHistorical:
+			r.tier = 2
+		default:
+			switch {
+			case !s.Exact:
+				r.score = literalTypo
+			case s.AtStart:
+				r.score = literalAtStart
+			default:
+				r.score = literalLater
+			}
+			g := s.Kind + "\x00" + b.groupOf[[2]string{s.Kind, search.NormalText(s.Text)}]
+			if m, ok := meant[g]; ok {
+				r.score += m.score
+				r.rank = m.rank
+				used[g] = true
+			}
+		}
+		all = append(all, r)
+	}
+	for _, g := range slices.Sorted(maps.Keys(meant)) {
+		if m := meant[g]; !used[g] && m.score >= minMeaning {
+			all = append(all, ranked{s: m.sug, tier: 1, score: m.score, rank: m.rank})
+		}
+	}
+	// Ties keep the order of the matches (weight, then text) and, among
+	// texts found by meaning alone, of their groups.
+	slices.SortStableFunc(all, func(x, y ranked) int {
+		return cmp.Or(cmp.Compare(x.tier, y.tier), cmp.Compare(y.score, x.score), cmp.Compare(y.rank, x.rank))
+	})
+	// Texts that match equally well ("do you" begins dozens) take turns
+	// by kind, so that a list of one kind does not hide the other.
+	nth := make([]int, len(all))
+	for i := range all {
+		for j := i - 1; j >= 0 && all[j].tier == all[i].tier && all[j].score == all[i].score && all[j].rank == all[i].rank; j-- {
+			if all[j].s.Kind == all[i].s.Kind {
+				nth[i] = nth[j] + 1
+				break
+			}
+		}
+	}
+	order := make([]int, len(all))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		x, y := all[i], all[j]
+		return cmp.Or(cmp.Compare(x.tier, y.tier), cmp.Compare(y.score, x.score), cmp.Compare(y.rank, x.rank),
+			cmp.Compare(nth[i], nth[j]), cmp.Compare(priority(x.s.Kind), priority(y.s.Kind)))
+	})
+	out := []Suggestion{}
+	seen := map[string]bool{}
+	for _, i := range order {
+		if len(out) >= size {
+			break
+		}
+		s := all[i].s
+		key := search.NormalText(s.Text)
+		group := ""
+		if s.Kind != KindHistorical {
+			group = s.Kind + "\x00" + b.groupOf[[2]string{s.Kind, key}]
+		}
+		if seen[key] || (group != "" && seen[group]) {
+			continue
+		}
+		seen[key] = true
+		if group != "" {
+			seen[group] = true
+		}
+		format := []map[string]Bold{}
+		if s.Bolds == nil {
+			format = append(format, map[string]Bold{"bold": {Start: s.Bold.Start, End: s.Bold.End}})
+		}
+		for _, sp := range s.Bolds {
+			format = append(format, map[string]Bold{"bold": {Start: sp.Start, End: sp.End}})
+		}
+		out = append(out, Suggestion{Suggestion: s.Text, Type: s.Kind, Answer: s.Answer, TruncatedAnswer: truncateAnswer(s.Answer), Format: format})
 	}
 	return out
 }
@@ -414,33 +591,6 @@ func priority(kind string) int {
 		return 1
 	}
 	return 2
-}
-
-// merge orders matches, exact ones first, then by kind in merge priority,
-// then those at the start of their text first, and keeps each text once,
-// at most size.
-func merge(all []search.Suggestion, size int) []Suggestion {
-	tier := func(s search.Suggestion) int {
-		if s.Exact {
-			return 0
-		}
-		return 1
-	}
-	slices.SortStableFunc(all, func(x, y search.Suggestion) int {
-		return cmp.Or(cmp.Compare(tier(x), tier(y)), cmp.Compare(priority(x.Kind), priority(y.Kind)), compareBool(y.AtStart, x.AtStart))
-	})
-	out := []Suggestion{}
-	seen := map[string]bool{}
-	for _, s := range all {
-		key := search.NormalText(s.Text)
-		if seen[key] || len(out) >= size {
-			continue
-		}
-		seen[key] = true
-		out = append(out, Suggestion{Suggestion: s.Text, Type: s.Kind, Answer: s.Answer, TruncatedAnswer: truncateAnswer(s.Answer),
-			Format: []map[string]Bold{{"bold": {Start: s.Bold.Start, End: s.Bold.End}}}})
-	}
-	return out
 }
 
 // History builds the suggester of past queries from their counts.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,42 @@ func TestPriorityFollowsSuggestionKinds(t *testing.T) {
 		if priority(k) != i {
 			t.Errorf("priority(%s) = %d, want %d", k, priority(k), i)
 		}
+	}
+}
+
+// TestSuggestByMeaning: typed words that begin no text still reach the
+// FAQ they are about, with the words that matched in bold; a past query
+// the text begins stays first; an FAQ shows once however many of its
+// questions match.
+func TestSuggestByMeaning(t *testing.T) {
+	b := base(t)
+	all := map[string]bool{KindHistorical: true, KindFAQ: true, KindIntent: true}
+	show := func(ss []Suggestion) string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.Type+":"+s.Suggestion)
+		}
+		return strings.Join(out, "|")
+	}
+	got := b.Suggest("my bike needs a wash bef", all, nil, 5)
+	if show(got) != "FAQ:Do you wash bikes?" {
+		t.Fatalf("by meaning: %q", show(got))
+	}
+	// "wash" matched: bold, in UTF-16 offsets ("bike", in most of these
+	// few FAQs, is left out of the search).
+	if want := []map[string]Bold{{"bold": {7, 11}}}; !reflect.DeepEqual(got[0].Format, want) {
+		t.Errorf("bold of a match by meaning: %+v, want %+v", got[0].Format, want)
+	}
+	hist := History([]QueryCount{{"my bike needs a wash before the race", 3}})
+	if got := show(b.Suggest("my bike needs a wash bef", all, hist, 5)); got != "HISTORICAL:my bike needs a wash before the race|FAQ:Do you wash bikes?" {
+		t.Errorf("history first: %q", got)
+	}
+	// Both questions of the returns FAQ begin with words typed; one shows.
+	if got := show(b.Suggest("return", map[string]bool{KindFAQ: true}, nil, 5)); strings.Count(got, "FAQ:") != 1 {
+		t.Errorf("one FAQ, one suggestion: %q", got)
+	}
+	// Stop words alone say nothing: only texts they begin.
+	if got := show(b.Suggest("do you ", all, nil, 5)); got != "FAQ:Do you wash bikes?" {
+		t.Errorf("stop words: %q", got)
 	}
 }

@@ -149,7 +149,10 @@ func stem(w string) string {
 // count only when there is nothing else), and its last word when the text
 // may stop in the middle of it.
 type query struct {
-	terms   []string
+	terms []string
+	// words are the folded words the terms came from (the first of each),
+	// for looking up related words, which a stem does not name.
+	words   []string
 	partial string // folded last word, when unfinished
 }
 
@@ -171,6 +174,7 @@ func parseQuery(q string, memo *stems) query {
 		}
 		seen[t.term] = true
 		out.terms = append(out.terms, t.term)
+		out.words = append(out.words, t.word)
 	}
 	if r, _ := utf8.DecodeLastRuneInString(q); isWordRune(r) {
 		out.partial = toks[len(toks)-1].word

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Doc is one searchable item.
@@ -51,6 +52,9 @@ type Index struct {
 	// synonyms are the indexed terms each term stands for in the app's
 	// own content, read as weaker matches; nil when it has none.
 	synonyms map[string][]string
+	// lexicon gives words related in general English, read as weaker
+	// matches still; nil for none.
+	lexicon Lexicon
 	// termIDs number the indexed terms; bodySpans are where each item's
 	// body words stand, by start, so that highlights and passages need not
 	// read the text again.
@@ -101,16 +105,32 @@ const (
 	titleWeight = 3.0
 )
 
-// Build indexes docs.
-func Build(docs []Doc) *Index { return BuildWithSynonyms(docs, nil) }
+// Lexicon gives words related to a word in general English (package
+// lexicon reads them from WordNet), best first, each with a weight in
+// (0, 1]. word is folded (lower case, no accents) and may be inflected.
+type Lexicon interface {
+	Related(word string, visit func(related string, weight float64))
+}
 
-// BuildWithSynonyms indexes docs, with sets of words that mean the same
-// in the app's content: a query word also matches the others of its sets,
-// with less weight. The sets are resolved once here, so that a search
-// only looks them up.
-func BuildWithSynonyms(docs []Doc, sets [][]string) *Index {
+// Config is what an index understands of words beyond their spelling.
+type Config struct {
+	// Synonyms are sets of words that mean the same in the app's content:
+	// a query word also matches the others of its sets, with less weight.
+	Synonyms [][]string
+	// Lexicon, when set, expands query words with related words of
+	// general English, with less weight still.
+	Lexicon Lexicon
+}
+
+// Build indexes docs.
+func Build(docs []Doc) *Index { return BuildWith(docs, Config{}) }
+
+// BuildWith indexes docs with what cfg tells of words. Synonym sets are
+// resolved once here, so that a search only looks them up.
+func BuildWith(docs []Doc, cfg Config) *Index {
+	sets := cfg.Synonyms
 	memo := &stems{m: map[string]string{}}
-	ix := &Index{docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
+	ix := &Index{lexicon: cfg.Lexicon, docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
 		postings: map[string][]posting{}, maxW: map[string]float32{}, deletions: map[string][]string{},
 		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs)), paras: make([][]chunk, len(docs))}
 	words := map[string]string{}
@@ -133,15 +153,12 @@ func BuildWithSynonyms(docs []Doc, sets [][]string) *Index {
 			}
 		}
 		tt, bt := tokensWith(docs[i].Title, memo), tokensWith(docs[i].Body, memo)
+		for _, t := range tt {
+			ix.termID(t.term) // so that title matches can be told (TitleHighlights)
+		}
 		spans := make([]tokSpan, 0, len(bt))
 		for _, t := range bt {
-			id, ok := ix.termIDs[t.term]
-			if !ok {
-				id = uint32(len(ix.termIDs))
-				ix.termIDs[t.term] = id
-				ix.termText = append(ix.termText, t.term)
-			}
-			spans = append(spans, tokSpan{term: id, start: uint32(t.start), end: uint32(t.end)})
+			spans = append(spans, tokSpan{term: ix.termID(t.term), start: uint32(t.start), end: uint32(t.end)})
 		}
 		slices.SortStableFunc(spans, func(a, b tokSpan) int { return cmp.Compare(a.start, b.start) })
 		ix.bodySpans[i] = spans
@@ -211,6 +228,17 @@ func BuildWithSynonyms(docs []Doc, sets [][]string) *Index {
 	return ix
 }
 
+// termID numbers term, the first time it is seen.
+func (ix *Index) termID(term string) uint32 {
+	id, ok := ix.termIDs[term]
+	if !ok {
+		id = uint32(len(ix.termIDs))
+		ix.termIDs[term] = id
+		ix.termText = append(ix.termText, term)
+	}
+	return id
+}
+
 // maxTypoRunes is the longest word given typo matches: the deletions of a
 // word cost the square of its length, and a query of one very long word
 // must not cost milliseconds; no real word is that long.
@@ -255,10 +283,19 @@ const (
 	maxPrefixes  = 30
 )
 
+// Weights of related words: below synonymWeight, as general English
+// knows less of what the app means than the app's own content does.
+const (
+	lexiconWeight = 0.3
+	// maxRelated bounds the related words a query word adds that some
+	// item holds: each is one more posting list read.
+	maxRelated = 8
+)
+
 // expand finds the indexed terms a query term matches: itself, or else
 // terms one edit away; the unfinished last word also matches the words it
-// begins.
-func (ix *Index) expand(term string, partial string) []expansion {
+// begins. word is the folded word the term came from.
+func (ix *Index) expand(term, word string, partial string) []expansion {
 	var out []expansion
 	if _, ok := ix.postings[term]; ok {
 		out = append(out, expansion{term: term, weight: 1})
@@ -281,6 +318,20 @@ func (ix *Index) expand(term string, partial string) []expansion {
 		if !slices.ContainsFunc(out, func(e expansion) bool { return e.term == s }) {
 			out = append(out, expansion{term: s, weight: synonymWeight, synonym: true})
 		}
+	}
+	if ix.lexicon != nil {
+		n := 0
+		ix.lexicon.Related(word, func(rel string, w float64) {
+			if n >= maxRelated || strings.IndexByte(rel, ' ') >= 0 {
+				return // a phrase cannot stand for one word
+			}
+			t := ix.stems.of(rel)
+			if _, ok := ix.postings[t]; !ok || t == term || slices.ContainsFunc(out, func(e expansion) bool { return e.term == t }) {
+				return
+			}
+			out = append(out, expansion{term: t, weight: lexiconWeight * w, synonym: true})
+			n++
+		})
 	}
 	if partial != "" && len([]rune(partial)) >= 2 {
 		i := sort.Search(len(ix.words), func(i int) bool { return ix.words[i].word >= partial })
@@ -401,7 +452,7 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		if i == len(pq.terms)-1 && pq.partial != "" && stem(pq.partial) == term {
 			partial = pq.partial
 		}
-		plans[i].exps = ix.expand(term, partial)
+		plans[i].exps = ix.expand(term, pq.words[i], partial)
 		for _, e := range plans[i].exps {
 			// A rare synonym alone must not leave out the words typed.
 			rare = rare || (!e.synonym && 2*len(ix.postings[e.term]) <= n)
@@ -636,4 +687,32 @@ func (ix *Index) HighlightsIn(r Result, from, to int) []Span {
 		out = append(out, sp)
 	}
 	return out
+}
+
+// TitleHighlights are where the terms r matched stand in its title
+// (UTF-16).
+func (ix *Index) TitleHighlights(r Result) []Span {
+	var out []Span
+	for _, t := range words(r.Doc.Title, ix.stems) {
+		if id, ok := ix.termIDs[t.term]; ok && slices.Contains(r.terms, id) {
+			out = append(out, Span{t.start, t.end})
+		}
+	}
+	return out
+}
+
+// Meaningful reports whether q holds a finished word that is not a stop
+// word: "how do I" says nothing of what it is about, and "wher" may become
+// any word.
+func Meaningful(q string) bool {
+	ws := words(q, nil)
+	if r, _ := utf8.DecodeLastRuneInString(q); isWordRune(r) && len(ws) > 0 {
+		ws = ws[:len(ws)-1] // unfinished
+	}
+	for _, t := range ws {
+		if !t.stop {
+			return true
+		}
+	}
+	return false
 }

@@ -32,6 +32,9 @@ type Suggestion struct {
 	// AtStart is true when the text starts with the match, false when a
 	// later word does.
 	AtStart bool
+	// Bolds, when not nil, are the words of a text found by meaning that
+	// matched (Bold is then empty).
+	Bolds []Span
 }
 
 // folded is a text folded for matching, with each folded rune's offset

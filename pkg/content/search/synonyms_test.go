@@ -2,6 +2,7 @@ package search
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -68,7 +69,7 @@ func TestSynonymExpansion(t *testing.T) {
 		{"unrelated query untouched", sets, "opening", []string{"other"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ix := BuildWithSynonyms(docs, tc.sets)
+			ix := BuildWith(docs, Config{Synonyms: tc.sets})
 			res := ix.Search(tc.query, Options{})
 			var got []string
 			for _, r := range res {
@@ -85,11 +86,76 @@ func TestSynonymExpansion(t *testing.T) {
 }
 
 func TestSynonymsOnlyWhereIndexed(t *testing.T) {
-	ix := BuildWithSynonyms([]Doc{{ID: "a", Title: "bike"}}, [][]string{{"bike", "bicycle"}, {"tyre", "tire"}})
+	ix := BuildWith([]Doc{{ID: "a", Title: "bike"}}, Config{Synonyms: [][]string{{"bike", "bicycle"}, {"tyre", "tire"}}})
 	if want := map[string][]string{"bicycl": {"bike"}}; !reflect.DeepEqual(ix.synonyms, want) {
 		t.Errorf("synonyms %v, want %v", ix.synonyms, want)
 	}
 	if ix := Build([]Doc{{ID: "a", Title: "bike"}}); ix.synonyms != nil {
 		t.Errorf("synonyms %v without sets", ix.synonyms)
+	}
+}
+
+// fakeLexicon relates words as its map says, each at weight 1.
+type fakeLexicon map[string][]string
+
+func (l fakeLexicon) Related(word string, visit func(string, float64)) {
+	for _, r := range l[word] {
+		visit(r, 1)
+	}
+}
+
+// TestLexiconExpansion: a related word matches with less weight than the
+// word typed, only where no synonym of the app's own says more, and a
+// phrase or a word no item holds adds nothing.
+func TestLexiconExpansion(t *testing.T) {
+	docs := []Doc{
+		{ID: "coupon", Title: "Coupon rules"},
+		{ID: "voucher", Title: "Voucher rules"},
+		{ID: "other", Title: "Opening hours"},
+	}
+	lex := fakeLexicon{"voucher": {"coupon", "gift token", "discount"}, "coupons": {"voucher"}}
+	for _, tc := range []struct {
+		name, q string
+		lex     Lexicon
+		want    []string
+	}{
+		{"typed word first, related after", "voucher", lex, []string{"voucher", "coupon"}},
+		{"inflected query word looked up as typed", "coupons", lex, []string{"coupon", "voucher"}},
+		{"no lexicon, no related words", "voucher", nil, []string{"voucher"}},
+		{"unrelated word", "hours", lex, []string{"other"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := BuildWith(docs, Config{Lexicon: tc.lex})
+			var got []string
+			for _, r := range ix.Search(tc.q, Options{}) {
+				got = append(got, r.Doc.ID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Search(%q) = %v, want %v", tc.q, got, tc.want)
+			}
+		})
+	}
+	ix := BuildWith(docs, Config{Lexicon: lex})
+	res := ix.Search("voucher", Options{})
+	if len(res) != 2 || res[1].Score >= res[0].Score || res[1].Confidence > lexiconWeight+1e-9 {
+		t.Errorf("a related word must count less than the word typed, at most %v of it: %+v", lexiconWeight, res)
+	}
+	if hl := ix.TitleHighlights(res[1]); len(hl) != 1 || hl[0] != (Span{0, 6}) {
+		t.Errorf("title highlight of the related word: %+v", hl)
+	}
+}
+
+func TestMeaningful(t *testing.T) {
+	for q, want := range map[string]bool{
+		"how do I":        false,
+		"how do I ret":    false, // the last word may become anything
+		"how do I return": false,
+		"return a ":       true,
+		"can I return a":  true,
+		"":                false,
+	} {
+		if got := Meaningful(q); got != want {
+			t.Errorf("Meaningful(%q) = %v, want %v", q, got, want)
+		}
 	}
 }
