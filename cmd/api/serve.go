@@ -12,6 +12,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
+	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/content/lexicon"
@@ -51,6 +52,12 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	llmModel := fs.String("rag-llm-model", "RAG_LLM_MODEL", "", "model name sent to the RAG generator")
 	llmKey := fs.Secret("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
 	wordnet := fs.String("wordnet-dir", "WORDNET_DIR", lexicon.DefaultDir, "WordNet 3.0 database (Debian's wordnet-base) whose related words expand search queries; \"off\" for none")
+	embURL := fs.String("embeddings-url", "EMBEDDINGS_URL", "", "OpenAI-compatible API root (…/v1) whose /embeddings endpoint gives semantic retrieval, fused with lexical ranks; empty: lexical only")
+	embModel := fs.String("embeddings-model", "EMBEDDINGS_MODEL", "", "embedding model name (required with -embeddings-url)")
+	embKey := fs.Secret("embeddings-api-key", "EMBEDDINGS_API_KEY", "", "bearer key for the embeddings endpoint")
+	embTimeout := fs.Duration("embeddings-timeout", "EMBEDDINGS_TIMEOUT", 30*time.Second, "bound on one request embedding the apps' content")
+	embQueryTimeout := fs.Duration("embeddings-query-timeout", "EMBEDDINGS_QUERY_TIMEOUT", knowledge.DefaultQueryTimeout, "bound on embedding one question; past it the lexical answer is served")
+	embCache := fs.Int("embeddings-cache-entries", "EMBEDDINGS_CACHE_ENTRIES", embeddings.DefaultCacheEntries, "vectors kept by content hash, so a new revision embeds only what changed")
 	statusSources := fs.String("status-sources", "STATUS_SOURCES", "", "other services charted on /status, as name=metrics-URL,... (the api's own metrics are always there)")
 	statusInterval := fs.Duration("status-interval", "STATUS_INTERVAL", contentapi.DefaultStatusInterval, "how often /status reads its sources")
 	if err := fs.Parse(args); err != nil {
@@ -104,6 +111,15 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		log.Info("search expands queries with WordNet", "dir", *wordnet)
 	default:
 		log.Info("no WordNet: search expands queries only with the apps' own synonyms", "dir", *wordnet)
+	}
+	if *embURL != "" {
+		client, err := embeddings.New(embeddings.Config{URL: *embURL, Model: *embModel, APIKey: *embKey, Timeout: *embTimeout}, nil)
+		if err != nil {
+			return fmt.Errorf("serve: -embeddings-url (EMBEDDINGS_URL): %w", err)
+		}
+		apiCfg.Knowledge.Embedder = embeddings.Cached{Cache: embeddings.NewCache(*embCache), Embedder: client}
+		apiCfg.Knowledge.QueryTimeout = *embQueryTimeout
+		log.Info("semantic retrieval through an embeddings endpoint", "url", *embURL, "model", *embModel)
 	}
 	if *llmURL != "" {
 		apiCfg.Generator = &knowledge.OpenAI{BaseURL: *llmURL, Model: *llmModel, APIKey: *llmKey}

@@ -1,7 +1,8 @@
 // Command searcheval measures search, FAQ and suggestion quality on the
 // labelled evaluation set:
 //
-//	go run ./dev/searcheval [-content FILE] [-questions FILE] [-misses]
+//	go run ./dev/searcheval [-content FILE] [-questions FILE] [-misses] [-wordnet DIR]
+//	    [-embeddings-url URL -embeddings-model M]
 //
 // It builds the knowledge base of the bundle's app exactly as the api
 // does and reports MRR and nDCG@5 for search and for FAQ matching, MRR
@@ -12,14 +13,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/content/lexicon"
 )
@@ -29,6 +33,9 @@ func main() {
 	questionsPath := flag.String("questions", "pkg/content/knowledge/testdata/eval/questions.json", "labelled questions")
 	misses := flag.Bool("misses", false, "list the questions with no relevant result in the top 10")
 	wordnet := flag.String("wordnet", lexicon.DefaultDir, "WordNet database `dir` for related words; empty for none")
+	embURL := flag.String("embeddings-url", "", "OpenAI-compatible API root (…/v1) to rank with lexical and vector ranks fused; empty for lexical only")
+	embModel := flag.String("embeddings-model", "", "embedding model name")
+	embKey := flag.String("embeddings-api-key", os.Getenv("EMBEDDINGS_API_KEY"), "bearer key for the embeddings endpoint")
 	first := flag.Int("first", 120, "also report the first `N` questions (the set before users' phrasings were added) and the rest apart; 0 for not")
 	flag.Parse()
 	var o knowledge.Options
@@ -39,6 +46,15 @@ func main() {
 			os.Exit(1)
 		}
 		o.Lexicon = wn
+	}
+	if *embURL != "" {
+		client, err := embeddings.New(embeddings.Config{URL: *embURL, Model: *embModel, APIKey: *embKey}, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "searcheval:", err)
+			os.Exit(1)
+		}
+		o.Embedder = embeddings.Cached{Cache: embeddings.NewCache(0), Embedder: client}
+		o.QueryTimeout = time.Minute
 	}
 	if err := run(*contentPath, *questionsPath, *misses, *first, o); err != nil {
 		fmt.Fprintln(os.Stderr, "searcheval:", err)
@@ -51,6 +67,9 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 	if err != nil {
 		return err
 	}
+	if err := b.WaitSemantic(context.Background()); err != nil {
+		return err
+	}
 	raw, err := os.ReadFile(questionsPath)
 	if err != nil {
 		return err
@@ -59,7 +78,7 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 	if err := json.Unmarshal(raw, &qs); err != nil {
 		return fmt.Errorf("%s: %w", questionsPath, err)
 	}
-	ev, err := b.Evaluate(qs, intents...)
+	ev, err := b.Evaluate(context.Background(), qs, intents...)
 	if err != nil {
 		return err
 	}
@@ -76,7 +95,7 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 			{fmt.Sprintf("questions 1-%d", first), qs[:first]},
 			{fmt.Sprintf("questions %d-%d", first+1, len(qs)), qs[first:]},
 		} {
-			pe, err := b.Evaluate(part.qs)
+			pe, err := b.Evaluate(context.Background(), part.qs)
 			if err != nil {
 				return err
 			}

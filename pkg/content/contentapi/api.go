@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
@@ -84,6 +86,13 @@ type API struct {
 	cacheControl string
 	// buffers hold encoded answers (*[]byte) between requests.
 	buffers sync.Pool
+	// retrieval counts answers by how they were ranked (see
+	// RetrievalHeader); nil when nothing counts them.
+	retrieval *prometheus.CounterVec
+	// retrievalLogged is when a failure of semantic retrieval was last
+	// logged (Unix nanoseconds): an endpoint that is down fails every
+	// question.
+	retrievalLogged atomic.Int64
 }
 
 // New returns the API. limiter may be nil to disable rate limiting.

@@ -60,7 +60,11 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 			}
 			*k.to = recs
 		}
-		return knowledge.New(src, a.cfg.Knowledge)
+		o := a.cfg.Knowledge
+		if o.Log == nil {
+			o.Log = a.log.With("app_id", appID)
+		}
+		return knowledge.New(src, o)
 	})
 	if err != nil {
 		return nil, err
@@ -141,11 +145,12 @@ func (a *API) search(c *gin.Context) {
 		return
 	}
 	if q, b, ok := a.asked(c); ok {
+		query := a.understand(c, b, q)
 		buf, _ := a.buffers.Get().(*[]byte)
 		if buf == nil {
 			buf = new([]byte)
 		}
-		*buf = b.Search(q, location).AppendJSON((*buf)[:0])
+		*buf = b.SearchQuery(query, location).AppendJSON((*buf)[:0])
 		c.Data(http.StatusOK, jsonContentType, *buf)
 		if cap(*buf) <= maxPooledBuffer {
 			a.buffers.Put(buf)
@@ -159,9 +164,40 @@ func (a *API) faq(c *gin.Context) {
 		return
 	}
 	if q, b, ok := a.asked(c); ok {
-		c.JSON(http.StatusOK, b.FAQs(q, size))
+		c.JSON(http.StatusOK, b.FAQsQuery(a.understand(c, b, q), size))
 	}
 }
+
+// RetrievalHeader says how search and FAQ answers were ranked when
+// semantic retrieval is configured: "hybrid" (lexical and vector ranks
+// fused) or "lexical-fallback" (the embeddings endpoint failed, or the
+// app's content is still being embedded).
+const RetrievalHeader = "X-Retrieval"
+
+// understand embeds the question when semantic retrieval is configured,
+// and says in a header how the answer is ranked.
+func (a *API) understand(c *gin.Context, b *knowledge.Base, q string) knowledge.Query {
+	query := b.Understand(c.Request.Context(), q)
+	if !b.Semantic() {
+		return query
+	}
+	mode := "hybrid"
+	if query.Fallback != nil {
+		mode = "lexical-fallback"
+		now := time.Now().UnixNano()
+		if last := a.retrievalLogged.Load(); !errors.Is(query.Fallback, knowledge.ErrIndexing) && now-last >= int64(retrievalLogEvery) && a.retrievalLogged.CompareAndSwap(last, now) {
+			a.log.Warn("semantic retrieval failed; answering lexically", "err", query.Fallback, "app_id", target(c).AppID, "request_id", c.GetString(requestIDKey))
+		}
+	}
+	c.Header(RetrievalHeader, mode)
+	if a.retrieval != nil {
+		a.retrieval.WithLabelValues(strings.ReplaceAll(mode, "-", "_")).Inc()
+	}
+	return query
+}
+
+// retrievalLogEvery is how often a failing semantic retrieval is logged.
+const retrievalLogEvery = 10 * time.Second
 
 // temperature reads the parameter leniently: the reference client may
 // send "undefined"; anything that is not a number in [0, 2] means the

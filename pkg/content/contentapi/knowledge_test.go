@@ -13,8 +13,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/internal/embedstandin"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
@@ -508,5 +510,45 @@ func TestKeyCacheKeepsOnlyShortUnknownKeys(t *testing.T) {
 	}
 	if _, ok := k.entries[short]; !ok || len(k.entries) != 1 || src.n != 3 {
 		t.Errorf("%d entries, %d store lookups: want the short key cached (3 lookups), the long one not", len(k.entries), src.n)
+	}
+}
+
+// TestRetrievalHeader: with an embeddings endpoint configured, search and
+// FAQ answers say they fused lexical and vector ranks; when the endpoint
+// fails they are still answered, lexically, and say so; the metric counts
+// both. Without an endpoint, no header.
+func TestRetrievalHeader(t *testing.T) {
+	srv := embedstandin.New(32)
+	client, err := embeddings.New(embeddings.Config{URL: srv.Start(t), Model: "standin"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, ServiceConfig{API: Config{Knowledge: knowledge.Options{Embedder: embeddings.Cached{Cache: embeddings.NewCache(0), Embedder: client}}}})
+	ctx := context.Background()
+	b, err := e.svc.api.base(ctx, "app-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitSemantic(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/cms/search?question=free+parking", "/cms/faq/query?question=return+policy"} {
+		if r := e.get(path, "app1"); r.status != 200 || r.header.Get(RetrievalHeader) != "hybrid" || !strings.Contains(r.body, "riverside") && !strings.Contains(r.body, "Return policy") {
+			t.Errorf("%s: %d %v %s", path, r.status, r.header, r.body)
+		}
+	}
+	srv.Fail(http.StatusBadGateway)
+	r := e.get("/cms/search?question=parking+at+weekends", "app1")
+	if r.status != 200 || r.header.Get(RetrievalHeader) != "lexical-fallback" || !strings.Contains(r.body, "Riverside store") {
+		t.Errorf("endpoint down: %d %v %s", r.status, r.header, r.body)
+	}
+	m := e.get("/metrics", "").body
+	for _, want := range []string{`cms_api_retrieval_total{mode="hybrid"} 2`, `cms_api_retrieval_total{mode="lexical_fallback"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if r := newEnv(t, ServiceConfig{}).get("/cms/search?question=parking", "app1"); r.header.Get(RetrievalHeader) != "" {
+		t.Errorf("lexical only, yet %s: %q", RetrievalHeader, r.header.Get(RetrievalHeader))
 	}
 }

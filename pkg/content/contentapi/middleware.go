@@ -23,8 +23,9 @@ const (
 
 // Metrics are the API's request metrics.
 type Metrics struct {
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	retrieval *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics with reg.
@@ -39,8 +40,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to answer HTTP requests, by route and method.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "method"}),
+		retrieval: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "api", Name: "retrieval_total",
+			Help: "Search and FAQ answers with semantic retrieval configured, by how they were ranked: hybrid, or lexical_fallback when the embeddings endpoint failed or the content was still being embedded.",
+		}, []string{"mode"}),
 	}
-	reg.MustRegister(m.requests, m.latency)
+	reg.MustRegister(m.requests, m.latency, m.retrieval)
 	return m
 }
 

@@ -124,6 +124,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	checker.Add("content_db", pingWithin(store.Ping, grace, time.Now))
 
 	api := New(cfg.API, store, authn, limiter, log)
+	api.retrieval = metrics.retrieval
 	// Gin's debug mode prints every route to stdout; the mode is Gin's own
 	// process-wide setting.
 	gin.SetMode(gin.ReleaseMode)

@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/search"
 )
 
 // Question is a labelled question of an evaluation set.
@@ -83,8 +83,9 @@ const evalDepth = 10
 // Evaluate runs the questions against b, and the suggestions against
 // prefixes of the questions, of b's FAQ questions and of the utterance
 // patterns of intents (the records b was built from; the intent figures
-// stay empty without them).
-func (b *Base) Evaluate(qs []Question, intents ...content.Record) (Evaluation, error) {
+// stay empty without them). With semantic retrieval, questions are
+// ranked as SearchQuery and FAQsQuery rank them.
+func (b *Base) Evaluate(ctx context.Context, qs []Question, intents ...content.Record) (Evaluation, error) {
 	ev := Evaluation{ByStyle: map[string]float64{}, UserSuggestionsByStyle: map[string]HitRate{}}
 	styleCount := map[string]int{}
 	hits, prefixes := 0, 0
@@ -93,13 +94,14 @@ func (b *Base) Evaluate(qs []Question, intents ...content.Record) (Evaluation, e
 		var m *Metrics
 		switch q.Target {
 		case "search":
-			for _, r := range b.docs.Search(q.Question, search.Options{Limit: evalDepth}) {
+			for _, r := range b.docResults(b.Understand(ctx, q.Question), "", evalDepth) {
 				ranked = append(ranked, r.Doc.ID)
 			}
 			m = &ev.Search
 		case "faq":
-			for _, r := range b.faqs.Search(q.Question, search.Options{Limit: evalDepth}) {
-				ranked = append(ranked, r.Doc.Group)
+			found, _ := b.faqResults(b.Understand(ctx, q.Question), evalDepth)
+			for _, h := range found {
+				ranked = append(ranked, h.group)
 			}
 			m = &ev.FAQ
 			// Suggestions for the question as it is being typed.

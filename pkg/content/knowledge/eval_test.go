@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"slices"
@@ -19,13 +20,13 @@ import (
 // misspellings), which the search is not yet held to.
 func TestEvaluationSet(t *testing.T) {
 	b, qs := evalSet(t)
-	all, err := b.Evaluate(qs, evalRecords(t)[content.KindIntent]...)
+	all, err := b.Evaluate(context.Background(), qs, evalRecords(t)[content.KindIntent]...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("all %d questions: search MRR %.3f nDCG@5 %.3f; FAQ MRR %.3f nDCG@5 %.3f; suggestion hit rate@5 of users' word prefixes %.3f, of FAQ questions %.3f, of intent utterances %.3f",
 		len(qs), all.Search.MRR, all.Search.NDCG5, all.FAQ.MRR, all.FAQ.NDCG5, all.UserSuggestions.Rate, all.FAQSuggestions.Rate, all.IntentSuggestions.Rate)
-	ev, err := b.Evaluate(qs[:originalQuestions])
+	ev, err := b.Evaluate(context.Background(), qs[:originalQuestions])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +70,11 @@ func TestEvaluationSet(t *testing.T) {
 // more with them than without, and the first questions rank no worse.
 func TestWordNetHelps(t *testing.T) {
 	byKind, qs := evalRecords(t), evalQuestions(t)
-	with, err := evalBase(t, byKind, Options{Lexicon: wordNet(t)}).Evaluate(qs[originalQuestions:])
+	with, err := evalBase(t, byKind, Options{Lexicon: wordNet(t)}).Evaluate(context.Background(), qs[originalQuestions:])
 	if err != nil {
 		t.Fatal(err)
 	}
-	without, err := evalBase(t, byKind, Options{}).Evaluate(qs[originalQuestions:])
+	without, err := evalBase(t, byKind, Options{}).Evaluate(context.Background(), qs[originalQuestions:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +84,11 @@ func TestWordNetHelps(t *testing.T) {
 		t.Errorf("WordNet does not help: FAQ MRR %.3f with, %.3f without; search %.3f, %.3f; suggestions %.3f, %.3f",
 			with.FAQ.MRR, without.FAQ.MRR, with.Search.MRR, without.Search.MRR, with.UserSuggestions.Rate, without.UserSuggestions.Rate)
 	}
-	first, err := evalBase(t, byKind, Options{Lexicon: wordNet(t)}).Evaluate(qs[:originalQuestions])
+	first, err := evalBase(t, byKind, Options{Lexicon: wordNet(t)}).Evaluate(context.Background(), qs[:originalQuestions])
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := evalBase(t, byKind, Options{}).Evaluate(qs[:originalQuestions])
+	plain, err := evalBase(t, byKind, Options{}).Evaluate(context.Background(), qs[:originalQuestions])
 	if err != nil {
 		t.Fatal(err)
 	}

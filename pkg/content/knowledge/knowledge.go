@@ -9,11 +9,14 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf16"
 
 	"github.com/assistantcms/cms/pkg/content"
@@ -36,6 +39,8 @@ type Base struct {
 	// groupOf names the FAQ or intent each suggestion text (NormalText)
 	// belongs to, by kind: a suggestion list shows each once.
 	groupOf map[[2]string]string
+	// sem is semantic retrieval, nil when no embedder is configured.
+	sem *semantic
 }
 
 type faq struct {
@@ -68,6 +73,15 @@ type Options struct {
 	// Lexicon expands query words with related words of general English
 	// (WordNet); nil for none.
 	Lexicon search.Lexicon
+	// Embedder, when set, embeds the documents and FAQ questions when the
+	// base is built (in the background) and each question when asked;
+	// search and FAQ matching then fuse lexical and vector ranks.
+	Embedder Embedder
+	// QueryTimeout bounds the embedding of a question; zero means
+	// DefaultQueryTimeout.
+	QueryTimeout time.Duration
+	// Log receives how embedding the content went; nil for none.
+	Log *slog.Logger
 }
 
 // Build indexes an app's documents, FAQs and intents.
@@ -146,6 +160,9 @@ func New(src Sources, o Options) (*Base, error) {
 	}
 	b.suggest = search.NewSuggester(cands)
 	b.intents = search.BuildWith(utterances, cfg)
+	if o.Embedder != nil {
+		b.sem = newSemantic(o, sdocs, variants)
+	}
 	return b, nil
 }
 
@@ -269,10 +286,17 @@ const (
 	maxHighlights = 50
 )
 
-// Search ranks the app's documents for question. With location, only
-// documents whose location is exactly that are searched.
+// Search ranks the app's documents for question, lexically. With
+// location, only documents whose location is exactly that are searched.
 func (b *Base) Search(question, location string) SearchResult {
-	res := b.docs.Search(question, search.Options{Limit: maxDocuments, Location: location})
+	return b.SearchQuery(Query{Text: question}, location)
+}
+
+// SearchQuery is Search for a question understood (see Understand): with
+// its vector, lexical and vector ranks are fused.
+func (b *Base) SearchQuery(q Query, location string) SearchResult {
+	question := q.Text
+	res := b.docResults(q, location, maxDocuments)
 	out := SearchResult{Documents: []Document{}, Suggested: []Suggested{}}
 	passages := b.docs.Passages(question, res[:min(len(res), maxSuggested)], maxSuggested)
 	top := map[int]search.Span{} // best passage's sentence per result, in body offsets
@@ -295,6 +319,31 @@ func (b *Base) Search(question, location string) SearchResult {
 			d.Highlights[i].TopAnswer = h.BeginOffset >= p.Sentence.Start && h.EndOffset <= p.Sentence.End
 		}
 		out.Suggested = append(out.Suggested, Suggested{Document: d, TopAnswer: utf16Slice(p.Text, p.Sentence), MatchConfidence: round(p.Confidence)})
+	}
+	return out
+}
+
+// docResults ranks the documents for q, at most limit.
+func (b *Base) docResults(q Query, location string, limit int) []search.Result {
+	if q.vec == nil {
+		return b.docs.Search(q.Text, search.Options{Limit: limit, Location: location})
+	}
+	lexical := b.docs.Search(q.Text, search.Options{Limit: fuseDepth, Location: location})
+	var keep func(int) bool
+	if location != "" {
+		keep = func(i int) bool { return b.docs.Item(i).Doc.Location == location }
+	}
+	found := make(map[int]search.Result, len(lexical))
+	for _, r := range lexical {
+		found[r.Index] = r
+	}
+	var out []search.Result
+	for _, f := range fuse(q, q.docs, lexical, strconv.Itoa, keep, limit) {
+		r, ok := found[f.Item]
+		if !ok {
+			r = b.docs.Item(f.Item) // found by meaning alone: nothing to highlight
+		}
+		out = append(out, r)
 	}
 	return out
 }
@@ -369,13 +418,54 @@ type FAQResult struct {
 // however many limit leaves out, as a client paging or saying "3 of 40"
 // needs.
 func (b *Base) FAQs(question string, limit int) FAQResult {
-	res, total := b.faqs.SearchCount(question, search.Options{Limit: max(limit, 1)})
+	return b.FAQsQuery(Query{Text: question}, limit)
+}
+
+// FAQsQuery is FAQs for a question understood (see Understand): with its
+// vector, lexical and vector ranks are fused; each FAQ's _score is then
+// its fused reciprocal-rank score, and Total also counts the FAQs among
+// the answer that only their meaning found.
+func (b *Base) FAQsQuery(q Query, limit int) FAQResult {
+	hits, total := b.faqResults(q, max(limit, 1))
 	out := FAQResult{Total: total, FAQ: []FAQ{}}
-	for _, r := range res[:min(len(res), max(limit, 0))] {
-		f := b.faqList[r.Doc.Group]
-		out.FAQ = append(out.FAQ, FAQ{Created: f.Created, Questions: f.Questions, Name: f.Name, Answer: f.Answer, URL: f.URL, Score: round(r.Score)})
+	for _, h := range hits[:min(len(hits), max(limit, 0))] {
+		f := b.faqList[h.group]
+		out.FAQ = append(out.FAQ, FAQ{Created: f.Created, Questions: f.Questions, Name: f.Name, Answer: f.Answer, URL: f.URL, Score: h.score})
 	}
 	return out
+}
+
+// faqHit is an FAQ found for a question, with its score.
+type faqHit struct {
+	group string
+	score float64
+}
+
+// faqResults ranks the FAQs for q, at most limit, and counts those that
+// matched.
+func (b *Base) faqResults(q Query, limit int) ([]faqHit, int) {
+	var out []faqHit
+	if q.vec == nil {
+		res, total := b.faqs.SearchCount(q.Text, search.Options{Limit: limit})
+		for _, r := range res {
+			out = append(out, faqHit{r.Doc.Group, round(r.Score)})
+		}
+		return out, total
+	}
+	lexical, total := b.faqs.SearchCount(q.Text, search.Options{Limit: max(limit, fuseDepth)})
+	matched := make(map[string]bool, len(lexical))
+	for _, r := range lexical {
+		matched[r.Doc.Group] = true
+	}
+	group := func(i int) string { return b.faqs.Item(i).Doc.Group }
+	for _, f := range fuse(q, q.faqs, lexical, group, nil, limit) {
+		g := group(f.Item)
+		if !matched[g] {
+			total++
+		}
+		out = append(out, faqHit{g, math.Round(f.Score*1e4) / 1e4})
+	}
+	return out, total
 }
 
 // Kinds of suggestions.

@@ -58,7 +58,7 @@ func TestSearchQualityMatchesSQLite(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: build: %v", name, err)
 		}
-		ev, err := b.Evaluate(questions)
+		ev, err := b.Evaluate(context.Background(), questions)
 		if err != nil {
 			t.Fatalf("%s: evaluate: %v", name, err)
 		}

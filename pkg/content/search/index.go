@@ -575,6 +575,18 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 	return out, matched
 }
 
+// Item is item i as a result that matched no query term (found another
+// way, by meaning), or a zero Result when there is no such item.
+func (ix *Index) Item(i int) Result {
+	if i < 0 || i >= len(ix.docs) {
+		return Result{}
+	}
+	return Result{Index: i, Doc: &ix.docs[i]}
+}
+
+// Len is the number of items.
+func (ix *Index) Len() int { return len(ix.docs) }
+
 // groupBests returns the best item of each group among touched, in the
 // scratch's top list. Ranking is plain BM25F: weighting it further by the
 // share of the query matched scored worse on the evaluation set.

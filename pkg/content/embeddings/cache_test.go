@@ -1,0 +1,178 @@
+package embeddings
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+)
+
+func TestCache(t *testing.T) {
+	// Each step embeds texts through the same cache and checks what reached
+	// the server.
+	type step struct {
+		texts                []string
+		wantInputs           int // texts the server embedded in this step
+		wantHits, wantMisses uint64
+		wantLen              int
+	}
+	tests := []struct {
+		name  string
+		max   int
+		steps []step
+	}{
+		{"second call embeds nothing", 10, []step{
+			{[]string{"a", "b", "c"}, 3, 0, 3, 3},
+			{[]string{"a", "b", "c"}, 0, 3, 0, 3},
+		}},
+		{"dedup within a call", 10, []step{
+			{[]string{"a", "b", "a", "a", "b"}, 2, 3, 2, 2},
+		}},
+		{"partial hits", 10, []step{
+			{[]string{"a", "b"}, 2, 0, 2, 2},
+			{[]string{"b", "c", "a", "d"}, 2, 2, 2, 4},
+		}},
+		{"eviction bound", 2, []step{
+			{[]string{"a", "b", "c"}, 3, 0, 3, 2},
+			{[]string{"c"}, 0, 1, 0, 2},
+			{[]string{"a"}, 1, 0, 1, 2}, // a was least recently used
+		}},
+		{"use refreshes", 2, []step{
+			{[]string{"a", "b"}, 2, 0, 2, 2},
+			{[]string{"a"}, 0, 1, 0, 2},
+			{[]string{"c"}, 1, 0, 1, 2}, // evicts b, not a
+			{[]string{"a"}, 0, 1, 0, 2},
+			{[]string{"b"}, 1, 0, 1, 2},
+		}},
+		{"empty text is a text", 10, []step{
+			{[]string{"", "a", ""}, 2, 1, 2, 2},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, s := newTestClient(t, Config{})
+			cache := NewCache(tt.max)
+			var hits, misses uint64
+			for i, st := range tt.steps {
+				before := s.Inputs()
+				got, err := cache.Embed(context.Background(), c, st.texts)
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				for j, text := range st.texts {
+					if !slices.Equal(got[j], s.Vector(text)) {
+						t.Errorf("step %d: vector %d is not that of %q", i, j, text)
+					}
+				}
+				hits += st.wantHits
+				misses += st.wantMisses
+				h, m := cache.Stats()
+				if n := s.Inputs() - before; n != st.wantInputs || h != hits || m != misses || cache.Len() != st.wantLen {
+					t.Errorf("step %d: embedded %d, stats %d/%d, len %d; want %d, %d/%d, %d",
+						i, n, h, m, cache.Len(), st.wantInputs, hits, misses, st.wantLen)
+				}
+			}
+		})
+	}
+}
+
+func TestCacheKeysByModel(t *testing.T) {
+	c1, s := newTestClient(t, Config{Model: "one"})
+	c2, err := New(Config{URL: c1.endpoint[:len(c1.endpoint)-len("/embeddings")], Model: "two"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCache(0)
+	for _, c := range []*Client{c1, c2, c1, c2} {
+		if _, err := cache.Embed(context.Background(), c, []string{"same text"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Inputs() != 2 || cache.Len() != 2 {
+		t.Errorf("embedded %d, cached %d; want one per model", s.Inputs(), cache.Len())
+	}
+}
+
+func TestCacheError(t *testing.T) {
+	c, s := newTestClient(t, Config{})
+	cache := NewCache(10)
+	s.Fail(400)
+	if _, err := cache.Embed(context.Background(), c, []string{"a", "b"}); err == nil {
+		t.Fatal("Embed succeeded against a failing server")
+	}
+	if cache.Len() != 0 {
+		t.Errorf("cache holds %d entries after a failure", cache.Len())
+	}
+	s.Fail(0)
+	if _, err := cache.Embed(context.Background(), c, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if cache.Len() != 2 {
+		t.Errorf("cache holds %d entries, want 2", cache.Len())
+	}
+}
+
+// shortEmbedder answers one vector too few, as a broken Embedder might.
+type shortEmbedder struct{}
+
+func (shortEmbedder) Model() string { return "short" }
+func (shortEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	return make([][]float32, len(texts)-1), nil
+}
+
+func TestCacheRejectsShortAnswer(t *testing.T) {
+	cache := NewCache(10)
+	_, err := cache.Embed(context.Background(), shortEmbedder{}, []string{"a", "b"})
+	if err == nil || cache.Len() != 0 {
+		t.Fatalf("error %v, len %d; want an error and nothing cached", err, cache.Len())
+	}
+	if errors.Is(err, errNonFinite) {
+		t.Fatalf("unexpected error kind %v", err)
+	}
+}
+
+func TestCacheConcurrent(t *testing.T) {
+	c, s := newTestClient(t, Config{BatchSize: 5})
+	cache := NewCache(30)
+	all := texts(40)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			for round := range 5 {
+				start := (g*3 + round*7) % 30
+				in := all[start : start+10]
+				got, err := cache.Embed(context.Background(), c, in)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i, text := range in {
+					if !slices.Equal(got[i], s.Vector(text)) {
+						errs <- fmt.Errorf("goroutine %d: wrong vector for %q", g, text)
+						return
+					}
+				}
+				cache.Len()
+				cache.Stats()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if cache.Len() > 30 {
+		t.Errorf("cache holds %d entries, bound is 30", cache.Len())
+	}
+	h, m := cache.Stats()
+	if h+m != 16*5*10 {
+		t.Errorf("hits %d + misses %d != %d texts asked", h, m, 16*5*10)
+	}
+	if m != uint64(s.Inputs()) {
+		t.Errorf("misses %d, server embedded %d", m, s.Inputs())
+	}
+}
