@@ -18,7 +18,7 @@ import (
 // The goals of the knowledge suite.
 const (
 	goalSearchP99      = 20 * time.Millisecond
-	goalSuggestionsP99 = 5 * time.Millisecond
+	goalSuggestionsP99 = 10 * time.Millisecond
 	knowledgeDocs      = 10_000
 	knowledgeFAQs      = 1_000
 	evalContent        = "pkg/content/knowledge/testdata/eval/content.json"

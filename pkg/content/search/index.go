@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -53,8 +54,11 @@ type Index struct {
 	// own content, read as weaker matches; nil when it has none.
 	synonyms map[string][]string
 	// lexicon gives words related in general English, read as weaker
-	// matches still; nil for none.
-	lexicon Lexicon
+	// matches still; nil for none. relatedCache holds what it gave, by
+	// query word ([]expansion), relatedCached counts its entries.
+	lexicon       Lexicon
+	relatedCache  sync.Map
+	relatedCached atomic.Int64
 	// termIDs number the indexed terms; bodySpans are where each item's
 	// body words stand, by start, so that highlights and passages need not
 	// read the text again.
@@ -276,6 +280,9 @@ type expansion struct {
 	synonym bool
 }
 
+// minCutRunes is the shortest unknown word taken as cut short.
+const minCutRunes = 3
+
 // Weights of inexact matches.
 const (
 	typoWeight   = 0.9
@@ -319,19 +326,15 @@ func (ix *Index) expand(term, word string, partial string) []expansion {
 			out = append(out, expansion{term: s, weight: synonymWeight, synonym: true})
 		}
 	}
-	if ix.lexicon != nil {
-		n := 0
-		ix.lexicon.Related(word, func(rel string, w float64) {
-			if n >= maxRelated || strings.IndexByte(rel, ' ') >= 0 {
-				return // a phrase cannot stand for one word
-			}
-			t := ix.stems.of(rel)
-			if _, ok := ix.postings[t]; !ok || t == term || slices.ContainsFunc(out, func(e expansion) bool { return e.term == t }) {
-				return
-			}
-			out = append(out, expansion{term: t, weight: lexiconWeight * w, synonym: true})
-			n++
-		})
+	for _, e := range ix.related(term, word) {
+		if !slices.ContainsFunc(out, func(x expansion) bool { return x.term == e.term }) {
+			out = append(out, e)
+		}
+	}
+	if _, known := ix.postings[term]; partial == "" && !known && len([]rune(word)) >= minCutRunes {
+		// A word no item holds may be cut short ("batt" for battery)
+		// anywhere in the query, not only at its end.
+		partial = word
 	}
 	if partial != "" && len([]rune(partial)) >= 2 {
 		i := sort.Search(len(ix.words), func(i int) bool { return ix.words[i].word >= partial })
@@ -343,6 +346,38 @@ func (ix *Index) expand(term, word string, partial string) []expansion {
 				n++
 			}
 		}
+	}
+	return out
+}
+
+// maxRelatedCached bounds the words whose related terms an index keeps:
+// past it, lookups are made afresh, so that queries of made-up words do
+// not grow the memory without end.
+const maxRelatedCached = 50_000
+
+// related are the indexed terms the lexicon relates to word (whose term
+// is term), as expansions; looked up once per word, as people ask with
+// the same words again and again.
+func (ix *Index) related(term, word string) []expansion {
+	if ix.lexicon == nil {
+		return nil
+	}
+	if v, ok := ix.relatedCache.Load(word); ok {
+		return v.([]expansion)
+	}
+	var out []expansion
+	ix.lexicon.Related(word, func(rel string, w float64) {
+		if len(out) >= maxRelated || strings.IndexByte(rel, ' ') >= 0 {
+			return // a phrase cannot stand for one word
+		}
+		t := ix.stems.of(rel)
+		if _, ok := ix.postings[t]; !ok || t == term || slices.ContainsFunc(out, func(e expansion) bool { return e.term == t }) {
+			return
+		}
+		out = append(out, expansion{term: t, weight: lexiconWeight * w, synonym: true})
+	})
+	if ix.relatedCached.Add(1) <= maxRelatedCached {
+		ix.relatedCache.Store(word, out)
 	}
 	return out
 }

@@ -64,6 +64,7 @@ func TestSearch(t *testing.T) {
 		{"punctre", "", "puncture,tubeless"},                  // one typo
 		{"tubless sealant", "", "tubeless"},                   // typo in a rarer word
 		{"ebike batt", "", "battery"},                         // unfinished word
+		{"batt please", "", "battery"},                        // a word cut short before the end
 		{"BATTERIES in Winter", "", "battery"},                // case, stemming
 		{"store opening hours", "downtown", "hours-downtown"}, // location filter
 		{"parking", "downtown", ""},
