@@ -57,6 +57,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	embKey := fs.Secret("embeddings-api-key", "EMBEDDINGS_API_KEY", "", "bearer key for the embeddings endpoint")
 	embTimeout := fs.Duration("embeddings-timeout", "EMBEDDINGS_TIMEOUT", 30*time.Second, "bound on one request embedding the apps' content")
 	embQueryTimeout := fs.Duration("embeddings-query-timeout", "EMBEDDINGS_QUERY_TIMEOUT", knowledge.DefaultQueryTimeout, "bound on embedding one question; past it the lexical answer is served")
+	embMinSim := fs.Float64("embeddings-min-similarity", "EMBEDDINGS_MIN_SIMILARITY", 0, "least cosine similarity to the question for an item to be ranked by meaning (0: the 50 nearest, however far; what is unrelated depends on the model)")
 	embCache := fs.Int("embeddings-cache-entries", "EMBEDDINGS_CACHE_ENTRIES", embeddings.DefaultCacheEntries, "vectors kept by content hash, so a new revision embeds only what changed")
 	statusSources := fs.String("status-sources", "STATUS_SOURCES", "", "other services charted on /status, as name=metrics-URL,... (the api's own metrics are always there)")
 	statusInterval := fs.Duration("status-interval", "STATUS_INTERVAL", contentapi.DefaultStatusInterval, "how often /status reads its sources")
@@ -113,12 +114,19 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		log.Info("no WordNet: search expands queries only with the apps' own synonyms", "dir", *wordnet)
 	}
 	if *embURL != "" {
+		if *embModel == "" {
+			return fmt.Errorf("serve: -embeddings-model (EMBEDDINGS_MODEL) is required with -embeddings-url (EMBEDDINGS_URL)")
+		}
+		if *embMinSim < -1 || *embMinSim > 1 {
+			return fmt.Errorf("serve: -embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) %v: want -1 to 1", *embMinSim)
+		}
 		client, err := embeddings.New(embeddings.Config{URL: *embURL, Model: *embModel, APIKey: *embKey, Timeout: *embTimeout}, nil)
 		if err != nil {
 			return fmt.Errorf("serve: -embeddings-url (EMBEDDINGS_URL): %w", err)
 		}
 		apiCfg.Knowledge.Embedder = embeddings.Cached{Cache: embeddings.NewCache(*embCache), Embedder: client}
 		apiCfg.Knowledge.QueryTimeout = *embQueryTimeout
+		apiCfg.Knowledge.MinSimilarity = *embMinSim
 		log.Info("semantic retrieval through an embeddings endpoint", "url", *embURL, "model", *embModel)
 	}
 	if *llmURL != "" {

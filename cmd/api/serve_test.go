@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -116,6 +117,26 @@ func TestServeRefusesBadHistoryRules(t *testing.T) {
 		var out bytes.Buffer
 		if code := run(t.Context(), []string{"serve"}, lookup, &out, &out); code == 0 || !strings.Contains(out.String(), tc.want) {
 			t.Errorf("%s=%s: exit %d, output %q: want a failure saying %q", tc.name, tc.value, code, out.String(), tc.want)
+		}
+	}
+}
+
+func TestServeRefusesBadSearchSettings(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"EMBEDDINGS_URL": "ftp://127.0.0.1/v1", "EMBEDDINGS_MODEL": "m"}, "-embeddings-url (EMBEDDINGS_URL): embeddings: URL \"ftp://127.0.0.1/v1\": scheme must be http or https"},
+		{map[string]string{"EMBEDDINGS_URL": "http://127.0.0.1:1/v1"}, "-embeddings-model (EMBEDDINGS_MODEL) is required with -embeddings-url (EMBEDDINGS_URL)"},
+		{map[string]string{"EMBEDDINGS_URL": "http://127.0.0.1:1/v1", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_MIN_SIMILARITY": "2"}, "-embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) 2: want -1 to 1"},
+		{map[string]string{"WORDNET_DIR": filepath.Join(t.TempDir(), "none")}, "-wordnet-dir (WORDNET_DIR)"},
+	} {
+		env := map[string]string{"CONTENT_DB": filepath.Join(t.TempDir(), "cms.db"), "API_ADDR": "127.0.0.1:0"}
+		maps.Copy(env, tc.env)
+		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+		var out bytes.Buffer
+		if code := run(t.Context(), []string{"serve"}, lookup, &out, &out); code == 0 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%v: exit %d, output %q: want a failure saying %q", tc.env, code, out.String(), tc.want)
 		}
 	}
 }

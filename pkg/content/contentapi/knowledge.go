@@ -64,7 +64,18 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 		if o.Log == nil {
 			o.Log = a.log.With("app_id", appID)
 		}
-		return knowledge.New(src, o)
+		b, err := knowledge.New(src, o)
+		if err != nil {
+			return nil, err
+		}
+		// The previous revision's base answers meanwhile (with its vectors),
+		// and most texts of a new revision are cached already: waiting a
+		// little here spares answers ranked lexically in between. A build
+		// that takes longer goes on in the background.
+		wait, cancel := context.WithTimeout(ctx, semanticWait)
+		defer cancel()
+		_ = b.WaitSemantic(wait) // a failure is the base's to report, per question
+		return b, nil
 	})
 	if err != nil {
 		return nil, err
@@ -178,8 +189,8 @@ const RetrievalHeader = "X-Retrieval"
 // and says in a header how the answer is ranked.
 func (a *API) understand(c *gin.Context, b *knowledge.Base, q string) knowledge.Query {
 	query := b.Understand(c.Request.Context(), q)
-	if !b.Semantic() {
-		return query
+	if !b.Semantic() || c.Request.Context().Err() != nil {
+		return query // a client gone is no failure of the endpoint
 	}
 	mode := "hybrid"
 	if query.Fallback != nil {
@@ -196,8 +207,15 @@ func (a *API) understand(c *gin.Context, b *knowledge.Base, q string) knowledge.
 	return query
 }
 
-// retrievalLogEvery is how often a failing semantic retrieval is logged.
-const retrievalLogEvery = 10 * time.Second
+// Timing of semantic retrieval in the API.
+const (
+	// retrievalLogEvery is how often a failing semantic retrieval is
+	// logged.
+	retrievalLogEvery = 10 * time.Second
+	// semanticWait is how long a new base waits for its vectors before it
+	// answers.
+	semanticWait = 10 * time.Second
+)
 
 // temperature reads the parameter leniently: the reference client may
 // send "undefined"; anything that is not a number in [0, 2] means the

@@ -34,9 +34,11 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries map[cacheKey]*list.Element // of *cacheEntry
-	lru     list.List                  // front is most recently used
-	hits    uint64
-	misses  uint64
+	// inflight are the texts being embedded, which other calls wait for.
+	inflight map[cacheKey]*flight
+	lru      list.List // front is most recently used
+	hits     uint64
+	misses   uint64
 }
 
 // NewCache returns a cache of at most maxEntries vectors; maxEntries <= 0
@@ -45,7 +47,7 @@ func NewCache(maxEntries int) *Cache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultCacheEntries
 	}
-	return &Cache{max: maxEntries, entries: make(map[cacheKey]*list.Element)}
+	return &Cache{max: maxEntries, entries: make(map[cacheKey]*list.Element), inflight: make(map[cacheKey]*flight)}
 }
 
 func keyOf(model, text string) cacheKey {
@@ -59,8 +61,11 @@ func keyOf(model, text string) cacheKey {
 }
 
 // Embed answers from the cache and asks e only for the texts it lacks
-// (deduplicated), then stores them. On an error nothing is stored. Safe for
-// concurrent use.
+// (deduplicated), then stores them. A text another call is already
+// embedding is waited for rather than embedded again (when that call
+// fails, this one embeds it itself), so overlapping builds of one app's
+// index share their work. On an error nothing of this call is stored.
+// Safe for concurrent use.
 func (c *Cache) Embed(ctx context.Context, e Embedder, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil
@@ -75,9 +80,12 @@ func (c *Cache) Embed(ctx context.Context, e Embedder, texts []string) ([][]floa
 	var (
 		missing []string
 		missKey []cacheKey
+		mine    []*flight
 		// pending maps a missing key to the positions of missing and out
 		// it fills, so duplicates are embedded once.
 		pending map[cacheKey]int
+		// others are the texts other calls are embedding, by position.
+		others map[int]*flight
 	)
 	c.mu.Lock()
 	for i, k := range keys {
@@ -86,46 +94,110 @@ func (c *Cache) Embed(ctx context.Context, e Embedder, texts []string) ([][]floa
 			out[i] = el.Value.(*cacheEntry).vec
 			continue
 		}
+		if _, ok := pending[k]; ok {
+			continue
+		}
+		if f, ok := c.inflight[k]; ok {
+			if others == nil {
+				others = make(map[int]*flight)
+			}
+			others[i] = f
+			continue
+		}
 		if pending == nil {
 			pending = make(map[cacheKey]int)
 		}
-		if _, ok := pending[k]; !ok {
-			pending[k] = len(missing)
-			missing = append(missing, texts[i])
-			missKey = append(missKey, k)
-		}
+		f := &flight{done: make(chan struct{})}
+		c.inflight[k] = f
+		pending[k] = len(missing)
+		missing = append(missing, texts[i])
+		missKey = append(missKey, k)
+		mine = append(mine, f)
 	}
 	c.hits += uint64(len(texts) - len(missing))
 	c.misses += uint64(len(missing))
 	c.mu.Unlock()
 
-	if len(missing) == 0 {
-		return out, nil
+	if len(missing) > 0 {
+		vecs, err := c.embedMissing(ctx, e, missing)
+		c.mu.Lock()
+		for j, k := range missKey {
+			if err == nil {
+				c.store(k, vecs[j])
+				mine[j].vec = vecs[j]
+			}
+			mine[j].err = err
+			delete(c.inflight, k)
+			close(mine[j].done)
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range keys {
+			if j, ok := pending[k]; ok && out[i] == nil {
+				out[i] = vecs[j]
+			}
+		}
 	}
-	vecs, err := e.Embed(ctx, missing)
+	var retry []int // texts whose other call failed
+	for i, f := range others {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("embeddings: cache: wait for a text another call embeds: %w", ctx.Err())
+		}
+		if f.err != nil {
+			retry = append(retry, i)
+			continue
+		}
+		out[i] = f.vec
+	}
+	if len(retry) > 0 {
+		var again []string
+		at := map[cacheKey]int{}
+		for _, i := range retry {
+			if _, ok := at[keys[i]]; !ok {
+				at[keys[i]] = len(again)
+				again = append(again, texts[i])
+			}
+		}
+		vecs, err := c.embedMissing(ctx, e, again)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		for _, i := range retry {
+			out[i] = vecs[at[keys[i]]]
+			c.store(keys[i], out[i])
+		}
+		c.mu.Unlock()
+	}
+	return out, nil
+}
+
+// flight is a text being embedded by one call, which others wait for.
+type flight struct {
+	done chan struct{}
+	vec  []float32
+	err  error
+}
+
+// embedMissing asks e for texts and checks its answer.
+func (c *Cache) embedMissing(ctx context.Context, e Embedder, texts []string) ([][]float32, error) {
+	vecs, err := e.Embed(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
-	if len(vecs) != len(missing) {
-		return nil, fmt.Errorf("embeddings: cache: embedder returned %d vectors for %d texts", len(vecs), len(missing))
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embeddings: cache: embedder returned %d vectors for %d texts", len(vecs), len(texts))
 	}
 	for i, v := range vecs {
 		if len(v) == 0 {
 			return nil, fmt.Errorf("embeddings: cache: embedder returned an empty vector for text %d", i)
 		}
 	}
-
-	c.mu.Lock()
-	for j, k := range missKey {
-		c.store(k, vecs[j])
-	}
-	c.mu.Unlock()
-	for i, k := range keys {
-		if out[i] == nil {
-			out[i] = vecs[pending[k]]
-		}
-	}
-	return out, nil
+	return vecs, nil
 }
 
 // store adds or refreshes an entry, evicting the least recently used beyond

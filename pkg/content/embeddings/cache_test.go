@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -174,5 +175,98 @@ func TestCacheConcurrent(t *testing.T) {
 	}
 	if m != uint64(s.Inputs()) {
 		t.Errorf("misses %d, server embedded %d", m, s.Inputs())
+	}
+}
+
+// gatedEmbedder embeds each text as a one-number vector of its length,
+// once gate is closed, failing while fail is set; it counts the texts it
+// was asked for.
+type gatedEmbedder struct {
+	gate  chan struct{}
+	mu    sync.Mutex
+	texts int
+	fail  error
+}
+
+func (g *gatedEmbedder) Model() string { return "gated" }
+
+func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	g.mu.Lock()
+	g.texts += len(texts)
+	fail := g.fail
+	g.mu.Unlock()
+	<-g.gate
+	if fail != nil {
+		return nil, fail
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t))}
+	}
+	return out, nil
+}
+
+// TestCacheSharesTextsInFlight: a call missing a text another call is
+// embedding waits for it instead of embedding it again; when that call
+// fails, the waiting call embeds the text itself.
+func TestCacheSharesTextsInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		fail       error
+		wantTexts  int
+		wantFirstE bool
+	}{
+		{"shared", nil, 3, false},
+		{"first call fails, second embeds", errors.New("boom"), 6, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCache(0)
+			g := &gatedEmbedder{gate: make(chan struct{}), fail: tc.fail}
+			texts := []string{"a", "bb", "ccc"}
+			first := make(chan error, 1)
+			go func() {
+				_, err := c.Embed(context.Background(), g, texts)
+				first <- err
+			}()
+			// The first call has registered its texts once the embedder was asked.
+			for {
+				g.mu.Lock()
+				asked := g.texts
+				g.mu.Unlock()
+				if asked == 3 {
+					break
+				}
+				runtime.Gosched()
+			}
+			g.mu.Lock()
+			g.fail = nil // the second call's own attempt succeeds
+			g.mu.Unlock()
+			second := make(chan [][]float32, 1)
+			go func() {
+				vs, err := c.Embed(context.Background(), g, append([]string{"bb"}, texts...))
+				if err != nil {
+					t.Error(err)
+				}
+				second <- vs
+			}()
+			// The second call waits on the first's texts: all four are hits.
+			for {
+				if hits, _ := c.Stats(); hits == 4 {
+					break
+				}
+				runtime.Gosched()
+			}
+			close(g.gate)
+			if err := <-first; (err != nil) != tc.wantFirstE {
+				t.Errorf("first call: %v", err)
+			}
+			vs := <-second
+			if len(vs) != 4 || vs[0][0] != 2 || vs[1][0] != 1 || vs[3][0] != 3 {
+				t.Errorf("second call's vectors: %v", vs)
+			}
+			if g.texts != tc.wantTexts {
+				t.Errorf("embedder asked for %d texts, want %d", g.texts, tc.wantTexts)
+			}
+		})
 	}
 }

@@ -94,12 +94,20 @@ func (b *Base) Evaluate(ctx context.Context, qs []Question, intents ...content.R
 		var m *Metrics
 		switch q.Target {
 		case "search":
-			for _, r := range b.docResults(b.Understand(ctx, q.Question), "", evalDepth) {
+			uq, err := b.understood(ctx, q.Question)
+			if err != nil {
+				return ev, err
+			}
+			for _, r := range b.docResults(uq, "", evalDepth) {
 				ranked = append(ranked, r.Doc.ID)
 			}
 			m = &ev.Search
 		case "faq":
-			found, _ := b.faqResults(b.Understand(ctx, q.Question), evalDepth)
+			uq, err := b.understood(ctx, q.Question)
+			if err != nil {
+				return ev, err
+			}
+			found, _ := b.faqResults(uq, evalDepth)
 			for _, h := range found {
 				ranked = append(ranked, h.group)
 			}
@@ -187,6 +195,16 @@ func (b *Base) Evaluate(ctx context.Context, qs []Question, intents ...content.R
 		}
 	}
 	return ev, nil
+}
+
+// understood is Understand that fails rather than fall back: figures of
+// lexical ranks must not pass for those of fused ones.
+func (b *Base) understood(ctx context.Context, question string) (Query, error) {
+	q := b.Understand(ctx, question)
+	if q.Fallback != nil {
+		return q, fmt.Errorf("question %q: semantic retrieval failed: %w", question, q.Fallback)
+	}
+	return q, nil
 }
 
 // suggestWhileTyping is what the suggestion box offers for a prefix: FAQ

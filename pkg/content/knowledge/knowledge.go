@@ -80,6 +80,10 @@ type Options struct {
 	// QueryTimeout bounds the embedding of a question; zero means
 	// DefaultQueryTimeout.
 	QueryTimeout time.Duration
+	// MinSimilarity is the least cosine similarity to the question an
+	// item needs to be ranked by meaning; zero ranks the nearest whatever
+	// they are. What is unrelated depends on the model.
+	MinSimilarity float64
 	// Log receives how embedding the content went; nil for none.
 	Log *slog.Logger
 }
@@ -457,15 +461,20 @@ func (b *Base) faqResults(q Query, limit int) ([]faqHit, int) {
 	for _, r := range lexical {
 		matched[r.Doc.Group] = true
 	}
+	// Every lexical match was read when there are no more than were
+	// asked for; else an FAQ found by meaning may also have matched
+	// lexically further down, and is not counted twice.
+	allRead := total <= len(lexical)
 	group := func(i int) string { return b.faqs.Item(i).Doc.Group }
 	for _, f := range fuse(q, q.faqs, lexical, group, nil, limit) {
 		g := group(f.Item)
-		if !matched[g] {
+		if allRead && !matched[g] {
 			total++
 		}
+		// Fused scores are sums of 1/(60+rank): four decimals tell them apart.
 		out = append(out, faqHit{g, math.Round(f.Score*1e4) / 1e4})
 	}
-	return out, total
+	return out, max(total, len(out))
 }
 
 // Kinds of suggestions.
@@ -508,6 +517,7 @@ type Suggestion struct {
 // one edit come last.
 func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Suggester, size int) []Suggestion {
 	var all []search.Suggestion
+	meant := b.meant(text, kinds, size)
 	// Matches with one edit are looked for only when the exact ones do
 	// not fill the answer.
 	for _, typos := range []bool{false, true} {
@@ -521,11 +531,33 @@ func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Sugge
 			// one of the app's own.
 			all = append(all, history.Match(text, map[string]bool{KindHistorical: true}, size, typos)...)
 		}
-		if len(all) >= size {
+		if b.fills(all, meant, size) {
 			break
 		}
 	}
-	return b.merge(all, b.meant(text, kinds, size), size)
+	return b.merge(all, meant, size)
+}
+
+// fills reports whether matches and meanings give at least size
+// suggestions, each text and each FAQ or intent once.
+func (b *Base) fills(all []search.Suggestion, meant map[string]meaning, size int) bool {
+	seen := map[string]bool{}
+	for g, m := range meant {
+		if m.score >= minMeaning {
+			seen[g] = true
+		}
+	}
+	for _, s := range all {
+		if len(seen) >= size {
+			break
+		}
+		key := search.NormalText(s.Text)
+		if s.Kind != KindHistorical {
+			key = s.Kind + "\x00" + b.groupOf[[2]string{s.Kind, key}]
+		}
+		seen[key] = true
+	}
+	return len(seen) >= size
 }
 
 // Weights of a suggestion's literal match, added to its meaning score

@@ -267,3 +267,20 @@ func TestSuggestByMeaning(t *testing.T) {
 		t.Errorf("stop words: %q", got)
 	}
 }
+
+// TestSuggestTyposWhenFewTexts: matches with one edit are looked for when
+// the exact ones name fewer FAQs than asked for, however many questions
+// of one FAQ match.
+func TestSuggestTyposWhenFewTexts(t *testing.T) {
+	b, err := Build(nil, []content.Record{
+		rec(content.KindFAQ, "pay", `{"name":"Paying","questions":["payment by card","payment by cash","payment by cheque","payment in store","payment online","payment abroad"],"answer":"Yes."}`),
+		rec(content.KindFAQ, "plan", `{"name":"Plans","questions":["paymnet plans"],"answer":"Monthly."}`),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := b.Suggest("payment", map[string]bool{KindFAQ: true}, nil, 5)
+	if len(got) != 2 || got[1].Suggestion != "paymnet plans" {
+		t.Errorf("got %+v, want one question of each FAQ, the typo last", got)
+	}
+}

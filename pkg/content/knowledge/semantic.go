@@ -35,6 +35,9 @@ const (
 	// fuseDepth is how many lexical and nearest items each ranking gives
 	// the fusion.
 	fuseDepth = 50
+	// buildChunk is how many texts of the content go to the embedder at
+	// once.
+	buildChunk = 256
 )
 
 // Fallback reasons: why an answer was found lexically alone although an
@@ -47,11 +50,12 @@ var (
 // in the background when the base is built, and again after a failure
 // when a question asks for them.
 type semantic struct {
-	emb          Embedder
-	queryTimeout time.Duration
-	log          *slog.Logger
-	docTexts     []string
-	faqTexts     []string
+	emb           Embedder
+	queryTimeout  time.Duration
+	minSimilarity float64
+	log           *slog.Logger
+	docTexts      []string
+	faqTexts      []string
 
 	mu       sync.Mutex
 	docs     *embeddings.Vectors
@@ -62,7 +66,7 @@ type semantic struct {
 }
 
 func newSemantic(o Options, docs, faqs []search.Doc) *semantic {
-	s := &semantic{emb: o.Embedder, queryTimeout: o.QueryTimeout, log: o.Log}
+	s := &semantic{emb: o.Embedder, queryTimeout: o.QueryTimeout, minSimilarity: o.MinSimilarity, log: o.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -106,16 +110,25 @@ func (s *semantic) startLocked() {
 			return
 		}
 		s.docs, s.faqs, s.err = docs, faqs, nil
+		s.docTexts, s.faqTexts = nil, nil // needed no more
 	}()
 }
 
 func (s *semantic) build(ctx context.Context) (docs, faqs *embeddings.Vectors, err error) {
-	vs, err := s.emb.Embed(ctx, append(append([]string{}, s.docTexts...), s.faqTexts...))
-	if err != nil {
-		return nil, nil, fmt.Errorf("embed the app's content: %w", err)
-	}
-	if len(vs) != len(s.docTexts)+len(s.faqTexts) {
-		return nil, nil, fmt.Errorf("embed the app's content: %d vectors for %d texts", len(vs), len(s.docTexts)+len(s.faqTexts))
+	texts := append(append([]string{}, s.docTexts...), s.faqTexts...)
+	vs := make([][]float32, 0, len(texts))
+	// In parts, so that a cache behind the embedder keeps each part as it
+	// comes: a build that fails part way resumes there when tried again.
+	for from := 0; from < len(texts); from += buildChunk {
+		part := texts[from:min(from+buildChunk, len(texts))]
+		got, err := s.emb.Embed(ctx, part)
+		if err != nil {
+			return nil, nil, fmt.Errorf("embed the app's content (texts %d to %d of %d): %w", from+1, from+len(part), len(texts), err)
+		}
+		if len(got) != len(part) {
+			return nil, nil, fmt.Errorf("embed the app's content: %d vectors for %d texts", len(got), len(part))
+		}
+		vs = append(vs, got...)
 	}
 	if docs, err = embeddings.NewVectors(vs[:len(s.docTexts)]); err != nil {
 		return nil, nil, fmt.Errorf("document vectors: %w", err)
@@ -164,9 +177,10 @@ func (s *semantic) wait(ctx context.Context) error {
 // Query is a question as a Base understands it: its text and, when
 // semantic retrieval is configured and answers, its vector.
 type Query struct {
-	Text       string
-	vec        []float32
-	docs, faqs *embeddings.Vectors
+	Text          string
+	vec           []float32
+	docs, faqs    *embeddings.Vectors
+	minSimilarity float64
 	// Fallback, when not nil, says why the question is answered lexically
 	// alone although semantic retrieval is configured.
 	Fallback error
@@ -198,7 +212,7 @@ func (b *Base) Understand(ctx context.Context, question string) Query {
 		q.Fallback = fmt.Errorf("embed the question: %w", err)
 		return q
 	}
-	q.vec, q.docs, q.faqs = vs[0], docs, faqs
+	q.vec, q.docs, q.faqs, q.minSimilarity = vs[0], docs, faqs, b.sem.minSimilarity
 	return q
 }
 
@@ -240,6 +254,9 @@ func fuse(q Query, vs *embeddings.Vectors, lexical []search.Result, group func(i
 	}
 	var near []int
 	for _, h := range vs.Nearest(q.vec, fuseDepth, keep) {
+		if float64(h.Score) < q.minSimilarity {
+			break // best first
+		}
 		near = append(near, h.Index)
 	}
 	return embeddings.Fuse(embeddings.DefaultRRFK, limit, []embeddings.Ranking{{Items: rank(lex), Weight: 1}, {Items: rank(near), Weight: 1}})

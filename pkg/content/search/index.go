@@ -376,8 +376,12 @@ func (ix *Index) related(term, word string) []expansion {
 		}
 		out = append(out, expansion{term: t, weight: lexiconWeight * w, synonym: true})
 	})
-	if ix.relatedCached.Add(1) <= maxRelatedCached {
-		ix.relatedCache.Store(word, out)
+	// Words with nothing related (made-up ones among them) are not kept:
+	// they cost a look-up, and would crowd out the words people use.
+	if len(out) > 0 && ix.relatedCached.Load() < maxRelatedCached {
+		if _, loaded := ix.relatedCache.LoadOrStore(word, out); !loaded {
+			ix.relatedCached.Add(1)
+		}
 	}
 	return out
 }
@@ -739,6 +743,9 @@ func (ix *Index) HighlightsIn(r Result, from, to int) []Span {
 // TitleHighlights are where the terms r matched stand in its title
 // (UTF-16).
 func (ix *Index) TitleHighlights(r Result) []Span {
+	if r.Doc == nil {
+		return nil
+	}
 	var out []Span
 	for _, t := range words(r.Doc.Title, ix.stems) {
 		if id, ok := ix.termIDs[t.term]; ok && slices.Contains(r.terms, id) {
