@@ -370,7 +370,8 @@ func (ix *Index) related(term, word string) []expansion {
 		if len(out) >= maxRelated || strings.IndexByte(rel, ' ') >= 0 {
 			return // a phrase cannot stand for one word
 		}
-		t := ix.stems.of(rel)
+		// "e-mail" is indexed joined, as "email" (see tokensWith).
+		t := ix.stems.of(strings.ReplaceAll(rel, "-", ""))
 		if _, ok := ix.postings[t]; !ok || t == term || slices.ContainsFunc(out, func(e expansion) bool { return e.term == t }) {
 			return
 		}

@@ -113,7 +113,8 @@ func TestLexiconExpansion(t *testing.T) {
 		{ID: "voucher", Title: "Voucher rules"},
 		{ID: "other", Title: "Opening hours"},
 	}
-	lex := fakeLexicon{"voucher": {"coupon", "gift token", "discount"}, "coupons": {"voucher"}}
+	lex := fakeLexicon{"voucher": {"coupon", "gift token", "discount"}, "coupons": {"voucher"}, "letter": {"e-mail"}}
+	docs = append(docs, Doc{ID: "email", Title: "Our e-mail address"})
 	for _, tc := range []struct {
 		name, q string
 		lex     Lexicon
@@ -123,6 +124,7 @@ func TestLexiconExpansion(t *testing.T) {
 		{"inflected query word looked up as typed", "coupons", lex, []string{"coupon", "voucher"}},
 		{"no lexicon, no related words", "voucher", nil, []string{"voucher"}},
 		{"unrelated word", "hours", lex, []string{"other"}},
+		{"hyphenated related word, indexed joined", "letter", lex, []string{"email"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ix := BuildWith(docs, Config{Lexicon: tc.lex})
