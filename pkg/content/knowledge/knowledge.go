@@ -538,6 +538,15 @@ func (b *Base) Suggest(text string, kinds map[string]bool, history *search.Sugge
 	return b.merge(all, meant, size)
 }
 
+// groupKey names the FAQ or intent of kind with ID group, for showing
+// each once.
+func groupKey(kind, group string) string { return kind + "\x00" + group }
+
+// suggestionGroup names the FAQ or intent an app's own suggestion belongs to.
+func (b *Base) suggestionGroup(s search.Suggestion) string {
+	return groupKey(s.Kind, b.groupOf[[2]string{s.Kind, search.NormalText(s.Text)}])
+}
+
 // fills reports whether matches and meanings give at least size
 // suggestions, each text and each FAQ or intent once.
 func (b *Base) fills(all []search.Suggestion, meant map[string]meaning, size int) bool {
@@ -553,7 +562,7 @@ func (b *Base) fills(all []search.Suggestion, meant map[string]meaning, size int
 		}
 		key := search.NormalText(s.Text)
 		if s.Kind != KindHistorical {
-			key = s.Kind + "\x00" + b.groupOf[[2]string{s.Kind, key}]
+			key = b.suggestionGroup(s)
 		}
 		seen[key] = true
 	}
@@ -601,7 +610,7 @@ func (b *Base) meant(text string, kinds map[string]bool, size int) map[string]me
 			if k.kind == KindFAQ {
 				c.Answer = b.faqList[r.Doc.Group].Answer
 			}
-			out[k.kind+"\x00"+r.Doc.Group] = meaning{sug: search.Suggestion{Candidate: c, Bolds: append([]search.Span{}, k.ix.TitleHighlights(r)...)}, score: r.Confidence, rank: r.Score}
+			out[groupKey(k.kind, r.Doc.Group)] = meaning{sug: search.Suggestion{Candidate: c, Bolds: append([]search.Span{}, k.ix.TitleHighlights(r)...)}, score: r.Confidence, rank: r.Score}
 		}
 	}
 	return out
@@ -633,7 +642,7 @@ func (b *Base) merge(literal []search.Suggestion, meant map[string]meaning, size
 			default:
 				r.score = literalLater
 			}
-			g := s.Kind + "\x00" + b.groupOf[[2]string{s.Kind, search.NormalText(s.Text)}]
+			g := b.suggestionGroup(s)
 			if m, ok := meant[g]; ok {
 				r.score += m.score
 				r.rank = m.rank
@@ -682,7 +691,7 @@ func (b *Base) merge(literal []search.Suggestion, meant map[string]meaning, size
 		key := search.NormalText(s.Text)
 		group := ""
 		if s.Kind != KindHistorical {
-			group = s.Kind + "\x00" + b.groupOf[[2]string{s.Kind, key}]
+			group = b.suggestionGroup(s)
 		}
 		if seen[key] || (group != "" && seen[group]) {
 			continue
