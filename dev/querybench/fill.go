@@ -54,16 +54,29 @@ func sqlStrings(ss []string) string {
 
 // window is the span the events fall in: Days calendar days ending now,
 // with session starts at least ten minutes before now, so that no event
-// of a session (at most 12 events, 25 s apart) lies in the future.
+// of a session (at most 12 events, 25 s apart) lies in the future. In the
+// first hours of a UTC day the Days days end with yesterday instead: so
+// short a part of today would hold no session of a small fill, and the
+// queries would find one day fewer.
 type window struct {
-	base time.Time // midnight UTC, Days-1 days before today
+	base time.Time // midnight UTC, Days-1 days before the last day
 	span int64     // seconds in which sessions start
 }
 
+// minToday is how much of today the window must hold for today to be its
+// last day.
+const minToday = 6 * time.Hour
+
 func newWindow(now time.Time, days int) window {
 	now = now.UTC()
-	base := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(days - 1))
-	return window{base: base, span: int64(now.Sub(base)/time.Second) - 600}
+	end := now
+	last := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	if now.Sub(last) < minToday {
+		end = last
+		last = last.AddDate(0, 0, -1)
+	}
+	base := last.AddDate(0, 0, -(days - 1))
+	return window{base: base, span: int64(end.Sub(base)/time.Second) - 600}
 }
 
 // insertSQL generates the events numbered from off to off+count-1 on the

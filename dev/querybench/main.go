@@ -80,7 +80,7 @@ func main() {
 	flag.IntVar(&o.events, "events", 10_000_000, "events to fill the table with")
 	flag.IntVar(&o.chunk, "chunk", 1_000_000, "events per INSERT ... SELECT (a multiple of 16)")
 	flag.IntVar(&o.runs, "runs", 7, "runs of each query form")
-	flag.IntVar(&o.days, "days", 30, "days the events span, ending now")
+	flag.IntVar(&o.days, "days", 30, "days the events span, ending now (ending yesterday in the first six hours of a UTC day)")
 	flag.Parse()
 	o.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -72,3 +72,28 @@ func TestAgreementNamesDifferences(t *testing.T) {
 		t.Fatalf("agreement: %v, want the rollup's first differing row named", err)
 	}
 }
+
+// TestWindowDays: the window holds Days calendar days, the last of them
+// today unless too little of today has passed, and ends ten minutes
+// before now or before it.
+func TestWindowDays(t *testing.T) {
+	day := func(d int, h, m int) time.Time { return time.Date(2026, 11, d, h, m, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		now             time.Time
+		first, lastDay  time.Time
+		endsBeforeNowBy time.Duration
+	}{
+		{day(26, 0, 10), day(27-31, 0, 0), day(25, 0, 0), 10*time.Minute + 10*time.Minute},
+		{day(26, 5, 59), day(27-31, 0, 0), day(25, 0, 0), 5*time.Hour + 59*time.Minute + 10*time.Minute},
+		{day(26, 6, 0), day(26-29, 0, 0), day(26, 0, 0), 10 * time.Minute},
+		{day(26, 23, 0), day(26-29, 0, 0), day(26, 0, 0), 10 * time.Minute},
+	} {
+		w := newWindow(tc.now, 30)
+		end := w.base.Add(time.Duration(w.span) * time.Second)
+		lastDay := time.Date(end.Year(), end.Month(), end.Day(), 0, 0, 0, 0, time.UTC)
+		if !w.base.Equal(tc.first) || !lastDay.Equal(tc.lastDay) || tc.now.Sub(end) != tc.endsBeforeNowBy {
+			t.Errorf("at %s: from %s, last day %s, ends %s before now; want %s, %s, %s",
+				tc.now, w.base, lastDay, tc.now.Sub(end), tc.first, tc.lastDay, tc.endsBeforeNowBy)
+		}
+	}
+}
