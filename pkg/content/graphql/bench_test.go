@@ -43,3 +43,34 @@ func BenchmarkReplaceEntityValues10k(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/mutation")
 }
+
+// BenchmarkRead answers a read of every field of every handler, intent
+// and entity of the fixture over HTTP: parse, validate, weigh, resolve,
+// encode.
+//
+//	go test -run XXX -bench Read -count 6 ./pkg/content/graphql
+func BenchmarkRead(b *testing.B) {
+	e := newEnv(b, Limits{}, nil)
+	body, _ := json.Marshal(map[string]any{"query": `{
+		handlers { appId organizationId intentId name type langCode defaultLocale locales contexts substitutions nlu graphCoords createdAt updatedAt
+			utterancePatterns slots { name type isList nlu } data permissions
+			content { key handlerResponse } forward { key paths } redirect { key paths } document }
+		intents { intentId name utterancePatterns slots { name type } createdAt updatedAt document }
+		entities { entityId displayName type nlu values { name canonicalId synonyms } document }
+	}`})
+	b.ReportAllocs()
+	for range b.N {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/cms/graphql", strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+e.tokens["app1"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var a answer
+		err = json.NewDecoder(resp.Body).Decode(&a)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || len(a.Errors) > 0 {
+			b.Fatalf("%d %v %v", resp.StatusCode, err, a.Errors)
+		}
+	}
+}

@@ -464,6 +464,17 @@ func (d *document) bound(limits Limits) *requestError {
 		return refuse(http.StatusBadRequest, errorf(CodeQueryTooComplex, "",
 			"the request has more than %d definitions, selections, arguments, directives and variables", limits.budget()))
 	}
+	if n, at := nested(d.ast, limits.nesting()); n > limits.nesting() {
+		// Refused before graphql-go's validator, whose cost grows with
+		// the depth of every part.
+		rerr := refuse(http.StatusBadRequest, errorf(CodeQueryTooDeep, "",
+			"the request nests fields %d deep; fields of content may nest at most %d deep (GRAPHQL_MAX_DEPTH), introspection fields %d (GRAPHQL_MAX_INTROSPECTION_DEPTH)",
+			n, limits.MaxDepth, limits.MaxIntrospectionDepth))
+		if at.Loc != nil {
+			rerr.errs[0].Locations = []location.SourceLocation{d.locate(at.Loc.Start)}
+		}
+		return rerr
+	}
 	frags := map[string][]*ast.FragmentDefinition{}
 	for _, def := range d.ast.Definitions {
 		if f, ok := def.(*ast.FragmentDefinition); ok && f.Name != nil {

@@ -24,6 +24,7 @@ const (
 	CodeValidationFailed   = "GRAPHQL_VALIDATION_FAILED"
 	CodeQueryTooDeep       = "QUERY_TOO_DEEP"
 	CodeQueryTooComplex    = "QUERY_TOO_COMPLEX"
+	CodeAnswerTooLarge     = "ANSWER_TOO_LARGE"
 	CodeMutationNotAllowed = "MUTATION_NOT_ALLOWED"
 	CodeBadRequest         = "BAD_REQUEST"
 	CodeRequestTooLarge    = "REQUEST_TOO_LARGE"

@@ -17,7 +17,9 @@ import (
 )
 
 // fuzzLimits are small, so that fuzzing reaches every limit.
-func fuzzLimits() Limits { return Limits{MaxBodyBytes: 8 << 10, MaxDepth: 2, MaxFields: 25} }
+func fuzzLimits() Limits {
+	return Limits{MaxBodyBytes: 8 << 10, MaxDepth: 2, MaxIntrospectionDepth: 4, MaxFields: 25, MaxCost: 60, ListSize: 3, MaxAnswerBytes: 2 << 10}
+}
 
 // querySeeds are queries as clients write them and queries built to hurt
 // the parser, the validator or the limits.
@@ -56,6 +58,10 @@ func querySeeds() []string {
 		`query($v: JSON) { handlers { intentId } }`,
 		`subscription { handlers { intentId } }`,
 		`type Query { x: Int }`,
+		`{ __type(name: "__Type") { fields { name type { ofType { ofType { fields { name } } } } } } }`,
+		`{ a: __type(name: "__Type") { fields { name type { name } } } b: __schema { types { fields { args { name } } } } }`,
+		`{ a: handler(intentId: "LaunchRequest") { document } b: handler(intentId: "LaunchRequest") { document } c: handlers { document content { handlerResponse } } }`,
+		`{ a: handlers { content { key handlerResponse } } b: entities { values { name synonyms } } c: intents { slots { name } } }`,
 	}
 }
 
@@ -174,6 +180,7 @@ func checkAnswer(t *testing.T, limits Limits, method string, body []byte, rawQue
 			CodeBadUserInput},
 		http.StatusMethodNotAllowed:      {CodeMutationNotAllowed},
 		http.StatusRequestEntityTooLarge: {CodeRequestTooLarge},
+		http.StatusUnprocessableEntity:   {CodeAnswerTooLarge},
 	}
 	want, known := allowed[rec.Code]
 	if !known {
@@ -199,6 +206,9 @@ func checkAnswer(t *testing.T, limits Limits, method string, body []byte, rawQue
 	if rec.Code != http.StatusOK {
 		return
 	}
+	if int64(len(raw)) > limits.MaxAnswerBytes+1 { // and a newline
+		t.Fatalf("%s: 200 with an answer of %d bytes (limit %d)", method, len(raw), limits.MaxAnswerBytes)
+	}
 
 	// What ran kept within the limits, counted here anew.
 	var query, opName string
@@ -222,17 +232,17 @@ func checkAnswer(t *testing.T, limits Limits, method string, body []byte, rawQue
 	if err != nil {
 		return
 	}
-	depth, fields := selected(doc, opName, limits.MaxFields)
-	if depth > limits.MaxDepth || fields > limits.MaxFields {
-		t.Fatalf("%s: 200 for a request selecting %d fields, %d deep (limits %d, %d): %q", method, fields, depth,
-			limits.MaxFields, limits.MaxDepth, query)
+	depth, metaDepth, fields := selected(doc, opName, limits.MaxFields)
+	if depth > limits.MaxDepth || metaDepth > limits.MaxIntrospectionDepth || fields > limits.MaxFields {
+		t.Fatalf("%s: 200 for a request selecting %d fields, %d deep, introspection %d deep (limits %d, %d, %d): %q", method, fields, depth,
+			metaDepth, limits.MaxFields, limits.MaxDepth, limits.MaxIntrospectionDepth, query)
 	}
 }
 
 // selected counts the fields the operation selects once fragments are
-// spread, introspection left out, and how deep they nest, walking a
-// stack; counting stops past limit.
-func selected(doc *ast.Document, opName string, limit int) (depth, fields int) {
+// spread, __typename left out, and how deep fields of content and of
+// introspection nest, walking a stack; counting stops past limit.
+func selected(doc *ast.Document, opName string, limit int) (depth, metaDepth, fields int) {
 	frags := map[string]*ast.FragmentDefinition{}
 	var ops []*ast.OperationDefinition
 	for _, d := range doc.Definitions {
@@ -246,40 +256,47 @@ func selected(doc *ast.Document, opName string, limit int) (depth, fields int) {
 		}
 	}
 	if len(ops) != 1 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	type item struct {
 		sel   ast.Selection
 		level int
+		meta  bool
 	}
 	var stack []item
-	push := func(s *ast.SelectionSet, level int) {
+	push := func(s *ast.SelectionSet, level int, meta bool) {
 		if s != nil {
 			for _, sel := range s.Selections {
-				stack = append(stack, item{sel, level})
+				stack = append(stack, item{sel, level, meta})
 			}
 		}
 	}
-	push(ops[0].SelectionSet, 1)
+	push(ops[0].SelectionSet, 1, false)
 	for len(stack) > 0 && fields <= limit {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		switch s := it.sel.(type) {
 		case *ast.Field:
-			if !strings.HasPrefix(s.Name.Value, "__") {
-				fields++
-				depth = max(depth, it.level)
-				push(s.SelectionSet, it.level+1)
+			if s.Name.Value == "__typename" {
+				continue
 			}
+			fields++
+			meta := it.meta || strings.HasPrefix(s.Name.Value, "__")
+			if meta {
+				metaDepth = max(metaDepth, it.level)
+			} else {
+				depth = max(depth, it.level)
+			}
+			push(s.SelectionSet, it.level+1, meta)
 		case *ast.InlineFragment:
-			push(s.SelectionSet, it.level)
+			push(s.SelectionSet, it.level, it.meta)
 		case *ast.FragmentSpread:
 			if f := frags[s.Name.Value]; f != nil {
-				push(f.SelectionSet, it.level)
+				push(f.SelectionSet, it.level, it.meta)
 			}
 		}
 	}
-	return depth, fields
+	return depth, metaDepth, fields
 }
 
 // FuzzLexQuery holds the endpoint's lexer to graphql-go's: a query it

@@ -90,6 +90,7 @@ func newEnv(t testing.TB, limits Limits, limiter *ratelimit.Limiter) *env {
 type gqlError struct {
 	Message    string           `json:"message"`
 	Locations  []map[string]int `json:"locations"`
+	Path       []any            `json:"path"`
 	Extensions map[string]any   `json:"extensions"`
 }
 
@@ -559,6 +560,7 @@ func TestComplexityLimits(t *testing.T) {
 		{"introspection through 2^40 fragment spreads", typenames.String(), 400, "QUERY_TOO_COMPLEX", "once its fragments are spread"},
 		{"a field 2,900 times", "{ handlers { " + strings.Repeat("intentId ", 2900) + "} }", 400, "QUERY_TOO_COMPLEX", "more than 500 fields"},
 		{"__typename 2,900 times", "{ " + strings.Repeat("__typename ", 2900) + "}", 200, "", ""},
+		{"an introspection field 600 times", "{ __schema { types { " + strings.Repeat("name ", 600) + "} } }", 400, "QUERY_TOO_COMPLEX", "more than 500 fields"},
 		{"200,000 tokens", tokens.String(), 413, "REQUEST_TOO_LARGE", "send large values as variables"},
 		{"a 3 MiB string", `{ handler(intentId: "` + strings.Repeat("x", 3<<20) + `") { intentId } }`, 200, "", ""},
 		{"a syntax error far along a line", strings.Repeat(" ", 1<<20) + "{ handlers { intentId }", 400, "GRAPHQL_PARSE_FAILED", fmt.Sprintf("(1:%d) Expected Name, found EOF", 1<<20+24)},
@@ -623,30 +625,33 @@ func aliasBomb(n int) string {
 	return b.String()
 }
 
-// graphiQLIntrospection is the introspection query GraphiQL sends
-// (getIntrospectionQuery of graphql-js).
-const graphiQLIntrospection = `query IntrospectionQuery {
-  __schema {
-    queryType { name }
-    mutationType { name }
-    subscriptionType { name }
-    types { ...FullType }
-    directives { name description locations args { ...InputValue } }
-  }
-}
-fragment FullType on __Type {
-  kind name description
-  fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
-  inputFields { ...InputValue }
-  interfaces { ...TypeRef }
-  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
-  possibleTypes { ...TypeRef }
-}
-fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue }
-fragment TypeRef on __Type {
-  kind name
-  ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } }
-}`
+// graphiQLIntrospection is the introspection query the GraphiQL served
+// here sends (getIntrospectionQuery of graphql-js, in
+// assets/graphiql.min.js.gz, with its defaults).
+const graphiQLIntrospection = `
+    query IntrospectionQuery {
+      __schema {
+        queryType { name }
+        mutationType { name }
+        subscriptionType { name }
+        types { ...FullType }
+        directives { name description locations args { ...InputValue } }
+      }
+    }
+    fragment FullType on __Type {
+      kind name description
+      fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
+      inputFields { ...InputValue }
+      interfaces { ...TypeRef }
+      enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
+      possibleTypes { ...TypeRef }
+    }
+    fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue }
+    fragment TypeRef on __Type {
+      kind name
+      ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name
+        ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } } }
+    }`
 
 func TestRateLimitAndUnavailable(t *testing.T) {
 	e := newEnv(t, Limits{}, ratelimit.New(1, 2, nil))

@@ -14,11 +14,13 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	gql "github.com/graphql-go/graphql"
 	"github.com/graphql-go/graphql/gqlerrors"
 	"github.com/graphql-go/graphql/language/ast"
+	"github.com/graphql-go/graphql/language/location"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
@@ -34,6 +36,7 @@ type Authenticator interface {
 // Handler is the GraphQL endpoint.
 type Handler struct {
 	schema  gql.Schema
+	cost    *costModel
 	authn   Authenticator
 	limiter *ratelimit.Limiter
 	limits  Limits
@@ -52,7 +55,9 @@ func New(limits Limits, store Store, authn Authenticator, limiter *ratelimit.Lim
 	if err != nil {
 		return nil, fmt.Errorf("build GraphQL schema: %w", err)
 	}
-	return &Handler{schema: schema, authn: authn, limiter: limiter, limits: limits.withDefaults(), rules: validationRules(), log: log}, nil
+	h := &Handler{schema: schema, authn: authn, limiter: limiter, limits: limits.withDefaults(), rules: validationRules(), log: log}
+	h.cost = &costModel{schema: &h.schema, listSize: int64(h.limits.ListSize)}
+	return h, nil
 }
 
 // request is a GraphQL request as POSTed.
@@ -149,17 +154,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, errorf(CodeMutationNotAllowed, "", "mutations need POST; GET may only run queries"))
 		return
 	}
-	if depth, fields := measure(doc, op, h.limits.MaxFields); depth > h.limits.MaxDepth {
-		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooDeep, "", "the request nests fields %d deep; at most %d is allowed", depth, h.limits.MaxDepth))
+	switch sh := measure(doc, op, h.limits.MaxFields); {
+	case sh.depth > h.limits.MaxDepth:
+		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooDeep, "", "the request nests fields %d deep; at most %d is allowed", sh.depth, h.limits.MaxDepth))
 		return
-	} else if fields > h.limits.MaxFields {
+	case sh.metaDepth > h.limits.MaxIntrospectionDepth:
+		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooDeep, "", "the request nests introspection fields %d deep; at most %d is allowed (GRAPHQL_MAX_INTROSPECTION_DEPTH)",
+			sh.metaDepth, h.limits.MaxIntrospectionDepth))
+		return
+	case sh.fields > h.limits.MaxFields:
 		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooComplex, "", "the request selects more than %d fields", h.limits.MaxFields))
 		return
 	}
+	c := h.cost.measure(doc, op, req.Variables, h.limits.MaxCost)
+	if c.cost > int64(h.limits.MaxCost) {
+		writeResult(w, http.StatusBadRequest, result{Errors: []gqlerrors.FormattedError{h.tooCostly(d, c)}})
+		return
+	}
+	// Introspection was counted exactly; the content fields are counted
+	// again as they are resolved.
+	x := newExecution(h.limits, c.meta)
 	res := gql.Execute(gql.ExecuteParams{
 		Schema: h.schema, AST: doc, OperationName: req.OperationName, Args: req.Variables,
-		Context: withPrincipal(r.Context(), p),
+		Context: withExecution(withPrincipal(r.Context(), p), x),
 	})
+	if ref, applied := x.refusedAt(); ref != nil {
+		writeResult(w, http.StatusUnprocessableEntity, result{Errors: []gqlerrors.FormattedError{refused(d, ref, applied)}})
+		return
+	}
 	d.relocate(res.Errors)
 	if variableErrors(res.Errors) {
 		// Variables that do not fit their types stop the request before
@@ -167,7 +189,66 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResult(w, http.StatusBadRequest, result{Errors: res.Errors})
 		return
 	}
-	writeResult(w, http.StatusOK, result{Data: res.Data, Errors: expand(res.Errors)})
+	body, err := json.Marshal(result{Data: res.Data, Errors: expand(res.Errors)})
+	switch {
+	case err != nil:
+		h.log.Error("GraphQL answer could not be encoded", "err", err)
+		writeError(w, http.StatusInternalServerError, errorf(CodeInternal, "", "the answer could not be encoded"))
+	case int64(len(body)) > h.limits.MaxAnswerBytes:
+		// Introspection, which is bounded by its cost, is not charged
+		// while resolving; this bounds what was not.
+		writeError(w, http.StatusUnprocessableEntity, errorf(CodeAnswerTooLarge, "",
+			"the answer is %d bytes, larger than %d bytes (GRAPHQL_MAX_ANSWER_BYTES); select fewer fields, aliases or records", len(body), h.limits.MaxAnswerBytes))
+	default:
+		writeBody(w, http.StatusOK, body)
+	}
+}
+
+// tooCostly is the error for a request whose cost is over the limit.
+func (h *Handler) tooCostly(d *document, c costReport) gqlerrors.FormattedError {
+	cost := fmt.Sprint(c.cost)
+	if c.more {
+		cost = fmt.Sprintf("more than %d", max(c.cost, int64(h.limits.MaxCost)))
+	}
+	msg := fmt.Sprintf("the request costs %s, more than the %d allowed (GRAPHQL_MAX_COST): the cost is the number of fields its answer may hold, "+
+		"each list of content counted as %d items (GRAPHQL_LIST_SIZE) and introspection as the schema answers it",
+		cost, h.limits.MaxCost, h.limits.ListSize)
+	ext := map[string]any{"code": CodeQueryTooComplex, "cost": c.cost, "maxCost": h.limits.MaxCost}
+	fe := gqlerrors.FormattedError{Extensions: ext}
+	if c.at != nil {
+		msg += "; the costliest field is " + pathString(c.path)
+		ext["costliestField"] = pathString(c.path)
+		if c.at.Loc != nil {
+			fe.Locations = []location.SourceLocation{d.locate(c.at.Loc.Start)}
+		}
+	}
+	fe.Message = msg
+	return fe
+}
+
+// refused is the error for an answer refused while it was resolved.
+func refused(d *document, ref *refusal, applied []string) gqlerrors.FormattedError {
+	msg := ref.err.msg
+	if len(applied) > 0 {
+		msg += fmt.Sprintf("; mutations applied: %s", strings.Join(applied, ", "))
+	}
+	fe := gqlerrors.FormattedError{Message: msg, Path: ref.path, Extensions: ref.err.Extensions()}
+	if len(applied) > 0 {
+		fe.Extensions["applied"] = applied
+	}
+	if ref.field != nil && ref.field.Loc != nil {
+		fe.Locations = []location.SourceLocation{d.locate(ref.field.Loc.Start)}
+	}
+	return fe
+}
+
+// writeBody sends an answer already encoded, as httpserve.WriteJSON does.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // malformed is the message for a query graphql-go's parser or validator

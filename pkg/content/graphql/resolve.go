@@ -73,38 +73,35 @@ func storeError(err error) error {
 }
 
 // view is a record as the output types read it: the stored fields, the
-// server-managed ones, maps turned into lists and the whole document.
+// server-managed ones and maps turned into lists. The whole document is
+// served from the stored JSON (record.value).
 func view(kind content.Kind, rec content.Record, orgID string) (map[string]any, error) {
-	var doc map[string]any
+	var v map[string]any
 	dec := json.NewDecoder(bytes.NewReader(rec.Doc))
 	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("stored %s %q is not a JSON object: %w", kind, rec.ID, err)
 	}
-	whole := maps.Clone(doc)
-	v := maps.Clone(doc)
 	for k, val := range map[string]any{
 		"appId": rec.AppID, "organizationId": orgID,
 		"createdAt": rec.CreatedAt.UTC().Format(content.TimeLayout), "updatedAt": rec.UpdatedAt.UTC().Format(content.TimeLayout),
 	} {
-		v[k], whole[k] = val, val
+		v[k] = val
 	}
-	v["document"] = whole
 	switch kind {
 	case content.KindIntent, content.KindHandler:
-		v["utterancePatterns"] = orEmpty(doc["utterancePatterns"])
-		v["slots"] = orEmpty(doc["slots"])
+		v["utterancePatterns"] = orEmpty(v["utterancePatterns"])
+		v["slots"] = orEmpty(v["slots"])
 		if kind == content.KindHandler {
-			v["content"] = entries(doc["content"], "handlerResponse")
-			v["forward"] = entries(doc["forward"], "paths")
-			v["redirect"] = entries(doc["redirect"], "paths")
+			v["content"] = entries(v["content"], "handlerResponse")
+			v["forward"] = entries(v["forward"], "paths")
+			v["redirect"] = entries(v["redirect"], "paths")
 		}
 	case content.KindEntity:
-		values := orEmpty(doc["values"])
+		values := orEmpty(v["values"])
 		out := make([]any, 0, len(values))
 		for _, val := range values {
 			if m, ok := val.(map[string]any); ok {
-				m = maps.Clone(m)
 				m["synonyms"] = orEmpty(m["synonyms"])
 				out = append(out, m)
 			}
@@ -251,8 +248,13 @@ func (r *resolvers) checked(ctx context.Context, kind content.Kind, doc map[stri
 
 // Field resolvers, built per kind.
 
+// get reads one record, once per request however many fields select it.
 func (r *resolvers) get(kind content.Kind, idArg string) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
+		x := executionOf(p.Context)
+		if err := x.charge(p, 1, keySize(p)); err != nil {
+			return nil, err
+		}
 		t, err := r.target(p.Context, p.Args["appId"])
 		if err != nil {
 			return nil, err
@@ -262,34 +264,61 @@ func (r *resolvers) get(kind content.Kind, idArg string) gql.FieldResolveFn {
 			// No record can have it; PostgreSQL would refuse the query.
 			return nil, nil
 		}
-		rec, err := r.store.Record(p.Context, t.AppID, kind, id)
-		if errors.Is(err, content.ErrNotFound) {
+		key := recordKey{kind: kind, app: t.AppID, id: id}
+		if rec, ok := x.record(key); ok {
+			if rec == nil {
+				return nil, nil
+			}
+			return rec, nil
+		}
+		stored, err := r.store.Record(p.Context, t.AppID, kind, id)
+		var rec *record
+		switch {
+		case errors.Is(err, content.ErrNotFound):
+		case err != nil:
+			return nil, storeError(err)
+		default:
+			rec = newRecord(kind, stored, t.OrganizationID)
+		}
+		x.keepRecord(key, rec)
+		if rec == nil {
 			return nil, nil
 		}
-		if err != nil {
-			return nil, storeError(err)
-		}
-		return view(kind, rec, t.OrganizationID)
+		return rec, nil
 	}
 }
 
+// list reads an app's records of a kind, once per request.
 func (r *resolvers) list(kind content.Kind) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
+		x := executionOf(p.Context)
+		if err := x.charge(p, 1, keySize(p)+2); err != nil {
+			return nil, err
+		}
 		t, err := r.target(p.Context, p.Args["appId"])
 		if err != nil {
 			return nil, err
 		}
-		recs, err := r.store.ListRecords(p.Context, t.AppID, kind)
-		if err != nil {
-			return nil, storeError(err)
+		key := listKey{kind: kind, app: t.AppID}
+		recs, ok := x.list(key)
+		if !ok {
+			stored, err := r.store.ListRecords(p.Context, t.AppID, kind)
+			if err != nil {
+				return nil, storeError(err)
+			}
+			recs = make([]*record, 0, len(stored))
+			for _, rec := range stored {
+				recs = append(recs, newRecord(kind, rec, t.OrganizationID))
+			}
+			x.keepList(key, recs)
+		}
+		// Braces and a comma for each record.
+		if err := x.charge(p, 0, 3*int64(len(recs))); err != nil {
+			return nil, err
 		}
 		out := make([]any, 0, len(recs))
 		for _, rec := range recs {
-			v, err := view(kind, rec, t.OrganizationID)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
+			out = append(out, rec)
 		}
 		return out, nil
 	}
@@ -299,6 +328,10 @@ func (r *resolvers) list(kind content.Kind) gql.FieldResolveFn {
 // the appId argument, or from inside the input (as addEntity has it).
 func (r *resolvers) add(kind content.Kind, arg string) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
+		if err := executionOf(p.Context).charge(p, 1, keySize(p)); err != nil {
+			// Refused before anything is written.
+			return nil, err
+		}
 		in, _ := p.Args[arg].(map[string]any)
 		appID := p.Args["appId"]
 		if inner, ok := in["appId"]; ok {
@@ -335,7 +368,8 @@ func (r *resolvers) add(kind content.Kind, arg string) gql.FieldResolveFn {
 			return nil, storeError(err)
 		}
 		r.changed(t.AppID)
-		return view(kind, rec, t.OrganizationID)
+		executionOf(p.Context).wrote(p)
+		return newRecord(kind, rec, t.OrganizationID), nil
 	}
 }
 
@@ -344,6 +378,10 @@ func (r *resolvers) add(kind content.Kind, arg string) gql.FieldResolveFn {
 // changes from the arguments instead.
 func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p gql.ResolveParams) (map[string]any, error)) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
+		if err := executionOf(p.Context).charge(p, 1, keySize(p)); err != nil {
+			// Refused before anything is written.
+			return nil, err
+		}
 		t, err := r.target(p.Context, p.Args["appId"])
 		if err != nil {
 			return nil, err
@@ -360,7 +398,7 @@ func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p g
 		}
 		id := p.Args[idArg].(string)
 		if !auth.PossibleID(id) {
-			return r.written(t, kind, idArg, id, content.Record{}, content.ErrNotFound)
+			return r.written(p, t, kind, idArg, id, content.Record{}, content.ErrNotFound)
 		}
 		rec, err := r.store.UpdateRecord(p.Context, t.AppID, kind, id, func(cur content.Record) (content.Record, error) {
 			var doc map[string]any
@@ -378,12 +416,12 @@ func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p g
 			}
 			return r.checked(p.Context, kind, doc, t.AppID, arg)
 		})
-		return r.written(t, kind, idArg, id, rec, err)
+		return r.written(p, t, kind, idArg, id, rec, err)
 	}
 }
 
 // written answers a write to an existing record: the record, or why not.
-func (r *resolvers) written(t auth.Target, kind content.Kind, idArg, id string, rec content.Record, err error) (any, error) {
+func (r *resolvers) written(p gql.ResolveParams, t auth.Target, kind content.Kind, idArg, id string, rec content.Record, err error) (any, error) {
 	switch {
 	case errors.Is(err, content.ErrNotFound) && !auth.PossibleID(id):
 		// Not echoed: it may be as long as the request.
@@ -394,21 +432,26 @@ func (r *resolvers) written(t auth.Target, kind content.Kind, idArg, id string, 
 		return nil, storeError(err)
 	}
 	r.changed(t.AppID)
-	return view(kind, rec, t.OrganizationID)
+	executionOf(p.Context).wrote(p)
+	return newRecord(kind, rec, t.OrganizationID), nil
 }
 
 func (r *resolvers) remove(kind content.Kind, idArg string) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
+		if err := executionOf(p.Context).charge(p, 1, keySize(p)); err != nil {
+			// Refused before anything is written.
+			return nil, err
+		}
 		t, err := r.target(p.Context, p.Args["appId"])
 		if err != nil {
 			return nil, err
 		}
 		id := p.Args[idArg].(string)
 		if !auth.PossibleID(id) {
-			return r.written(t, kind, idArg, id, content.Record{}, content.ErrNotFound)
+			return r.written(p, t, kind, idArg, id, content.Record{}, content.ErrNotFound)
 		}
 		rec, err := r.store.DeleteRecord(p.Context, t.AppID, kind, id)
-		return r.written(t, kind, idArg, id, rec, err)
+		return r.written(p, t, kind, idArg, id, rec, err)
 	}
 }
 

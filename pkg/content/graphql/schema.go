@@ -151,12 +151,12 @@ type types struct {
 
 func buildTypes() (types, map[string]*gql.InputObject) {
 	jsonScalar := newJSONScalar()
-	slot := gql.NewObject(gql.ObjectConfig{Name: "Slot", Fields: gql.Fields{
+	slot := gql.NewObject(gql.ObjectConfig{Name: "Slot", Fields: metered(gql.Fields{
 		"name":   field(nonNull(gql.String), ""),
 		"type":   field(nonNull(gql.String), "An entityId of the app or a built-in type."),
 		"isList": field(gql.Boolean, ""),
 		"nlu":    field(jsonScalar, ""),
-	}})
+	})})
 	slotInput := gql.NewInputObject(gql.InputObjectConfig{Name: "SlotInput", Fields: gql.InputObjectConfigFieldMap{
 		"name":   input(nonNull(gql.String), ""),
 		"type":   input(nonNull(gql.String), ""),
@@ -164,15 +164,15 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 		"nlu":    input(jsonScalar, ""),
 	}})
 	contentEntry := gql.NewObject(gql.ObjectConfig{Name: "ContentEntry", Description: "One key of a handler's content map.",
-		Fields: gql.Fields{
+		Fields: metered(gql.Fields{
 			"key":             field(nonNull(gql.String), ""),
 			"handlerResponse": field(listOf(jsonScalar), "The responses under the key."),
-		}})
+		})})
 	pathsEntry := gql.NewObject(gql.ObjectConfig{Name: "PathsEntry", Description: "One key of a handler's forward or redirect map.",
-		Fields: gql.Fields{
+		Fields: metered(gql.Fields{
 			"key":   field(nonNull(gql.String), ""),
 			"paths": field(listOf(jsonScalar), "Paths, each an object with at least an intentId."),
-		}})
+		})})
 	contentEntryInput := gql.NewInputObject(gql.InputObjectConfig{Name: "ContentEntryInput", Fields: gql.InputObjectConfigFieldMap{
 		"key":             input(nonNull(gql.String), ""),
 		"handlerResponse": input(listOf(jsonScalar), ""),
@@ -197,11 +197,11 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 		"data":        input(jsonScalar, ""),
 		"permissions": input(jsonScalar, ""),
 	}
-	value := gql.NewObject(gql.ObjectConfig{Name: "EntityValue", Fields: gql.Fields{
+	value := gql.NewObject(gql.ObjectConfig{Name: "EntityValue", Fields: metered(gql.Fields{
 		"name":        field(nonNull(gql.String), ""),
 		"canonicalId": field(gql.String, ""),
 		"synonyms":    field(listOf(gql.String), ""),
-	}})
+	})})
 	valueInput := gql.NewInputObject(gql.InputObjectConfig{Name: "EntityValueInput", Fields: gql.InputObjectConfigFieldMap{
 		"name":        input(nonNull(gql.String), ""),
 		"canonicalId": input(gql.String, ""),
@@ -217,10 +217,10 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 	}
 
 	t := types{}
-	t.intent = gql.NewObject(gql.ObjectConfig{Name: "Intent", Description: "An intent of the app's model.", Fields: intentFields(jsonScalar, slot)})
+	t.intent = gql.NewObject(gql.ObjectConfig{Name: "Intent", Description: "An intent of the app's model.", Fields: metered(intentFields(jsonScalar, slot))})
 	t.handler = gql.NewObject(gql.ObjectConfig{Name: "Handler", Description: "An intent plus how to respond to it.",
-		Fields: merge(intentFields(jsonScalar, slot), handlerOnly)})
-	t.entity = gql.NewObject(gql.ObjectConfig{Name: "Entity", Description: "An entity of the app's model.", Fields: gql.Fields{
+		Fields: metered(merge(intentFields(jsonScalar, slot), handlerOnly))})
+	t.entity = gql.NewObject(gql.ObjectConfig{Name: "Entity", Description: "An entity of the app's model.", Fields: metered(gql.Fields{
 		"appId":          field(nonNull(gql.ID), ""),
 		"organizationId": field(nonNull(gql.ID), ""),
 		"entityId":       field(nonNull(gql.ID), ""),
@@ -231,7 +231,7 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 		"createdAt":      field(nonNull(gql.String), ""),
 		"updatedAt":      field(nonNull(gql.String), ""),
 		"document":       field(nonNull(jsonScalar), "The whole record as stored, every field included, as REST answers it."),
-	}})
+	})})
 	inputs := map[string]*gql.InputObject{
 		"AddIntentInput":     gql.NewInputObject(gql.InputObjectConfig{Name: "AddIntentInput", Fields: intentInputFields(jsonScalar, slotInput, true)}),
 		"UpdateIntentInput":  gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateIntentInput", Description: "Fields given replace the stored ones; others stay.", Fields: intentInputFields(jsonScalar, slotInput, false)}),

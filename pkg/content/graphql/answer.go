@@ -1,0 +1,368 @@
+package graphql
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	gql "github.com/graphql-go/graphql"
+	"github.com/graphql-go/graphql/language/ast"
+
+	"github.com/assistantcms/cms/pkg/content"
+)
+
+// An answer is bounded while it is resolved, not only once built: every
+// field of the content types charges the request's execution with one
+// field and the bytes it adds to the answer's JSON, and past either limit
+// it and every later field are refused, so that graphql-go stops building
+// the answer. Records are read and decoded once per request however many
+// aliases select them, so that aliases add to the answer's count but not
+// to what the process holds.
+
+type executionKey struct{}
+
+// execution is what the resolvers of one request share.
+type execution struct {
+	maxFields, maxBytes int64
+
+	mu      sync.Mutex
+	fields  int64
+	bytes   int64
+	refused *refusal
+	// applied names the mutations written, in order, for the answer
+	// when a later field is refused.
+	applied []string
+	records map[recordKey]*record
+	lists   map[listKey][]*record
+}
+
+type recordKey struct {
+	kind    content.Kind
+	app, id string
+}
+
+type listKey struct {
+	kind content.Kind
+	app  string
+}
+
+// refusal is the field at which the answer went over a limit.
+type refusal struct {
+	err   *codedError
+	path  []any
+	field *ast.Field
+}
+
+func newExecution(l Limits, fields int64) *execution {
+	return &execution{maxFields: int64(l.MaxCost), maxBytes: l.MaxAnswerBytes, fields: fields,
+		records: map[recordKey]*record{}, lists: map[listKey][]*record{}}
+}
+
+func withExecution(ctx context.Context, x *execution) context.Context {
+	return context.WithValue(ctx, executionKey{}, x)
+}
+
+// executionOf is the request's execution; nil (no limits) outside one.
+func executionOf(ctx context.Context) *execution {
+	x, _ := ctx.Value(executionKey{}).(*execution)
+	return x
+}
+
+// charge counts fields and bytes of the answer at the field p resolves.
+// Past a limit it refuses that field and every later one.
+func (x *execution) charge(p gql.ResolveParams, fields, bytes int64) error {
+	if x == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.refused != nil {
+		return x.refused.err
+	}
+	x.fields += fields
+	x.bytes += bytes
+	var err *codedError
+	switch {
+	case x.fields > x.maxFields:
+		err = errorf(CodeAnswerTooLarge, "", "the answer holds more than %d fields (GRAPHQL_MAX_COST), counted while resolving %s; select fewer fields, aliases or records",
+			x.maxFields, responsePath(p.Info.Path.AsArray()))
+	case x.bytes > x.maxBytes:
+		err = errorf(CodeAnswerTooLarge, "", "the answer is larger than %d bytes (GRAPHQL_MAX_ANSWER_BYTES), counted while resolving %s; select fewer fields, aliases or records",
+			x.maxBytes, responsePath(p.Info.Path.AsArray()))
+	default:
+		return nil
+	}
+	x.refused = &refusal{err: err, path: p.Info.Path.AsArray()}
+	if len(p.Info.FieldASTs) > 0 {
+		x.refused.field = p.Info.FieldASTs[0]
+	}
+	return err
+}
+
+// wrote records a mutation that changed content.
+func (x *execution) wrote(p gql.ResolveParams) {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.applied = append(x.applied, fmt.Sprint(p.Info.Path.Key))
+}
+
+// refusedAt is the refusal, if any, and the mutations written before it.
+func (x *execution) refusedAt() (*refusal, []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.refused, x.applied
+}
+
+// record is a record read before in the request; ok is false if it was
+// not read (a nil record was not found).
+func (x *execution) record(k recordKey) (rec *record, ok bool) {
+	if x == nil {
+		return nil, false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	rec, ok = x.records[k]
+	return rec, ok
+}
+
+func (x *execution) keepRecord(k recordKey, rec *record) {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.records[k] = rec
+}
+
+// list is a list of records read before in the request.
+func (x *execution) list(k listKey) ([]*record, bool) {
+	if x == nil {
+		return nil, false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	recs, ok := x.lists[k]
+	return recs, ok
+}
+
+func (x *execution) keepList(k listKey, recs []*record) {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.lists[k] = recs
+}
+
+// responsePath spells a place in the answer as handlers[3].content.
+func responsePath(path []any) string {
+	var b strings.Builder
+	for _, k := range path {
+		switch k := k.(type) {
+		case int:
+			b.WriteString("[" + strconv.Itoa(k) + "]")
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, k)
+		}
+	}
+	return b.String()
+}
+
+// record is a stored record as the output types read it. Its fields are
+// decoded on first use, its document built on first use, and the sizes of
+// its parts measured once.
+type record struct {
+	kind content.Kind
+	rec  content.Record
+	org  string
+
+	mu     sync.Mutex
+	fields map[string]any
+	err    error
+	doc    json.RawMessage
+	sizes  map[string]int64
+}
+
+func newRecord(kind content.Kind, rec content.Record, orgID string) *record {
+	return &record{kind: kind, rec: rec, org: orgID}
+}
+
+// value is one field of the record and, unless objects (a list of
+// objects, whose items are charged as they are resolved), the size of its
+// JSON.
+func (r *record) value(name string, objects bool) (any, int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The document and the fields the store keeps apart are answered
+	// without decoding the record.
+	var direct string
+	switch name {
+	case "document":
+		// As REST answers it, from the stored JSON.
+		if r.doc == nil {
+			r.doc = r.rec.AppendJSON(nil, r.org)
+		}
+		return r.doc, int64(len(r.doc)), nil
+	case r.kind.IDField():
+		direct = r.rec.ID
+	case "appId":
+		direct = r.rec.AppID
+	case "organizationId":
+		direct = r.org
+	case "createdAt":
+		direct = r.rec.CreatedAt.UTC().Format(content.TimeLayout)
+	case "updatedAt":
+		direct = r.rec.UpdatedAt.UTC().Format(content.TimeLayout)
+	default:
+		return r.decoded(name, objects)
+	}
+	return direct, stringSize(direct), nil
+}
+
+// decoded is a field read from the decoded record; its size is measured
+// once, however many aliases select it.
+func (r *record) decoded(name string, objects bool) (any, int64, error) {
+	if r.fields == nil && r.err == nil {
+		r.fields, r.err = view(r.kind, r.rec, r.org)
+		r.sizes = map[string]int64{}
+	}
+	if r.err != nil {
+		return nil, 0, r.err
+	}
+	v := r.fields[name]
+	if objects {
+		return v, 0, nil
+	}
+	size, ok := r.sizes[name]
+	if !ok {
+		size = jsonSize(v)
+		r.sizes[name] = size
+	}
+	return v, size, nil
+}
+
+// metered gives every field of a content type a resolver that charges
+// the request's execution for what the field adds to the answer.
+func metered(fields gql.Fields) gql.Fields {
+	for name, f := range fields {
+		if f.Resolve == nil {
+			_, objects := gql.GetNamed(f.Type).(*gql.Object)
+			f.Resolve = fieldResolver(name, objects)
+		}
+	}
+	return fields
+}
+
+// fieldResolver reads a field from a record or a nested object and
+// charges its size; the items of a list of objects charge their own.
+func fieldResolver(name string, objects bool) gql.FieldResolveFn {
+	return func(p gql.ResolveParams) (any, error) {
+		var v any
+		var size int64
+		switch src := p.Source.(type) {
+		case *record:
+			var err error
+			if v, size, err = src.value(name, objects); err != nil {
+				return nil, err
+			}
+		case map[string]any:
+			v = src[name]
+			if !objects {
+				size = jsonSize(v)
+			}
+		}
+		if objects {
+			size = 2 // braces, or brackets
+			if l, ok := v.([]any); ok {
+				size += 3 * int64(len(l)) // braces and a comma for each item
+			}
+		}
+		if err := executionOf(p.Context).charge(p, 1, keySize(p)+size); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+}
+
+// keySize is the size of the field's name in the answer, with its
+// quotes, colon and comma.
+func keySize(p gql.ResolveParams) int64 {
+	if k, ok := p.Info.Path.Key.(string); ok {
+		return stringSize(k) + 2
+	}
+	return 2
+}
+
+// jsonSize is the size of v as encoding/json writes it, for the values
+// records decode to.
+func jsonSize(v any) int64 {
+	switch v := v.(type) {
+	case nil:
+		return 4
+	case bool:
+		if v {
+			return 4
+		}
+		return 5
+	case string:
+		return stringSize(v)
+	case json.Number:
+		return int64(len(v))
+	case json.RawMessage:
+		return int64(len(v))
+	case map[string]any:
+		n := int64(2)
+		for k, x := range v {
+			n += stringSize(k) + 2 + jsonSize(x) // colon and comma
+		}
+		return n
+	case []any:
+		n := int64(2)
+		for _, x := range v {
+			n += jsonSize(x) + 1
+		}
+		return n
+	}
+	b, _ := json.Marshal(v)
+	return int64(len(b))
+}
+
+// stringSize is the size of s as a JSON string as encoding/json writes
+// it: HTML characters, control characters and bad UTF-8 escaped.
+func stringSize(s string) int64 {
+	n := int64(2)
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && w == 1, r == '\u2028', r == '\u2029':
+			n += 6
+		default:
+			n += int64(w)
+		}
+		i += w
+	}
+	return n
+}
