@@ -87,7 +87,8 @@ func TestBadInputOverHTTP(t *testing.T) {
 		p := startProcess(ctx, t, name, cmd, "http://"+addr+"/healthz")
 		return proc{name, addr, p, cmd.Stdout.(*childproc.Output)}
 	}
-	api := start("api", []string{"serve"}, "CONTENT_DB="+dsn, "RATE_LIMIT_RPS=0", "GRAPHQL_MAX_BODY_BYTES="+strconv.Itoa(testGraphQLMaxBody))
+	api := start("api", []string{"serve"}, "CONTENT_DB="+dsn, "RATE_LIMIT_RPS=0", "GRAPHQL_MAX_BODY_BYTES="+strconv.Itoa(testGraphQLMaxBody),
+		"GRAPHQL_MAX_COST=5000", "GRAPHQL_LIST_SIZE=50", "GRAPHQL_MAX_ANSWER_BYTES=65536")
 	// Ingest is not running: nothing here goes to it.
 	ingestPort, err := devbroker.FreePort()
 	if err != nil {
@@ -127,6 +128,21 @@ func TestBadInputOverHTTP(t *testing.T) {
 		return string(b)
 	}
 	nested := func(open, close string, n int) string { return strings.Repeat(open, n) + strings.Repeat(close, n) }
+	aliases := func(n int, field string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, " a%d: %s", i, field)
+		}
+		return "{" + b.String() + " }"
+	}
+	// doubling nests introspection whose answer doubles with each level.
+	doubling := func(levels int) string {
+		inner := "name"
+		for range levels {
+			inner = "fields { name type { ofType { ofType { " + inner + " } } } }"
+		}
+		return `{ __type(name: "__Type") { ` + inner + ` } }`
+	}
 
 	type badCase struct {
 		name string
@@ -175,6 +191,18 @@ func TestBadInputOverHTTP(t *testing.T) {
 			status: 400, code: "QUERY_TOO_DEEP|GRAPHQL_VALIDATION_FAILED"},
 		{name: "deeply nested argument", req: postGraphQL(appToken, graphQL(`{ handler(intentId: `+nested("[", "]", 50_000)+`) { intentId } }`), false),
 			status: 400, code: "QUERY_TOO_DEEP|GRAPHQL_VALIDATION_FAILED"},
+		// The limits on what one answer costs, set through the environment.
+		{name: "introspection doubling 14 levels", req: postGraphQL(appToken, graphQL(doubling(14)), false),
+			status: 400, code: "QUERY_TOO_DEEP", text: "introspection fields 20 (GRAPHQL_MAX_INTROSPECTION_DEPTH)"},
+		{name: "introspection under aliases", req: postGraphQL(appToken, graphQL(aliases(6, `__schema { types { fields { type { ofType { ofType { fields { type { ofType { ofType { `+
+			`fields { type { ofType { ofType { fields { type { ofType { name } } } } } } } } } } } } } } } } }`)), false),
+			status: 400, code: "QUERY_TOO_COMPLEX", text: "the request costs 5754, more than the 5000 allowed (GRAPHQL_MAX_COST)"},
+		{name: "lists weighed", req: postGraphQL(appToken, graphQL(`{ handlers { content { key handlerResponse } } }`), false),
+			status: 400, code: "QUERY_TOO_COMPLEX", text: "the request costs 5051, more than the 5000 allowed (GRAPHQL_MAX_COST)"},
+		{name: "aliases of every handler's document", req: postGraphQL(appToken, graphQL(aliases(20, `handlers { document }`)), false),
+			status: 422, code: "ANSWER_TOO_LARGE", text: "larger than 65536 bytes (GRAPHQL_MAX_ANSWER_BYTES)"},
+		{name: "a read within the limits", req: postGraphQL(appToken, graphQL(`{ handlers { intentId content { key } } }`), false),
+			status: 200, text: `"intentId":"OpeningHours"`},
 	}
 	for _, target := range []proc{api, gateway} {
 		t.Run(target.name, func(t *testing.T) {

@@ -43,7 +43,11 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	maxAge := fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
 	gqlBody := fs.Int64("graphql-max-body-bytes", "GRAPHQL_MAX_BODY_BYTES", graphql.DefaultMaxBodyBytes, "largest GraphQL request body")
 	gqlDepth := fs.Int("graphql-max-depth", "GRAPHQL_MAX_DEPTH", graphql.DefaultMaxDepth, "deepest nesting of fields in a GraphQL request")
+	gqlIntroDepth := fs.Int("graphql-max-introspection-depth", "GRAPHQL_MAX_INTROSPECTION_DEPTH", graphql.DefaultMaxIntrospectionDepth, "deepest nesting of introspection fields (under __schema and __type) in a GraphQL request; GraphiQL's own query nests 15 deep")
 	gqlFields := fs.Int("graphql-max-fields", "GRAPHQL_MAX_FIELDS", graphql.DefaultMaxFields, "most fields one GraphQL request may select, fragments spread")
+	gqlCost := fs.Int("graphql-max-cost", "GRAPHQL_MAX_COST", graphql.DefaultMaxCost, "most fields one GraphQL answer may hold: estimated before the request runs (lists counted as -graphql-list-size items, introspection exactly) and counted while it is resolved")
+	gqlListSize := fs.Int("graphql-list-size", "GRAPHQL_LIST_SIZE", graphql.DefaultListSize, "items the GraphQL cost estimate assumes a list of records, or of objects within a record, returns")
+	gqlAnswer := fs.Int64("graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", graphql.DefaultMaxAnswerBytes, "largest GraphQL answer, counted while it is resolved")
 	clickhouse := chstore.DefineFlags(fs, chstore.History)
 	historyRefresh := fs.Duration("history-refresh", "HISTORY_REFRESH", contentapi.DefaultHistoryRefresh, "how long past queries are kept before being read again")
 	historyUsers := fs.Int("history-min-users", "HISTORY_MIN_USERS", chstore.DefaultMinUsers, "distinct users who must have asked a query before it is suggested as HISTORICAL")
@@ -72,6 +76,20 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	}
 	if *historyDays < 1 {
 		return fmt.Errorf("serve: -history-days (HISTORY_DAYS) %d: want 1 or more", *historyDays)
+	}
+	for _, l := range []struct {
+		flag, env string
+		v         int64
+	}{
+		{"graphql-max-introspection-depth", "GRAPHQL_MAX_INTROSPECTION_DEPTH", int64(*gqlIntroDepth)},
+		{"graphql-max-cost", "GRAPHQL_MAX_COST", int64(*gqlCost)},
+		{"graphql-list-size", "GRAPHQL_LIST_SIZE", int64(*gqlListSize)},
+		{"graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", *gqlAnswer},
+	} {
+		if l.v < 1 {
+			// Zero would not switch the limit off but fall back to the default.
+			return fmt.Errorf("serve: -%s (%s) %d: want 1 or more", l.flag, l.env, l.v)
+		}
 	}
 	settings, err := svcFlags.Start(stderr)
 	if err != nil {
@@ -132,9 +150,11 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	if *llmURL != "" {
 		apiCfg.Generator = &knowledge.OpenAI{BaseURL: *llmURL, Model: *llmModel, APIKey: *llmKey}
 	}
+	gqlLimits := graphql.Limits{MaxBodyBytes: *gqlBody, MaxDepth: *gqlDepth, MaxIntrospectionDepth: *gqlIntroDepth, MaxFields: *gqlFields,
+		MaxCost: *gqlCost, ListSize: *gqlListSize, MaxAnswerBytes: *gqlAnswer}
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
 		API:             apiCfg,
-		GraphQL:         graphql.Limits{MaxBodyBytes: *gqlBody, MaxDepth: *gqlDepth, MaxFields: *gqlFields},
+		GraphQL:         gqlLimits,
 		TokenCacheTTL:   *tokenTTL,
 		RateLimitRPS:    *rateRPS,
 		RateLimitBurst:  *rateBurst,

@@ -121,6 +121,22 @@ func TestServeRefusesBadHistoryRules(t *testing.T) {
 	}
 }
 
+func TestServeRefusesGraphQLLimitsOfNothing(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"GRAPHQL_MAX_COST", "0", "-graphql-max-cost (GRAPHQL_MAX_COST) 0: want 1 or more"},
+		{"GRAPHQL_LIST_SIZE", "-1", "-graphql-list-size (GRAPHQL_LIST_SIZE) -1: want 1 or more"},
+		{"GRAPHQL_MAX_ANSWER_BYTES", "0", "-graphql-max-answer-bytes (GRAPHQL_MAX_ANSWER_BYTES) 0: want 1 or more"},
+		{"GRAPHQL_MAX_INTROSPECTION_DEPTH", "0", "-graphql-max-introspection-depth (GRAPHQL_MAX_INTROSPECTION_DEPTH) 0: want 1 or more"},
+	} {
+		env := map[string]string{"CONTENT_DB": filepath.Join(t.TempDir(), "cms.db"), "API_ADDR": "127.0.0.1:0", tc.name: tc.value}
+		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+		var out bytes.Buffer
+		if code := run(t.Context(), []string{"serve"}, lookup, &out, &out); code == 0 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s=%s: exit %d, output %q: want a failure saying %q", tc.name, tc.value, code, out.String(), tc.want)
+		}
+	}
+}
+
 func TestServeRefusesBadSearchSettings(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
