@@ -462,12 +462,12 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 	gz := strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip")
 	if gz {
 		if err := pass.Hold(gzipStateBytes); err != nil {
-			return h.cutOff(w, r, app, err)
+			return h.refuse(w, r, app, err)
 		}
 		zr, err := h.gzipReader(wire)
 		if err != nil {
 			if isTimeout(wire.err) {
-				return h.cutOff(w, r, app, wire.err)
+				return h.refuse(w, r, app, wire.err)
 			}
 			if wire.n > h.cfg.MaxBodyBytes {
 				return http.StatusRequestEntityTooLarge, tooLarge
@@ -480,10 +480,10 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 	_, err := buf.ReadFrom(pass.Body(src))
 	switch {
 	case errors.Is(err, ErrAppMemory) || errors.Is(err, ErrBodyMemory):
-		return h.cutOff(w, r, app, err)
+		return h.refuse(w, r, app, err)
 	case isTimeout(wire.err):
 		// Too slow for the minimum rate or the server's read timeout.
-		return h.cutOff(w, r, app, wire.err)
+		return h.refuse(w, r, app, wire.err)
 	case wire.n > h.cfg.MaxBodyBytes:
 		return http.StatusRequestEntityTooLarge, tooLarge
 	case gz && int64(buf.Len()) > h.cfg.MaxDecompressedBytes:
@@ -498,21 +498,17 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 	}
 }
 
-// cutOff refuses a request whose body is still arriving and closes the
-// connection after the answer, so that the server neither waits for the
-// rest of the body nor reads it as the next request.
-func (h *Handler) cutOff(w http.ResponseWriter, r *http.Request, app string, err error) (status int, msg string) {
-	w.Header().Set("Connection", "close")
-	return h.refuse(w, r, app, err)
-}
-
 // refuse answers a request refused for lack of a budget (an Admission
 // error, a *httpserve.SlowBodyError or a read timeout): the status and the
 // message that say which budget, Retry-After where a retry may pass, and
 // a count by budget. The client's own shares get 429: the app or token is
 // sending more at once than it may, which is its doing; the server's
-// budgets get 503: it is full.
+// budgets get 503: it is full. The connection is closed after the answer,
+// so that the server neither waits for the rest of a body it will not
+// read (net/http would, up to 256 KiB, before answering) nor reads it as
+// the next request.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, app string, err error) (status int, msg string) {
+	w.Header().Set("Connection", "close")
 	s := h.admission.Shares()
 	var budget string
 	var slow *httpserve.SlowBodyError
