@@ -138,3 +138,22 @@ func TestMinUploadRateDue(t *testing.T) {
 		t.Error("Enabled wrong")
 	}
 }
+
+// BenchmarkMinUploadRateWatch is what pacing adds to reading a small
+// body: the watch, its timer and the count of each read.
+func BenchmarkMinUploadRateWatch(b *testing.B) {
+	body := strings.Repeat("x", 4096)
+	m := MinUploadRate{Rate: 16 << 10, Grace: 2 * time.Second}
+	w := httptest.NewRecorder()
+	buf := make([]byte, 8192)
+	b.ReportAllocs()
+	for b.Loop() {
+		p := m.Watch(w, io.NopCloser(strings.NewReader(body)))
+		for {
+			if _, err := p.Read(buf); err != nil {
+				break
+			}
+		}
+		p.Stop()
+	}
+}

@@ -316,3 +316,27 @@ func TestAdmissionConcurrent(t *testing.T) {
 		t.Errorf("after every release: %d requests, %d apps, %d tokens, %d bytes free", requests, apps, tokens, free)
 	}
 }
+
+// BenchmarkAdmission admits a request, reads a body past its allowance
+// and releases it, from every processor at once.
+func BenchmarkAdmission(b *testing.B) {
+	a := NewAdmission(Shares{Slots: 256, SlotsPerApp: 64, SlotsPerToken: 128, Memory: 256 << 20, MemoryPerApp: 64 << 20})
+	body := make([]byte, BodyAllowance+16<<10)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		buf := make([]byte, 32<<10)
+		for pb.Next() {
+			p, err := a.Enter("app", "token")
+			if err != nil {
+				continue
+			}
+			r := p.Body(bytes.NewReader(body))
+			for {
+				if _, err := r.Read(buf); err != nil {
+					break
+				}
+			}
+			p.Release()
+		}
+	})
+}
