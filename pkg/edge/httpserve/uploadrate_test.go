@@ -46,7 +46,7 @@ func TestMinUploadRate(t *testing.T) {
 			after: [2]time.Duration{200 * time.Millisecond, 3 * time.Second}},
 		{name: "keeps the rate", rate: MinUploadRate{Rate: 1000, Grace: 200 * time.Millisecond},
 			send: piece{bytes: 400, every: 20 * time.Millisecond, count: 40}, length: 16_000, whole: true},
-		{name: "a small body within its grace", rate: MinUploadRate{Rate: 1_000_000, Grace: 500 * time.Millisecond},
+		{name: "a small body within its grace", rate: MinUploadRate{Rate: 1_000_000, Grace: 2 * time.Second},
 			send: piece{bytes: 10, every: 10 * time.Millisecond, count: 10}, length: 100, whole: true},
 		{name: "the server's read timeout comes first", rate: MinUploadRate{Rate: 1000, Grace: 10 * time.Second}, readTimeout: 500 * time.Millisecond,
 			send: piece{bytes: 100, count: 1}, length: 1000, timedOut: true},
