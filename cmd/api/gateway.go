@@ -27,6 +27,8 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	ingestURL := fs.String("ingest-url", "INGEST_URL", "http://127.0.0.1:8081", "base URL of the ingest service")
 	apiURL := fs.String("api-url", "API_URL", "http://127.0.0.1:8080", "base URL of the content API")
 	respTimeout := fs.Duration("response-timeout", "GATEWAY_RESPONSE_TIMEOUT", gateway.DefaultResponseTimeout, "longest wait for an upstream's response headers")
+	minRate := fs.Int64("min-upload-rate", "GATEWAY_MIN_UPLOAD_RATE", gateway.DefaultMinUploadRate, "bytes a second an event batch must keep up after -min-upload-grace, as ingest's MIN_UPLOAD_RATE: a batch has the grace plus a second for every this many bytes to arrive, else 408 (0: no minimum)")
+	minGrace := fs.Duration("min-upload-grace", "GATEWAY_MIN_UPLOAD_GRACE", gateway.DefaultMinUploadGrace, "time every event batch has before -min-upload-rate counts")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,8 +39,12 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
+	pace := httpserve.MinUploadRate{Rate: *minRate, Grace: *minGrace}
+	if pace.Rate <= 0 {
+		pace.Rate = -1 // the Config's zero means its default
+	}
 	g, err := gateway.New(gateway.Config{Ingest: *ingestURL, API: *apiURL, ResponseTimeout: *respTimeout,
-		ShutdownTimeout: settings.ShutdownTimeout, CORS: settings.CORS, HTTP: settings.HTTP}, settings.Log)
+		ShutdownTimeout: settings.ShutdownTimeout, CORS: settings.CORS, HTTP: settings.HTTP, MinUploadRate: pace}, settings.Log)
 	if err != nil {
 		return err
 	}

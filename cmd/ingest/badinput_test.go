@@ -26,8 +26,9 @@ import (
 
 // Limits the bad-input test runs the binary with: smaller than the
 // defaults, so that every limit is reached by bodies quick to send. The
-// timeouts are short so that slow clients are cut off quickly; a batch of
-// ten thousand events is exactly the maximum.
+// timeouts and the minimum upload rate's grace are short so that slow
+// clients are cut off quickly; a batch of ten thousand events is exactly
+// the maximum.
 const (
 	badMaxEvents         = 10_000
 	badMaxBody           = 1 << 20
@@ -35,10 +36,13 @@ const (
 	badMaxEventBytes     = 64 << 10
 	badReadHeaderTimeout = time.Second
 	badReadTimeout       = 2 * time.Second
-	// Few request slots, so that one token's slow bodies could take them
-	// all but for its share (half, by default).
-	badInFlight = 8
-	badShare    = badInFlight / 2
+	// A body must arrive at a KiB a second after half a second.
+	badMinUploadRate  = 1024
+	badMinUploadGrace = 500 * time.Millisecond
+	// Few request slots, so that one app's slow bodies could take them
+	// all but for its share (a quarter, by default).
+	badInFlight = 16
+	badAppShare = badInFlight / 4
 	// A small memory budget for bodies: three bombs' worth, each counted
 	// with the records it could make.
 	badBodyMemory = 3 * 3 * badMaxDecompressed
@@ -279,7 +283,8 @@ type badCase struct {
 // one request at a time: each gets a precise 4xx naming the offset, event
 // index or field at fault (or an acceptance where the input is valid after
 // all), never a 5xx. Then gzip bombs arrive all at once (refused, or shed
-// with 503 and Retry-After) and slow clients are cut off by the timeouts.
+// with 503 or 429 and Retry-After) and slow clients are cut off by the
+// timeouts and the minimum upload rate.
 // The process never dies, stores exactly what it answered for, answers a
 // valid batch at the end, and its peak memory stays under a bound. The
 // read timeout is set by its former variable, READ_TIMEOUT, which must
@@ -288,7 +293,8 @@ func TestBadInput(t *testing.T) {
 	p := startIngest(t, "MAX_EVENTS="+strconv.Itoa(badMaxEvents), "MAX_BODY_BYTES="+strconv.Itoa(badMaxBody),
 		"MAX_DECOMPRESSED_BYTES="+strconv.Itoa(badMaxDecompressed), "MAX_EVENT_BYTES="+strconv.Itoa(badMaxEventBytes),
 		"HTTP_READ_HEADER_TIMEOUT="+badReadHeaderTimeout.String(), "READ_TIMEOUT="+badReadTimeout.String(),
-		"MAX_IN_FLIGHT="+strconv.Itoa(badInFlight), "MAX_BODY_MEMORY="+strconv.Itoa(badBodyMemory))
+		"MAX_IN_FLIGHT="+strconv.Itoa(badInFlight), "MAX_BODY_MEMORY="+strconv.Itoa(badBodyMemory),
+		"MIN_UPLOAD_RATE="+strconv.Itoa(badMinUploadRate), "MIN_UPLOAD_GRACE="+badMinUploadGrace.String())
 	pid := p.cmd.Process.Pid
 	startRSS := vmHWM(t, pid)
 	token := p.tokens["a"]
@@ -581,30 +587,43 @@ func checkAnswer(t *testing.T, tc badCase, a answer) {
 }
 
 // slowClients opens connections that trickle their headers, their body or
-// nothing at all, and checks that the server's timeouts cut every one of
-// them off. Token "a" sends twice its share of slow bodies: half hold its
+// nothing at all, and checks that the server cuts every one of them off:
+// silent ones and trickled headers at the header timeout, a body trickled
+// slower than the minimum upload rate soon after its grace, and a body
+// that keeps the rate but would take longer than the read timeout at the
+// read timeout. App "a" sends twice its share of the latter: half hold its
 // share of the request slots until the read timeout, half are refused at
-// once; meanwhile token "b" is answered as usual, and "a" gets 429.
+// once; meanwhile app "b" is answered as usual, and app "a" gets 429, sent
+// with its own token or its organization's.
 func slowClients(t *testing.T, p *ingestProc) {
 	type outcome struct {
 		kind   string
 		took   time.Duration
 		answer string // the status line, when one came
+		rest   string // what followed it
 		err    error
 	}
 	head := "PUT /cms/app/events HTTP/1.1\r\nHost: ingest\r\n"
+	// A body announced as large: net/http answers a request whose unread
+	// body is small only after reading the rest of it, which a trickle
+	// would hold up; a large one it answers at once.
+	bodyHead := func(token string) string {
+		return head + "Authorization: Bearer " + p.tokens[token] + "\r\nContent-Length: 1000000\r\n\r\n" + `{"events":[`
+	}
 	kinds := []struct {
 		kind    string
 		n       int
 		prefix  string // sent at once
-		trickle string // then a byte at a time
+		trickle string // then piece by piece, every 50 ms
+		piece   int
 	}{
-		{"silent", 4, "", ""},
-		{"headers", 4, head, "X-Slow: " + strings.Repeat("s", 1000)},
-		// A body announced as large: net/http answers a request whose
-		// unread body is small only after reading the rest of it, which a
-		// trickle would hold up; a large one it answers at once.
-		{"body", 2 * badShare, head + "Authorization: Bearer " + p.tokens["a"] + "\r\nContent-Length: 1000000\r\n\r\n", `{"events":[` + strings.Repeat(" ", 1000)},
+		{"silent", 4, "", "", 1},
+		{"headers", 4, head, "X-Slow: " + strings.Repeat("s", 1000), 1},
+		// 20 bytes a second, below the minimum rate.
+		{"trickle", 2, bodyHead("b"), strings.Repeat(" ", 1000), 1},
+		// 5 KiB a second: the rate kept, even with pieces four times
+		// late, but the body would take minutes.
+		{"steady", 2 * badAppShare, bodyHead("a"), strings.Repeat(" ", 100_000), 256},
 	}
 	var connected, finished sync.WaitGroup
 	results := make(chan outcome, 32)
@@ -629,8 +648,8 @@ func slowClients(t *testing.T, p *ingestProc) {
 					return
 				}
 				go func() {
-					for i := 0; i < len(k.trickle); i++ {
-						if _, err := conn.Write([]byte{k.trickle[i]}); err != nil {
+					for i := 0; i < len(k.trickle); i += k.piece {
+						if _, err := io.WriteString(conn, k.trickle[i:min(i+k.piece, len(k.trickle))]); err != nil {
 							return
 						}
 						time.Sleep(50 * time.Millisecond) // the trickle itself
@@ -644,8 +663,8 @@ func slowClients(t *testing.T, p *ingestProc) {
 				if o.answer = strings.TrimSpace(line); strings.Contains(o.answer, " 429 ") {
 					refused <- struct{}{}
 				}
-				_, err = io.Copy(io.Discard, r)
-				o.took = time.Since(start)
+				rest, err := io.ReadAll(r)
+				o.rest, o.took = string(rest), time.Since(start)
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
 					o.err = fmt.Errorf("connection still open after %s", o.took)
@@ -654,58 +673,69 @@ func slowClients(t *testing.T, p *ingestProc) {
 		}
 	}
 	connected.Wait()
-	// A refusal means token "a" has its whole share in flight, held by
-	// its other slow bodies.
+	// A refusal means app "a" has its whole share in flight, held by its
+	// other slow bodies.
 	select {
 	case <-refused:
 	case <-time.After(10 * time.Second):
-		t.Fatal("no slow body of token a was refused within 10s")
+		t.Fatal("no slow body of app a was refused within 10s")
 	}
 	start := time.Now()
 	a, err := exchange(p.addr, request("/cms/app/events", []string{"Authorization", "Bearer " + p.tokens["b"]}, nil, batchOf(launchEvent), false), false)
 	if err != nil || a.status != 200 {
-		t.Errorf("token b beside token a's slow bodies: %v %d %s", err, a.status, a.raw)
+		t.Errorf("app b beside app a's slow bodies: %v %d %s", err, a.status, a.raw)
 	}
 	if took := time.Since(start); took > badReadTimeout*3/4 {
-		t.Errorf("token b beside token a's slow bodies took %s", took)
+		t.Errorf("app b beside app a's slow bodies took %s", took)
 	}
-	a, err = exchange(p.addr, request("/cms/app/events", []string{"Authorization", "Bearer " + p.tokens["a"]}, nil, batchOf(launchEvent), false), false)
-	if err != nil || a.status != 429 || a.header.Get("Retry-After") != "1" {
-		t.Errorf("token a with its share held by slow bodies: %v %d %s", err, a.status, a.raw)
+	for _, who := range []struct{ token, path string }{{"a", "/cms/app/events"}, {"org", "/cms/app/events?appId=a"}} {
+		a, err = exchange(p.addr, request(who.path, []string{"Authorization", "Bearer " + p.tokens[who.token]}, nil, batchOf(launchEvent), false), false)
+		msg, _ := a.body["message"].(string)
+		if err != nil || a.status != 429 || a.header.Get("Retry-After") != "1" ||
+			msg != fmt.Sprintf(`app "a" already has %d requests in flight, its share of the request slots; retry later`, badAppShare) {
+			t.Errorf("token %s for app a, its share held by slow bodies: %v %d %s", who.token, err, a.status, a.raw)
+		}
 	}
 	finished.Wait()
 	close(results)
-	limits := map[string]time.Duration{"silent": badReadHeaderTimeout, "headers": badReadHeaderTimeout, "body": badReadTimeout}
-	timedOut, refusedBodies := 0, 0
+	limits := map[string]time.Duration{"silent": badReadHeaderTimeout, "headers": badReadHeaderTimeout,
+		"trickle": badMinUploadGrace, "steady": badReadTimeout}
+	timedOut, refusedBodies, tooSlow := 0, 0, 0
 	for o := range results {
 		limit := limits[o.kind]
 		switch {
 		case o.err != nil:
 			t.Errorf("%s: %v", o.kind, o.err)
-		case o.kind == "body" && strings.HasPrefix(o.answer, "HTTP/1.1 429 "):
+		case o.kind == "steady" && strings.HasPrefix(o.answer, "HTTP/1.1 429 "):
 			refusedBodies++
 			if o.took > time.Second {
 				t.Errorf("body beyond the share refused after %s", o.took)
 			}
 		case o.took < limit-100*time.Millisecond || o.took > limit+5*time.Second:
 			t.Errorf("%s: cut off after %s, want about %s", o.kind, o.took, limit)
-		case o.kind == "body" && o.answer != "HTTP/1.1 408 Request Timeout":
-			t.Errorf("%s: answer %q, want a 408", o.kind, o.answer)
-		case o.kind == "body":
+		case o.kind == "trickle" && (o.answer != "HTTP/1.1 408 Request Timeout" || !strings.Contains(o.rest, "the body arrived too slowly")):
+			t.Errorf("%s: answer %q %q, want a 408 for the upload rate", o.kind, o.answer, o.rest)
+		case o.kind == "trickle":
+			tooSlow++
+		case o.kind == "steady" && (o.answer != "HTTP/1.1 408 Request Timeout" || !strings.Contains(o.rest, "did not arrive within the server's read timeout")):
+			t.Errorf("%s: answer %q %q, want a 408 for the read timeout", o.kind, o.answer, o.rest)
+		case o.kind == "steady":
 			timedOut++
 		case o.answer != "":
 			t.Errorf("%s: answer %q, want the connection closed", o.kind, o.answer)
 		}
 	}
-	if timedOut != badShare || refusedBodies != badShare {
-		t.Errorf("slow bodies: %d timed out with 408 and %d refused with 429, want %d each", timedOut, refusedBodies, badShare)
+	if timedOut != badAppShare || refusedBodies != badAppShare || tooSlow != 2 {
+		t.Errorf("slow bodies: %d timed out with 408 and %d refused with 429, want %d each; %d of 2 trickles cut off for the rate",
+			timedOut, refusedBodies, badAppShare, tooSlow)
 	}
 }
 
 // concurrentBombs sends gzip bombs from every token at once. Each is
-// refused: 413 once decompressed to the limit, or, past the request slots,
-// a token's share or the memory budget for bodies, 503 or 429 with
-// Retry-After. Memory stays bounded (checked by the caller).
+// refused: 413 once decompressed to the limit, or, past the request slots
+// or the memory for bodies, 503 for the server's and 429 for an app's or
+// a token's share, with Retry-After. Memory stays bounded (checked by the
+// caller).
 func concurrentBombs(t *testing.T, p *ingestProc, bomb []byte) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -731,8 +761,10 @@ func concurrentBombs(t *testing.T, p *ingestProc, bomb []byte) {
 					kind = "503 memory"
 				case a.status == 503 && a.header.Get("Retry-After") == "1" && strings.Contains(msg, "at capacity"):
 					kind = "503 slots"
-				case a.status == 429 && a.header.Get("Retry-After") == "1" && strings.Contains(msg, "its share"):
-					kind = "429 share"
+				case a.status == 429 && a.header.Get("Retry-After") == "1" && strings.Contains(msg, "its share of the memory for request bodies"):
+					kind = "429 app memory"
+				case a.status == 429 && a.header.Get("Retry-After") == "1" && strings.Contains(msg, "its share of the request slots"):
+					kind = "429 slots share"
 				default:
 					t.Errorf("%s: %d %s", who, a.status, a.raw)
 					return

@@ -53,8 +53,12 @@ func run(args []string) error {
 	maxDecompressed := fs.Int64("max-decompressed-bytes", "MAX_DECOMPRESSED_BYTES", ingest.DefaultMaxDecompressedBytes, "largest gzip body once decompressed")
 	produceTimeout := fs.Duration("produce-timeout", "PRODUCE_TIMEOUT", ingest.DefaultProduceTimeout, "longest wait for the broker's acknowledgement before answering 503")
 	maxInFlight := fs.Int("max-in-flight", "MAX_IN_FLIGHT", ingest.DefaultMaxInFlight, "requests handled at once; more are answered 503")
-	maxInFlightPerToken := fs.Int("max-in-flight-per-token", "MAX_IN_FLIGHT_PER_TOKEN", 0, "requests of one token handled at once; more are answered 429 (0: half of -max-in-flight)")
-	maxBodyMemory := fs.Int64("max-body-memory", "MAX_BODY_MEMORY", ingest.DefaultMaxBodyMemory, "memory all requests' bodies and their records may hold at once (three bytes per body byte past the first 64 KiB of each); more are answered 503")
+	maxInFlightPerApp := fs.Int("max-in-flight-per-app", "MAX_IN_FLIGHT_PER_APP", 0, "requests of one app (sent with any of its tokens or its organization's) handled at once; more are answered 429 (0: a quarter of -max-in-flight)")
+	maxInFlightPerToken := fs.Int("max-in-flight-per-token", "MAX_IN_FLIGHT_PER_TOKEN", 0, "requests of one token handled at once, which bounds an organization token over all its apps; more are answered 429 (0: half of -max-in-flight)")
+	maxBodyMemory := fs.Int64("max-body-memory", "MAX_BODY_MEMORY", ingest.DefaultMaxBodyMemory, "memory all requests' bodies and their records may hold at once (three bytes per body byte past the first 64 KiB of each, decompressed); more are answered 503")
+	maxBodyMemoryPerApp := fs.Int64("max-body-memory-per-app", "MAX_BODY_MEMORY_PER_APP", 0, "what one app's requests may hold of -max-body-memory at once; more are answered 429 (0: a quarter of -max-body-memory, or what the largest body needs if that is more)")
+	minUploadRate := fs.Int64("min-upload-rate", "MIN_UPLOAD_RATE", ingest.DefaultMinUploadRate, "bytes a second a request body must keep up after -min-upload-grace: a body has the grace plus a second for every this many bytes to arrive, else 408 (0: no minimum, the read timeout alone)")
+	minUploadGrace := fs.Duration("min-upload-grace", "MIN_UPLOAD_GRACE", ingest.DefaultMinUploadGrace, "time every request body has before -min-upload-rate counts")
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
 	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", kafka.DefaultBatchTimeout, "how long the producer waits to fill a batch")
@@ -88,7 +92,9 @@ func run(args []string) error {
 		Handler: ingest.Config{
 			MaxBodyBytes: *maxBody, MaxDecompressedBytes: *maxDecompressed,
 			ProduceTimeout: *produceTimeout, MaxInFlight: *maxInFlight,
-			MaxInFlightPerToken: *maxInFlightPerToken, MaxBodyMemory: *maxBodyMemory,
+			MaxInFlightPerApp: *maxInFlightPerApp, MaxInFlightPerToken: *maxInFlightPerToken,
+			MaxBodyMemory: *maxBodyMemory, MaxBodyMemoryPerApp: *maxBodyMemoryPerApp,
+			MinUploadRate: *minUploadRate, MinUploadGrace: *minUploadGrace,
 		},
 		Limits:           event.Limits{MaxEvents: *maxEvents, MaxEventBytes: *maxEventBytes, Types: envflag.List(*eventTypes)},
 		TokenCacheTTL:    *tokenTTL,
@@ -100,6 +106,9 @@ func run(args []string) error {
 		CORS:             settings.CORS,
 	}
 	cfg.TopicRetention, cfg.TopicMinInsyncReplicas = ks.TopicRetention, ks.TopicMinInsyncReplicas
+	if *minUploadRate <= 0 {
+		cfg.Handler.MinUploadRate = -1 // the Config's zero means its default
+	}
 	if err := cfg.Check(); err != nil {
 		return err
 	}

@@ -39,6 +39,12 @@ type Config struct {
 	// one trickled slower is answered 408. Its WriteTimeout includes the
 	// upstream's wait, so it must be longer than ResponseTimeout.
 	HTTP httpserve.Limits
+	// MinUploadRate paces event batches as ingest does: a body that falls
+	// behind it is cut off with 408 and its upstream request ends, so
+	// that ingest gives back at once what the request held there, even
+	// when the gateway has not yet passed on what little came. A zero
+	// Rate or Grace takes the defaults below; a negative Rate sets none.
+	MinUploadRate httpserve.MinUploadRate
 	// CORS, when it allows some origin, is the policy browsers see: the
 	// gateway answers preflights itself and replaces what the upstreams
 	// say about cross-origin access. Nil passes everything through.
@@ -54,6 +60,9 @@ const (
 	DefaultWriteTimeout      = 60 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultMaxHeaderBytes    = 64 << 10
+	// DefaultMinUploadRate and DefaultMinUploadGrace are ingest's.
+	DefaultMinUploadRate  = 16 << 10
+	DefaultMinUploadGrace = 2 * time.Second
 )
 
 // Upstream names.
@@ -89,6 +98,12 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.MinUploadRate.Rate == 0 {
+		cfg.MinUploadRate.Rate = DefaultMinUploadRate
+	}
+	if cfg.MinUploadRate.Grace <= 0 {
+		cfg.MinUploadRate.Grace = DefaultMinUploadGrace
 	}
 	cfg.HTTP = cfg.HTTP.Or(httpserve.Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
 		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes})
@@ -263,10 +278,16 @@ func (b *clientBody) failure() error {
 }
 
 // clientBodyError answers a request whose body could not be read: 408
-// when it did not arrive within the read timeout, 400 otherwise.
+// when it arrived slower than the minimum upload rate (in ingest's words)
+// or not within the read timeout, 400 otherwise.
 func (g *Gateway) clientBodyError(w http.ResponseWriter, r *http.Request, err error) {
 	g.log.Info("request body not received", "method", r.Method, "path", r.URL.Path, "err", err)
 	w.Header().Set("Connection", "close")
+	var slow *httpserve.SlowBodyError
+	if errors.As(err, &slow) {
+		httpserve.Error(w, http.StatusRequestTimeout, "", slow.Error())
+		return
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		httpserve.Error(w, http.StatusRequestTimeout, "", "The request body did not arrive within "+g.cfg.HTTP.ReadTimeout.String()+".")
@@ -278,11 +299,20 @@ func (g *Gateway) clientBodyError(w http.ResponseWriter, r *http.Request, err er
 func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name, proxy := upstreamAPI, g.api
-	if IsEventsPath(r.URL.Path) {
+	events := IsEventsPath(r.URL.Path)
+	if events {
 		name, proxy = upstreamIngest, g.ingest
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		body := &clientBody{ReadCloser: r.Body}
+		src := r.Body
+		if events && g.cfg.MinUploadRate.Enabled() {
+			// Until the proxy is done: after an upstream's early answer
+			// its transport may still be waiting on the client's body.
+			paced := g.cfg.MinUploadRate.Watch(w, r.Body)
+			defer paced.Stop()
+			src = paced
+		}
+		body := &clientBody{ReadCloser: src}
 		r = r.WithContext(context.WithValue(r.Context(), clientBodyKey{}, body))
 		r.Body = body
 	}

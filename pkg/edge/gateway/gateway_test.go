@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +24,8 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
+	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	pkafka "github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 // brokerBin is the development broker, built once for the package: the
@@ -334,6 +337,85 @@ func TestSlowBodyIsTheClientsFault(t *testing.T) {
 	m := do(t, http.MethodGet, gw+"/metrics", "", nil).body
 	if !strings.Contains(m, `cms_gateway_requests_total{code="408",upstream="ingest"} 1`) {
 		t.Errorf("metrics lack the 408")
+	}
+}
+
+// TestStalledBatchIsCutOffAtTheMinimumRate sends event batches through
+// the gateway, with ingest and the broker real behind it, that stall: one
+// before the gateway has passed anything on, one after a gzip bomb's
+// compressed bytes reached ingest, which decompressed them and holds its
+// app's only request slot. Each is answered 408 for the minimum upload
+// rate within seconds, not at a read timeout, and ingest gives back what
+// the request held: the app's next batch is answered 200.
+func TestStalledBatchIsCutOffAtTheMinimumRate(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	broker := devbroker.StartForTest(t, brokerBin)
+	store, tokens := fixture.Open(t, bundleJSON, map[string]content.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
+	token := tokens["app"]
+	topic := fmt.Sprintf("gateway-stalled-%d", os.Getpid())
+	ingestURL := ingesttest.Start(t, ingest.ServiceConfig{
+		Kafka: pkafka.Cluster{Brokers: []string{broker.Addr()}}, EventsTopic: topic, QuarantineTopic: topic + "-quarantine",
+		TopicPartitions: 1, TopicReplication: 1, ShutdownTimeout: 10 * time.Second,
+		// Four slots, a quarter of them for each app: one held request of
+		// app-1 refuses the next with 429 until it is given back.
+		Handler: ingest.Config{MaxInFlight: 4},
+	}, store, log)
+	g, err := New(Config{Ingest: ingestURL, API: ingestURL}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, _ := serve(t, g.Serve)
+	var zipped bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
+	_, _ = zw.Write(make([]byte, 14<<20))
+	_ = zw.Close()
+	bomb := zipped.Bytes()[:zipped.Len()-8] // no trailer: ingest waits for it
+
+	for _, tc := range []struct {
+		name    string
+		headers string
+		sent    []byte
+	}{
+		{"stalls within the gateway's buffer", "", []byte(`{"events":[`)},
+		{"stalls once a gzip bomb reached ingest", "Content-Encoding: gzip\r\n", bomb},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(gw, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(45 * time.Second))
+			start := time.Now()
+			head := fmt.Sprintf("PUT /cms/app/events HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\n%sContent-Length: %d\r\n\r\n", token, tc.headers, len(tc.sent)+1<<20)
+			if _, err := conn.Write(append([]byte(head), tc.sent...)); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("read the answer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			took := time.Since(start)
+			// The default grace of 2 s, and a second for every 16 KiB sent.
+			if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"message":"the body arrived too slowly: `) ||
+				took < DefaultMinUploadGrace || took > DefaultMinUploadGrace+6*time.Second {
+				t.Errorf("after %s: %d %s; want a 408 for the upload rate after %s and a second for every 16 KiB", took, resp.StatusCode, body, DefaultMinUploadGrace)
+			}
+			// Ingest lets the request go: nothing is in flight there, and
+			// the app's next batch is answered.
+			deadline := time.Now().Add(5 * time.Second)
+			for !strings.Contains(do(t, http.MethodGet, ingestURL+"/metrics", "", nil).body, "\ncms_ingest_in_flight_requests 0\n") {
+				if time.Now().After(deadline) {
+					t.Fatal("ingest still has a request in flight 5s after the gateway answered")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if r := do(t, http.MethodPut, gw+"/cms/app/events", token, []byte(`{"events":[`+launch+`]}`)); r.status != 200 {
+				t.Errorf("the app's next batch: %d %s", r.status, r.body)
+			}
+		})
 	}
 }
 

@@ -50,35 +50,82 @@ type Config struct {
 	ProduceTimeout time.Duration
 	// MaxInFlight bounds requests handled at once; more get 503.
 	MaxInFlight int
+	// MaxInFlightPerApp bounds the requests handled at once for one app
+	// (the app a request acts for, whichever of its tokens, or its
+	// organization's token, sent it), so that one tenant (slow bodies,
+	// say) cannot take the slots from the others; more get 429. Zero
+	// means a quarter of MaxInFlight.
+	MaxInFlightPerApp int
 	// MaxInFlightPerToken bounds the requests of one token handled at
-	// once, so that one client (slow bodies, say) cannot take every slot
-	// from the others; more get 429. Zero means half of MaxInFlight.
+	// once; more get 429. For an app token the app's share binds first;
+	// this one bounds an organization token over all the apps it acts
+	// for. Zero means half of MaxInFlight.
 	MaxInFlightPerToken int
 	// MaxBodyMemory bounds the memory all requests' bodies, and the
 	// records built from them, hold at once: MemoryPerBodyByte for every
 	// body byte beyond the first BodyAllowance of each, which small
-	// batches never pass. A request that would exceed it gets 503. It
-	// keeps concurrent large bodies, and gzip bombs decompressing to
+	// batches never pass, counted before the byte is read (decompressed,
+	// for gzip). A request that would exceed it gets 503. It keeps
+	// concurrent large bodies, and gzip bombs decompressing to
 	// MaxDecompressedBytes, from exhausting memory.
 	MaxBodyMemory int64
+	// MaxBodyMemoryPerApp bounds what the bodies of one app's requests
+	// hold of MaxBodyMemory; a body that would pass it gets 429. Zero
+	// means a quarter of MaxBodyMemory, or what the largest body allowed
+	// needs if that is more (see MemoryShareNote).
+	MaxBodyMemoryPerApp int64
+	// MinUploadRate and MinUploadGrace pace request bodies: a body has
+	// MinUploadGrace, plus a second for every MinUploadRate bytes
+	// received on the wire, to arrive; one that falls behind is cut off
+	// with 408 and gives back what it held at once, rather than at the
+	// server's read timeout. Zero means the defaults; a negative rate
+	// sets no minimum.
+	MinUploadRate  int64
+	MinUploadGrace time.Duration
 }
 
 // Defaults for Config: bodies of a runtime's knowledge-base turns, and of
-// batches a runtime grew while the service was out of reach, fit.
+// batches a runtime grew while the service was out of reach, fit, and so
+// does the largest body in a quarter of the body memory.
 const (
 	DefaultMaxBodyBytes         = 10 << 20
-	DefaultMaxDecompressedBytes = 64 << 20
+	DefaultMaxDecompressedBytes = 16 << 20
 	DefaultProduceTimeout       = 5 * time.Second
 	DefaultMaxInFlight          = 256
 	DefaultMaxBodyMemory        = 256 << 20
+	// DefaultMinUploadRate (128 kbit/s) cuts off only links slower than
+	// any a runtime runs on, and a stalled body soon after its grace.
+	DefaultMinUploadRate = 16 << 10
+	// DefaultMinUploadGrace covers a connection's start and a short
+	// network stall; a small batch arrives well within it.
+	DefaultMinUploadGrace = 2 * time.Second
 	// BodyAllowance is the part of each body MaxBodyMemory does not count.
 	BodyAllowance = 64 << 10
 	// MemoryPerBodyByte is what a body byte costs until its answer: the
 	// body, the validator's record of where its values lie (about one
 	// byte per body byte) and the records built from it.
-	MemoryPerBodyByte    = 3
+	MemoryPerBodyByte = 3
+	// gzipStateBytes is what a gzip decompressor holds: its 32 KiB window,
+	// its Huffman tables and its 4 KiB read buffer.
+	gzipStateBytes       = 48 << 10
 	maxIdempotencyKeyLen = 256
 )
+
+// bodyNeeds is the body memory a body of the limit needs, with the byte
+// past it read to tell whether there is more (so that a larger body is
+// told 413, not 429), and for gzip the decompressor's state.
+func bodyNeeds(limit int64, gz bool) int64 {
+	n := (limit + 1 - BodyAllowance) * MemoryPerBodyByte
+	if gz {
+		n += gzipStateBytes
+	}
+	return max(n, 0)
+}
+
+// largestBody is the body memory the largest body allowed needs.
+func (c Config) largestBody() int64 {
+	return max(bodyNeeds(c.MaxBodyBytes, false), bodyNeeds(c.MaxDecompressedBytes, true))
+}
 
 func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
@@ -93,30 +140,66 @@ func (c Config) withDefaults() Config {
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
+	if c.MaxInFlightPerApp <= 0 {
+		c.MaxInFlightPerApp = max(1, c.MaxInFlight/4)
+	}
 	if c.MaxInFlightPerToken <= 0 {
 		c.MaxInFlightPerToken = max(1, c.MaxInFlight/2)
 	}
 	if c.MaxBodyMemory <= 0 {
 		c.MaxBodyMemory = DefaultMaxBodyMemory
 	}
+	if c.MaxBodyMemoryPerApp <= 0 {
+		c.MaxBodyMemoryPerApp = max(c.MaxBodyMemory/4, min(c.largestBody(), c.MaxBodyMemory))
+	}
+	if c.MinUploadRate == 0 {
+		c.MinUploadRate = DefaultMinUploadRate
+	}
+	if c.MinUploadGrace <= 0 {
+		c.MinUploadGrace = DefaultMinUploadGrace
+	}
 	return c
 }
 
 // check refuses limits under which the largest body allowed could never
-// be admitted: it would get 503, and a client retrying it would never
-// get through.
+// be admitted: it would get 503 or 429, and a client retrying it (as the
+// reference client does until it gets a 200) would never get through.
 func (c Config) check() error {
 	c = c.withDefaults()
-	for _, l := range []struct {
+	for _, b := range []struct {
 		name string
 		n    int64
-	}{{"MAX_BODY_BYTES", c.MaxBodyBytes}, {"MAX_DECOMPRESSED_BYTES", c.MaxDecompressedBytes}} {
-		if need := (l.n - BodyAllowance) * MemoryPerBodyByte; need > c.MaxBodyMemory {
-			return fmt.Errorf("MAX_BODY_MEMORY %d cannot hold a body of %s %d (%d bytes with the records built from it); raise it or lower %s",
-				c.MaxBodyMemory, l.name, l.n, need, l.name)
+	}{{"MAX_BODY_MEMORY", c.MaxBodyMemory}, {"MAX_BODY_MEMORY_PER_APP", c.MaxBodyMemoryPerApp}} {
+		for _, l := range []struct {
+			name string
+			n    int64
+			need int64
+		}{
+			{"MAX_BODY_BYTES", c.MaxBodyBytes, bodyNeeds(c.MaxBodyBytes, false)},
+			{"MAX_DECOMPRESSED_BYTES", c.MaxDecompressedBytes, bodyNeeds(c.MaxDecompressedBytes, true)},
+		} {
+			if l.need > b.n {
+				return fmt.Errorf("%s %d cannot hold a body of %s %d (%d bytes with the records built from it); raise it or lower %s",
+					b.name, b.n, l.name, l.n, l.need, l.name)
+			}
 		}
 	}
 	return nil
+}
+
+// MemoryShareNote says, when the default share of body memory for each
+// app had to be raised past a quarter of MaxBodyMemory to hold the
+// largest body, what that leaves the other apps; empty otherwise.
+func (c Config) MemoryShareNote() string {
+	if c.MaxBodyMemoryPerApp > 0 {
+		return ""
+	}
+	c = c.withDefaults()
+	if c.MaxBodyMemoryPerApp <= c.MaxBodyMemory/4 {
+		return ""
+	}
+	return fmt.Sprintf("each app may hold %d of the %d bytes of MAX_BODY_MEMORY, more than a quarter, as the largest body allowed needs that much; "+
+		"lower MAX_DECOMPRESSED_BYTES or MAX_BODY_BYTES, or raise MAX_BODY_MEMORY, to leave the other apps more", c.MaxBodyMemoryPerApp, c.MaxBodyMemory)
 }
 
 // Handler serves the events endpoint.
@@ -130,6 +213,7 @@ type Handler struct {
 	log       *slog.Logger
 	now       func() time.Time
 	admission *Admission
+	pace      httpserve.MinUploadRate
 	bufs      sync.Pool
 	gzips     sync.Pool
 }
@@ -137,10 +221,13 @@ type Handler struct {
 // New returns a Handler. limiter may be nil (no per-token limit).
 func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *ratelimit.Limiter, m *Metrics, log *slog.Logger) *Handler {
 	cfg = cfg.withDefaults()
+	shares := Shares{Slots: cfg.MaxInFlight, SlotsPerApp: cfg.MaxInFlightPerApp, SlotsPerToken: cfg.MaxInFlightPerToken,
+		Memory: cfg.MaxBodyMemory, MemoryPerApp: cfg.MaxBodyMemoryPerApp}
 	return &Handler{
 		cfg: cfg, validator: v, auth: a, pub: p, limiter: limiter, metrics: m, log: log,
 		now:       time.Now,
-		admission: NewAdmission(cfg.MaxInFlight, cfg.MaxInFlightPerToken, cfg.MaxBodyMemory),
+		admission: NewAdmission(shares),
+		pace:      httpserve.MinUploadRate{Rate: cfg.MinUploadRate, Grace: cfg.MinUploadGrace},
 		bufs:      sync.Pool{New: func() any { return new(bytes.Buffer) }},
 	}
 }
@@ -171,6 +258,10 @@ func (s *statusWriter) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection, which cuts
+// off a body that arrives too slowly.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := h.now()
@@ -213,16 +304,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		httpserve.Error(w, http.StatusBadRequest, "strict", err.Error())
 		return
 	}
-	pass, err := h.admission.Enter(target.TokenID)
-	switch {
-	case errors.Is(err, ErrTokenBusy):
-		httpserve.RetryAfter(w, 1)
-		httpserve.Error(w, http.StatusTooManyRequests, "", fmt.Sprintf(
-			"this token already has %d requests in flight, its share of the server; retry later", h.admission.PerToken()))
-		return
-	case err != nil:
-		httpserve.RetryAfter(w, 1)
-		httpserve.Error(w, http.StatusServiceUnavailable, "", "the server is at capacity; retry later")
+	pass, err := h.admission.Enter(target.AppID, target.TokenID)
+	if err != nil {
+		status, msg := h.refuse(w, r, target.AppID, err)
+		httpserve.Error(w, status, "", msg)
 		return
 	}
 	// Released once the body and the records built from it are let go.
@@ -234,10 +319,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 
 	buf := h.bufs.Get().(*bytes.Buffer)
 	defer h.putBuf(buf)
-	if status, msg := h.readBody(r, buf, &pass); status != 0 {
-		if status == http.StatusServiceUnavailable {
-			httpserve.RetryAfter(w, 1)
-		}
+	if status, msg := h.readBody(w, r, buf, &pass, target.AppID); status != 0 {
 		httpserve.Error(w, status, "", msg)
 		return
 	}
@@ -363,21 +445,29 @@ func checkHeaders(r *http.Request) (status int, field, msg string) {
 
 // readBody reads the body into buf within the wire and decompressed
 // limits, never reading more than one byte past a limit, counting what it
-// holds against pass.
-func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer, pass *Pass) (status int, msg string) {
+// holds against pass before reading it, at the pace of h.pace.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer, pass *Pass, app string) (status int, msg string) {
 	tooLarge := fmt.Sprintf("body exceeds %d bytes", h.cfg.MaxBodyBytes)
-	const tooSlow = "the body did not arrive within the server's read timeout"
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		return http.StatusRequestEntityTooLarge, tooLarge
 	}
-	wire := &countingReader{r: io.LimitReader(r.Body, h.cfg.MaxBodyBytes+1)}
+	var body io.Reader = r.Body
+	if h.pace.Enabled() && r.ContentLength != 0 {
+		paced := h.pace.Watch(w, r.Body)
+		defer paced.Stop()
+		body = paced
+	}
+	wire := &countingReader{r: io.LimitReader(body, h.cfg.MaxBodyBytes+1)}
 	var src io.Reader = wire
 	gz := strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip")
 	if gz {
+		if err := pass.Hold(gzipStateBytes); err != nil {
+			return h.refuse(w, r, app, err)
+		}
 		zr, err := h.gzipReader(wire)
 		if err != nil {
 			if isTimeout(wire.err) {
-				return http.StatusRequestTimeout, tooSlow
+				return h.refuse(w, r, app, wire.err)
 			}
 			if wire.n > h.cfg.MaxBodyBytes {
 				return http.StatusRequestEntityTooLarge, tooLarge
@@ -389,11 +479,11 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer, pass *Pass) (stat
 	}
 	_, err := buf.ReadFrom(pass.Body(src))
 	switch {
-	case errors.Is(err, ErrBodyMemory):
-		return http.StatusServiceUnavailable, "the server is at capacity (memory for request bodies); retry later"
+	case errors.Is(err, ErrAppMemory) || errors.Is(err, ErrBodyMemory):
+		return h.refuse(w, r, app, err)
 	case isTimeout(wire.err):
-		// The server's read timeout cut off a client that sent too slowly.
-		return http.StatusRequestTimeout, tooSlow
+		// Too slow for the minimum rate or the server's read timeout.
+		return h.refuse(w, r, app, wire.err)
 	case wire.n > h.cfg.MaxBodyBytes:
 		return http.StatusRequestEntityTooLarge, tooLarge
 	case gz && int64(buf.Len()) > h.cfg.MaxDecompressedBytes:
@@ -406,6 +496,50 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer, pass *Pass) (stat
 	default:
 		return http.StatusBadRequest, "body could not be read: " + err.Error()
 	}
+}
+
+// refuse answers a request refused for lack of a budget (an Admission
+// error, a *httpserve.SlowBodyError or a read timeout): the status and the
+// message that say which budget, Retry-After where a retry may pass, and
+// a count by budget. The client's own shares get 429: the app or token is
+// sending more at once than it may, which is its doing; the server's
+// budgets get 503: it is full. The connection is closed after the answer,
+// so that the server neither waits for the rest of a body it will not
+// read (net/http would, up to 256 KiB, before answering) nor reads it as
+// the next request.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, app string, err error) (status int, msg string) {
+	w.Header().Set("Connection", "close")
+	s := h.admission.Shares()
+	var budget string
+	var slow *httpserve.SlowBodyError
+	switch {
+	case errors.Is(err, ErrTokenBusy):
+		status, budget = http.StatusTooManyRequests, budgetTokenSlots
+		msg = fmt.Sprintf("this token already has %d requests in flight, its share of the request slots; retry later", s.SlotsPerToken)
+	case errors.Is(err, ErrAppBusy):
+		status, budget = http.StatusTooManyRequests, budgetAppSlots
+		msg = fmt.Sprintf("app %q already has %d requests in flight, its share of the request slots; retry later", app, s.SlotsPerApp)
+	case errors.Is(err, ErrAtCapacity):
+		status, budget = http.StatusServiceUnavailable, budgetSlots
+		msg = fmt.Sprintf("the server is at capacity: all %d request slots are taken; retry later", s.Slots)
+	case errors.Is(err, ErrAppMemory):
+		status, budget = http.StatusTooManyRequests, budgetAppMemory
+		msg = fmt.Sprintf("the bodies of app %q in flight hold its share of the memory for request bodies (%d bytes); retry later", app, s.MemoryPerApp)
+	case errors.Is(err, ErrBodyMemory):
+		status, budget = http.StatusServiceUnavailable, budgetMemory
+		msg = "the server is at capacity (memory for request bodies); retry later"
+	case errors.As(err, &slow):
+		status, budget, msg = http.StatusRequestTimeout, budgetUploadRate, slow.Error()
+	default:
+		status, budget = http.StatusRequestTimeout, budgetReadTimeout
+		msg = "the body did not arrive within the server's read timeout"
+	}
+	if status != http.StatusRequestTimeout {
+		httpserve.RetryAfter(w, 1)
+	}
+	h.metrics.refusals.WithLabelValues(budget).Inc()
+	h.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", slog.String("app", app), slog.String("budget", budget))
+	return status, msg
 }
 
 func (h *Handler) gzipReader(src io.Reader) (*gzip.Reader, error) {

@@ -1,26 +1,35 @@
 package ingest
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
-// allowAll authenticates every request as app a1, with the token ID
-// taken from the Authorization header ("t" without one); auth has its own
-// tests.
+// allowAll authenticates every request, with the token ID taken from the
+// Authorization header ("t" without one), for app a1 or, when the header
+// reads "app:token", for that app; auth has its own tests.
 type allowAll struct{}
 
 func (allowAll) Authenticate(_ context.Context, h http.Header) (auth.Principal, error) {
@@ -28,7 +37,11 @@ func (allowAll) Authenticate(_ context.Context, h http.Header) (auth.Principal, 
 	if token == "" {
 		token = "t"
 	}
-	return auth.Principal{TokenID: token, OrganizationID: "o1", AppID: "a1"}, nil
+	app := "a1"
+	if a, _, ok := strings.Cut(token, ":"); ok {
+		app = a
+	}
+	return auth.Principal{TokenID: token, OrganizationID: "o1", AppID: app}, nil
 }
 
 func (allowAll) Resolve(_ context.Context, p auth.Principal, _ string) (auth.Target, error) {
@@ -65,7 +78,7 @@ func put(h http.Handler) *httptest.ResponseRecorder {
 
 func TestOverloadAnswers503(t *testing.T) {
 	pub := &blockingPublisher{entered: make(chan struct{}), release: make(chan struct{})}
-	h, _ := newTestHandler(pub, Config{MaxInFlight: 2, MaxInFlightPerToken: 3})
+	h, _ := newTestHandler(pub, Config{MaxInFlight: 2, MaxInFlightPerApp: 3, MaxInFlightPerToken: 3})
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
@@ -121,7 +134,7 @@ func putAs(h http.Handler, token, name string, pad int) *httptest.ResponseRecord
 // still goes through, and the share is given back as requests finish.
 func TestTokenShareOfSlots(t *testing.T) {
 	pub := &gatePublisher{entered: make(chan struct{}), release: make(chan struct{})}
-	h, _ := newTestHandler(pub, Config{MaxInFlight: 4}) // a share of 2
+	h, _ := newTestHandler(pub, Config{MaxInFlight: 4, MaxInFlightPerApp: 4}) // a share of 2 for each token
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
@@ -133,7 +146,7 @@ func TestTokenShareOfSlots(t *testing.T) {
 	}
 	rec := putAs(h, "hog", "GO", 0)
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" ||
-		!strings.Contains(rec.Body.String(), "already has 2 requests in flight, its share of the server") {
+		!strings.Contains(rec.Body.String(), "this token already has 2 requests in flight, its share of the request slots") {
 		t.Errorf("third request of the token: %d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
 	if rec := putAs(h, "other", "GO", 0); rec.Code != 200 {
@@ -144,14 +157,15 @@ func TestTokenShareOfSlots(t *testing.T) {
 	if rec := putAs(h, "hog", "GO", 0); rec.Code != 200 {
 		t.Errorf("the token after its requests finished: %d %s", rec.Code, rec.Body)
 	}
-	if _, tokens, _ := h.admission.inUse(); tokens != 0 {
+	if _, _, tokens, _ := h.admission.inUse(); tokens != 0 {
 		t.Errorf("%d tokens in flight after every request finished", tokens)
 	}
 }
 
 // TestMemoryBudget holds a large body until the body memory budget is
-// nearly spent: the next large body gets 503, a small one still passes,
-// and the budget is whole again once the held request finishes.
+// nearly spent: the next large body, of another app, gets 503, a small one
+// still passes, and the budget is whole again once the held request
+// finishes.
 func TestMemoryBudget(t *testing.T) {
 	pub := &gatePublisher{entered: make(chan struct{}), release: make(chan struct{})}
 	// A large body takes three times its size past the allowance: itself,
@@ -160,24 +174,24 @@ func TestMemoryBudget(t *testing.T) {
 	h, _ := newTestHandler(pub, Config{MaxBodyMemory: budget})
 	large := 900 << 10
 	done := make(chan *httptest.ResponseRecorder)
-	go func() { done <- putAs(h, "a", "HOLD", large) }()
+	go func() { done <- putAs(h, "a1:a", "HOLD", large) }()
 	<-pub.entered
-	rec := putAs(h, "b", "GO", large)
+	rec := putAs(h, "a2:b", "GO", large)
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" ||
 		!strings.Contains(rec.Body.String(), "memory for request bodies") {
 		t.Errorf("second large body: %d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
-	if rec := putAs(h, "b", "GO", BodyAllowance-100); rec.Code != 200 {
+	if rec := putAs(h, "a2:b", "GO", BodyAllowance-100); rec.Code != 200 {
 		t.Errorf("body within the allowance: %d %s", rec.Code, rec.Body)
 	}
 	close(pub.release)
 	if rec := <-done; rec.Code != 200 {
 		t.Errorf("held request: %d %s", rec.Code, rec.Body)
 	}
-	if rec := putAs(h, "b", "GO", large); rec.Code != 200 {
+	if rec := putAs(h, "a2:b", "GO", large); rec.Code != 200 {
 		t.Errorf("large body after the budget came back: %d %s", rec.Code, rec.Body)
 	}
-	if _, _, free := h.admission.inUse(); free != budget {
+	if _, _, _, free := h.admission.inUse(); free != budget {
 		t.Errorf("budget holds %d bytes after every request finished, want %d", free, budget)
 	}
 }
@@ -252,19 +266,52 @@ func TestFieldLabel(t *testing.T) {
 }
 
 func TestConfigCheck(t *testing.T) {
+	const mib = 1 << 20
+	gzipBody := func(n int64) int64 { return (n+1-BodyAllowance)*MemoryPerBodyByte + gzipStateBytes }
 	cases := []struct {
-		name string
-		cfg  Config
-		ok   bool
+		name  string
+		cfg   Config
+		inErr string // empty: accepted
 	}{
-		{"defaults", Config{}, true},
-		{"a decompressed body the budget cannot hold", Config{MaxDecompressedBytes: 100 << 20}, false},
-		{"a wire body the budget cannot hold", Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 1 << 20, MaxBodyMemory: 2 << 20}, false},
-		{"just enough", Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 1 << 20, MaxBodyMemory: 3 * (1<<20 - BodyAllowance)}, true},
+		{"defaults", Config{}, ""},
+		{"a decompressed body the budget cannot hold", Config{MaxDecompressedBytes: 100 * mib}, "MAX_BODY_MEMORY 268435456 cannot hold a body of MAX_DECOMPRESSED_BYTES 104857600"},
+		{"a wire body the budget cannot hold", Config{MaxBodyBytes: mib, MaxDecompressedBytes: mib, MaxBodyMemory: 2 * mib}, "MAX_BODY_MEMORY 2097152 cannot hold a body of MAX_BODY_BYTES 1048576"},
+		{"just enough", Config{MaxBodyBytes: mib, MaxDecompressedBytes: mib, MaxBodyMemory: gzipBody(mib)}, ""},
+		{"an app's share that cannot hold the largest body", Config{MaxBodyMemoryPerApp: 40 * mib},
+			"MAX_BODY_MEMORY_PER_APP 41943040 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216"},
+		{"an app's share just enough for the largest body", Config{MaxBodyMemoryPerApp: gzipBody(DefaultMaxDecompressedBytes)}, ""},
+		{"a budget whose quarter cannot hold the largest body: the share is raised", Config{MaxDecompressedBytes: 64 * mib}, ""},
 	}
 	for _, c := range cases {
-		if err := c.cfg.check(); (err == nil) != c.ok {
-			t.Errorf("%s: %v", c.name, err)
+		err := c.cfg.check()
+		if (err == nil) != (c.inErr == "") || (err != nil && !strings.Contains(err.Error(), c.inErr)) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.inErr)
+		}
+	}
+}
+
+// TestDefaultShares derives each app's and token's shares from the
+// server's budgets when they are not set.
+func TestDefaultShares(t *testing.T) {
+	const mib = 1 << 20
+	cases := []struct {
+		name      string
+		cfg       Config
+		slots     int
+		memory    int64
+		shareNote bool
+	}{
+		{"defaults: a quarter of each", Config{}, DefaultMaxInFlight / 4, DefaultMaxBodyMemory / 4, false},
+		{"a quarter of what is set", Config{MaxInFlight: 40, MaxBodyMemory: 400 * mib}, 10, 100 * mib, false},
+		{"at least one slot", Config{MaxInFlight: 3}, 1, DefaultMaxBodyMemory / 4, false},
+		{"raised to hold the largest body", Config{MaxDecompressedBytes: 64 * mib}, DefaultMaxInFlight / 4, (64*mib+1-BodyAllowance)*MemoryPerBodyByte + gzipStateBytes, true},
+		{"set", Config{MaxInFlightPerApp: 7, MaxBodyMemoryPerApp: 99 * mib, MaxDecompressedBytes: 64 * mib}, 7, 99 * mib, false},
+	}
+	for _, c := range cases {
+		d := c.cfg.withDefaults()
+		if d.MaxInFlightPerApp != c.slots || d.MaxBodyMemoryPerApp != c.memory || (c.cfg.MemoryShareNote() != "") != c.shareNote {
+			t.Errorf("%s: %d slots and %d bytes for each app (note %q), want %d and %d (a note: %v)",
+				c.name, d.MaxInFlightPerApp, d.MaxBodyMemoryPerApp, c.cfg.MemoryShareNote(), c.slots, c.memory, c.shareNote)
 		}
 	}
 }
@@ -281,5 +328,191 @@ func TestBatchStatuses(t *testing.T) {
 		if got := batchStatus(c.kind); got != c.want {
 			t.Errorf("batchStatus(%s) = %d, want %d", c.kind, got, c.want)
 		}
+	}
+}
+
+// refusalCase is one refusal of TestRefusals: requests held in Publish
+// first, then the one refused, then one that still passes.
+type refusalCase struct {
+	name    string
+	cfg     Config
+	server  func(*http.Server) // adjusts the server, when set
+	hold    []sent             // held until the case ends
+	refused sent
+	status  int
+	budget  string
+	msg     string // the whole message, or
+	inMsg   []string
+	cut     bool // the refusal came mid-body: the connection is closed
+	took    [2]time.Duration
+	passes  *sent // sent after the refusal, beside the held requests
+	stall   bool  // the refused request stalls after its body
+}
+
+// sent is a request: the token ("app:token"), an ignored pad of that many
+// bytes, gzipped when gz.
+type sent struct {
+	token string
+	pad   int
+	gz    bool
+}
+
+func (s sent) body(name string) []byte {
+	b := []byte(`{"events":[{"type":"REQUEST","name":"` + name + `"}],"pad":"` + strings.Repeat("p", s.pad) + `"}`)
+	if !s.gz {
+		return b
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	return z.Bytes()
+}
+
+// exchangeRaw sends a request of body on a new connection, with a
+// Content-Length that may announce more than body (the connection then
+// stalls), and reads the answer.
+func exchangeRaw(t *testing.T, addr, token string, body []byte, gz bool, contentLength int) (*http.Response, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	head := "PUT /cms/app/events HTTP/1.1\r\nHost: ingest\r\nAuthorization: " + token + "\r\nContent-Length: " + strconv.Itoa(contentLength) + "\r\n"
+	if gz {
+		head += "Content-Encoding: gzip\r\n"
+	}
+	go func() { _, _ = conn.Write(append([]byte(head+"\r\n"), body...)) }()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read the answer: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read the answer's body: %v", err)
+	}
+	return resp, raw
+}
+
+// TestRefusals runs each budget out over real connections: the refused
+// request gets its status, a message naming the budget, Retry-After when
+// a retry can pass (429 for the client's own share, 503 for the server's)
+// and is counted by that budget alone; a request of another app, or a
+// smaller one, still passes.
+func TestRefusals(t *testing.T) {
+	const mib = 1 << 20
+	large := 900 << 10 // takes about 2.5 MiB of body memory
+	slow := sent{token: "a1:x", pad: 500}
+	cases := []refusalCase{
+		{name: "token's share of the slots", cfg: Config{MaxInFlight: 8, MaxInFlightPerApp: 8, MaxInFlightPerToken: 2},
+			hold: []sent{{token: "org"}, {token: "org"}}, refused: sent{token: "org"}, status: 429, budget: budgetTokenSlots,
+			msg:    "this token already has 2 requests in flight, its share of the request slots; retry later",
+			passes: &sent{token: "a1:x"}},
+		{name: "app's share of the slots", cfg: Config{MaxInFlight: 8, MaxInFlightPerApp: 2, MaxInFlightPerToken: 8},
+			hold: []sent{{token: "a1:x"}, {token: "a1:y"}}, refused: sent{token: "a1:z"}, status: 429, budget: budgetAppSlots,
+			msg:    `app "a1" already has 2 requests in flight, its share of the request slots; retry later`,
+			passes: &sent{token: "a2:w"}},
+		{name: "every slot", cfg: Config{MaxInFlight: 2, MaxInFlightPerApp: 2},
+			hold: []sent{{token: "a1:x"}, {token: "a2:y"}}, refused: sent{token: "a3:z"}, status: 503, budget: budgetSlots,
+			msg: "the server is at capacity: all 2 request slots are taken; retry later"},
+		{name: "app's share of the body memory", cfg: Config{MaxBodyMemory: 8 * mib, MaxBodyMemoryPerApp: 3 * mib},
+			hold: []sent{{token: "a1:x", pad: large}}, refused: sent{token: "a1:y", pad: large}, status: 429, budget: budgetAppMemory,
+			msg:    `the bodies of app "a1" in flight hold its share of the memory for request bodies (3145728 bytes); retry later`,
+			passes: &sent{token: "a2:w", pad: large}},
+		{name: "app's share of the body memory, gzip bomb", cfg: Config{MaxBodyMemory: 64 * mib, MaxBodyMemoryPerApp: 3 * mib},
+			refused: sent{token: "a1:y", pad: 15 * mib, gz: true}, status: 429, budget: budgetAppMemory,
+			msg:    `the bodies of app "a1" in flight hold its share of the memory for request bodies (3145728 bytes); retry later`,
+			passes: &sent{token: "a1:y", pad: 100 << 10, gz: true}},
+		{name: "the body memory", cfg: Config{MaxBodyMemory: 6 * mib, MaxBodyMemoryPerApp: 3 * mib},
+			hold: []sent{{token: "a1:x", pad: large}, {token: "a2:y", pad: large}}, refused: sent{token: "a3:z", pad: large}, status: 503, budget: budgetMemory,
+			msg:    "the server is at capacity (memory for request bodies); retry later",
+			passes: &sent{token: "a3:z", pad: 1000}},
+		{name: "the minimum upload rate", cfg: Config{MinUploadRate: 1000, MinUploadGrace: 300 * time.Millisecond},
+			refused: slow, stall: true, status: 408, budget: budgetUploadRate,
+			inMsg: []string{fmt.Sprintf("the body arrived too slowly: %d bytes in ", len(slow.body("GO"))),
+				"; after the first 300ms a body must arrive at 1000 bytes a second or faster"},
+			// 300 ms, and more than half a second for the body's bytes.
+			took:   [2]time.Duration{800 * time.Millisecond, 5 * time.Second},
+			passes: &sent{token: "a1:x"}},
+		{name: "the read timeout", cfg: Config{MinUploadRate: -1}, server: func(s *http.Server) { s.ReadTimeout = time.Second },
+			refused: slow, stall: true, status: 408, budget: budgetReadTimeout,
+			msg:  "the body did not arrive within the server's read timeout",
+			took: [2]time.Duration{time.Second, 6 * time.Second}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pub := &gatePublisher{entered: make(chan struct{}), release: make(chan struct{})}
+			h, m := newTestHandler(pub, tc.cfg)
+			srv := httptest.NewUnstartedServer(h)
+			if tc.server != nil {
+				tc.server(srv.Config)
+			}
+			srv.Start()
+			defer srv.Close()
+			addr := srv.Listener.Addr().String()
+			var held sync.WaitGroup
+			for _, s := range tc.hold {
+				held.Go(func() {
+					body := s.body("HOLD")
+					if resp, raw := exchangeRaw(t, addr, s.token, body, s.gz, len(body)); resp.StatusCode != 200 {
+						t.Errorf("held request %s: %d %s", s.token, resp.StatusCode, raw)
+					}
+				})
+				<-pub.entered
+			}
+			body := tc.refused.body("GO")
+			length := len(body)
+			if tc.stall {
+				length += 100_000 // announced, never sent
+			}
+			start := time.Now()
+			resp, raw := exchangeRaw(t, addr, tc.refused.token, body, tc.refused.gz, length)
+			took := time.Since(start)
+			var eb httpserve.ErrorBody
+			if err := json.Unmarshal(raw, &eb); err != nil {
+				t.Fatalf("answer %d %s: %v", resp.StatusCode, raw, err)
+			}
+			if resp.StatusCode != tc.status || eb.HTTPStatus != tc.status {
+				t.Errorf("status %d, want %d: %s", resp.StatusCode, tc.status, raw)
+			}
+			if tc.msg != "" && eb.Message != tc.msg {
+				t.Errorf("message %q, want %q", eb.Message, tc.msg)
+			}
+			for _, s := range tc.inMsg {
+				if !strings.Contains(eb.Message, s) {
+					t.Errorf("message %q lacks %q", eb.Message, s)
+				}
+			}
+			if wantRetry := map[bool]string{true: "1", false: ""}[tc.status != 408]; resp.Header.Get("Retry-After") != wantRetry {
+				t.Errorf("Retry-After %q, want %q", resp.Header.Get("Retry-After"), wantRetry)
+			}
+			if !resp.Close {
+				t.Error("the connection is kept open after the refusal, with a body unread")
+			}
+			if tc.took[1] > 0 && (took < tc.took[0] || took > tc.took[1]) {
+				t.Errorf("answered after %s, want %s to %s", took, tc.took[0], tc.took[1])
+			}
+			for _, b := range budgets {
+				want := map[bool]float64{true: 1, false: 0}[b == tc.budget]
+				if got := testutil.ToFloat64(m.refusals.WithLabelValues(b)); got != want {
+					t.Errorf("refusals for %s: %v, want %v", b, got, want)
+				}
+			}
+			if tc.passes != nil {
+				body := tc.passes.body("GO")
+				if resp, raw := exchangeRaw(t, addr, tc.passes.token, body, tc.passes.gz, len(body)); resp.StatusCode != 200 {
+					t.Errorf("request that fits beside the held ones: %d %s", resp.StatusCode, raw)
+				}
+			}
+			close(pub.release)
+			held.Wait()
+			if requests, apps, tokens, free := h.admission.inUse(); requests != 0 || apps != 0 || tokens != 0 || free != h.admission.Shares().Memory {
+				t.Errorf("after every request: %d requests of %d apps and %d tokens, %d of %d bytes free",
+					requests, apps, tokens, free, h.admission.Shares().Memory)
+			}
+		})
 	}
 }

@@ -64,6 +64,7 @@ type harnessOpts struct {
 	rateBurst      int
 	tokenTTL       time.Duration
 	maxEvents      int
+	maxInFlight    int
 	cors           *cors.Policy
 }
 
@@ -105,7 +106,7 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 	cfg := ingest.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: []string{b.Addr()}}, EventsTopic: h.topic, QuarantineTopic: h.quarantine,
 		TopicPartitions: 4, TopicReplication: 1,
-		Handler:       ingest.Config{ProduceTimeout: o.produceTimeout},
+		Handler:       ingest.Config{ProduceTimeout: o.produceTimeout, MaxInFlight: o.maxInFlight},
 		TokenCacheTTL: o.tokenTTL, RateLimitRPS: o.rateRPS, RateLimitBurst: o.rateBurst,
 		// Above net/http's 5 s wait for a connection that never sent a
 		// request, which a test client's spare connection would hit.

@@ -208,7 +208,7 @@ func TestStatusCodes(t *testing.T) {
 		{"bad gzip", "PUT", "/cms/app/events", []byte("not gzip"), append(h.bearer("a1"), "Content-Encoding", "gzip"), 400, "not valid gzip"},
 		{"too many events", "PUT", "/cms/app/events", []byte(eventsBody(many...)), h.bearer("a1"), 413, "at most 10"},
 		{"body too large", "PUT", "/cms/app/events", []byte(big), h.bearer("a1"), 413, "body exceeds 10485760 bytes"},
-		{"gzip bomb", "PUT", "/cms/app/events", bomb, append(h.bearer("a1"), "Content-Encoding", "gzip"), 413, "decompressed body exceeds 67108864"},
+		{"gzip bomb", "PUT", "/cms/app/events", bomb, append(h.bearer("a1"), "Content-Encoding", "gzip"), 413, "decompressed body exceeds 16777216"},
 		{"xml", "PUT", "/cms/app/events", []byte(ok), append(h.bearer("a1"), "Content-Type", "application/xml"), 415, "not supported"},
 		{"brotli", "PUT", "/cms/app/events", []byte(ok), append(h.bearer("a1"), "Content-Encoding", "br"), 415, "not supported"},
 	}

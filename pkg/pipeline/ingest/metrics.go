@@ -17,7 +17,22 @@ type Metrics struct {
 	batchSize      prometheus.Histogram
 	produceLatency *prometheus.HistogramVec
 	inFlight       prometheus.Gauge
+	refusals       *prometheus.CounterVec
 }
+
+// Budgets a request can be refused for, the values of the budget label
+// of cms_ingest_admission_refusals_total.
+const (
+	budgetTokenSlots  = "token_slots"     // 429: the token's share of the request slots
+	budgetAppSlots    = "app_slots"       // 429: the app's share of the request slots
+	budgetSlots       = "slots"           // 503: every request slot
+	budgetAppMemory   = "app_body_memory" // 429: the app's share of the body memory
+	budgetMemory      = "body_memory"     // 503: the body memory
+	budgetUploadRate  = "upload_rate"     // 408: the minimum upload rate
+	budgetReadTimeout = "read_timeout"    // 408: the server's read timeout
+)
+
+var budgets = [...]string{budgetTokenSlots, budgetAppSlots, budgetSlots, budgetAppMemory, budgetMemory, budgetUploadRate, budgetReadTimeout}
 
 // NewMetrics creates the collectors and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -53,8 +68,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "cms", Subsystem: "ingest", Name: "in_flight_requests",
 			Help: "Requests being handled now.",
 		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cms", Subsystem: "ingest", Name: "admission_refusals_total",
+			Help: "Requests refused for want of a budget: token_slots, app_slots, app_body_memory (429, the client's share), " +
+				"slots, body_memory (503, the server's), upload_rate, read_timeout (408, the body too slow).",
+		}, []string{"budget"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.events, m.rejected, m.batchSize, m.produceLatency, m.inFlight)
+	reg.MustRegister(m.requests, m.duration, m.events, m.rejected, m.batchSize, m.produceLatency, m.inFlight, m.refusals)
 	// Series of known label values exist from the start, at zero, so that
 	// rates and alerts over them work before the first event of each kind.
 	for _, outcome := range []string{"accepted", "rejected"} {
@@ -65,6 +85,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	for _, r := range event.Reasons() {
 		m.rejected.WithLabelValues(r, "")
+	}
+	for _, b := range budgets {
+		m.refusals.WithLabelValues(b)
 	}
 	return m
 }

@@ -151,6 +151,9 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	if err != nil {
 		return nil, err
 	}
+	if note := cfg.Handler.MemoryShareNote(); note != "" {
+		log.Warn("each app's share of body memory is more than a quarter", "detail", note)
+	}
 	startup := cfg.StartupTimeout
 	if startup <= 0 {
 		startup = 30 * time.Second
