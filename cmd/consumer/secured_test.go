@@ -187,7 +187,7 @@ func (r *rig) startIngest(t *testing.T, env ...string) *ingestProc {
 	for _, step := range []error{
 		store.CreateOrganization(ctx, content.Organization{ID: "o", Name: "o", CreatedAt: now}),
 		store.CreateApp(ctx, content.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
-		store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: now}),
+		store.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: now}),
 	} {
 		if step != nil {
 			t.Fatal(step)

@@ -97,7 +97,7 @@ func launchIngest(t *testing.T, opts devbroker.Options, env ...string) *ingestPr
 			t.Fatal(err)
 		}
 		p.tokens[name] = tok
-		steps = append(steps, store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: app, CreatedAt: now}))
+		steps = append(steps, store.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: app, CreatedAt: now}))
 	}
 	for _, step := range steps {
 		if step != nil {

@@ -15,6 +15,7 @@ import (
 const (
 	CodeUnauthenticated    = "UNAUTHENTICATED"
 	CodeForbidden          = "FORBIDDEN"
+	CodeInsufficientScope  = "INSUFFICIENT_SCOPE"
 	CodeBadAppID           = "BAD_APP_ID"
 	CodeBadUserInput       = "BAD_USER_INPUT"
 	CodeNotFound           = "NOT_FOUND"
@@ -36,6 +37,8 @@ const (
 // fault.
 type codedError struct {
 	code, field, msg string
+	// scope is what an INSUFFICIENT_SCOPE error's token lacks.
+	scope string
 }
 
 func (e *codedError) Error() string { return e.msg }
@@ -44,6 +47,9 @@ func (e *codedError) Extensions() map[string]any {
 	ext := map[string]any{"code": e.code}
 	if e.field != "" {
 		ext["field"] = e.field
+	}
+	if e.scope != "" {
+		ext["scope"] = e.scope
 	}
 	return ext
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
@@ -193,6 +194,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	principal, err := h.auth.Authenticate(ctx, r.Header)
+	if err == nil {
+		err = principal.Require(content.EventsWrite, "sending events")
+	}
 	if err != nil {
 		h.authError(w, r, err)
 		return
@@ -318,6 +322,9 @@ func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))
 		httpserve.RetryAfter(w, 1)
+	}
+	if c := auth.Challenge(err); c != "" {
+		w.Header().Set("WWW-Authenticate", c)
 	}
 	httpserve.Error(w, status, "", msg)
 }
