@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
@@ -28,7 +29,7 @@ func (allowAll) Authenticate(_ context.Context, h http.Header) (auth.Principal, 
 	if token == "" {
 		token = "t"
 	}
-	return auth.Principal{TokenID: token, OrganizationID: "o1", AppID: "a1"}, nil
+	return auth.Principal{TokenID: token, OrganizationID: "o1", AppID: "a1", Scopes: content.RuntimeScopes}, nil
 }
 
 func (allowAll) Resolve(_ context.Context, p auth.Principal, _ string) (auth.Target, error) {
