@@ -314,18 +314,17 @@ func (a *API) suggestions(c *gin.Context) {
 		return
 	}
 	app, channel, err := a.keys.lookup(c.Request.Context(), key)
+	// A key of an app the token cannot reach is answered as an unknown one
+	// is, so that keys cannot be told to exist by trying them.
+	if err == nil && (p.AppID != "" && p.AppID != app.ID || p.OrganizationID != app.OrganizationID) {
+		err = content.ErrNotFound
+	}
 	switch {
 	case err != nil && isNotFound(err):
-		abort(c, http.StatusNotFound, "key", "No channel has this key.")
+		abort(c, http.StatusNotFound, "key", "No channel of this token's apps has this key.")
 		return
 	case err != nil:
 		a.serverError(c, "look up the channel key", err)
-		return
-	}
-	// A key of an app the token cannot reach is refused like a foreign
-	// appId.
-	if p.AppID != "" && p.AppID != app.ID || p.OrganizationID != app.OrganizationID {
-		abort(c, http.StatusForbidden, "key", "This channel key belongs to an app this token cannot reach.")
 		return
 	}
 	// The key names the app; an appId naming another is a contradiction

@@ -320,9 +320,9 @@ func TestSuggestionsEndpoint(t *testing.T) {
 		field        string
 	}{
 		{"key=nope&queryText=a", "app1", 404, "key"},
-		{"key=k3&queryText=a", "app1", 403, "key"},
-		{"key=k3&queryText=a", "org1", 403, "key"},
-		{"key=k1&queryText=a", "org2", 403, "key"},
+		{"key=k3&queryText=a", "app1", 404, "key"},
+		{"key=k3&queryText=a", "org1", 404, "key"},
+		{"key=k1&queryText=a", "org2", 404, "key"},
 		{"key=k1&queryText=wher", "org1", 200, ""},
 		{"key=k1&queryText=a&type=intent,bogus", "app1", 400, "type"},
 		{"key=k1", "app1", 400, "queryText"},
@@ -334,6 +334,13 @@ func TestSuggestionsEndpoint(t *testing.T) {
 		if r.status != tt.status || (tt.field != "" && !strings.Contains(r.body, `"field":"`+tt.field+`"`)) {
 			t.Errorf("%s as %q: %d %s", tt.query, tt.token, r.status, r.body)
 		}
+	}
+	// Another organization's key and a key nobody has are answered
+	// alike, so that trying keys tells nothing of which exist.
+	foreign, _ := get("key=k3&queryText=a", "app1")
+	unknown, _ := get("key=k9&queryText=a", "app1")
+	if foreign.status != unknown.status || foreign.body != unknown.body {
+		t.Errorf("a foreign key answers %d %s, an unknown one %d %s", foreign.status, foreign.body, unknown.status, unknown.body)
 	}
 	if r, _ := get("key=k1&queryText=a&type=intent,bogus", "app1"); !strings.Contains(r.body, "INTENT, FAQ or HISTORICAL") {
 		t.Errorf("the 400 must name the valid types: %s", r.body)
