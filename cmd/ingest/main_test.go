@@ -50,7 +50,7 @@ func runTests(m *testing.M) int {
 type ingestProc struct {
 	base   string // http://host:port
 	addr   string
-	op     string // the operator address's http://host:port
+	op     string            // the operator address's http://host:port
 	tokens map[string]string // "a", "b", "org" -> token
 	broker *devbroker.Broker
 	cmd    *exec.Cmd
