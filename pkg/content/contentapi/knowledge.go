@@ -61,6 +61,7 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 			*k.to = recs
 		}
 		o := a.cfg.Knowledge
+		o.App = appID
 		if o.Log == nil {
 			o.Log = a.log.With("app_id", appID)
 		}

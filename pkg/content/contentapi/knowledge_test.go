@@ -559,3 +559,29 @@ func TestRetrievalHeader(t *testing.T) {
 		t.Errorf("lexical only, yet %s: %q", RetrievalHeader, r.header.Get(RetrievalHeader))
 	}
 }
+
+// TestEmbeddingsKeptPerApp: the vectors of an app's content are cached as
+// that app's, never where another app's question would find them.
+func TestEmbeddingsKeptPerApp(t *testing.T) {
+	srv := embedstandin.New(32)
+	client, err := embeddings.New(embeddings.Config{URL: srv.Start(t), Model: "standin"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := embeddings.NewCache(0)
+	e := newEnv(t, ServiceConfig{API: Config{Knowledge: knowledge.Options{Embedder: embeddings.Cached{Cache: cache, Embedder: client}}}})
+	ctx := context.Background()
+	b, err := e.svc.api.base(ctx, "app-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitSemantic(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.get("/cms/search?question=free+parking", "app1"); r.status != 200 || r.header.Get(RetrievalHeader) != "hybrid" {
+		t.Fatalf("search: %d %v", r.status, r.header)
+	}
+	if n := cache.TenantLen("app-1"); n == 0 || n != cache.Len() {
+		t.Errorf("app-1 holds %d of the cache's %d vectors; want all of them", n, cache.Len())
+	}
+}
