@@ -174,6 +174,9 @@ func (a *API) principal(c *gin.Context) (auth.Principal, bool) {
 		a.authError(c, err)
 		return p, false
 	}
+	if a.limiter != nil {
+		c.Request = c.Request.WithContext(withPayer(c.Request.Context(), payer{limiter: a.limiter, token: p.TokenID}))
+	}
 	return p, true
 }
 

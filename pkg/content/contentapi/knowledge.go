@@ -65,10 +65,13 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 		if o.Log == nil {
 			o.Log = a.log.With("app_id", appID)
 		}
+		start := time.Now()
 		b, err := knowledge.New(src, o)
 		if err != nil {
 			return nil, err
 		}
+		// The request that made the index pays for it.
+		charge(ctx, time.Since(start))
 		// The previous revision's base answers meanwhile (with its vectors),
 		// and most texts of a new revision are cached already: waiting a
 		// little here spares answers ranked lexically in between. A build
