@@ -48,7 +48,7 @@ func TestReplicasShareOnePostgreSQL(t *testing.T) {
 	// to PostgreSQL as a deployment outgrowing one node does.
 	lite := filepath.Join(dir, "cms.db")
 	admin(lite, "import", "../../deploy/demo/content.yaml")
-	token := admin(lite, "demo", "--quiet")
+	token := admin(lite, "demo", "--quiet", "--management")
 	moved := filepath.Join(dir, "everything.json")
 	admin(lite, "export", "--tokens", "-o", moved)
 	if out := admin(dsn, "import", "--tokens", moved); !strings.Contains(out, "tokens: 1 created") {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,33 @@ func TestServeConfiguredByEnvironmentStopsCleanly(t *testing.T) {
 		t.Errorf("demo handler: %d", resp.StatusCode)
 	}
 	id := resp.Header.Get("X-Request-Id")
+
+	// Started without OPERATOR_ADDR, the operator pages are not on the
+	// listen address but on a loopback port the log names.
+	for _, path := range []string{"/metrics", "/status", "/analytics?app=demo-app", "/debug/pprof/"} {
+		resp, err := get(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s on the listen address: %d, want 404", path, resp.StatusCode)
+		}
+	}
+	m := regexp.MustCompile(`"msg":"api operator endpoints listening","addr":"(127\.0\.0\.1:\d+)"`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("the log names no loopback operator address:\n%s", logs.String())
+	}
+	for _, path := range []string{"/metrics", "/status"} {
+		resp, err := http.Get("http://" + m[1] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s on the operator address %s: %d", path, m[1], resp.StatusCode)
+		}
+	}
 
 	cancel() // as SIGTERM does
 	select {

@@ -108,7 +108,9 @@ func (r *rig) start(env ...string) *proc {
 	p.cmd = exec.Command(r.bin)
 	p.cmd.Env = append(os.Environ(), fmt.Sprintf("CONSUMER_ADDR=127.0.0.1:%d", port), "KAFKA_BROKERS="+r.broker.Addr(),
 		"EVENTS_TOPIC=events", "CLICKHOUSE_ADDR="+r.ch.Addr(), "CLICKHOUSE_DATABASE=analytics",
-		"BATCH_ROWS=200", "FLUSH_INTERVAL=100ms", "KAFKA_SESSION_TIMEOUT=6s", "RETRY_MAX=1s")
+		"BATCH_ROWS=200", "FLUSH_INTERVAL=100ms", "KAFKA_SESSION_TIMEOUT=6s", "RETRY_MAX=1s",
+		// Operator endpoints on the listen address, which the tests read.
+		"OPERATOR_ADDR=listen")
 	p.cmd.Env = append(p.cmd.Env, r.chEnv...)
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stderr = p.logs

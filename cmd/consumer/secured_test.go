@@ -187,7 +187,7 @@ func (r *rig) startIngest(t *testing.T, env ...string) *ingestProc {
 	for _, step := range []error{
 		store.CreateOrganization(ctx, content.Organization{ID: "o", Name: "o", CreatedAt: now}),
 		store.CreateApp(ctx, content.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
-		store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: now}),
+		store.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: now}),
 	} {
 		if step != nil {
 			t.Fatal(step)
@@ -202,7 +202,7 @@ func (r *rig) startIngest(t *testing.T, env ...string) *ingestProc {
 	p := &proc{url: url, exited: make(chan error, 1), logs: &lockedLog{}}
 	p.cmd = exec.Command(filepath.Join(r.dir, "ingest"))
 	p.cmd.Env = append(os.Environ(), fmt.Sprintf("INGEST_ADDR=127.0.0.1:%d", port), "KAFKA_BROKERS="+r.broker.Addr(), "CONTENT_DB="+db,
-		"EVENTS_TOPIC=events", "TOPIC_PARTITIONS=3", "KAFKA_BATCH_TIMEOUT=5ms")
+		"EVENTS_TOPIC=events", "TOPIC_PARTITIONS=3", "KAFKA_BATCH_TIMEOUT=5ms", "OPERATOR_ADDR=listen")
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {

@@ -50,6 +50,7 @@ func runTests(m *testing.M) int {
 type ingestProc struct {
 	base   string // http://host:port
 	addr   string
+	op     string            // the operator address's http://host:port
 	tokens map[string]string // "a", "b", "org" -> token
 	broker *devbroker.Broker
 	cmd    *exec.Cmd
@@ -97,7 +98,7 @@ func launchIngest(t *testing.T, opts devbroker.Options, env ...string) *ingestPr
 			t.Fatal(err)
 		}
 		p.tokens[name] = tok
-		steps = append(steps, store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: app, CreatedAt: now}))
+		steps = append(steps, store.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: app, CreatedAt: now}))
 	}
 	for _, step := range steps {
 		if step != nil {
@@ -112,9 +113,15 @@ func launchIngest(t *testing.T, opts devbroker.Options, env ...string) *ingestPr
 	}
 	p.addr = fmt.Sprintf("127.0.0.1:%d", port)
 	p.base = "http://" + p.addr
+	opPort, err := devbroker.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.op = fmt.Sprintf("http://127.0.0.1:%d", opPort)
 	p.cmd = exec.Command(ingestBin)
 	p.cmd.Env = append(os.Environ(), "INGEST_ADDR="+p.addr, "KAFKA_BROKERS="+broker.Addr(), "CONTENT_DB="+db,
-		"EVENTS_TOPIC=bin-events", "QUARANTINE_TOPIC=bin-quarantine", "TOPIC_PARTITIONS=2", "SHUTDOWN_TIMEOUT=10s")
+		"EVENTS_TOPIC=bin-events", "QUARANTINE_TOPIC=bin-quarantine", "TOPIC_PARTITIONS=2", "SHUTDOWN_TIMEOUT=10s",
+		fmt.Sprintf("OPERATOR_ADDR=127.0.0.1:%d", opPort))
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
@@ -183,7 +190,7 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"accepted":1`) {
 		t.Fatalf("PUT: %d %s", resp.StatusCode, body)
 	}
-	metrics, err := http.Get(p.base + "/metrics")
+	metrics, err := http.Get(p.op + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,12 +274,8 @@ func TestBadConfigurationFails(t *testing.T) {
 // profiles answer there only, the listen address answers them 404, and
 // health answers on both.
 func TestOperatorAddress(t *testing.T) {
-	port, err := devbroker.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	op := fmt.Sprintf("http://127.0.0.1:%d", port)
-	p := startIngest(t, fmt.Sprintf("OPERATOR_ADDR=127.0.0.1:%d", port))
+	p := startIngest(t)
+	op := p.op
 	for _, tc := range []struct {
 		url  string
 		want int

@@ -107,7 +107,7 @@ func TestSecuredKafka(t *testing.T) {
 		defer cancel()
 		var last string
 		for {
-			resp, err := http.Get(p.base + "/readyz")
+			resp, err := http.Get(p.op + "/readyz")
 			if err == nil {
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
@@ -122,6 +122,18 @@ func TestSecuredKafka(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		noSecrets(t, p.logs.String()+last)
+		// The listen address, which clients reach, names the failing
+		// check but not its error.
+		resp, err = http.Get(p.base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b2, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(string(b2), "authentication") || strings.Contains(string(b2), "127.0.0.1") ||
+			!strings.Contains(string(b2), `"kafka":"failing (details on the operator address and in the log)"`) {
+			t.Errorf("readiness on the listen address: %d %s", resp.StatusCode, b2)
+		}
 	})
 }
 

@@ -76,7 +76,12 @@ operator addresses.
   api         %s   readiness %s/readyz   operator %s (metrics %s/metrics)
   gateway     %s   readiness %s/readyz   operator %s (metrics %s/metrics)
   content db  %s (demo content from %s)
-  demo token  %s   (app demo-app of organization demo-org)
+
+Tokens of app demo-app (organization demo-org):
+  runtime token     %s
+    reads content and sends events, nothing more: what a runtime, and a web page, may carry
+  management token  %s
+    also changes content (GraphQL mutations) and reads events back: keep it secret
 
 Send events:
   curl -X PUT %s/cms/app/events -H 'Authorization: Bearer %s' \
@@ -93,10 +98,14 @@ Read content:
 Query events (docs/analytics.md has more):
   clickhouse-client --port %d -q 'SELECT event_time, name, session_id FROM events ORDER BY event_time DESC LIMIT 10'
 
+Change content (needs the management token):
+  curl %s/cms/graphql -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+    -d '{"query":"mutation { addIntent(intent: {intentId: \"Greeting\", utterancePatterns: [\"hello there\"]}) { intentId } }"}'
+
 Press Ctrl-C to stop everything.
 `, one, st.Broker, st.BrokerData, st.ClickHouse, st.ClickHouseDir, op(st.APIOperator), op(st.APIOperator),
 		base, base, op(st.IngestOperator), op(st.IngestOperator), st.Consumer, op(st.ConsumerOperator), op(st.ConsumerOperator),
-		apiBase, apiBase, op(st.APIOperator), op(st.APIOperator), one, one, op(st.GatewayOperator), op(st.GatewayOperator), st.DB, *demoContent, st.Token, one, st.Token, st.Token, one, st.Token, one, st.Token, *clickhousePort)
+		apiBase, apiBase, op(st.APIOperator), op(st.APIOperator), one, one, op(st.GatewayOperator), op(st.GatewayOperator), st.DB, *demoContent, st.Token, st.ManagementToken, one, st.Token, st.Token, one, st.Token, one, st.Token, *clickhousePort, one, st.ManagementToken)
 
 	select {
 	case <-ctx.Done():

@@ -171,10 +171,10 @@ func testTokens(t *testing.T, s content.Store) {
 	ctx := t.Context()
 	fixture(t, s)
 	tests := []content.Token{
-		{ID: "tok-org", Hash: hash("org"), OrganizationID: "org-a", Name: "org token", CreatedAt: at(time.Millisecond)},
-		{ID: "tok-app", Hash: hash("app"), OrganizationID: "org-a", AppID: "app-a2", Name: "app token", CreatedAt: at(0).In(time.FixedZone("y", 5400))},
-		{ID: "tok-noname", Hash: hash("noname"), OrganizationID: "org-b", AppID: "app-b1", CreatedAt: at(0)},
-		{ID: "tok-revoked", Hash: hash("revoked"), OrganizationID: "org-b", CreatedAt: at(0), RevokedAt: at(time.Minute)},
+		{ID: "tok-org", Hash: hash("org"), OrganizationID: "org-a", Scopes: content.AllScopes, Name: "org token", CreatedAt: at(time.Millisecond)},
+		{ID: "tok-app", Hash: hash("app"), OrganizationID: "org-a", AppID: "app-a2", Scopes: content.RuntimeScopes, Name: "app token", CreatedAt: at(0).In(time.FixedZone("y", 5400))},
+		{ID: "tok-noname", Hash: hash("noname"), OrganizationID: "org-b", AppID: "app-b1", Scopes: content.ContentWrite | content.EventsRead, CreatedAt: at(0)},
+		{ID: "tok-revoked", Hash: hash("revoked"), OrganizationID: "org-b", Scopes: content.EventsWrite, CreatedAt: at(0), RevokedAt: at(time.Minute)},
 	}
 	for _, want := range tests {
 		t.Run(want.ID, func(t *testing.T) {
@@ -188,7 +188,7 @@ func testTokens(t *testing.T, s content.Store) {
 
 func testCreateErrors(t *testing.T, s content.Store) {
 	fixture(t, s)
-	must(t, s.CreateToken(t.Context(), content.Token{ID: "tok-1", Hash: hash("1"), OrganizationID: "org-a", CreatedAt: at(0)}), "CreateToken")
+	must(t, s.CreateToken(t.Context(), content.Token{Scopes: content.AllScopes, ID: "tok-1", Hash: hash("1"), OrganizationID: "org-a", CreatedAt: at(0)}), "CreateToken")
 	tests := []struct {
 		name string
 		op   func(ctx context.Context) error
@@ -207,19 +207,19 @@ func testCreateErrors(t *testing.T, s content.Store) {
 			return s.CreateApp(ctx, content.App{ID: "app-new", OrganizationID: "org-unknown", Name: "n", CreatedAt: at(0), UpdatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"duplicate token", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "tok-1", Hash: hash("other"), OrganizationID: "org-b", CreatedAt: at(0)})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-1", Hash: hash("other"), OrganizationID: "org-b", CreatedAt: at(0)})
 		}, content.ErrConflict},
 		{"token of unknown organization", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "tok-2", Hash: hash("2"), OrganizationID: "org-unknown", CreatedAt: at(0)})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-2", Hash: hash("2"), OrganizationID: "org-unknown", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"token of unknown app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "tok-3", Hash: hash("3"), OrganizationID: "org-a", AppID: "app-unknown", CreatedAt: at(0)})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-3", Hash: hash("3"), OrganizationID: "org-a", AppID: "app-unknown", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"token of another organization's app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "tok-4", Hash: hash("4"), OrganizationID: "org-a", AppID: "app-b1", CreatedAt: at(0)})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-4", Hash: hash("4"), OrganizationID: "org-a", AppID: "app-b1", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"token of unknown organization and app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "tok-5", Hash: hash("5"), OrganizationID: "org-unknown", AppID: "app-a1", CreatedAt: at(0)})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-5", Hash: hash("5"), OrganizationID: "org-unknown", AppID: "app-a1", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 	}
 	for _, tt := range tests {
@@ -287,7 +287,7 @@ func testListTokens(t *testing.T, s content.Store) {
 		{ID: "t5", OrganizationID: "org-b", AppID: "app-b1", CreatedAt: at(time.Second)},
 		{ID: "t6", OrganizationID: "org-b", CreatedAt: at(3 * time.Second), RevokedAt: at(4 * time.Second)},
 	} {
-		tok.Hash = hash(tok.ID)
+		tok.Hash, tok.Scopes = hash(tok.ID), content.RuntimeScopes
 		must(t, s.CreateToken(ctx, tok), "CreateToken %s", tok.ID)
 	}
 	tests := []struct {
@@ -314,8 +314,8 @@ func testListTokens(t *testing.T, s content.Store) {
 	all, err := s.ListTokens(ctx, content.TokenFilter{OrganizationID: "org-b"})
 	must(t, err, "ListTokens")
 	if len(all) == 2 {
-		assertToken(t, all[0], content.Token{ID: "t5", Hash: hash("t5"), OrganizationID: "org-b", AppID: "app-b1", CreatedAt: at(time.Second)})
-		assertToken(t, all[1], content.Token{ID: "t6", Hash: hash("t6"), OrganizationID: "org-b", CreatedAt: at(3 * time.Second), RevokedAt: at(4 * time.Second)})
+		assertToken(t, all[0], content.Token{Scopes: content.RuntimeScopes, ID: "t5", Hash: hash("t5"), OrganizationID: "org-b", AppID: "app-b1", CreatedAt: at(time.Second)})
+		assertToken(t, all[1], content.Token{Scopes: content.RuntimeScopes, ID: "t6", Hash: hash("t6"), OrganizationID: "org-b", CreatedAt: at(3 * time.Second), RevokedAt: at(4 * time.Second)})
 	}
 }
 
@@ -323,7 +323,7 @@ func testRevokeToken(t *testing.T, s content.Store) {
 	ctx := t.Context()
 	fixture(t, s)
 	for _, id := range []string{"tok-1", "tok-2"} {
-		must(t, s.CreateToken(ctx, content.Token{ID: id, Hash: hash(id), OrganizationID: "org-a", AppID: "app-a1", CreatedAt: at(0)}), "CreateToken %s", id)
+		must(t, s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: hash(id), OrganizationID: "org-a", AppID: "app-a1", CreatedAt: at(0)}), "CreateToken %s", id)
 	}
 	first := at(time.Hour + 250*time.Millisecond).In(time.FixedZone("z", 3600))
 	steps := []struct {
@@ -420,7 +420,7 @@ func concurrentWorker(ctx context.Context, s content.Store, w, n int) error {
 		if err := s.CreateApp(ctx, content.App{ID: app, OrganizationID: org, Name: app, CreatedAt: at(0), UpdatedAt: at(0)}); err != nil {
 			return err
 		}
-		if err := s.CreateToken(ctx, content.Token{ID: tok, Hash: hash(tok), OrganizationID: org, AppID: app, CreatedAt: at(time.Duration(i))}); err != nil {
+		if err := s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: tok, Hash: hash(tok), OrganizationID: org, AppID: app, CreatedAt: at(time.Duration(i))}); err != nil {
 			return err
 		}
 		if _, err := s.App(ctx, app); err != nil {
@@ -466,7 +466,7 @@ func testConcurrentConflict(t *testing.T, s content.Store) {
 			return s.CreateApp(ctx, content.App{ID: "app-race", OrganizationID: "org", Name: fmt.Sprint(i), CreatedAt: at(0), UpdatedAt: at(0)})
 		}},
 		{"token", func(ctx context.Context, i int) error {
-			return s.CreateToken(ctx, content.Token{ID: "tok-race", Hash: hash(fmt.Sprint(i)), OrganizationID: "org", AppID: "app", CreatedAt: at(0)})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-race", Hash: hash(fmt.Sprint(i)), OrganizationID: "org", AppID: "app", CreatedAt: at(0)})
 		}},
 	}
 	for _, op := range ops {
@@ -520,7 +520,7 @@ func assertApp(t *testing.T, got, want content.App) {
 func assertToken(t *testing.T, got, want content.Token) {
 	t.Helper()
 	if got.ID != want.ID || !bytes.Equal(got.Hash, want.Hash) || got.OrganizationID != want.OrganizationID ||
-		got.AppID != want.AppID || got.Name != want.Name ||
+		got.AppID != want.AppID || got.Scopes != want.Scopes || got.Name != want.Name ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.RevokedAt.Equal(want.RevokedAt) ||
 		got.Revoked() != want.Revoked() {
 		t.Errorf("token = %+v, want %+v", got, want)
@@ -571,7 +571,7 @@ func testTimesAreUTC(t *testing.T, s content.Store) {
 	if err := s.CreateApp(ctx, content.App{ID: "app", OrganizationID: "org", Name: "App", CreatedAt: created, UpdatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateToken(ctx, content.Token{ID: "tok", Hash: []byte{1}, OrganizationID: "org", AppID: "app", CreatedAt: created}); err != nil {
+	if err := s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", AppID: "app", CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RevokeToken(ctx, "tok", revoked); err != nil {
@@ -631,18 +631,21 @@ func testErrorsNameTheRecord(t *testing.T, s content.Store) {
 			return s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: time.Now()})
 		}, `organization "org": already exists`},
 		{"token for missing app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "t", Hash: []byte{1}, OrganizationID: "org", AppID: "nope", CreatedAt: time.Now()})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "org", AppID: "nope", CreatedAt: time.Now()})
 		}, `app "nope": not found`},
 		{"token for missing organization", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "t", Hash: []byte{1}, OrganizationID: "nope", CreatedAt: time.Now()})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "nope", CreatedAt: time.Now()})
 		}, `organization "nope": not found`},
 		{"record of missing app", func(ctx context.Context) error {
 			_, err := s.CreateRecord(ctx, content.Record{Kind: content.KindIntent, AppID: "nope", ID: "x", Doc: []byte(`{}`)})
 			return err
 		}, `app "nope": not found`},
 		{"empty hash", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "t", OrganizationID: "org", CreatedAt: time.Now()})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "t", OrganizationID: "org", CreatedAt: time.Now()})
 		}, `empty hash`},
+		{"no scopes", func(ctx context.Context) error {
+			return s.CreateToken(ctx, content.Token{ID: "t", Hash: []byte{1}, OrganizationID: "org-a", CreatedAt: time.Now()})
+		}, `a token needs at least one scope`},
 		{"empty id", func(ctx context.Context) error {
 			return s.CreateOrganization(ctx, content.Organization{CreatedAt: time.Now()})
 		}, `empty id`},

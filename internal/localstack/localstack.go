@@ -53,10 +53,13 @@ type Options struct {
 }
 
 // Stack is a running local stack. Addresses are host:port on loopback.
+// Token is demo-app's runtime token (content:read, events:write: what a
+// web page may carry); ManagementToken also writes content and reads
+// events back.
 type Stack struct {
-	Dir, DB, Token                 string
-	Broker, ClickHouse             string
-	Ingest, Consumer, API, Gateway string
+	Dir, DB, Token, ManagementToken string
+	Broker, ClickHouse              string
+	Ingest, Consumer, API, Gateway  string
 	// Operator addresses, by service: where /metrics, /debug/pprof/
 	// and the api's /status and /analytics answer.
 	IngestOperator, ConsumerOperator, APIOperator, GatewayOperator string
@@ -224,11 +227,14 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 			return nil, fmt.Errorf("load the content bundle: %w", err)
 		}
 	}
-	var token bytes.Buffer
+	var token, management bytes.Buffer
 	if err := runAdmin(ctx, &token, api, "-content-db", s.DB, "demo", "--quiet", "--rotate"); err != nil {
-		return nil, fmt.Errorf("create the demo app and token: %w", err)
+		return nil, fmt.Errorf("create the demo app and its runtime token: %w", err)
 	}
-	s.Token = strings.TrimSpace(token.String())
+	if err := runAdmin(ctx, &management, api, "-content-db", s.DB, "demo", "--quiet", "--rotate", "--management"); err != nil {
+		return nil, fmt.Errorf("create the demo app's management token: %w", err)
+	}
+	s.Token, s.ManagementToken = strings.TrimSpace(token.String()), strings.TrimSpace(management.String())
 
 	if err := devclickhouse.Install(ctx, o.Log("clickhouse")); err != nil {
 		return nil, fmt.Errorf("install ClickHouse: %w", err)

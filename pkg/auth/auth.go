@@ -37,6 +37,23 @@ type Principal struct {
 	OrganizationID string
 	// AppID is empty for an organization-level token.
 	AppID string
+	// Scopes is what the token may do.
+	Scopes content.Scopes
+}
+
+// Require refuses a principal without every scope of want; what says
+// what needs them, for the message ("GraphQL mutations").
+func (p Principal) Require(want content.Scopes, what string) error {
+	missing := want &^ p.Scopes
+	if missing == 0 {
+		return nil
+	}
+	s := ""
+	if len(missing.Names()) > 1 {
+		s = "s"
+	}
+	return &Error{Kind: ScopeMissing, Scope: missing, Message: fmt.Sprintf(
+		"this token lacks the %s scope%s needed for %s", missing, s, what)}
 }
 
 // Target is the app a request acts for.
@@ -63,9 +80,12 @@ const (
 	// Unavailable: the store that decides could not be asked; a retry may
 	// succeed.
 	Unavailable
+	// ScopeMissing: the token may not do what the request asks
+	// (Error.Scope says which scopes it lacks).
+	ScopeMissing
 )
 
-var kindNames = [...]string{Unauthenticated: "unauthenticated", Forbidden: "forbidden", Invalid: "invalid", Unavailable: "unavailable"}
+var kindNames = [...]string{Unauthenticated: "unauthenticated", Forbidden: "forbidden", Invalid: "invalid", Unavailable: "unavailable", ScopeMissing: "scope_missing"}
 
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -78,7 +98,9 @@ func (k Kind) String() string {
 type Error struct {
 	Kind    Kind
 	Message string
-	Err     error
+	// Scope is what a ScopeMissing error's token lacks.
+	Scope content.Scopes
+	Err   error
 }
 
 func (e *Error) Error() string {
@@ -89,6 +111,17 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Challenge is the WWW-Authenticate value of an answer to err (RFC 6750,
+// section 3): for a missing scope, the error and the scope needed; "" when
+// err is not an *Error of kind ScopeMissing.
+func Challenge(err error) string {
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != ScopeMissing {
+		return ""
+	}
+	return `Bearer error="insufficient_scope", scope="` + strings.Join(e.Scope.Names(), " ") + `"`
+}
 
 // The message of an unauthenticated request is what the reference client
 // recognises.
@@ -208,7 +241,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, h http.Header) (Princi
 	if !HashMatches(stored, raw) || !found || tok.Revoked() {
 		return Principal{}, unauthorized()
 	}
-	return Principal{TokenID: tok.ID, OrganizationID: tok.OrganizationID, AppID: tok.AppID}, nil
+	return Principal{TokenID: tok.ID, OrganizationID: tok.OrganizationID, AppID: tok.AppID, Scopes: tok.Scopes}, nil
 }
 
 // Resolve decides which app a request acts for. An app token acts for its

@@ -125,7 +125,7 @@ func newFixture(t *testing.T) (*fakeStore, map[string]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.tokens[id] = content.Token{ID: id, Hash: HashToken(tok), OrganizationID: scope[0], AppID: scope[1]}
+		s.tokens[id] = content.Token{Scopes: content.AllScopes, ID: id, Hash: HashToken(tok), OrganizationID: scope[0], AppID: scope[1]}
 		toks[name] = tok
 	}
 	return s, toks
@@ -345,7 +345,7 @@ func TestAuthenticateOutageGrace(t *testing.T) {
 	ctx := context.Background()
 	revoked, revokedID, _ := NewToken()
 	s.mu.Lock()
-	s.tokens[revokedID] = content.Token{ID: revokedID, Hash: HashToken(revoked), OrganizationID: "o1", AppID: "a1", RevokedAt: time.Unix(0, 0)}
+	s.tokens[revokedID] = content.Token{Scopes: content.AllScopes, ID: revokedID, Hash: HashToken(revoked), OrganizationID: "o1", AppID: "a1", RevokedAt: time.Unix(0, 0)}
 	s.mu.Unlock()
 	for _, tok := range []string{toks["app"], revoked} {
 		_, _ = a.Authenticate(ctx, header(tok))
@@ -433,5 +433,69 @@ func TestAuthenticateDoesNotWaitForASlowStore(t *testing.T) {
 	s.gate <- struct{}{}
 	if err := <-got; err != nil {
 		t.Errorf("after the store answered: %v", err)
+	}
+}
+
+// TestPrincipalCarriesScopes: a principal has its token's scopes, and
+// Require refuses what they do not cover with the scope that is missing.
+func TestPrincipalCarriesScopes(t *testing.T) {
+	s, toks := newFixture(t)
+	tok, id, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.tokens[id] = content.Token{Scopes: content.RuntimeScopes, ID: id, Hash: HashToken(tok), OrganizationID: "o1", AppID: "a1"}
+	a, err := NewAuthenticator(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime, err := a.Authenticate(t.Context(), header(tok))
+	if err != nil || runtime.Scopes != content.RuntimeScopes {
+		t.Fatalf("runtime token: %+v, %v", runtime, err)
+	}
+	all, err := a.Authenticate(t.Context(), header(toks["app"]))
+	if err != nil || all.Scopes != content.AllScopes {
+		t.Fatalf("token of every scope: %+v, %v", all, err)
+	}
+	tests := []struct {
+		name      string
+		p         Principal
+		want      content.Scopes
+		message   string // "" when allowed
+		challenge string
+	}{
+		{"runtime reads content", runtime, content.ContentRead, "", ""},
+		{"runtime sends events", runtime, content.EventsWrite, "", ""},
+		{"runtime writes content", runtime, content.ContentWrite,
+			"this token lacks the content:write scope needed for GraphQL mutations",
+			`Bearer error="insufficient_scope", scope="content:write"`},
+		{"runtime reads events and writes content", runtime, content.ContentWrite | content.EventsRead,
+			"this token lacks the content:write,events:read scopes needed for GraphQL mutations",
+			`Bearer error="insufficient_scope", scope="content:write events:read"`},
+		{"every scope", all, content.AllScopes, "", ""},
+		{"no scope", Principal{}, content.ContentRead,
+			"this token lacks the content:read scope needed for GraphQL mutations",
+			`Bearer error="insufficient_scope", scope="content:read"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.Require(tt.want, "GraphQL mutations")
+			if tt.message == "" {
+				if err != nil {
+					t.Fatalf("Require = %v, want nil", err)
+				}
+				return
+			}
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Kind != ScopeMissing || ae.Message != tt.message || ae.Scope != tt.want&^tt.p.Scopes {
+				t.Fatalf("Require = %#v, want ScopeMissing %q", err, tt.message)
+			}
+			if got := Challenge(err); got != tt.challenge {
+				t.Errorf("Challenge = %q, want %q", got, tt.challenge)
+			}
+		})
+	}
+	if got := Challenge(&Error{Kind: Forbidden, Message: "x"}); got != "" {
+		t.Errorf("Challenge of another error = %q, want none", got)
 	}
 }

@@ -56,7 +56,9 @@ type Token struct {
 	Hash           []byte
 	OrganizationID string
 	// AppID is empty for an organization-level token.
-	AppID     string
+	AppID string
+	// Scopes is what the token may do; a store refuses a token without any.
+	Scopes    Scopes
 	Name      string
 	CreatedAt time.Time
 	// RevokedAt is zero while the token is active.

@@ -407,11 +407,28 @@ func ParseToken(v any, path string) (Token, []Problem) {
 	}
 	t.CreatedAt = c.time(obj, "createdAt", path, true)
 	t.RevokedAt = c.time(obj, "revokedAt", path, false)
+	// A bundle exported before tokens had scopes carries tokens that
+	// could do what LegacyScopes allows, and still may.
+	t.Scopes = LegacyScopes
+	if _, ok := field(obj, "scopes"); ok {
+		t.Scopes = 0
+		for i, name := range c.strings(obj, "scopes", path) {
+			one, err := ParseScopes(name)
+			if err != nil || strings.ContainsAny(name, ", \t\n") {
+				c.add(index(join(path, "scopes"), i), "%q is not a scope (%s)", name, strings.Join(ScopeNames(), ", "))
+				continue
+			}
+			t.Scopes |= one
+		}
+		if t.Scopes == 0 && len(c.problems) == 0 {
+			c.add(join(path, "scopes"), "must name at least one scope (%s)", strings.Join(ScopeNames(), ", "))
+		}
+	}
 	for _, k := range sortedKeys(obj) {
 		switch k {
-		case "id", "hash", "organizationId", "appId", "name", "createdAt", "revokedAt":
+		case "id", "hash", "organizationId", "appId", "scopes", "name", "createdAt", "revokedAt":
 		default:
-			c.add(join(path, k), "is not a field of a token (id, hash, organizationId, appId, name, createdAt, revokedAt)")
+			c.add(join(path, k), "is not a field of a token (id, hash, organizationId, appId, scopes, name, createdAt, revokedAt)")
 		}
 	}
 	return t, c.problems

@@ -74,6 +74,10 @@ func TestLiveStackMatchesContract(t *testing.T) {
 
 	app := http.Header{"Authorization": {"Bearer " + st.Token}}
 	org := http.Header{"Authorization": {"Bearer " + orgToken}}
+	manage := http.Header{"Authorization": {"Bearer " + st.ManagementToken}}
+	// Tokens that lack a scope some operation needs.
+	writer := http.Header{"Authorization": {"Bearer " + createToken(ctx, t, st, "--app", "demo-app", "--scopes", "content:read,content:write")}}
+	sender := http.Header{"Authorization": {"Bearer " + createToken(ctx, t, st, "--app", "demo-app", "--scopes", "events:write")}}
 	json := func(h http.Header) http.Header {
 		if h = h.Clone(); h == nil {
 			h = http.Header{}
@@ -93,6 +97,7 @@ func TestLiveStackMatchesContract(t *testing.T) {
 		{name: "events, empty batch", method: "PUT", target: "/cms/app/events", header: json(app), body: `{"events":[]}`, status: 400, offContract: true},
 		{name: "events, organization token without appId", method: "PUT", target: "/cms/app/events", header: json(org), body: `{"events":[` + event + `]}`, status: 400},
 		{name: "events, another app", method: "PUT", target: "/cms/app/events?appId=other-app", header: json(app), body: `{"events":[` + event + `]}`, status: 403},
+		{name: "events, token without events:write", method: "PUT", target: "/cms/app/events", header: json(writer), body: `{"events":[` + event + `]}`, status: 403, contains: "events:write"},
 		{name: "events, text body", method: "PUT", target: "/cms/app/events", header: http.Header{"Authorization": app["Authorization"], "Content-Type": {"text/plain"}}, body: `{"events":[` + event + `]}`, status: 415, offContract: true},
 
 		{name: "app", method: "GET", target: "/cms/app", header: app, status: 200},
@@ -102,6 +107,7 @@ func TestLiveStackMatchesContract(t *testing.T) {
 		{name: "app, no token", method: "GET", target: "/cms/app", status: 401, offContract: true},
 		{name: "app, bad token", method: "GET", target: "/cms/app", header: http.Header{"Authorization": {"Bearer cms_0000000000000000_nope"}}, status: 401},
 		{name: "app, another app", method: "GET", target: "/cms/app?appId=other-app", header: app, status: 403},
+		{name: "app, token without content:read", method: "GET", target: "/cms/app", header: sender, status: 403, contains: "content:read"},
 		{name: "handlers", method: "GET", target: "/cms/handler", header: app, status: 200},
 		{name: "handler", method: "GET", target: "/cms/handler/HelpIntent", header: app, status: 200},
 		{name: "handler, revalidated", method: "GET", target: "/cms/handler/HelpIntent", header: app, status: 304, revalidate: "/cms/handler/HelpIntent"},
@@ -127,6 +133,8 @@ func TestLiveStackMatchesContract(t *testing.T) {
 		{name: "graphql", method: "POST", target: "/cms/graphql", header: json(app), body: `{"query":"{ handlers { intentId } }"}`, status: 200},
 		{name: "graphql, parse error", method: "POST", target: "/cms/graphql", header: json(app), body: `{"query":"{ handlers { "}`, status: 400},
 		{name: "graphql, no token", method: "POST", target: "/cms/graphql", header: json(nil), body: `{"query":"{ handlers { intentId } }"}`, status: 401, offContract: true},
+		{name: "graphql mutation, runtime token", method: "POST", target: "/cms/graphql", header: json(app), body: `{"query":"mutation { deleteHandler(handlerId: \"HelpIntent\") { intentId } }"}`, status: 403, contains: "INSUFFICIENT_SCOPE"},
+		{name: "graphql mutation, management token", method: "POST", target: "/cms/graphql", header: json(manage), body: `{"query":"mutation { addIntent(intent: {intentId: \"ContractTest\"}) { intentId } }"}`, status: 200, contains: "ContractTest"},
 		{name: "graphql, GET query", method: "GET", target: "/cms/graphql?query=%7Bentities%7BentityId%7D%7D", header: app, status: 200},
 		{name: "graphiql", method: "GET", target: "/cms/graphql", header: http.Header{"Accept": {"text/html"}}, status: 200},
 		{name: "graphiql asset", method: "GET", target: "/cms/graphql/assets/graphiql.min.css", status: 200},
@@ -275,14 +283,20 @@ func get(ctx context.Context, t *testing.T, url string) []byte {
 	return b
 }
 
-// createOrgToken makes an organization token for the demo organization
-// with the stack's own admin command.
+// createOrgToken makes an organization runtime token for the demo
+// organization with the stack's own admin command.
 func createOrgToken(ctx context.Context, t *testing.T, st *localstack.Stack) string {
 	t.Helper()
-	out, err := exec.CommandContext(ctx, filepath.Join(st.Dir, "bin", "api"), "-content-db", st.DB,
-		"token", "create", "--org", "demo-org", "--name", "contract test", "--quiet").Output()
+	return createToken(ctx, t, st, "--org", "demo-org", "--name", "contract test")
+}
+
+// createToken makes a token with token create's flags args.
+func createToken(ctx context.Context, t *testing.T, st *localstack.Stack, args ...string) string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, filepath.Join(st.Dir, "bin", "api"),
+		append([]string{"-content-db", st.DB, "token", "create", "--quiet"}, args...)...).Output()
 	if err != nil {
-		t.Fatalf("create an organization token: %v", err)
+		t.Fatalf("create a token %v: %v", args, err)
 	}
 	return strings.TrimSpace(string(out))
 }

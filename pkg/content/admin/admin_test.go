@@ -122,7 +122,14 @@ func TestCommands(t *testing.T) {
 		{name: "token create unknown app", args: []string{"token", "create", "--app", "app-x"}, code: ExitFailure, stderr: []string{`app "app-x" not found`}},
 		{name: "token create unknown org", args: []string{"token", "create", "--org", "org-x"}, code: ExitFailure, stderr: []string{`organization "org-x" not found`}},
 		{name: "token create", args: []string{"token", "create", "--app", "app-1", "--name", "ci"}, code: ExitOK, stdout: []string{"cannot be shown again"}},
-		{name: "token list empty", args: []string{"token", "list"}, code: ExitOK, stdoutOnly: "ID  SCOPE  ORG  APP  NAME  CREATED  STATUS\n"},
+		{name: "token create runtime", args: []string{"token", "create", "--app", "app-1", "--runtime"}, code: ExitOK, stdout: []string{"with scopes content:read,events:write", "a web page may carry it"}},
+		{name: "token create management", args: []string{"token", "create", "--app", "app-1", "--management"}, code: ExitOK, stdout: []string{"with scopes content:read,content:write,events:read,events:write", "Keep it secret"}},
+		{name: "token create scopes", args: []string{"token", "create", "--org", "org-1", "--scopes", "content:read,content:write"}, code: ExitOK, stdout: []string{"with scopes content:read,content:write:", "Keep it secret"}},
+		{name: "token create scopes preset", args: []string{"token", "create", "--org", "org-1", "--scopes", "runtime"}, code: ExitOK, stdout: []string{"with scopes content:read,events:write:"}},
+		{name: "token create unknown scope", args: []string{"token", "create", "--app", "app-1", "--scopes", "content:read,admin"}, code: ExitUsage, stderr: []string{`--scopes: unknown scope "admin"; scopes are content:read, content:write, events:read, events:write`}},
+		{name: "token create no scope", args: []string{"token", "create", "--app", "app-1", "--scopes", ","}, code: ExitUsage, stderr: []string{"--scopes: name at least one scope"}},
+		{name: "token create two presets", args: []string{"token", "create", "--app", "app-1", "--runtime", "--management"}, code: ExitUsage, stderr: []string{"at most one of --runtime, --management and --scopes"}},
+		{name: "token list empty", args: []string{"token", "list"}, code: ExitOK, stdoutOnly: "ID  LEVEL  ORG  APP  SCOPES  NAME  CREATED  STATUS\n"},
 		{name: "token list json empty", args: []string{"token", "list", "--json"}, code: ExitOK, stdoutOnly: "[]\n"},
 		{name: "token list unknown app", args: []string{"token", "list", "--app", "app-x"}, code: ExitFailure, stderr: []string{`app "app-x" not found`}},
 		{name: "token list unknown org", args: []string{"token", "list", "--org", "org-x"}, code: ExitFailure, stderr: []string{`organization "org-x" not found`}},
@@ -130,7 +137,7 @@ func TestCommands(t *testing.T) {
 		{name: "token revoke without id", args: []string{"token", "revoke"}, code: ExitUsage, stderr: []string{"missing argument"}},
 		{name: "token revoke with two ids", args: []string{"token", "revoke", "a", "b"}, code: ExitUsage, stderr: []string{`unexpected argument "b"`}},
 
-		{name: "migrate", args: []string{"migrate"}, code: ExitOK, stdoutOnly: "Schema version 2.\n"},
+		{name: "migrate", args: []string{"migrate"}, code: ExitOK, stdoutOnly: "Schema version 3.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,7 +306,7 @@ func TestTokenListFilters(t *testing.T) {
 		return id
 	}
 	app1 := id(e.must("token", "create", "--quiet", "--app", "app-1", "--name", "one"))
-	org1 := id(e.must("token", "create", "--quiet", "--org", "org-1", "--name", "org one"))
+	org1 := id(e.must("token", "create", "--quiet", "--org", "org-1", "--name", "org one", "--management"))
 	app2 := id(e.must("token", "create", "--quiet", "--app", "app-2"))
 	e.must("token", "revoke", org1)
 
@@ -315,14 +322,15 @@ func TestTokenListFilters(t *testing.T) {
 		{"org and other app", []string{"--org", "org-2", "--app", "app-1"}, nil},
 	}
 	type tokenJSON struct {
-		ID             string `json:"id"`
-		Scope          string `json:"scope"`
-		OrganizationID string `json:"organization_id"`
-		AppID          string `json:"app_id"`
-		Name           string `json:"name"`
-		CreatedAt      string `json:"created_at"`
-		RevokedAt      string `json:"revoked_at"`
-		Status         string `json:"status"`
+		ID             string   `json:"id"`
+		Scope          string   `json:"scope"`
+		Scopes         []string `json:"scopes"`
+		OrganizationID string   `json:"organization_id"`
+		AppID          string   `json:"app_id"`
+		Name           string   `json:"name"`
+		CreatedAt      string   `json:"created_at"`
+		RevokedAt      string   `json:"revoked_at"`
+		Status         string   `json:"status"`
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,6 +352,13 @@ func TestTokenListFilters(t *testing.T) {
 						t.Errorf("%s: no revoked_at", tok.ID)
 					}
 				}
+				wantScopes := "content:read events:write"
+				if tok.ID == org1 {
+					wantScopes = "content:read content:write events:read events:write"
+				}
+				if got := strings.Join(tok.Scopes, " "); got != wantScopes {
+					t.Errorf("%s: scopes %q, want %q", tok.ID, got, wantScopes)
+				}
 				if tok.Scope != wantScope || tok.Status != wantStatus || tok.CreatedAt == "" {
 					t.Errorf("token %+v: want scope %s, status %s", tok, wantScope, wantStatus)
 				}
@@ -357,7 +372,7 @@ func TestTokenListFilters(t *testing.T) {
 			if len(lines) != len(tt.want)+1 {
 				t.Fatalf("table has %d lines, want %d:\n%s", len(lines), len(tt.want)+1, table)
 			}
-			if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "ID SCOPE ORG APP NAME CREATED STATUS" {
+			if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "ID LEVEL ORG APP SCOPES NAME CREATED STATUS" {
 				t.Errorf("header = %q", lines[0])
 			}
 			for i, want := range tt.want {
@@ -438,9 +453,17 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("tokens = %+v, %v; want %d", toks, err, len(secrets))
 	}
 	for i, tok := range toks {
-		if tok.Name != "demo" || tok.OrganizationID != "demo-org" || !auth.HashMatches(tok.Hash, secrets[i]) {
+		if tok.Name != "demo-runtime" || tok.Scopes != content.RuntimeScopes || tok.OrganizationID != "demo-org" || !auth.HashMatches(tok.Hash, secrets[i]) {
 			t.Errorf("token %d = %+v does not match printed token", i, tok)
 		}
+	}
+	out := e.must("demo", "--management", "--quiet")
+	toks, err = s.ListTokens(ctx, content.TokenFilter{AppID: "demo-app"})
+	if err != nil || len(toks) != len(secrets)+1 {
+		t.Fatalf("tokens = %+v, %v; want %d", toks, err, len(secrets)+1)
+	}
+	if tok := toks[len(toks)-1]; tok.Name != "demo-management" || tok.Scopes != content.AllScopes || !auth.HashMatches(tok.Hash, strings.TrimSpace(out)) {
+		t.Errorf("management token = %+v does not match printed token", tok)
 	}
 }
 
@@ -453,13 +476,19 @@ func TestDemoRotate(t *testing.T) {
 	e.must("demo", "--quiet")
 	own := tokenLine.FindString(e.must("token", "create", "--app", "demo-app", "--name", "web"))
 	orgTok := tokenLine.FindString(e.must("token", "create", "--org", "demo-org", "--name", "demo"))
+	// As the demo named its tokens before they had scopes.
+	e.must("token", "create", "--app", "demo-app", "--name", "demo", "--management")
 	steps := []struct {
 		args        []string
 		wantRevoked string // stdout line, or "" for none
+		// Active tokens in creation order: the user's app token, the
+		// organization token, then the demo's.
+		wantActive []string
 	}{
-		{[]string{"demo", "--quiet", "--rotate"}, ""},
-		{[]string{"demo", "--rotate"}, "Revoked 1 earlier demo token(s).\n"},
-		{[]string{"demo", "--rotate"}, "Revoked 1 earlier demo token(s).\n"},
+		{[]string{"demo", "--quiet", "--rotate"}, "", []string{"web=printed", "demo=printed", "demo-runtime=printed"}},
+		{[]string{"demo", "--rotate"}, "Revoked 1 earlier demo token(s).\n", []string{"web=printed", "demo=printed", "demo-runtime=printed"}},
+		{[]string{"demo", "--rotate", "--management"}, "", []string{"web=printed", "demo=printed", "demo-runtime", "demo-management=printed"}},
+		{[]string{"demo", "--rotate", "--management"}, "Revoked 1 earlier demo token(s).\n", []string{"web=printed", "demo=printed", "demo-runtime", "demo-management=printed"}},
 	}
 	for i, step := range steps {
 		out := e.must(step.args...)
@@ -488,10 +517,8 @@ func TestDemoRotate(t *testing.T) {
 				}
 			}
 		}
-		// Creation order: the user's app token, the organization token, the
-		// newest demo token.
-		if want := []string{"web=printed", "demo=printed", "demo=printed"}; strings.Join(active, ",") != strings.Join(want, ",") {
-			t.Errorf("step %d: active tokens %v, want %v", i, active, want)
+		if strings.Join(active, ",") != strings.Join(step.wantActive, ",") {
+			t.Errorf("step %d: active tokens %v, want %v", i, active, step.wantActive)
 		}
 	}
 }

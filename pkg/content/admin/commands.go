@@ -18,12 +18,76 @@ import (
 
 // Records the demo command ensures.
 const (
-	demoOrgID     = "demo-org"
-	demoOrgName   = "Demo organization"
-	demoAppID     = "demo-app"
-	demoAppName   = "Demo app"
-	demoTokenName = "demo"
+	demoOrgID   = "demo-org"
+	demoOrgName = "Demo organization"
+	demoAppID   = "demo-app"
+	demoAppName = "Demo app"
+	// The demo's tokens are named for what they are; demoLegacyName is
+	// what demo tokens were named before tokens had scopes, and --rotate
+	// revokes those too.
+	demoRuntimeName    = "demo-runtime"
+	demoManagementName = "demo-management"
+	demoLegacyName     = "demo"
 )
+
+// Presets of token create's --scopes.
+const (
+	presetRuntime    = "runtime"
+	presetManagement = "management"
+)
+
+// scopesFlags are the flags that choose a new token's scopes.
+type scopesFlags struct {
+	runtime, management *bool
+	list                *string
+}
+
+func addScopesFlags(fs *flag.FlagSet) scopesFlags {
+	return scopesFlags{
+		runtime:    fs.Bool("runtime", false, "a runtime token: content:read,events:write (the default; the only kind a web page may carry)"),
+		management: fs.Bool("management", false, "a management token: every scope (content:read,content:write,events:read,events:write); keep it secret"),
+		list: fs.String("scopes", "", "the token's scopes, comma-separated: "+strings.Join(content.ScopeNames(), ", ")+
+			", or a preset ("+presetRuntime+", "+presetManagement+")"),
+	}
+}
+
+// scopes returns the scopes chosen, the runtime preset when none is.
+func (f scopesFlags) scopes() (content.Scopes, error) {
+	chosen := 0
+	for _, set := range []bool{*f.runtime, *f.management, *f.list != ""} {
+		if set {
+			chosen++
+		}
+	}
+	if chosen > 1 {
+		return 0, usagef("give at most one of --runtime, --management and --scopes")
+	}
+	switch {
+	case *f.management:
+		return content.AllScopes, nil
+	case *f.list != "":
+		return parseScopesFlag(*f.list)
+	}
+	return content.RuntimeScopes, nil
+}
+
+// parseScopesFlag reads --scopes: scope names or one preset.
+func parseScopesFlag(v string) (content.Scopes, error) {
+	switch strings.TrimSpace(v) {
+	case presetRuntime:
+		return content.RuntimeScopes, nil
+	case presetManagement:
+		return content.AllScopes, nil
+	}
+	s, err := content.ParseScopes(v)
+	if err != nil {
+		return 0, usagef("--scopes: %v", err)
+	}
+	if s == 0 {
+		return 0, usagef("--scopes: name at least one scope")
+	}
+	return s, nil
+}
 
 func orgCreate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	name := fs.String("name", "", "organization `name` (required)")
@@ -177,11 +241,16 @@ func tokenCreate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) e
 	orgID := fs.String("org", "", "create an organization token for `ORGID`")
 	name := fs.String("name", "", "`description` of the token, shown in listings")
 	quiet := fs.Bool("quiet", false, "print only the token")
+	sf := addScopesFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if (*appID == "") == (*orgID == "") {
 		return usagef("give exactly one of --app or --org")
+	}
+	scopes, err := sf.scopes()
+	if err != nil {
+		return err
 	}
 	st, err := c.db(ctx)
 	if err != nil {
@@ -197,7 +266,7 @@ func tokenCreate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) e
 	} else {
 		tok = content.Token{OrganizationID: *orgID}
 	}
-	tok.Name = *name
+	tok.Name, tok.Scopes = *name, scopes
 	tok, secret, err := createToken(ctx, st, tok)
 	if err != nil {
 		return err
@@ -238,7 +307,12 @@ func printToken(w io.Writer, tok content.Token, secret string, quiet bool) {
 	if tok.AppID != "" {
 		owner = fmt.Sprintf("app %q (organization %q)", tok.AppID, tok.OrganizationID)
 	}
-	fmt.Fprintf(w, "Created token %s for %s:\n\n%s\n\nStore it now: it cannot be shown again.\n", tok.ID, owner, secret)
+	kind := "Keep it secret: it can do more than a runtime needs, and a web page must never carry it."
+	if content.RuntimeScopes.Has(tok.Scopes) {
+		kind = "A runtime token: it reads content and sends events, nothing more, so a web page may carry it."
+	}
+	fmt.Fprintf(w, "Created token %s for %s with scopes %s:\n\n%s\n\n%s\nStore it now: it cannot be shown again.\n",
+		tok.ID, owner, tok.Scopes, secret, kind)
 }
 
 func tokenList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
@@ -273,6 +347,7 @@ func tokenList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 			Scope          string    `json:"scope"`
 			OrganizationID string    `json:"organization_id"`
 			AppID          string    `json:"app_id,omitempty"`
+			Scopes         []string  `json:"scopes"`
 			Name           string    `json:"name"`
 			CreatedAt      time.Time `json:"created_at"`
 			RevokedAt      time.Time `json:"revoked_at,omitzero"`
@@ -280,13 +355,13 @@ func tokenList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 		}
 		out := make([]tokenJSON, 0, len(toks))
 		for _, t := range toks {
-			out = append(out, tokenJSON{t.ID, scope(t), t.OrganizationID, t.AppID, t.Name, t.CreatedAt, t.RevokedAt, status(t)})
+			out = append(out, tokenJSON{t.ID, scope(t), t.OrganizationID, t.AppID, t.Scopes.Names(), t.Name, t.CreatedAt, t.RevokedAt, status(t)})
 		}
 		return writeJSON(c.stdout, out)
 	}
-	rows := [][]string{{"ID", "SCOPE", "ORG", "APP", "NAME", "CREATED", "STATUS"}}
+	rows := [][]string{{"ID", "LEVEL", "ORG", "APP", "SCOPES", "NAME", "CREATED", "STATUS"}}
 	for _, t := range toks {
-		rows = append(rows, []string{t.ID, scope(t), t.OrganizationID, t.AppID, t.Name, formatTime(t.CreatedAt), status(t)})
+		rows = append(rows, []string{t.ID, scope(t), t.OrganizationID, t.AppID, t.Scopes.String(), t.Name, formatTime(t.CreatedAt), status(t)})
 	}
 	return writeTable(c.stdout, rows)
 }
@@ -342,7 +417,8 @@ func tokenRevoke(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) e
 // every start (a compose seed) from leaving one more live token each time.
 func demo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	quiet := fs.Bool("quiet", false, "print only the token")
-	rotate := fs.Bool("rotate", false, "revoke demo-app's earlier tokens named \""+demoTokenName+"\", so only the printed one works")
+	management := fs.Bool("management", false, "a management token (every scope, named \""+demoManagementName+"\") instead of a runtime token (named \""+demoRuntimeName+"\")")
+	rotate := fs.Bool("rotate", false, "revoke demo-app's earlier tokens of the same name (and any named \""+demoLegacyName+"\"), so only the printed one of its kind works")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -361,7 +437,11 @@ func demo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, secret, err := createToken(ctx, st, content.Token{OrganizationID: app.OrganizationID, AppID: app.ID, Name: demoTokenName})
+	name, scopes := demoRuntimeName, content.RuntimeScopes
+	if *management {
+		name, scopes = demoManagementName, content.AllScopes
+	}
+	tok, secret, err := createToken(ctx, st, content.Token{OrganizationID: app.OrganizationID, AppID: app.ID, Name: name, Scopes: scopes})
 	if err != nil {
 		return err
 	}
@@ -370,7 +450,7 @@ func demo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	printToken(c.stdout, tok, secret, *quiet)
 	revoked := 0
 	if *rotate {
-		if revoked, err = revokeOtherDemoTokens(ctx, st, app.ID, tok.ID); err != nil {
+		if revoked, err = revokeOtherDemoTokens(ctx, st, app.ID, tok); err != nil {
 			return err
 		}
 	}
@@ -380,9 +460,10 @@ func demo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// revokeOtherDemoTokens revokes the app's active tokens named like the
-// demo's, except keep. Tokens named otherwise are someone's own and stay.
-func revokeOtherDemoTokens(ctx context.Context, st content.Store, appID, keep string) (int, error) {
+// revokeOtherDemoTokens revokes the app's active tokens named like keep,
+// or as demo tokens were before they had scopes, except keep. Tokens
+// named otherwise are someone's own and stay.
+func revokeOtherDemoTokens(ctx context.Context, st content.Store, appID string, keep content.Token) (int, error) {
 	toks, err := st.ListTokens(ctx, content.TokenFilter{AppID: appID})
 	if err != nil {
 		return 0, fmt.Errorf("list tokens of app %q: %w", appID, err)
@@ -390,7 +471,7 @@ func revokeOtherDemoTokens(ctx context.Context, st content.Store, appID, keep st
 	n := 0
 	now := time.Now().UTC()
 	for _, t := range toks {
-		if t.ID == keep || t.Name != demoTokenName || t.Revoked() {
+		if t.ID == keep.ID || (t.Name != keep.Name && t.Name != demoLegacyName) || t.Revoked() {
 			continue
 		}
 		if err := st.RevokeToken(ctx, t.ID, now); err != nil {

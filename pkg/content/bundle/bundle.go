@@ -407,16 +407,17 @@ func Write(w io.Writer, b *content.Bundle, f Format) error {
 // tokenJSON is a token as a bundle holds it: the hash, never a secret.
 func tokenJSON(t content.Token) any {
 	type tok struct {
-		ID             string `json:"id"`
-		Hash           string `json:"hash"`
-		OrganizationID string `json:"organizationId"`
-		AppID          string `json:"appId,omitempty"`
-		Name           string `json:"name,omitempty"`
-		CreatedAt      string `json:"createdAt"`
-		RevokedAt      string `json:"revokedAt,omitempty"`
+		ID             string   `json:"id"`
+		Hash           string   `json:"hash"`
+		OrganizationID string   `json:"organizationId"`
+		AppID          string   `json:"appId,omitempty"`
+		Scopes         []string `json:"scopes"`
+		Name           string   `json:"name,omitempty"`
+		CreatedAt      string   `json:"createdAt"`
+		RevokedAt      string   `json:"revokedAt,omitempty"`
 	}
 	out := tok{ID: t.ID, Hash: hex.EncodeToString(t.Hash), OrganizationID: t.OrganizationID, AppID: t.AppID,
-		Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339Nano)}
+		Scopes: t.Scopes.Names(), Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339Nano)}
 	if t.Revoked() {
 		out.RevokedAt = t.RevokedAt.UTC().Format(time.RFC3339Nano)
 	}

@@ -205,12 +205,19 @@ func TestTokens(t *testing.T) {
 	hash := strings.Repeat("0f", 32)
 	good := `{"organizations":[{"id":"o","name":"O"}],"tokens":[` +
 		`{"id":"0123456789abcdef","hash":"` + hash + `","organizationId":"o","appId":"a","name":"web","createdAt":"2026-01-02T03:04:05.123Z","revokedAt":"2026-02-01T00:00:00Z"},` +
-		`{"id":"fedcba9876543210","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z"}]}`
+		`{"id":"fedcba9876543210","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z"},` +
+		`{"id":"00000000000000aa","hash":"` + hash + `","organizationId":"o","scopes":["events:write","content:read"],"createdAt":"2026-01-02T03:04:05Z"}]}`
 	f, err := Read(strings.NewReader(good), JSON)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Bundle.Tokens) != 2 || f.Bundle.Tokens[0].AppID != "a" || !f.Bundle.Tokens[0].Revoked() || f.Bundle.Tokens[1].Revoked() ||
+	// Tokens of a bundle written before scopes keep what they could do.
+	for i, want := range []content.Scopes{content.LegacyScopes, content.LegacyScopes, content.RuntimeScopes} {
+		if got := f.Bundle.Tokens[i].Scopes; got != want {
+			t.Errorf("token %d: scopes %s, want %s", i, got, want)
+		}
+	}
+	if len(f.Bundle.Tokens) != 3 || f.Bundle.Tokens[0].AppID != "a" || !f.Bundle.Tokens[0].Revoked() || f.Bundle.Tokens[1].Revoked() ||
 		f.Bundle.Tokens[0].CreatedAt.Format(time.RFC3339Nano) != "2026-01-02T03:04:05.123Z" || len(f.Bundle.Tokens[1].Hash) != 32 {
 		t.Fatalf("tokens %+v", f.Bundle.Tokens)
 	}
@@ -237,6 +244,10 @@ func TestTokens(t *testing.T) {
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-01T00:00:00Z","revokedAt":"9999-12-31T23:00:00-05:00"}`, `revokedAt: must be a time between the years 0000 and 9999 in UTC`},
 		{`{"id":"t1","hash":"` + hash + `","createdAt":"2026-01-02T03:04:05Z","secret":"x"}`, `organizationId: is required`},
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","secret":"x"}`, `secret: is not a field of a token`},
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","scopes":["content:read","admin"]}`, `scopes[1]: "admin" is not a scope (content:read, content:write, events:read, events:write)`},
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","scopes":["content:read,content:write"]}`, `scopes[0]: "content:read,content:write" is not a scope`},
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","scopes":[]}`, `scopes: must name at least one scope`},
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","scopes":"content:read"}`, `scopes: must be an array, not a string`},
 	} {
 		_, err := Read(strings.NewReader(`{"tokens":[`+tc.token+`]}`), JSON)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

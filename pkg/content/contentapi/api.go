@@ -170,6 +170,13 @@ func (a *API) principal(c *gin.Context) (auth.Principal, bool) {
 			return p, false
 		}
 	}
+	if err := p.Require(content.ContentRead, "reading content"); err != nil {
+		a.authError(c, err)
+		return p, false
+	}
+	if a.limiter != nil {
+		c.Request = c.Request.WithContext(withPayer(c.Request.Context(), payer{limiter: a.limiter, token: p.TokenID}))
+	}
 	return p, true
 }
 
@@ -196,6 +203,9 @@ func (a *API) authError(c *gin.Context, err error) {
 		field := ""
 		if ae.Kind == auth.Invalid || ae.Kind == auth.Forbidden {
 			field = "appId"
+		}
+		if ch := auth.Challenge(err); ch != "" {
+			c.Header("WWW-Authenticate", ch)
 		}
 		abort(c, status, field, ae.Message)
 		return

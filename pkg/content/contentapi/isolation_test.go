@@ -170,17 +170,17 @@ func TestAbuseAndIsolationMatrix(t *testing.T) {
 		unauth("revoked token", bearer("revoked"), ""),
 		{name: "another app's token naming app-1", header: bearer("app2"), appID: "app-1",
 			rest:    outcome{status: 403, field: "appId", msg: "cannot act for app"},
-			suggest: outcome{status: 403, field: "key", msg: "cannot reach"}, gqlO: forbiddenGraphQL},
+			suggest: outcome{status: 404, field: "key", msg: "No channel of this token's apps has this key."}, gqlO: forbiddenGraphQL},
 		// Without appId another app's token reads its own app: the same
 		// IDs give its own records, never app-1's.
 		{name: "another app's token alone", header: bearer("app2"),
-			rest: sees(markerApp2), suggest: outcome{status: 403, field: "key", msg: "cannot reach"}, gqlO: sees(markerApp2)},
+			rest: sees(markerApp2), suggest: outcome{status: 404, field: "key", msg: "No channel of this token's apps has this key."}, gqlO: sees(markerApp2)},
 		{name: "another organization's app token naming app-1", header: bearer("app3"), appID: "app-1",
 			rest:    outcome{status: 403, field: "appId", msg: "cannot act for app"},
-			suggest: outcome{status: 403, field: "key", msg: "cannot reach"}, gqlO: forbiddenGraphQL},
+			suggest: outcome{status: 404, field: "key", msg: "No channel of this token's apps has this key."}, gqlO: forbiddenGraphQL},
 		{name: "another organization's token naming app-1", header: bearer("org2"), appID: "app-1",
 			rest:    outcome{status: 403, field: "appId", msg: "not an app of this token's organization"},
-			suggest: outcome{status: 403, field: "key", msg: "cannot reach"}, gqlO: forbiddenGraphQL},
+			suggest: outcome{status: 404, field: "key", msg: "No channel of this token's apps has this key."}, gqlO: forbiddenGraphQL},
 		// The channel key names the app, so suggestions need no appId.
 		{name: "organization token without appId", header: bearer("org1"),
 			rest:    outcome{status: 400, field: "appId", msg: "appId query parameter is required"},
@@ -202,7 +202,7 @@ func TestAbuseAndIsolationMatrix(t *testing.T) {
 		// Beside a header the query-string token is not used either: the
 		// answers are those of the header's token.
 		{name: "query-string tokens beside another app's header", header: bearer("app2"), query: qsTokens,
-			rest: sees(markerApp2), suggest: outcome{status: 403, field: "key", msg: "cannot reach"}, gqlO: sees(markerApp2)},
+			rest: sees(markerApp2), suggest: outcome{status: 404, field: "key", msg: "No channel of this token's apps has this key."}, gqlO: sees(markerApp2)},
 		{name: "query-string tokens beside an organization header", header: bearer("org1"), query: qsTokens,
 			rest:    outcome{status: 400, field: "appId", msg: "appId query parameter is required"},
 			suggest: sees(markerApp1), gqlO: outcome{status: 200, code: "BAD_APP_ID"}},

@@ -61,13 +61,17 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 			*k.to = recs
 		}
 		o := a.cfg.Knowledge
+		o.App = appID
 		if o.Log == nil {
 			o.Log = a.log.With("app_id", appID)
 		}
+		start := time.Now()
 		b, err := knowledge.New(src, o)
 		if err != nil {
 			return nil, err
 		}
+		// The request that made the index pays for it.
+		charge(ctx, time.Since(start))
 		// The previous revision's base answers meanwhile (with its vectors),
 		// and most texts of a new revision are cached already: waiting a
 		// little here spares answers ranked lexically in between. A build
@@ -314,18 +318,17 @@ func (a *API) suggestions(c *gin.Context) {
 		return
 	}
 	app, channel, err := a.keys.lookup(c.Request.Context(), key)
+	// A key of an app the token cannot reach is answered as an unknown one
+	// is, so that keys cannot be told to exist by trying them.
+	if err == nil && (p.AppID != "" && p.AppID != app.ID || p.OrganizationID != app.OrganizationID) {
+		err = content.ErrNotFound
+	}
 	switch {
 	case err != nil && isNotFound(err):
-		abort(c, http.StatusNotFound, "key", "No channel has this key.")
+		abort(c, http.StatusNotFound, "key", "No channel of this token's apps has this key.")
 		return
 	case err != nil:
 		a.serverError(c, "look up the channel key", err)
-		return
-	}
-	// A key of an app the token cannot reach is refused like a foreign
-	// appId.
-	if p.AppID != "" && p.AppID != app.ID || p.OrganizationID != app.OrganizationID {
-		abort(c, http.StatusForbidden, "key", "This channel key belongs to an app this token cannot reach.")
 		return
 	}
 	// The key names the app; an appId naming another is a contradiction

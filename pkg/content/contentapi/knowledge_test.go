@@ -320,9 +320,9 @@ func TestSuggestionsEndpoint(t *testing.T) {
 		field        string
 	}{
 		{"key=nope&queryText=a", "app1", 404, "key"},
-		{"key=k3&queryText=a", "app1", 403, "key"},
-		{"key=k3&queryText=a", "org1", 403, "key"},
-		{"key=k1&queryText=a", "org2", 403, "key"},
+		{"key=k3&queryText=a", "app1", 404, "key"},
+		{"key=k3&queryText=a", "org1", 404, "key"},
+		{"key=k1&queryText=a", "org2", 404, "key"},
 		{"key=k1&queryText=wher", "org1", 200, ""},
 		{"key=k1&queryText=a&type=intent,bogus", "app1", 400, "type"},
 		{"key=k1", "app1", 400, "queryText"},
@@ -334,6 +334,13 @@ func TestSuggestionsEndpoint(t *testing.T) {
 		if r.status != tt.status || (tt.field != "" && !strings.Contains(r.body, `"field":"`+tt.field+`"`)) {
 			t.Errorf("%s as %q: %d %s", tt.query, tt.token, r.status, r.body)
 		}
+	}
+	// Another organization's key and a key nobody has are answered
+	// alike, so that trying keys tells nothing of which exist.
+	foreign, _ := get("key=k3&queryText=a", "app1")
+	unknown, _ := get("key=k9&queryText=a", "app1")
+	if foreign.status != unknown.status || foreign.body != unknown.body {
+		t.Errorf("a foreign key answers %d %s, an unknown one %d %s", foreign.status, foreign.body, unknown.status, unknown.body)
 	}
 	if r, _ := get("key=k1&queryText=a&type=intent,bogus", "app1"); !strings.Contains(r.body, "INTENT, FAQ or HISTORICAL") {
 		t.Errorf("the 400 must name the valid types: %s", r.body)
@@ -550,5 +557,31 @@ func TestRetrievalHeader(t *testing.T) {
 	}
 	if r := newEnv(t, ServiceConfig{}).get("/cms/search?question=parking", "app1"); r.header.Get(RetrievalHeader) != "" {
 		t.Errorf("lexical only, yet %s: %q", RetrievalHeader, r.header.Get(RetrievalHeader))
+	}
+}
+
+// TestEmbeddingsKeptPerApp: the vectors of an app's content are cached as
+// that app's, never where another app's question would find them.
+func TestEmbeddingsKeptPerApp(t *testing.T) {
+	srv := embedstandin.New(32)
+	client, err := embeddings.New(embeddings.Config{URL: srv.Start(t), Model: "standin"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := embeddings.NewCache(0)
+	e := newEnv(t, ServiceConfig{API: Config{Knowledge: knowledge.Options{Embedder: embeddings.Cached{Cache: cache, Embedder: client}}}})
+	ctx := context.Background()
+	b, err := e.svc.api.base(ctx, "app-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitSemantic(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.get("/cms/search?question=free+parking", "app1"); r.status != 200 || r.header.Get(RetrievalHeader) != "hybrid" {
+		t.Fatalf("search: %d %v", r.status, r.header)
+	}
+	if n := cache.TenantLen("app-1"); n == 0 || n != cache.Len() {
+		t.Errorf("app-1 holds %d of the cache's %d vectors; want all of them", n, cache.Len())
 	}
 }

@@ -49,6 +49,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// methodLabel is the value of a method label: the methods HTTP defines,
+// and "other" for any other, since a client may send any token as a
+// method and each new label value would be a new series for good.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
 // validRequestID accepts a caller's request ID only when it is short and
 // plain, so that it cannot forge log lines or headers.
 func validRequestID(id string) bool {
@@ -106,15 +118,16 @@ func observe(m *Metrics, log *slog.Logger) gin.HandlerFunc {
 		}
 		status := c.Writer.Status()
 		elapsed := time.Since(start)
-		m.requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
-		m.latency.WithLabelValues(route, c.Request.Method).Observe(elapsed.Seconds())
+		method := methodLabel(c.Request.Method)
+		m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		m.latency.WithLabelValues(route, method).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelWarn
 		}
 		if log.Enabled(c.Request.Context(), level) {
 			log.LogAttrs(c.Request.Context(), level, "request",
-				slog.String("request_id", id), slog.String("method", c.Request.Method), slog.String("route", route),
+				slog.String("request_id", id), slog.String("method", method), slog.String("route", route),
 				slog.Int("status", status), slog.Duration("elapsed", elapsed), slog.String("app_id", c.GetString(logAppKey)))
 		}
 	}

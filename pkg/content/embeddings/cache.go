@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"sync"
 )
@@ -15,17 +16,30 @@ const DefaultCacheEntries = 50_000
 type cacheKey [sha256.Size]byte
 
 type cacheEntry struct {
-	key cacheKey
-	vec []float32
+	key    cacheKey
+	tenant *tenant
+	vec    []float32
 }
 
-// Cache keeps vectors by content hash (sha256 of model, NUL, text) so that
-// rebuilding an app's index at a new revision embeds only what changed.
+// tenant is one app's part of the cache.
+type tenant struct {
+	name string
+	lru  list.List // of *cacheEntry; front is most recently used
+}
+
+// Cache keeps vectors by content hash (sha256 of tenant, model and text)
+// so that rebuilding an app's index at a new revision embeds only what
+// changed.
 //
-// It holds at most maxEntries vectors and evicts the least recently used
-// when full, so texts still present at each rebuild stay while those of
-// deleted or edited content age out. Vectors it returns are shared with the
-// cache and with other callers: do not modify them.
+// Each tenant (an app) has its own keys: one app's texts are never
+// answered from another's vectors, so the time of an answer does not tell
+// whether a text is another app's content or question. It holds at most
+// maxEntries vectors; when full it evicts the least recently used vector
+// of the tenant that holds the most, so texts still present at each
+// rebuild stay while those of deleted or edited content age out, and no
+// app can push another below its own share by asking new questions.
+// Vectors it returns are shared with the cache and with other callers: do
+// not modify them.
 //
 // Concurrent calls missing the same text may both embed it; the second
 // store is harmless.
@@ -33,10 +47,10 @@ type Cache struct {
 	max int
 
 	mu      sync.Mutex
-	entries map[cacheKey]*list.Element // of *cacheEntry
+	entries map[cacheKey]*list.Element // of *cacheEntry, in its tenant's list
+	tenants map[string]*tenant
 	// inflight are the texts being embedded, which other calls wait for.
 	inflight map[cacheKey]*flight
-	lru      list.List // front is most recently used
 	hits     uint64
 	misses   uint64
 }
@@ -47,13 +61,19 @@ func NewCache(maxEntries int) *Cache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultCacheEntries
 	}
-	return &Cache{max: maxEntries, entries: make(map[cacheKey]*list.Element), inflight: make(map[cacheKey]*flight)}
+	return &Cache{max: maxEntries, entries: make(map[cacheKey]*list.Element), tenants: make(map[string]*tenant),
+		inflight: make(map[cacheKey]*flight)}
 }
 
-func keyOf(model, text string) cacheKey {
+func keyOf(tenant, model, text string) cacheKey {
 	h := sha256.New()
+	// Lengths first, so that no two triples hash the same bytes.
+	var n [2 * binary.MaxVarintLen64]byte
+	l := binary.PutUvarint(n[:], uint64(len(tenant)))
+	l += binary.PutUvarint(n[l:], uint64(len(model)))
+	h.Write(n[:l])
+	h.Write([]byte(tenant))
 	h.Write([]byte(model))
-	h.Write([]byte{0})
 	h.Write([]byte(text))
 	var k cacheKey
 	h.Sum(k[:0])
@@ -67,13 +87,19 @@ func keyOf(model, text string) cacheKey {
 // index share their work. On an error nothing of this call is stored.
 // Safe for concurrent use.
 func (c *Cache) Embed(ctx context.Context, e Embedder, texts []string) ([][]float32, error) {
+	return c.EmbedFor(ctx, "", e, texts)
+}
+
+// EmbedFor is Embed for one tenant (an app), whose vectors are kept
+// apart from every other tenant's.
+func (c *Cache) EmbedFor(ctx context.Context, tenant string, e Embedder, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil
 	}
 	model := e.Model()
 	keys := make([]cacheKey, len(texts))
 	for i, t := range texts {
-		keys[i] = keyOf(model, t)
+		keys[i] = keyOf(tenant, model, t)
 	}
 
 	out := make([][]float32, len(texts))
@@ -90,8 +116,9 @@ func (c *Cache) Embed(ctx context.Context, e Embedder, texts []string) ([][]floa
 	c.mu.Lock()
 	for i, k := range keys {
 		if el, ok := c.entries[k]; ok {
-			c.lru.MoveToFront(el)
-			out[i] = el.Value.(*cacheEntry).vec
+			ent := el.Value.(*cacheEntry)
+			ent.tenant.lru.MoveToFront(el)
+			out[i] = ent.vec
 			continue
 		}
 		if _, ok := pending[k]; ok {
@@ -123,7 +150,7 @@ func (c *Cache) Embed(ctx context.Context, e Embedder, texts []string) ([][]floa
 		c.mu.Lock()
 		for j, k := range missKey {
 			if err == nil {
-				c.store(k, vecs[j])
+				c.store(tenant, k, vecs[j])
 				mine[j].vec = vecs[j]
 			}
 			mine[j].err = err
@@ -169,7 +196,7 @@ func (c *Cache) Embed(ctx context.Context, e Embedder, texts []string) ([][]floa
 		c.mu.Lock()
 		for _, i := range retry {
 			out[i] = vecs[at[keys[i]]]
-			c.store(keys[i], out[i])
+			c.store(tenant, keys[i], out[i])
 		}
 		c.mu.Unlock()
 	}
@@ -200,20 +227,51 @@ func (c *Cache) embedMissing(ctx context.Context, e Embedder, texts []string) ([
 	return vecs, nil
 }
 
-// store adds or refreshes an entry, evicting the least recently used beyond
-// the bound. c.mu must be held.
-func (c *Cache) store(k cacheKey, v []float32) {
+// store adds or refreshes an entry of tenant name, evicting beyond the
+// bound. c.mu must be held.
+func (c *Cache) store(name string, k cacheKey, v []float32) {
 	if el, ok := c.entries[k]; ok {
-		el.Value.(*cacheEntry).vec = v
-		c.lru.MoveToFront(el)
+		ent := el.Value.(*cacheEntry)
+		ent.vec = v
+		ent.tenant.lru.MoveToFront(el)
 		return
 	}
-	c.entries[k] = c.lru.PushFront(&cacheEntry{key: k, vec: v})
-	for c.lru.Len() > c.max {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.entries, old.Value.(*cacheEntry).key)
+	t, ok := c.tenants[name]
+	if !ok {
+		t = &tenant{name: name}
+		c.tenants[name] = t
 	}
+	c.entries[k] = t.lru.PushFront(&cacheEntry{key: k, tenant: t, vec: v})
+	for len(c.entries) > c.max {
+		c.evict()
+	}
+}
+
+// evict drops the least recently used vector of the tenant holding the
+// most (of several equal ones, any). c.mu must be held.
+func (c *Cache) evict() {
+	var largest *tenant
+	for _, t := range c.tenants {
+		if largest == nil || t.lru.Len() > largest.lru.Len() {
+			largest = t
+		}
+	}
+	old := largest.lru.Back()
+	largest.lru.Remove(old)
+	delete(c.entries, old.Value.(*cacheEntry).key)
+	if largest.lru.Len() == 0 {
+		delete(c.tenants, largest.name)
+	}
+}
+
+// TenantLen is the number of vectors tenant holds.
+func (c *Cache) TenantLen(tenant string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.tenants[tenant]; ok {
+		return t.lru.Len()
+	}
+	return 0
 }
 
 // Len is the number of vectors held.
@@ -241,6 +299,12 @@ type Cached struct {
 // Embed embeds texts through the cache.
 func (c Cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return c.Cache.Embed(ctx, c.Embedder, texts)
+}
+
+// EmbedApp embeds texts through the cache for one app, whose vectors are
+// kept apart from every other app's.
+func (c Cached) EmbedApp(ctx context.Context, app string, texts []string) ([][]float32, error) {
+	return c.Cache.EmbedFor(ctx, app, c.Embedder, texts)
 }
 
 // Model is the embedder's model.

@@ -270,3 +270,64 @@ func TestCacheSharesTextsInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheKeepsTenantsApart: a text one app has embedded is embedded
+// again for another (so the time of an answer says nothing of other apps'
+// texts), and an app that floods the cache with new texts evicts its own
+// vectors, not those of an app that holds fewer.
+func TestCacheKeepsTenantsApart(t *testing.T) {
+	c, s := newTestClient(t, Config{})
+	cache := NewCache(100)
+	ctx := t.Context()
+	victim := make([]string, 40)
+	for i := range victim {
+		victim[i] = fmt.Sprintf("victim faq %d", i)
+	}
+	if _, err := cache.EmbedFor(ctx, "app-victim", c, victim); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Inputs()
+	if _, err := cache.EmbedFor(ctx, "app-attacker", c, victim[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Inputs() - before; got != 1 {
+		t.Errorf("another app's text was answered from the cache (%d texts embedded, want 1)", got)
+	}
+	if _, err := cache.EmbedFor(ctx, "app-victim", c, victim[:1]); err != nil || s.Inputs()-before != 1 {
+		t.Errorf("the app's own text was not answered from the cache: %v", err)
+	}
+	// Questions never asked before, far more than the cache holds.
+	for i := range 20 {
+		flood := make([]string, 50)
+		for j := range flood {
+			flood[j] = fmt.Sprintf("invented question %d-%d", i, j)
+		}
+		if _, err := cache.EmbedFor(ctx, "app-attacker", c, flood); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cache.TenantLen("app-victim"); got != len(victim) {
+		t.Errorf("the flooded cache keeps %d of the victim's %d vectors", got, len(victim))
+	}
+	if got := cache.Len(); got != 100 {
+		t.Errorf("cache holds %d, want its bound 100", got)
+	}
+	before = s.Inputs()
+	if _, err := cache.EmbedFor(ctx, "app-victim", c, victim); err != nil || s.Inputs() != before {
+		t.Errorf("the victim's content was embedded again after the flood (%d texts): %v", s.Inputs()-before, err)
+	}
+}
+
+func TestKeysOfTenantsDiffer(t *testing.T) {
+	seen := map[cacheKey]string{}
+	for _, k := range [][3]string{{"", "m", "text"}, {"a", "m", "text"}, {"am", "", "text"}, {"", "am", "text"}, {"a", "mt", "ext"}, {"a", "m", "text"}} {
+		key := keyOf(k[0], k[1], k[2])
+		if prev, ok := seen[key]; ok && prev != fmt.Sprint(k) {
+			t.Errorf("%v and %s share a key", k, prev)
+		}
+		seen[key] = fmt.Sprint(k)
+	}
+	if len(seen) != 5 {
+		t.Errorf("%d distinct keys for 5 distinct triples", len(seen))
+	}
+}

@@ -57,6 +57,18 @@ type refusal struct {
 	field *ast.Field
 }
 
+// FieldsPerRequest is how many fields of an answer cost as much of the
+// token's rate limit as a request: an answer of the most fields allowed
+// (GRAPHQL_MAX_COST, 20,000) costs 200 requests.
+const FieldsPerRequest = 100
+
+// answered is how many fields the answer held when resolving ended.
+func (x *execution) answered() int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.fields
+}
+
 func newExecution(l Limits, fields int64) *execution {
 	return &execution{maxFields: int64(l.MaxCost), maxBytes: l.MaxAnswerBytes, fields: fields,
 		records: map[recordKey]*record{}, lists: map[listKey][]*record{}}

@@ -15,6 +15,7 @@ import (
 const (
 	CodeUnauthenticated    = "UNAUTHENTICATED"
 	CodeForbidden          = "FORBIDDEN"
+	CodeInsufficientScope  = "INSUFFICIENT_SCOPE"
 	CodeBadAppID           = "BAD_APP_ID"
 	CodeBadUserInput       = "BAD_USER_INPUT"
 	CodeNotFound           = "NOT_FOUND"
@@ -37,6 +38,8 @@ const (
 // fault.
 type codedError struct {
 	code, field, msg string
+	// scope is what an INSUFFICIENT_SCOPE error's token lacks.
+	scope string
 }
 
 func (e *codedError) Error() string { return e.msg }
@@ -45,6 +48,9 @@ func (e *codedError) Extensions() map[string]any {
 	ext := map[string]any{"code": e.code}
 	if e.field != "" {
 		ext["field"] = e.field
+	}
+	if e.scope != "" {
+		ext["scope"] = e.scope
 	}
 	return ext
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/graphql-go/graphql/language/location"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
 )
@@ -113,6 +114,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// A token that can neither read nor write content is refused before
+	// its request is read; which of the two an operation needs is checked
+	// once it is known.
+	if p.Scopes&(content.ContentRead|content.ContentWrite) == 0 {
+		writeScopeError(w, p.Require(content.ContentRead, "GraphQL queries"))
+		return
+	}
 	req, status, cerr := h.read(w, r)
 	if cerr != nil {
 		writeError(w, status, cerr)
@@ -124,6 +132,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc := d.ast
+	// Scopes are checked before the document is validated, so that a token
+	// learns nothing of the operations it may not run.
+	if op := operation(doc, req.OperationName); op != nil {
+		need, what := content.ContentRead, "GraphQL queries"
+		if op.Operation == ast.OperationTypeMutation {
+			need, what = content.ContentWrite, "GraphQL mutations"
+		}
+		if err := p.Require(need, what); err != nil {
+			writeScopeError(w, err)
+			return
+		}
+	}
 	if v := h.validate(doc); !v.IsValid {
 		d.relocate(v.Errors)
 		for i := range v.Errors {
@@ -178,6 +198,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Schema: h.schema, AST: doc, OperationName: req.OperationName, Args: req.Variables,
 		Context: withExecution(withPrincipal(r.Context(), p), x),
 	})
+	// The answer's size is its work: the token pays for it beyond the one
+	// request Allow counted.
+	h.limiter.Charge(p.TokenID, float64(x.answered())/FieldsPerRequest)
 	if ref, applied := x.refusedAt(); ref != nil {
 		writeResult(w, http.StatusUnprocessableEntity, result{Errors: []gqlerrors.FormattedError{refused(d, ref, applied)}})
 		return
@@ -249,6 +272,16 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// writeScopeError answers a request its token's scopes do not allow.
+func writeScopeError(w http.ResponseWriter, err error) {
+	var ae *auth.Error
+	errors.As(err, &ae)
+	w.Header().Set("WWW-Authenticate", auth.Challenge(err))
+	e := errorf(CodeInsufficientScope, "", "%s", ae.Message)
+	e.scope = ae.Scope.String()
+	writeError(w, http.StatusForbidden, e)
 }
 
 // malformed is the message for a query graphql-go's parser or validator

@@ -86,6 +86,9 @@ type Options struct {
 	MinSimilarity float64
 	// Log receives how embedding the content went; nil for none.
 	Log *slog.Logger
+	// App is the app the base is of. An Embedder that is also an
+	// AppEmbedder embeds the app's texts apart from every other app's.
+	App string
 }
 
 // Build indexes an app's documents, FAQs and intents.

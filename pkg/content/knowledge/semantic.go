@@ -19,6 +19,22 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// AppEmbedder is an Embedder shared by apps that keeps what it caches of
+// each app apart, so that no app is answered from another's vectors.
+type AppEmbedder interface {
+	EmbedApp(ctx context.Context, app string, texts []string) ([][]float32, error)
+}
+
+// appEmbedder embeds for one app.
+type appEmbedder struct {
+	app string
+	emb AppEmbedder
+}
+
+func (a appEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return a.emb.EmbedApp(ctx, a.app, texts)
+}
+
 // Tuning of semantic retrieval.
 const (
 	// DefaultQueryTimeout bounds the embedding of one question: past it,
@@ -67,6 +83,9 @@ type semantic struct {
 
 func newSemantic(o Options, docs, faqs []search.Doc) *semantic {
 	s := &semantic{emb: o.Embedder, queryTimeout: o.QueryTimeout, minSimilarity: o.MinSimilarity, log: o.Log}
+	if ae, ok := o.Embedder.(AppEmbedder); ok {
+		s.emb = appEmbedder{app: o.App, emb: ae}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

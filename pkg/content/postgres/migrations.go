@@ -99,6 +99,15 @@ func migrations() []migration {
 				)`,
 			},
 		},
+		{
+			version: 3,
+			name:    "token scopes",
+			stmts: []string{
+				// Tokens made before scopes keep what they could do; new
+				// tokens are always written with their scopes.
+				`ALTER TABLE tokens ADD COLUMN scopes text NOT NULL DEFAULT 'content:read,content:write,events:write'`,
+			},
+		},
 	}
 }
 

@@ -305,7 +305,7 @@ func (w *where) String() string {
 	return ` WHERE ` + strings.Join(w.conds, ` AND `)
 }
 
-const tokenColumns = `id, hash, organization_id, app_id, name, created_at, created_at_ns, revoked_at, revoked_at_ns`
+const tokenColumns = `id, hash, organization_id, app_id, scopes, name, created_at, created_at_ns, revoked_at, revoked_at_ns`
 
 // CreateToken implements content.Store. The schema's composite foreign key
 // rejects an app token whose organization is not the app's.
@@ -316,6 +316,9 @@ func (s *Store) CreateToken(ctx context.Context, tok content.Token) error {
 	if len(tok.Hash) == 0 {
 		return fmt.Errorf("create token %q: empty hash", tok.ID)
 	}
+	if err := content.CheckTokenScopes(tok); err != nil {
+		return fmt.Errorf("create token %q: %w", tok.ID, err)
+	}
 	created, createdNS := splitTime(tok.CreatedAt)
 	var revoked *time.Time
 	var revokedNS int16
@@ -324,9 +327,9 @@ func (s *Store) CreateToken(ctx context.Context, tok content.Token) error {
 		revoked, revokedNS = &r, ns
 	}
 	_, err := s.pool.Exec(ctx,
-		`INSERT INTO tokens (id, hash, organization_id, app_id, name, created_at, created_at_ns, revoked_at, revoked_at_ns)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		tok.ID, tok.Hash, tok.OrganizationID, nullString(tok.AppID), tok.Name, created, createdNS, revoked, revokedNS)
+		`INSERT INTO tokens (id, hash, organization_id, app_id, scopes, name, created_at, created_at_ns, revoked_at, revoked_at_ns)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		tok.ID, tok.Hash, tok.OrganizationID, nullString(tok.AppID), tok.Scopes.String(), tok.Name, created, createdNS, revoked, revokedNS)
 	if err == nil {
 		return nil
 	}
@@ -425,13 +428,15 @@ func scanToken(r pgx.Row) (content.Token, error) {
 	var (
 		tok                  content.Token
 		appID                *string
+		scopes               string
 		created              time.Time
 		revoked              *time.Time
 		createdNS, revokedNS int16
 	)
-	if err := r.Scan(&tok.ID, &tok.Hash, &tok.OrganizationID, &appID, &tok.Name, &created, &createdNS, &revoked, &revokedNS); err != nil {
+	if err := r.Scan(&tok.ID, &tok.Hash, &tok.OrganizationID, &appID, &scopes, &tok.Name, &created, &createdNS, &revoked, &revokedNS); err != nil {
 		return content.Token{}, err
 	}
+	tok.Scopes = content.StoredScopes(scopes)
 	if appID != nil {
 		tok.AppID = *appID
 	}

@@ -678,7 +678,7 @@ func TestWritesFailWhenTheDatabaseCannotBeReached(t *testing.T) {
 			return s.CreateApp(ctx, content.App{ID: "app2", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()})
 		}},
 		{"CreateToken", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "tok", Hash: []byte{1}, OrganizationID: "org", CreatedAt: time.Now()})
+			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", CreatedAt: time.Now()})
 		}},
 		{"RevokeToken", func(ctx context.Context) error { return s.RevokeToken(ctx, "tok", time.Now()) }},
 		{"CreateRecord", func(ctx context.Context) error {

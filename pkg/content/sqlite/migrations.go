@@ -84,6 +84,15 @@ func migrations() []migration {
 				) STRICT`,
 			},
 		},
+		{
+			version: 3,
+			name:    "token scopes",
+			stmts: []string{
+				// Tokens made before scopes keep what they could do; new
+				// tokens are always written with their scopes.
+				`ALTER TABLE tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT 'content:read,content:write,events:write'`,
+			},
+		},
 	}
 }
 

@@ -261,7 +261,7 @@ func (s *Store) ListApps(ctx context.Context, organizationID string) ([]content.
 	return apps, nil
 }
 
-const tokenColumns = `id, hash, organization_id, app_id, name, created_at, revoked_at`
+const tokenColumns = `id, hash, organization_id, app_id, scopes, name, created_at, revoked_at`
 
 // CreateToken implements content.Store. The schema's composite foreign key
 // rejects an app token whose organization is not the app's.
@@ -272,9 +272,12 @@ func (s *Store) CreateToken(ctx context.Context, tok content.Token) error {
 	if len(tok.Hash) == 0 {
 		return fmt.Errorf("create token %q: empty hash", tok.ID)
 	}
+	if err := content.CheckTokenScopes(tok); err != nil {
+		return fmt.Errorf("create token %q: %w", tok.ID, err)
+	}
 	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO tokens (id, hash, organization_id, app_id, name, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		tok.ID, tok.Hash, tok.OrganizationID, nullString(tok.AppID), tok.Name,
+		`INSERT INTO tokens (id, hash, organization_id, app_id, scopes, name, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		tok.ID, tok.Hash, tok.OrganizationID, nullString(tok.AppID), tok.Scopes.String(), tok.Name,
 		formatTime(tok.CreatedAt), nullTime(tok.RevokedAt))
 	switch {
 	case isDuplicate(err):
@@ -405,13 +408,15 @@ func scanToken(r scanner) (content.Token, error) {
 	var (
 		tok     content.Token
 		appID   sql.NullString
+		scopes  string
 		created string
 		revoked sql.NullString
 	)
-	if err := r.Scan(&tok.ID, &tok.Hash, &tok.OrganizationID, &appID, &tok.Name, &created, &revoked); err != nil {
+	if err := r.Scan(&tok.ID, &tok.Hash, &tok.OrganizationID, &appID, &scopes, &tok.Name, &created, &revoked); err != nil {
 		return content.Token{}, err
 	}
 	tok.AppID = appID.String
+	tok.Scopes = content.StoredScopes(scopes)
 	var err error
 	if tok.CreatedAt, err = parseTime(created); err != nil {
 		return content.Token{}, fmt.Errorf("token %q created_at: %w", tok.ID, err)

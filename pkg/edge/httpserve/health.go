@@ -29,6 +29,9 @@ type named struct {
 	check Check
 }
 
+// serverCheck names the failure of a process that is shutting down.
+const serverCheck = "server"
+
 // NewChecker returns a Checker with no checks.
 func NewChecker() *Checker {
 	return &Checker{timeout: 2 * time.Second, cacheFor: time.Second}
@@ -47,7 +50,7 @@ func (c *Checker) SetStopping() { c.stopping.Store(true) }
 // failures by check name.
 func (c *Checker) Ready(ctx context.Context) map[string]string {
 	if c.stopping.Load() {
-		return map[string]string{"server": "shutting down"}
+		return map[string]string{serverCheck: "shutting down"}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -73,14 +76,40 @@ func LiveHandler() http.Handler {
 	})
 }
 
+// Withheld is what the client address says of a failing check in place
+// of its error.
+const Withheld = "failing (details on the operator address and in the log)"
+
 // ReadyHandler answers 200 when every check passes, else 503 naming the
-// failing checks.
+// failing checks. Their errors (addresses, broker and database messages)
+// are for operators: only requests on the operator listener see them.
 func (c *Checker) ReadyHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if failed := c.Ready(r.Context()); len(failed) > 0 {
-			WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failed": failed})
+		failed := c.Ready(r.Context())
+		if len(failed) == 0 {
+			WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 			return
 		}
-		WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		if !onOperator(r.Context()) {
+			brief := make(map[string]string, len(failed))
+			for name, msg := range failed {
+				if name == serverCheck {
+					brief[name] = msg // "shutting down" tells nothing of the inside
+					continue
+				}
+				brief[name] = Withheld
+			}
+			failed = brief
+		}
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failed": failed})
 	})
+}
+
+// operatorConn marks the context of requests on the operator listener.
+type operatorConn struct{}
+
+// onOperator reports whether a request came on the operator listener.
+func onOperator(ctx context.Context) bool {
+	v, _ := ctx.Value(operatorConn{}).(bool)
+	return v
 }

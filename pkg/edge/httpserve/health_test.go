@@ -22,22 +22,33 @@ func TestReadiness(t *testing.T) {
 		}
 		return nil
 	})
-	probe := func() (int, map[string]any) {
+	probeOn := func(operator bool) (int, map[string]any) {
 		rec := httptest.NewRecorder()
-		c.ReadyHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+		if operator {
+			req = req.WithContext(context.WithValue(req.Context(), operatorConn{}, true))
+		}
+		c.ReadyHandler().ServeHTTP(rec, req)
 		var body map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 			t.Fatal(err)
 		}
 		return rec.Code, body
 	}
+	probe := func() (int, map[string]any) { return probeOn(false) }
 	if code, _ := probe(); code != 200 {
 		t.Errorf("healthy: %d", code)
 	}
 	brokerDown.Store(true)
-	code, body := probe()
+	// The operator address says why; the listen address, which clients
+	// reach, names the check only.
+	code, body := probeOn(true)
 	if code != 503 || body["failed"].(map[string]any)["kafka"] != "connection refused" {
-		t.Errorf("broker down: %d %v", code, body)
+		t.Errorf("broker down, on the operator address: %d %v", code, body)
+	}
+	code, body = probe()
+	if code != 503 || body["failed"].(map[string]any)["kafka"] != Withheld {
+		t.Errorf("broker down, on the listen address: %d %v", code, body)
 	}
 	brokerDown.Store(false)
 	c.SetStopping()

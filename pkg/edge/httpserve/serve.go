@@ -149,6 +149,9 @@ func Serve(ctx context.Context, log *slog.Logger, name string, srv *http.Server,
 // handler filtered to operator paths, within the same limits.
 func operatorServer(srv *http.Server) *http.Server {
 	return &http.Server{Handler: OperatorOnly(srv.Handler), ErrorLog: srv.ErrorLog,
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, operatorConn{}, true)
+		},
 		ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout, WriteTimeout: srv.WriteTimeout,
 		IdleTimeout: srv.IdleTimeout, MaxHeaderBytes: srv.MaxHeaderBytes}
 }

@@ -12,7 +12,7 @@ func AuthStatus(k auth.Kind) int {
 	switch k {
 	case auth.Unauthenticated:
 		return http.StatusUnauthorized
-	case auth.Forbidden:
+	case auth.Forbidden, auth.ScopeMissing:
 		return http.StatusForbidden
 	case auth.Invalid:
 		return http.StatusBadRequest

@@ -82,6 +82,17 @@ const (
 	EnvMaxHeaderBytes    = "HTTP_MAX_HEADER_BYTES"
 )
 
+// DefaultOperatorAddr keeps the operator endpoints off the listen
+// address unless a deployment says where they go: a free port on
+// loopback, which the start-up log names, so that several processes on
+// one host never contend for it.
+const DefaultOperatorAddr = "127.0.0.1:0"
+
+// OnListenAddr, as the operator address, serves the operator endpoints on
+// the listen address, as earlier releases did by default; so does an empty
+// -operator-addr.
+const OnListenAddr = "listen"
+
 // Define defines the shared flags on fs, with o's defaults.
 func Define(fs *envflag.Set, o Options) *Flags {
 	for env, old := range o.FormerEnv {
@@ -97,7 +108,7 @@ func Define(fs *envflag.Set, o Options) *Flags {
 		f.logLevel = fs.String("log-level", EnvLogLevel, "info", "debug, info, warn or error")
 	}
 	f.debugAddr = fs.String("debug-addr", EnvDebugAddr, "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
-	f.operatorAddr = fs.String("operator-addr", EnvOperatorAddr, "", "address for the operator endpoints (/metrics, /debug/pprof/ and, on the api, /status and /analytics), which the listen address then answers 404; empty: served on the listen address; never publish it to clients")
+	f.operatorAddr = fs.String("operator-addr", EnvOperatorAddr, DefaultOperatorAddr, "address for the operator endpoints (/metrics, /debug/pprof/, /readyz with its checks' errors and, on the api, /status and /analytics), which the listen address then answers 404; the default is a free port on loopback, logged at start; `+OnListenAddr+`: served on the listen address; never publish it to clients")
 	writeHelp := "longest time from the end of a request's headers to the end of its answer"
 	if o.WriteTimeoutRule != "" {
 		writeHelp += " (0: " + o.WriteTimeoutRule + ")"
@@ -149,7 +160,11 @@ func (f *Flags) Start(w io.Writer) (Settings, error) {
 		}
 		return Settings{}, ErrVersionPrinted
 	}
-	s := Settings{Addr: *f.addr, DebugAddr: *f.debugAddr, OperatorAddr: *f.operatorAddr, ShutdownTimeout: *f.shutdown,
+	op := *f.operatorAddr
+	if op == OnListenAddr {
+		op = ""
+	}
+	s := Settings{Addr: *f.addr, DebugAddr: *f.debugAddr, OperatorAddr: op, ShutdownTimeout: *f.shutdown,
 		HTTP: httpserve.Limits{ReadHeaderTimeout: *f.readHeader, ReadTimeout: *f.read, WriteTimeout: *f.write,
 			IdleTimeout: *f.idle, MaxHeaderBytes: *f.maxHeader}}
 	if err := f.checkLimits(); err != nil {

@@ -51,8 +51,13 @@ func TestStart(t *testing.T) {
 		noLogs   []string
 	}{
 		{name: "defaults", opts: base, want: func(s Settings) bool {
-			return s.Addr == ":8081" && s.DebugAddr == "" && s.OperatorAddr == "" && s.ShutdownTimeout == 10*time.Second && s.HTTP == testLimits && s.CORS == nil
+			return s.Addr == ":8081" && s.DebugAddr == "" && s.OperatorAddr == "127.0.0.1:0" && s.ShutdownTimeout == 10*time.Second && s.HTTP == testLimits && s.CORS == nil
 		}},
+		// Told so, the operator endpoints share the listen address.
+		{name: "operator endpoints on the listen address", opts: base, env: map[string]string{"OPERATOR_ADDR": "listen"},
+			want: func(s Settings) bool { return s.OperatorAddr == "" }},
+		{name: "operator endpoints on the listen address, by flag", opts: base, args: []string{"-operator-addr", ""},
+			want: func(s Settings) bool { return s.OperatorAddr == "" }},
 		{name: "environment", opts: withCORS, env: map[string]string{"SVC_ADDR": "127.0.0.1:1", "DEBUG_ADDR": "127.0.0.1:2", "OPERATOR_ADDR": ":9090", "SHUTDOWN_TIMEOUT": "3s",
 			"HTTP_READ_HEADER_TIMEOUT": "1s", "HTTP_READ_TIMEOUT": "2s", "HTTP_WRITE_TIMEOUT": "3s", "HTTP_IDLE_TIMEOUT": "4s",
 			"HTTP_MAX_HEADER_BYTES": "4096", "CORS_ALLOWED_ORIGINS": "https://app.example.com"},

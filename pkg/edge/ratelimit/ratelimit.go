@@ -1,4 +1,6 @@
-// Package ratelimit keeps one token bucket per key (per access token).
+// Package ratelimit keeps one token bucket per key (per access token, or
+// per client network): requests take one token each, and work whose cost
+// shows only as it is done is charged after.
 package ratelimit
 
 import (
@@ -55,6 +57,29 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	}
 	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
 	return false, wait
+}
+
+// Charge takes n more tokens from key's bucket for work a request did
+// beyond what Allow counted, such as an index it had to build. The
+// bucket may go into debt, down to minus one burst, which later requests
+// of key wait out: work is paid for even when it was not known
+// beforehand, and no single charge shuts a key out for longer than a
+// burst takes to refill.
+func (l *Limiter) Charge(key string, n float64) {
+	if l == nil || l.rate <= 0 || n <= 0 {
+		return
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, found := l.buckets[key]
+	if !found {
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[key] = b
+	}
+	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	b.tokens = math.Max(-l.burst, b.tokens-n)
 }
 
 // maybeSweep forgets buckets that have refilled completely, once a minute,

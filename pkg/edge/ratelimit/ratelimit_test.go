@@ -113,3 +113,37 @@ func TestLimiterConcurrentFlood(t *testing.T) {
 		t.Errorf("the other key was admitted %d times of 50", steady)
 	}
 }
+
+// TestCharge: work charged after a request is waited out by the key's next
+// requests, debt at most one burst, and other keys are untouched.
+func TestCharge(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	l := New(100, 200, func() time.Time { return clock }) // 100 a second, bursts of 200
+	steps := []struct {
+		advance time.Duration
+		charge  float64 // charged to "a" before the request
+		key     string
+		ok      bool
+		retry   time.Duration
+	}{
+		{0, 0, "a", true, 0},                         // 199 left
+		{0, 150, "a", true, 0},                       // 199 - 150 - 1 = 48
+		{0, 100, "a", false, 530 * time.Millisecond}, // 48 - 100 = -52: 0.53 s to one token
+		{0, 0, "b", true, 0},
+		{530 * time.Millisecond, 0, "a", true, 0},
+		{0, 1e9, "a", false, 2010 * time.Millisecond}, // debt bounded by one burst: -200
+		{2 * time.Second, 0, "a", false, 10 * time.Millisecond},
+		{10 * time.Millisecond, 0, "a", true, 0},
+	}
+	for i, s := range steps {
+		clock = clock.Add(s.advance)
+		l.Charge("a", s.charge)
+		ok, retry := l.Allow(s.key)
+		if ok != s.ok || (retry-s.retry).Abs() > time.Millisecond {
+			t.Errorf("step %d: Allow(%q) = %v, %s; want %v, %s", i, s.key, ok, retry, s.ok, s.retry)
+		}
+	}
+	var disabled *Limiter
+	disabled.Charge("a", 10)
+	New(0, 1, nil).Charge("a", 10)
+}

@@ -111,7 +111,7 @@ func startIngest(t *testing.T, broker string) (addr, token string) {
 	must(t, store.CreateApp(ctx, content.App{ID: "app-1", OrganizationID: "org-1", Name: "a", CreatedAt: now, UpdatedAt: now}))
 	tok, id, err := auth.NewToken()
 	must(t, err)
-	must(t, store.CreateToken(ctx, content.Token{ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
+	must(t, store.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
 	isvc, err := ingest.NewService(ctx, ingest.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: []string{broker}}, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 3, TopicReplication: 1,
 	}, store, quiet())

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
 )
 
 // authCase is one request of TestAuthAbuseAndIsolation. Its batch holds
@@ -42,6 +43,9 @@ func TestAuthAbuseAndIsolation(t *testing.T) {
 	h := newHarness(t, b, harnessOpts{})
 	h.addToken("revoked", "org-a", "app-a1")
 	must(t, h.store.RevokeToken(t.Context(), h.tokenIDs["revoked"], time.Now()))
+	// Tokens that may do things, but not send events.
+	h.addScopedToken("contentOnly", "org-a", "app-a1", content.ContentRead|content.ContentWrite)
+	h.addScopedToken("orgReader", "org-a", "", content.ContentRead|content.EventsRead)
 	tok := h.tokens
 	bearer := func(name string) []string { return []string{"Authorization", "Bearer " + tok[name]} }
 	unknown := "cms_0123456789abcdef_" + strings.Repeat("A", 43)
@@ -97,6 +101,9 @@ func TestAuthAbuseAndIsolation(t *testing.T) {
 		{name: "org token, foreign appId first", query: "?appId=app-b1&appId=app-a2", headers: bearer("orgA"), status: 403, inMsg: "not an app of this token's organization"},
 		{name: "another organization's token", query: "?appId=app-a1", headers: bearer("orgB"), status: 403, msg: `app "app-a1" is not an app of this token's organization`},
 		{name: "another organization's app token", query: "?appId=app-a1", headers: bearer("b1"), status: 403, inMsg: "cannot act for app"},
+		// Tokens without events:write send nothing, whatever else they may do.
+		{name: "token without events:write", headers: bearer("contentOnly"), status: 403, msg: "this token lacks the events:write scope needed for sending events"},
+		{name: "org token without events:write", query: "?appId=app-a1", headers: bearer("orgReader"), status: 403, msg: "this token lacks the events:write scope needed for sending events"},
 	}
 
 	for i, tc := range cases {

@@ -23,6 +23,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
@@ -267,7 +268,12 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := h.now()
 	h.metrics.inFlight.Inc()
 	w := &statusWriter{ResponseWriter: rw, status: http.StatusOK}
-	route := r.URL.Path
+	// Labels come from a fixed set: a path is one of the two the handler
+	// is registered for, whatever the request says.
+	route := "other"
+	if r.URL.Path == "/cms/app/events" || r.URL.Path == "/cms/apps/events" {
+		route = r.URL.Path
+	}
 	defer func() {
 		h.metrics.inFlight.Dec()
 		h.metrics.requests.WithLabelValues(route, strconv.Itoa(w.status)).Inc()
@@ -284,6 +290,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	principal, err := h.auth.Authenticate(ctx, r.Header)
+	if err == nil {
+		err = principal.Require(content.EventsWrite, "sending events")
+	}
 	if err != nil {
 		h.authError(w, r, err)
 		return
@@ -400,6 +409,9 @@ func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))
 		httpserve.RetryAfter(w, 1)
+	}
+	if c := auth.Challenge(err); c != "" {
+		w.Header().Set("WWW-Authenticate", c)
 	}
 	httpserve.Error(w, status, "", msg)
 }

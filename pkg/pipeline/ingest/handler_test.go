@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
@@ -41,7 +42,7 @@ func (allowAll) Authenticate(_ context.Context, h http.Header) (auth.Principal, 
 	if a, _, ok := strings.Cut(token, ":"); ok {
 		app = a
 	}
-	return auth.Principal{TokenID: token, OrganizationID: "o1", AppID: app}, nil
+	return auth.Principal{TokenID: token, OrganizationID: "o1", AppID: app, Scopes: content.RuntimeScopes}, nil
 }
 
 func (allowAll) Resolve(_ context.Context, p auth.Principal, _ string) (auth.Target, error) {

@@ -126,10 +126,15 @@ func must(t *testing.T, err error) {
 }
 
 func (h *harness) addToken(name, org, app string) {
+	h.addScopedToken(name, org, app, content.RuntimeScopes)
+}
+
+// addScopedToken issues a token of the given scopes.
+func (h *harness) addScopedToken(name, org, app string, scopes content.Scopes) {
 	tok, id, err := auth.NewToken()
 	must(h.t, err)
 	must(h.t, h.store.CreateToken(context.Background(), content.Token{
-		ID: id, Hash: auth.HashToken(tok), OrganizationID: org, AppID: app, Name: name, CreatedAt: time.Now(),
+		ID: id, Hash: auth.HashToken(tok), OrganizationID: org, AppID: app, Scopes: scopes, Name: name, CreatedAt: time.Now(),
 	}))
 	h.tokens[name], h.tokenIDs[name] = tok, id
 }

@@ -1,0 +1,39 @@
+package contentapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/edge/ratelimit"
+)
+
+// WorkPerRequest is how long a piece of work beyond answering may take
+// for the price of one request: a request that makes the server build an
+// app's index is charged to its token's rate limit one request for each
+// half millisecond the build took. The build, not the search, is what a
+// change of content followed by a question costs; at the default limit
+// (1,000 requests a second, bursts of 2,000) a token gets half a second
+// of builds a second, and an index of 10,000 documents (under a second to
+// build) still fits in one burst.
+const WorkPerRequest = 500 * time.Microsecond
+
+// payer is the token a request's extra work is charged to.
+type payer struct {
+	limiter *ratelimit.Limiter
+	token   string
+}
+
+type payerKey struct{}
+
+func withPayer(ctx context.Context, p payer) context.Context {
+	return context.WithValue(ctx, payerKey{}, p)
+}
+
+// charge bills the request of ctx, if it has a payer, for work that took
+// d. Loads that outlive their request keep its values, so a build started
+// by a request is billed to it even when it ends after the request.
+func charge(ctx context.Context, d time.Duration) {
+	if p, ok := ctx.Value(payerKey{}).(payer); ok {
+		p.limiter.Charge(p.token, float64(d)/float64(WorkPerRequest))
+	}
+}
