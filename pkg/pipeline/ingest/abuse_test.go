@@ -1,9 +1,11 @@
 package ingest_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -357,5 +359,47 @@ func TestRateLimitUnderAbuse(t *testing.T) {
 	want := before.ok + during.ok + int(abuseOK.Load())
 	if got := len(readTopic(t, b.Addr(), h.topic)); got != want {
 		t.Errorf("events topic holds %d records, want %d", got, want)
+	}
+}
+
+// TestRefusedBeforeTheBodyAnswersAtOnce: a request refused before its body
+// is read (no token, a token without events:write) is answered at once
+// and its connection closed, however slowly the body would come, so that
+// refused requests cannot hold connections for the read timeout.
+func TestRefusedBeforeTheBodyAnswersAtOnce(t *testing.T) {
+	b := startBroker(t, "")
+	h := newHarness(t, b, harnessOpts{})
+	h.addScopedToken("reader", "org-a", "app-a1", content.ContentRead)
+	for _, tc := range []struct {
+		name, auth string
+		status     int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"token without events:write", "Authorization: Bearer " + h.tokens["reader"] + "\r\n", http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			_ = conn.SetDeadline(start.Add(10 * time.Second))
+			// Headers of a 200 KB body of which nothing is sent.
+			if _, err := io.WriteString(conn, "PUT /cms/app/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+tc.auth+"Content-Length: 200000\r\n\r\n{\"events\":["); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !resp.Close {
+				t.Errorf("status %d, close %v; want %d and a closed connection", resp.StatusCode, resp.Close, tc.status)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("answered after %s, waiting for the body", took)
+			}
+		})
 	}
 }

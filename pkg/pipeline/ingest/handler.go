@@ -305,6 +305,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if ok, wait := h.limiter.Allow(target.TokenID); !ok {
 		httpserve.RetryAfter(w, wait.Seconds())
+		w.Header().Set("Connection", "close") // the body is not read, as in authError
 		httpserve.Error(w, http.StatusTooManyRequests, "", "rate limit of this token exceeded; retry later")
 		return
 	}
@@ -413,6 +414,10 @@ func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
 	if c := auth.Challenge(err); c != "" {
 		w.Header().Set("WWW-Authenticate", c)
 	}
+	// The body is not read: closing the connection answers at once,
+	// where net/http would first read up to 256 KiB of a body that may
+	// never come.
+	w.Header().Set("Connection", "close")
 	httpserve.Error(w, status, "", msg)
 }
 
