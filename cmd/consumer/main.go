@@ -36,7 +36,7 @@ func main() {
 func run(args []string) error {
 	fs := envflag.New(flag.NewFlagSet("consumer", flag.ContinueOnError), nil)
 	svcFlags := launch.Define(fs, launch.Options{
-		AddrEnv: "CONSUMER_ADDR", Addr: ":8082", AddrHelp: "HTTP listen address for /healthz, /readyz and, without -operator-addr, /metrics",
+		AddrEnv: "CONSUMER_ADDR", Addr: ":8082", AddrHelp: "HTTP listen address for /healthz, /readyz and, with -operator-addr listen, /metrics",
 		ShutdownTimeout: consumer.DefaultShutdownTimeout, ShutdownHelp: "time for the final flush on SIGTERM",
 		HTTP: httpserve.DefaultLimits(),
 	})
