@@ -168,7 +168,9 @@ func (d *Decoder) Decode(value []byte, rows *chstore.EventBatch) (int, error) {
 	r := rowWriter{d: d, rows: rows, i: rows.AddRow(), w: w}
 	rows.EventID[r.i], rows.AppID[r.i], rows.OrganizationID[r.i] = r.str(h.eventID), d.intern(h.appID), d.intern(h.organizationID)
 	rows.ReceivedAt[r.i] = h.receivedAt
-	rows.TokenID[r.i], rows.ClientNetwork[r.i] = d.intern(token), d.intern(network)
+	if len(token)+len(network) > 0 {
+		rows.TokenID[r.i], rows.ClientNetwork[r.i] = d.intern(token), d.intern(network)
+	}
 	d.decodeEvent(r, ev)
 	return r.i, nil
 }
