@@ -51,7 +51,7 @@ func run(args []string) error {
 	clickhouse := chstore.DefineFlags(fs, chstore.Tables)
 	schema := fs.String("clickhouse-schema", "CLICKHOUSE_SCHEMA", "apply", "apply: apply missing migrations at start; wait: wait until \"consumer migrate\" has applied them")
 	retention := fs.Int("retention-days", "RETENTION_DAYS", 0, "drop events older than this many days (servers with TTL); 0 keeps them")
-	historyDays := fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days query_users keeps asked queries for HISTORICAL suggestions (servers with TTL; set when the table is created)")
+	historyDays := fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days query_sources keeps asked queries for HISTORICAL suggestions, never more than -retention-days (servers with TTL; set when the table is created)")
 	batchRows := fs.Int("batch-rows", "BATCH_ROWS", consumer.DefaultBatchRows, "insert once a batch holds this many messages")
 	batchBytes := fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes")
 	flushInterval := fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message")

@@ -37,8 +37,9 @@ type Config struct {
 	// inserts go through the Distributed tables synchronously, so that an
 	// acknowledged insert is on its shard.
 	Cluster string
-	// HistoryDays is how many days query_users keeps where the server
-	// supports TTL; 0 means the schema's default (90).
+	// HistoryDays is how many days query_sources keeps where the server
+	// supports TTL, never more than RetentionDays when that is set; 0
+	// means the schema's default (90).
 	HistoryDays int
 }
 

@@ -185,7 +185,11 @@ func TestClusterAnalystQueries(t *testing.T) {
 	if err := c.SyncReplicas(context.Background(), "default.query_sources_local"); err != nil {
 		t.Fatal(err)
 	}
-	checkSuggestable(t, cs)
+	checkSuggestable(t, cs, func() {
+		if err := c.SyncReplicas(context.Background(), "default.suggestion_blocks_local"); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // shardOf is the shard (from 0) the Distributed tables send an event ID to

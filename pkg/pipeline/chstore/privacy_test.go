@@ -80,8 +80,9 @@ func storedQueries(t *testing.T, s *Store) map[string]bool {
 }
 
 // checkSuggestable checks what TopQueries suggests of privacyRows and
-// what query_sources keeps of them.
-func checkSuggestable(t *testing.T, s *Store) {
+// what query_sources keeps of them, then with texts blocked and let back;
+// written runs once blocks are written (a cluster syncs its replicas).
+func checkSuggestable(t *testing.T, s *Store, written func()) {
 	t.Helper()
 	ctx := context.Background()
 	top, err := s.TopQueries(ctx, "app-1", "web", 10, Suggestable{MinUsers: DefaultMinUsers, Days: 90})
@@ -114,6 +115,39 @@ func checkSuggestable(t *testing.T, s *Store) {
 	if len(stored) != 4 {
 		t.Errorf("query_sources keeps %d queries, want 4 (none with personal data, none without a user, session or source): %v", len(stored), stored)
 	}
+
+	// Blocked on every channel as typed, and on the phone channel: each
+	// holds where it was set.
+	block := func(channel, query string, blocked bool) {
+		t.Helper()
+		if _, err := s.BlockSuggestion(ctx, "app-1", channel, query, blocked); err != nil {
+			t.Fatal(err)
+		}
+		written()
+	}
+	block("", "  GIFT   cards", true)
+	block("phone", "where is my order", true)
+	for _, tc := range []struct{ channel, want string }{{"web", "[{where is my order 12}]"}, {"phone", "[]"}} {
+		if top, err := s.TopQueries(ctx, "app-1", tc.channel, 10, Suggestable{MinUsers: DefaultMinUsers, Days: 90}); err != nil || fmt.Sprint(top) != tc.want {
+			t.Errorf("blocked, on %s: %v %v, want %s", tc.channel, top, err, tc.want)
+		}
+	}
+	// Another app's block is not this app's.
+	if _, err := s.BlockSuggestion(ctx, "app-2", "", "where is my order", true); err != nil {
+		t.Fatal(err)
+	}
+	block("", "gift cards", false)
+	if top, err := s.TopQueries(ctx, "app-1", "web", 10, Suggestable{MinUsers: DefaultMinUsers, Days: 90}); err != nil || fmt.Sprint(top) != "[{where is my order 12} {gift cards 5}]" {
+		t.Errorf("let back: %v %v", top, err)
+	}
+	list, err := s.BlockedSuggestions(ctx, "app-1")
+	if err != nil || len(list) != 1 || list[0].Channel != "phone" || list[0].Query != "where is my order" {
+		t.Errorf("blocked in app-1: %+v %v", list, err)
+	}
+	if all, err := s.BlockedSuggestions(ctx, ""); err != nil || len(all) != 2 {
+		t.Errorf("blocked in every app: %+v %v", all, err)
+	}
+	block("phone", "where is my order", false)
 }
 
 func TestSuggestableQueries(t *testing.T) {
@@ -122,7 +156,7 @@ func TestSuggestableQueries(t *testing.T) {
 	if err := s.InsertEvents(ctx, privacyRows(time.Now().UTC())); err != nil {
 		t.Fatal(err)
 	}
-	checkSuggestable(t, s)
+	checkSuggestable(t, s, func() {})
 
 	// Rows that reached query_sources another way are still not
 	// suggested when they look private.
@@ -208,6 +242,23 @@ func TestSuggestableQueriesOnModernClickHouse(t *testing.T) {
 				if got := top(tc.channel, tc.r); got != tc.want {
 					t.Errorf("%s %+v: %s, want %s", tc.channel, tc.r, got, tc.want)
 				}
+			}
+			// Blocks, as BlockSuggestion writes them: the latest version
+			// of a text on a channel (or on every one) decides.
+			for i, b := range []string{"'', 'gift cards', 1", "'phone', 'where is my order', 1", "'web', 'where is my order', 1", "'web', 'where is my order', 0"} {
+				if err := modern.Exec(ctx, fmt.Sprintf("INSERT INTO default.%s (app_id, channel, query, blocked, version, changed_at) VALUES ('app-1', %s, %d, now())",
+					localName(o, "suggestion_blocks"), b, i+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := top("web", Suggestable{MinUsers: DefaultMinUsers, Days: 90}), "[{where is my order 12}]"; got != want {
+				t.Errorf("with blocks, on web: %s, want %s", got, want)
+			}
+			if got := top("phone", Suggestable{MinUsers: 9, Days: 1}); got != "[]" {
+				t.Errorf("with blocks, on phone: %s", got)
+			}
+			if err := modern.Exec(ctx, "TRUNCATE TABLE default."+localName(o, "suggestion_blocks")); err != nil {
+				t.Fatal(err)
 			}
 			// The TTL keeps HistoryDays of days: with the default, the
 			// questions of 100 days ago are gone once merged, with 365
