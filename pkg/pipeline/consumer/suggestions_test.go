@@ -170,3 +170,39 @@ func TestSuggestionsCannotBePlanted(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsDatedOverManyMonthsAreStored sends one batch whose events a
+// runtime dated in 150 different months, as anyone holding its token
+// can: every event is stored, in the month it arrived. Current ClickHouse
+// servers refuse an insert whose rows span more than 100 partitions
+// (max_partitions_per_insert_block; events are partitioned by month), so
+// events dated by their runtimes alone would stop the consumer's inserts,
+// every app's with them; 18.16 takes such a block, so here the test can
+// only see where the rows went.
+func TestEventsDatedOverManyMonthsAreStored(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	ingestAddr, tok := startIngest(t, e.broker.Addr())
+	e.startConsumer(t, "months")
+	var events []string
+	for m := range 150 {
+		at := time.Date(2040, time.January, 15, 12, 0, 0, 0, time.UTC).AddDate(0, m, 0)
+		events = append(events, turn(fmt.Sprint("u", m), fmt.Sprint("s", m), "when are you open", at))
+	}
+	req, err := http.NewRequest(http.MethodPut, "http://"+ingestAddr+"/cms/app/events", strings.NewReader(`{"events":[`+strings.Join(events, ",")+`]}`))
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT: %d", resp.StatusCode)
+	}
+	s := e.query(t)
+	waitRows(t, s, uint64(len(events)))
+	var months uint64
+	must(t, s.Conn().QueryRow(s.Context(ctx), "SELECT uniqExact(toYYYYMM(event_time)) FROM analytics.events").Scan(&months))
+	if months > 2 {
+		t.Errorf("events stored in %d months, want the one or two they arrived in", months)
+	}
+}
