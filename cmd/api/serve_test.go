@@ -138,6 +138,7 @@ func TestServeRefusesBadHistoryRules(t *testing.T) {
 	for _, tc := range []struct{ name, value, want string }{
 		{"HISTORY_MIN_USERS", "0", "-history-min-users (HISTORY_MIN_USERS) 0: want 1 or more"},
 		{"HISTORY_MIN_USERS", "-3", "-history-min-users (HISTORY_MIN_USERS) -3: want 1 or more"},
+		{"HISTORY_MIN_SOURCES", "-1", "-history-min-sources (HISTORY_MIN_SOURCES) -1: want 1 or more (0: as many as users)"},
 		{"HISTORY_DAYS", "0", "-history-days (HISTORY_DAYS) 0: want 1 or more"},
 	} {
 		env := map[string]string{"CONTENT_DB": filepath.Join(t.TempDir(), "cms.db"), "API_ADDR": "127.0.0.1:0", tc.name: tc.value}

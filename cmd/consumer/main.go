@@ -1,6 +1,8 @@
 // Command consumer reads the events and quarantine topics as a consumer
 // group and writes them into ClickHouse. "consumer migrate" only applies
-// the schema; "consumer forget-user" deletes one user's rows (see
+// the schema; "consumer forget-user" deletes one user's rows;
+// "consumer block-suggestion", "unblock-suggestion" and
+// "blocked-suggestions" keep texts out of HISTORICAL suggestions (see
 // docs/operating.md).
 // Every setting is an environment variable with a flag of the same
 // meaning; see README.md.
@@ -15,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
@@ -22,6 +25,7 @@ import (
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
@@ -47,13 +51,20 @@ func run(args []string) error {
 	clickhouse := chstore.DefineFlags(fs, chstore.Tables)
 	schema := fs.String("clickhouse-schema", "CLICKHOUSE_SCHEMA", "apply", "apply: apply missing migrations at start; wait: wait until \"consumer migrate\" has applied them")
 	retention := fs.Int("retention-days", "RETENTION_DAYS", 0, "drop events older than this many days (servers with TTL); 0 keeps them")
-	historyDays := fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days query_users keeps asked queries for HISTORICAL suggestions (servers with TTL; set when the table is created)")
+	historyDays := fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days query_sources keeps asked queries for HISTORICAL suggestions, never more than -retention-days (servers with TTL; set when the table is created)")
 	batchRows := fs.Int("batch-rows", "BATCH_ROWS", consumer.DefaultBatchRows, "insert once a batch holds this many messages")
 	batchBytes := fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes")
 	flushInterval := fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message")
 	retryMax := fs.Duration("retry-max", "RETRY_MAX", consumer.DefaultRetryMax, "longest wait between retries of a failed insert")
+	maxFuture := fs.Duration("event-time-max-future", "EVENT_TIME_MAX_FUTURE", event.DefaultMaxFuture,
+		"how far after ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)")
+	maxPast := fs.Duration("event-time-max-past", "EVENT_TIME_MAX_PAST", event.DefaultMaxPast,
+		"how far before ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *maxFuture <= 0 || *maxPast <= 0 {
+		return fmt.Errorf("-event-time-max-future (EVENT_TIME_MAX_FUTURE) %s and -event-time-max-past (EVENT_TIME_MAX_PAST) %s: want both positive", *maxFuture, *maxPast)
 	}
 	settings, err := svcFlags.Start(os.Stderr)
 	if errors.Is(err, launch.ErrVersionPrinted) {
@@ -77,8 +88,12 @@ func run(args []string) error {
 		return migrate(ctx, chCfg, log)
 	case len(rest) > 0 && rest[0] == "forget-user":
 		return forgetUser(ctx, chCfg, rest[1:], os.Stdout, log)
+	case len(rest) > 0 && (rest[0] == "block-suggestion" || rest[0] == "unblock-suggestion"):
+		return blockSuggestion(ctx, chCfg, rest[0], rest[1:], os.Stdout, log)
+	case len(rest) > 0 && rest[0] == "blocked-suggestions":
+		return blockedSuggestions(ctx, chCfg, rest[1:], os.Stdout)
 	case len(rest) > 0:
-		return fmt.Errorf("unknown command %q; the commands are migrate and forget-user", strings.Join(rest, " "))
+		return fmt.Errorf("unknown command %q; the commands are migrate, forget-user, block-suggestion, unblock-suggestion and blocked-suggestions", strings.Join(rest, " "))
 	}
 
 	schemaMode, err := consumer.ParseSchema(*schema)
@@ -97,7 +112,8 @@ func run(args []string) error {
 		TopicRetention: ks.TopicRetention, TopicMinInsyncReplicas: ks.TopicMinInsyncReplicas,
 		ClickHouse: chCfg, Schema: schemaMode,
 		Consumer: consumer.Config{BatchRows: *batchRows, BatchBytes: *batchBytes, FlushInterval: *flushInterval,
-			RetryMax: *retryMax, ShutdownTimeout: settings.ShutdownTimeout},
+			RetryMax: *retryMax, ShutdownTimeout: settings.ShutdownTimeout,
+			EventTimes: event.TimeWindow{MaxFuture: *maxFuture, MaxPast: *maxPast}},
 		Producer: kafka.ProducerConfig{},
 		HTTP:     settings.HTTP,
 	}, log)
@@ -148,4 +164,72 @@ func forgetUser(ctx context.Context, cfg chstore.Config, args []string, out io.W
 		return err
 	}
 	return f.Report(out)
+}
+
+// blockSuggestion runs "consumer block-suggestion|unblock-suggestion -app
+// A [-channel C] -query TEXT" and says what it did on out.
+func blockSuggestion(ctx context.Context, cfg chstore.Config, command string, args []string, out io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("consumer "+command, flag.ContinueOnError)
+	app := fs.String("app", "", "app ID whose suggestions the text is kept out of")
+	channel := fs.String("channel", "", "channel the block holds on (empty: every channel of the app)")
+	query := fs.String("query", "", "the text, as users asked it (compared in normal form: trimmed, single-spaced, lower case)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *app == "" || strings.TrimSpace(*query) == "" || fs.NArg() > 0 {
+		return fmt.Errorf("%s: want -app A [-channel C] -query TEXT", command)
+	}
+	s, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	blocked := command == "block-suggestion"
+	b, err := s.BlockSuggestion(ctx, *app, *channel, *query, blocked)
+	if err != nil {
+		return err
+	}
+	where := "every channel"
+	if b.Channel != "" {
+		where = fmt.Sprintf("channel %q", b.Channel)
+	}
+	done := "blocked"
+	if !blocked {
+		done = "unblocked"
+	}
+	log.Info("suggestion "+done, "app", b.AppID, "channel", b.Channel)
+	_, err = fmt.Fprintf(out, "%s %q in app %q on %s\n", done, b.Query, b.AppID, where)
+	return err
+}
+
+// blockedSuggestions runs "consumer blocked-suggestions [-app A]": the
+// texts blocked now, a line each.
+func blockedSuggestions(ctx context.Context, cfg chstore.Config, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("consumer blocked-suggestions", flag.ContinueOnError)
+	app := fs.String("app", "", "only this app's (empty: every app's)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return errors.New("blocked-suggestions: want [-app A]")
+	}
+	s, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	blocks, err := s.BlockedSuggestions(ctx, *app)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "APP\tCHANNEL\tBLOCKED AT\tQUERY")
+	for _, b := range blocks {
+		channel := b.Channel
+		if channel == "" {
+			channel = "(all)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%q\n", b.AppID, channel, b.ChangedAt.UTC().Format(time.RFC3339), b.Query)
+	}
+	return tw.Flush()
 }

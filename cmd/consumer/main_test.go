@@ -327,6 +327,28 @@ func TestHistoryDaysRefusesNone(t *testing.T) {
 	}
 }
 
+func TestEventTimeWindowRefusesNone(t *testing.T) {
+	for _, tc := range []struct{ env, value, want string }{
+		{"EVENT_TIME_MAX_FUTURE", "0s", "-event-time-max-future (EVENT_TIME_MAX_FUTURE) 0s and -event-time-max-past (EVENT_TIME_MAX_PAST) 168h0m0s: want both positive"},
+		{"EVENT_TIME_MAX_PAST", "-1h", "-event-time-max-future (EVENT_TIME_MAX_FUTURE) 5m0s and -event-time-max-past (EVENT_TIME_MAX_PAST) -1h0m0s: want both positive"},
+		{"EVENT_TIME_MAX_PAST", "a week", `EVENT_TIME_MAX_PAST="a week": not a duration`},
+	} {
+		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			if err := run(nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s=%s: %v, want an error containing %q", tc.env, tc.value, err, tc.want)
+			}
+		})
+	}
+	if err := run([]string{"block-suggestion", "-app", "shop", "-query", "x", "extra"}); err == nil ||
+		!strings.Contains(err.Error(), "block-suggestion: want -app A [-channel C] -query TEXT") {
+		t.Errorf("block-suggestion with an argument: %v", err)
+	}
+	if err := run([]string{"replay"}); err == nil || !strings.Contains(err.Error(), "the commands are migrate, forget-user, block-suggestion, unblock-suggestion and blocked-suggestions") {
+		t.Errorf("an unknown command: %v", err)
+	}
+}
+
 // waitFor polls cond until it holds, failing with the process's log after
 // limit.
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool, p *proc) {

@@ -63,8 +63,14 @@ func run(args []string) error {
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
 	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", kafka.DefaultBatchTimeout, "how long the producer waits to fill a batch")
 	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", kafka.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
+	trusted := fs.String("trusted-proxies", "TRUSTED_PROXIES", ingest.DefaultTrustedProxies,
+		"comma-separated networks (CIDR) or addresses of the proxies in front of ingest, whose X-Forwarded-For names the client whose network events record (empty: none, the connection's peer is the client)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	trustedProxies, err := ingest.ParseTrustedProxies(*trusted)
+	if err != nil {
+		return fmt.Errorf("-trusted-proxies (TRUSTED_PROXIES): %w", err)
 	}
 	settings, err := svcFlags.Start(os.Stderr)
 	if errors.Is(err, launch.ErrVersionPrinted) {
@@ -95,6 +101,7 @@ func run(args []string) error {
 			MaxInFlightPerApp: *maxInFlightPerApp, MaxInFlightPerToken: *maxInFlightPerToken,
 			MaxBodyMemory: *maxBodyMemory, MaxBodyMemoryPerApp: *maxBodyMemoryPerApp,
 			MinUploadRate: *minUploadRate, MinUploadGrace: *minUploadGrace,
+			TrustedProxies: trustedProxies,
 		},
 		Limits:           event.Limits{MaxEvents: *maxEvents, MaxEventBytes: *maxEventBytes, Types: envflag.List(*eventTypes)},
 		TokenCacheTTL:    *tokenTTL,

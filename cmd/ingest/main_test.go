@@ -252,6 +252,7 @@ func TestBadConfigurationFails(t *testing.T) {
 		{"unknown SASL mechanism", nil, "KAFKA_SASL_MECHANISM=OAUTHBEARER", `unknown Kafka SASL mechanism "OAUTHBEARER"`},
 		{"min.insync.replicas above replication", []string{"-topic-replication", "2"}, "TOPIC_MIN_INSYNC_REPLICAS=3",
 			"min.insync.replicas 3 (TOPIC_MIN_INSYNC_REPLICAS) exceeds its replication factor 2 (TOPIC_REPLICATION)"},
+		{"a trusted proxy that is not a network", nil, "TRUSTED_PROXIES=10.0.0.0/8,gateway", `-trusted-proxies (TRUSTED_PROXIES): trusted proxy 2, "gateway": want a network such as 10.0.0.0/8 or an address`},
 		{"unknown command", []string{"replay"}, "", `unknown command "replay"`},
 		{"resubmit with a bad time", []string{"resubmit", "-since", "yesterday"}, "", `-since "yesterday": want an RFC 3339 time`},
 		{"resubmit with an argument", []string{"resubmit", "all"}, "", "resubmit takes no arguments"},

@@ -273,9 +273,14 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		name, bin, addr, operator string
 		args, env                 []string
 	}{
-		{IngestName, "ingest", s.Ingest, s.IngestOperator, nil, []string{"INGEST_ADDR=" + s.Ingest, "KAFKA_BROKERS=" + s.Broker, "CONTENT_DB=" + s.DB}},
+		// The gateway on loopback is ingest's trusted proxy (the default),
+		// and every client of the stack is on this host, one network: the
+		// api suggests what enough users asked from it.
+		{IngestName, "ingest", s.Ingest, s.IngestOperator, nil, []string{"INGEST_ADDR=" + s.Ingest, "KAFKA_BROKERS=" + s.Broker, "CONTENT_DB=" + s.DB,
+			"TRUSTED_PROXIES=127.0.0.0/8,::1/128"}},
 		{ConsumerName, "consumer", s.Consumer, s.ConsumerOperator, nil, []string{"CONSUMER_ADDR=" + s.Consumer, "KAFKA_BROKERS=" + s.Broker, "CLICKHOUSE_ADDR=" + s.ClickHouse}},
-		{APIName, "api", s.API, s.APIOperator, []string{"serve"}, []string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources}},
+		{APIName, "api", s.API, s.APIOperator, []string{"serve"}, []string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources,
+			"HISTORY_MIN_SOURCES=1"}},
 		{GatewayName, "api", s.Gateway, s.GatewayOperator, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API}},
 	} {
 		svc.env = append(svc.env, "OPERATOR_ADDR="+svc.operator)

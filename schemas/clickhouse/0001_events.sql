@@ -8,7 +8,8 @@ CREATE TABLE IF NOT EXISTS {{table "events"}}{{.OnCluster}}
     event_id            String,
     app_id              LowCardinality(String),
     organization_id     LowCardinality(String),
-    -- The runtime's isoTime when it sent one, else received_at.
+    -- The runtime's isoTime when it sent one near received_at, else
+    -- received_at (see migration 9).
     event_time          {{.Time}},
     received_at         {{.Time}},
     type                LowCardinality(String),
@@ -43,6 +44,9 @@ CREATE TABLE IF NOT EXISTS {{table "events"}}{{.OnCluster}}
     kb_documents        UInt16,
     kb_faqs             UInt16,
     event_time_source   {{.TimeSource}},
+    runtime_time        Nullable({{.Time}}),
+    token_id            LowCardinality(String),
+    client_network      String,
 {{- end}}
     payload             String{{.Codec}},
     extra               String{{.Codec}},

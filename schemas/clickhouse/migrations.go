@@ -96,8 +96,9 @@ type Options struct {
 	// Distributed tables over Cluster) with plain MergeTree engines and
 	// without ON CLUSTER: what one server without ZooKeeper can execute.
 	Unreplicated bool
-	// HistoryDays is how long query_users keeps the days of asked queries
-	// where the server supports TTL; 0 means DefaultHistoryDays. The TTL
+	// HistoryDays is how long query_sources keeps the days of asked
+	// queries where the server supports TTL, never longer than
+	// RetentionDays when that is set; 0 means DefaultHistoryDays. The TTL
 	// is fixed when the table is created.
 	HistoryDays int
 }
@@ -253,7 +254,8 @@ type params struct {
 	// abort while two replicas of a shard run one ALTER ON CLUSTER; the
 	// layout being new, no cluster table was made with fewer columns.
 	Cluster bool
-	// HistoryTTL is query_users' TTL clause, empty without TTL.
+	// HistoryTTL is the TTL clause of query_sources (and of migration 6's
+	// query_users), empty without TTL.
 	HistoryTTL string
 	// PrivatePattern is PrivatePattern as an SQL string literal.
 	PrivatePattern string
@@ -321,9 +323,13 @@ func Render(f Features, o Options) ([]Migration, error) {
 		return nil, fmt.Errorf("query history of %d days: want 0 (the default, %d) or more", o.HistoryDays, DefaultHistoryDays)
 	}
 	if f.TTL {
+		// Asked queries never outlive the events they come from.
 		days := o.HistoryDays
 		if days == 0 {
 			days = DefaultHistoryDays
+		}
+		if o.RetentionDays > 0 {
+			days = min(days, o.RetentionDays)
 		}
 		p.HistoryTTL = fmt.Sprintf("TTL day + INTERVAL %d DAY", days)
 	}

@@ -16,12 +16,14 @@ import (
 
 // singleServerTables are the tables of the single-server schema, with
 // their engines.
-var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "query_counts": "SummingMergeTree",
-	"query_counts_mv": "MaterializedView", "quarantine": "ReplacingMergeTree",
-	"query_users": "AggregatingMergeTree", "query_users_mv": "MaterializedView",
-	"app_daily": "AggregatingMergeTree", "app_daily_mv": "MaterializedView",
+var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "quarantine": "ReplacingMergeTree",
+	"query_counts": "View", "query_counts_daily": "SummingMergeTree", "query_counts_daily_mv": "MaterializedView",
+	"query_sources": "AggregatingMergeTree", "query_sources_mv": "MaterializedView",
+	"user_queries": "ReplacingMergeTree", "user_queries_mv": "MaterializedView",
+	"suggestion_blocks": "ReplacingMergeTree",
+	"app_daily":         "AggregatingMergeTree", "app_daily_mv": "MaterializedView",
 	"intent_daily": "AggregatingMergeTree", "intent_daily_mv": "MaterializedView",
-	"unanswered_daily": "AggregatingMergeTree", "unanswered_daily_mv": "MaterializedView",
+	"unanswered_daily": "AggregatingMergeTree", "unanswered_daily_private_mv": "MaterializedView",
 	"sessions": "AggregatingMergeTree", "sessions_mv": "MaterializedView"}
 
 // clusterTables are the tables of the cluster layout: shard-local tables
@@ -29,12 +31,14 @@ var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "quer
 var clusterTables = map[string]string{
 	"events_local": "ReplacingMergeTree", "events": "Distributed",
 	"quarantine_local": "ReplacingMergeTree", "quarantine": "Distributed",
-	"query_counts_local": "SummingMergeTree", "query_counts": "Distributed",
-	"query_counts_mv": "MaterializedView", "schema_migrations": "ReplacingMergeTree",
-	"query_users_local": "AggregatingMergeTree", "query_users": "Distributed", "query_users_mv": "MaterializedView",
+	"query_counts": "View", "schema_migrations": "ReplacingMergeTree",
+	"query_counts_daily_local": "SummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv": "MaterializedView",
+	"query_sources_local": "AggregatingMergeTree", "query_sources": "Distributed", "query_sources_mv": "MaterializedView",
+	"user_queries_local": "ReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv": "MaterializedView",
+	"suggestion_blocks_local": "ReplacingMergeTree", "suggestion_blocks": "Distributed",
 	"app_daily_local": "AggregatingMergeTree", "app_daily": "Distributed", "app_daily_mv": "MaterializedView",
 	"intent_daily_local": "AggregatingMergeTree", "intent_daily": "Distributed", "intent_daily_mv": "MaterializedView",
-	"unanswered_daily_local": "AggregatingMergeTree", "unanswered_daily": "Distributed", "unanswered_daily_mv": "MaterializedView",
+	"unanswered_daily_local": "AggregatingMergeTree", "unanswered_daily": "Distributed", "unanswered_daily_private_mv": "MaterializedView",
 	"sessions_local": "AggregatingMergeTree", "sessions": "Distributed", "sessions_mv": "MaterializedView",
 }
 
@@ -138,19 +142,23 @@ func checkModernSchema(ctx context.Context, t *testing.T, s *modernch.Session, d
 	if o.Cluster != "" {
 		local = LocalSuffix
 	}
-	for _, table := range []string{"events" + local, "quarantine" + local} {
-		hasTTL := strings.Contains(created[table], " TTL ")
+	// Every table of asked queries expires with the events.
+	for _, table := range []string{"events", "quarantine", "query_counts_daily", "user_queries", "unanswered_daily"} {
+		hasTTL := strings.Contains(created[table+local], " TTL ")
 		if hasTTL != (o.RetentionDays > 0) {
-			t.Errorf("%s with retention %d days: TTL %v\n%s", table, o.RetentionDays, hasTTL, created[table])
+			t.Errorf("%s with retention %d days: TTL %v\n%s", table+local, o.RetentionDays, hasTTL, created[table+local])
 		}
 	}
-	// query_users keeps its days whatever the events' retention.
+	// query_sources keeps its days, never longer than the events.
 	historyDays := o.HistoryDays
 	if historyDays == 0 {
 		historyDays = DefaultHistoryDays
 	}
-	if ttl := fmt.Sprintf(" TTL day + toIntervalDay(%d)", historyDays); !strings.Contains(created["query_users"+local], ttl) {
-		t.Errorf("query_users%s lacks%s:\n%s", local, ttl, created["query_users"+local])
+	if o.RetentionDays > 0 {
+		historyDays = min(historyDays, o.RetentionDays)
+	}
+	if ttl := fmt.Sprintf(" TTL day + toIntervalDay(%d)", historyDays); !strings.Contains(created["query_sources"+local], ttl) {
+		t.Errorf("query_sources%s lacks%s:\n%s", local, ttl, created["query_sources"+local])
 	}
 
 	res, err = s.Query(ctx, "SELECT table, name, type, compression_codec FROM system.columns WHERE database = '"+db+"' AND table = 'events"+local+"' ORDER BY position")
@@ -176,11 +184,14 @@ func checkModernSchema(ctx context.Context, t *testing.T, s *modernch.Session, d
 		}
 	}
 	// The added columns sit after tag, in the order the migrations give.
-	if got := strings.Join(order, ","); !strings.Contains(got, "tag,tags,error_message,error_stack,message,kb_used,kb_documents,kb_faqs,event_time_source,payload") {
+	if got := strings.Join(order, ","); !strings.Contains(got, "tag,tags,error_message,error_stack,message,kb_used,kb_documents,kb_faqs,event_time_source,runtime_time,token_id,client_network,payload") {
 		t.Errorf("events columns in order %s", got)
 	}
 	if typ := types["event_time_source"]; typ != "Enum8('received' = 1, 'runtime' = 2)" {
 		t.Errorf("events.event_time_source has type %q", typ)
+	}
+	if typ := types["runtime_time"]; typ != "Nullable(DateTime64(3, 'UTC'))" {
+		t.Errorf("events.runtime_time has type %q", typ)
 	}
 	for _, index := range []string{"INDEX session_idx session_id TYPE bloom_filter(0.01) GRANULARITY 2", "INDEX user_idx user_id TYPE bloom_filter(0.01) GRANULARITY 2"} {
 		if !strings.Contains(created["events"+local], index) {
@@ -203,19 +214,41 @@ func checkModernSchema(ctx context.Context, t *testing.T, s *modernch.Session, d
 		t.Errorf("query_counts after two inserted events: %v", res.Rows)
 	}
 
-	// query_users counts users' questions, without those of no user or
-	// holding personal data.
-	if err := s.Exec(ctx, "INSERT INTO "+events+" (event_id, app_id, channel, user_id, event_time, received_at, raw_query) VALUES "+
-		"('e3', 'a', 'web', 'u1', now64(3), now64(3), 'Where is my order'), ('e4', 'a', 'web', 'u2', now64(3), now64(3), 'where is my order'), "+
-		"('e5', 'a', 'web', 'u1', now64(3), now64(3), 'I am Jo@Example.com'), ('e6', 'a', 'web', 'u1', now64(3), now64(3), 'call 555-123-4567')"); err != nil {
+	// query_sources counts users', sessions' and sources' questions,
+	// without those of no user, session or source, or holding personal
+	// data.
+	if err := s.Exec(ctx, "INSERT INTO "+events+" (event_id, app_id, channel, user_id, session_id, token_id, client_network, event_time, received_at, raw_query) VALUES "+
+		"('e3', 'a', 'web', 'u1', 's1', 't', '192.0.2.0/24', now64(3), now64(3), 'Where is my order'), "+
+		"('e4', 'a', 'web', 'u2', 's2', 't', '198.51.100.0/24', now64(3), now64(3), 'where is my order'), "+
+		"('e5', 'a', 'web', 'u3', 's3', 't', '198.51.100.0/24', now64(3), now64(3), 'where is my order'), "+
+		"('e6', 'a', 'web', 'u1', 's1', 't', '', now64(3), now64(3), 'where is my order'), "+
+		"('e7', 'a', 'web', 'u1', 's1', 't', '192.0.2.0/24', now64(3), now64(3), 'I am Jo@Example.com'), "+
+		"('e8', 'a', 'web', 'u1', 's1', 't', '192.0.2.0/24', now64(3), now64(3), 'jane dot doe at gmail dot com'), "+
+		"('e9', 'a', 'web', 'u1', 's1', 't', '192.0.2.0/24', now64(3), now64(3), 'call 555-123-4567')"); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Query(ctx, "SELECT query, countMerge(asked), uniqMerge(users) FROM "+quoteIdent(db)+".query_users WHERE day = today() GROUP BY query")
+	res, err = s.Query(ctx, "SELECT query, countMerge(asked), uniqMerge(users), uniqMerge(sessions), uniqMerge(sources) FROM "+quoteIdent(db)+".query_sources WHERE day = today() GROUP BY query")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 1 || fmt.Sprint(res.Rows[0]...) != "where is my order22" {
-		t.Errorf("query_users after four inserted events: %v", res.Rows)
+	if len(res.Rows) != 1 || fmt.Sprint(res.Rows[0]...) != "where is my order3332" {
+		t.Errorf("query_sources after seven inserted events: %v", res.Rows)
+	}
+	// query_counts_daily counts them all but the private ones, and
+	// user_queries records who asked what.
+	res, err = s.Query(ctx, "SELECT query, sum(asked) FROM "+quoteIdent(db)+".query_counts_daily GROUP BY query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || fmt.Sprint(res.Rows[0]...) != "where is my order6" {
+		t.Errorf("query_counts_daily: %v", res.Rows)
+	}
+	res, err = s.Query(ctx, "SELECT user_id, count() FROM (SELECT DISTINCT user_id, query FROM "+quoteIdent(db)+".user_queries) GROUP BY user_id ORDER BY user_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Rows) != "[[ 1] [u1 1] [u2 1] [u3 1]]" {
+		t.Errorf("user_queries: %v", res.Rows)
 	}
 }
 
@@ -333,5 +366,145 @@ func TestMigration7CompletesAnOlderCluster(t *testing.T) {
 	}
 	if got, want := describe(), "[[events 1] [events_local 1]] [[session_idx] [user_idx]]"; got != want {
 		t.Errorf("after migration 7: %s, want %s", got, want)
+	}
+}
+
+// TestMigration9CompletesAnOlderCluster builds a cluster's events tables
+// as migration 1 made them before they held runtime_time, token_id and
+// client_network, then runs migration 9 twice: the columns reach both
+// tables, where the query views of migrations 10 and 11 read them.
+func TestMigration9CompletesAnOlderCluster(t *testing.T) {
+	o := Options{Database: "analytics", Cluster: "cms", Unreplicated: true}
+	v, _ := ParseVersion("26.7")
+	migs, err := Render(FeaturesOf(v), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := modernch.OpenForTestWith(t, modernch.Options{Cluster: o.Cluster})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	create, err := CreateDatabase(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := []string{create}
+	for _, st := range migs[0].Statements {
+		older = append(older, regexp.MustCompile(`(?m)^\s+(runtime_time|token_id|client_network) .*\n`).ReplaceAllString(st, ""))
+	}
+	for _, st := range older {
+		if err := s.Exec(ctx, st); err != nil {
+			t.Fatalf("%v\n%s", err, st)
+		}
+	}
+	describe := func() string {
+		res, err := s.Query(ctx, "SELECT table, groupArray(name) FROM (SELECT table, name FROM system.columns WHERE database = 'analytics' "+
+			"AND name IN ('runtime_time', 'token_id', 'client_network') ORDER BY table, position) GROUP BY table ORDER BY table")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(res.Rows)
+	}
+	if got := describe(); got != "[]" {
+		t.Fatalf("the older tables already have %s", got)
+	}
+	for round := 1; round <= 2; round++ {
+		for _, m := range migs[1:] {
+			for _, st := range m.Statements {
+				if err := s.Exec(ctx, st); err != nil {
+					t.Fatalf("round %d, migration %d: %v\n%s", round, m.Version, err, st)
+				}
+			}
+		}
+	}
+	if got, want := describe(), "[[events [runtime_time token_id client_network]] [events_local [runtime_time token_id client_network]]]"; got != want {
+		t.Errorf("after migration 9: %s, want %s", got, want)
+	}
+}
+
+// TestQueryTablesExpireWithEvents checks, on a ClickHouse 26 engine
+// (chDB), that no table of asked queries keeps a day longer than the
+// events it came from: with a retention of 30 days, the questions of 40
+// days ago are gone from every one of them once merged, even where
+// HISTORY_DAYS asks for 90, and today's stay.
+func TestQueryTablesExpireWithEvents(t *testing.T) {
+	o := Options{Database: "analytics", RetentionDays: 30, HistoryDays: 90}
+	v, _ := ParseVersion("26.7")
+	migs, err := Render(FeaturesOf(v), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := modernch.OpenForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Exec(ctx, "CREATE DATABASE analytics"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migs {
+		for _, st := range m.Statements {
+			if err := s.Exec(ctx, st); err != nil {
+				t.Fatalf("migration %d: %v\n%s", m.Version, err, st)
+			}
+		}
+	}
+	tables := []string{"query_counts_daily", "query_sources", "user_queries", "unanswered_daily", "events"}
+	// Merges wait until the rows are seen, so that the TTL's work shows.
+	for _, table := range tables {
+		if err := s.Exec(ctx, "SYSTEM STOP TTL MERGES analytics."+table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert := "INSERT INTO analytics.events (event_id, app_id, channel, user_id, session_id, token_id, client_network, name, request_type, event_time, received_at, raw_query) VALUES "
+	var values []string
+	for i, daysAgo := range []int{0, 40} {
+		for u := range 2 {
+			values = append(values, fmt.Sprintf("('e%d-%d', 'a', 'web', 'u%d', 's%d', 't', '192.0.%d.0/24', 'REQUEST_RESPONSE', 'INPUT_UNKNOWN_REQUEST', "+
+				"now64(3) - INTERVAL %d DAY, now64(3) - INTERVAL %d DAY, 'asked %d days ago')", i, u, u, u, u, daysAgo, daysAgo, daysAgo))
+		}
+	}
+	if err := s.Exec(ctx, insert+strings.Join(values, ", ")); err != nil {
+		t.Fatal(err)
+	}
+	queries := func() string {
+		var out []string
+		for _, table := range tables {
+			column := "query"
+			if table == "events" {
+				column = "raw_query"
+			}
+			res, err := s.Query(ctx, "SELECT DISTINCT "+column+" FROM analytics."+table+" ORDER BY "+column)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(table, res.Rows))
+		}
+		return strings.Join(out, " ")
+	}
+	if got, want := queries(), "query_counts_daily[[asked 0 days ago] [asked 40 days ago]] query_sources[[asked 0 days ago] [asked 40 days ago]] "+
+		"user_queries[[asked 0 days ago] [asked 40 days ago]] unanswered_daily[[asked 0 days ago] [asked 40 days ago]] "+
+		"events[[asked 0 days ago] [asked 40 days ago]]"; got != want {
+		t.Fatalf("before the merge: %s\nwant %s", got, want)
+	}
+	for _, table := range tables {
+		if err := s.Exec(ctx, "SYSTEM START TTL MERGES analytics."+table); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Exec(ctx, "OPTIMIZE TABLE analytics."+table+" FINAL"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	for _, table := range tables {
+		want = append(want, table+"[[asked 0 days ago]]")
+	}
+	if got := queries(); got != strings.Join(want, " ") {
+		t.Errorf("after the merge: %s\nwant %s", got, strings.Join(want, " "))
+	}
+	// query_counts, the view analysts knew, reads the same.
+	res, err := s.Query(ctx, "SELECT query, sum(asked) FROM analytics.query_counts GROUP BY query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Rows) != "[[asked 0 days ago 2]]" {
+		t.Errorf("query_counts: %v", res.Rows)
 	}
 }

@@ -8,10 +8,13 @@ import (
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
-// ClickHouseHistory reads past queries from query_users: those enough
-// distinct users asked within a window of days, never text that looks
-// like personal data. It connects on first use and again after a
-// failure, so the api starts and serves while ClickHouse is down.
+// ClickHouseHistory reads past queries from query_sources: those enough
+// distinct users, sessions and sources (tokens and client networks, as
+// the server saw them) asked within a window of days, never text that
+// looks like personal data or that an operator blocked. It connects on
+// first use and again after a failure, so the api starts and serves while
+// ClickHouse is down. A block shows when the cache reads the channel
+// again (HistoryRefresh).
 type ClickHouseHistory struct {
 	conn  *chstore.Lazy
 	rules chstore.Suggestable
@@ -19,7 +22,8 @@ type ClickHouseHistory struct {
 
 // NewClickHouseHistory returns a History reading the database in cfg,
 // suggesting the queries rules allow; a zero field of rules takes its
-// default: chstore.DefaultMinUsers users over the schema's default days.
+// default: chstore.DefaultMinUsers users, as many sessions and sources,
+// over the schema's default days.
 func NewClickHouseHistory(cfg chstore.Config, rules chstore.Suggestable) *ClickHouseHistory {
 	if rules.MinUsers == 0 {
 		rules.MinUsers = chstore.DefaultMinUsers

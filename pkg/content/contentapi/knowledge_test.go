@@ -385,7 +385,8 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	var rows chstore.EventBatch
-	// ask writes query as asked by users distinct users, each times
+	// ask writes query as asked by users distinct users, each in a
+	// session of their own and from a network of their own, each times
 	// times, days ago.
 	ask := func(q, channel string, users, times, daysAgo int) {
 		at := now.AddDate(0, 0, -daysAgo)
@@ -394,6 +395,7 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 				i := rows.AddRow()
 				rows.EventID[i], rows.AppID[i], rows.EventTime[i], rows.ReceivedAt[i], rows.Channel[i], rows.UserID[i], rows.RawQuery[i] =
 					fmt.Sprintf("e%d", i), "app-1", at, now, channel, fmt.Sprintf("user-%d", u), q
+				rows.SessionID[i], rows.TokenID[i], rows.ClientNetwork[i] = fmt.Sprintf("session-%d", u), "0123456789abcdef", fmt.Sprintf("198.51.%d.0/24", u)
 			}
 		}
 	}
@@ -439,6 +441,22 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 	}
 	if want := "HISTORICAL:where is the riverside store|HISTORICAL:where is my parcel|HISTORICAL:where is my order"; strings.Join(got, "|") != want {
 		t.Errorf("suggestions %q, want %q", strings.Join(got, "|"), want)
+	}
+	// An operator blocks a text: the suggestions leave it out once the
+	// cache reads the channel again (HistoryRefresh).
+	if _, err := s.BlockSuggestion(ctx, "app-1", "", "Where is the riverside store", true); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		r := e.get("/cms/suggestions?key=k1&queryText=where+is&type=historical", "app1")
+		if !strings.Contains(r.body, "riverside") && strings.Contains(r.body, "where is my parcel") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the blocked text is still suggested 10s later: %s", r.body)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	// ClickHouse down: the endpoint still answers, without HISTORICAL,
 	// and says so.

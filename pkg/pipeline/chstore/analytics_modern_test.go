@@ -233,6 +233,11 @@ func jsonValue(col any, i int) (any, error) {
 		return jsonTime(c[i]), nil
 	case []*float32:
 		return c[i], nil // nil is NULL; encoding/json writes float32 as float32
+	case []*time.Time:
+		if c[i] == nil {
+			return nil, nil
+		}
+		return jsonTime(*c[i]), nil
 	case []uint16:
 		return c[i], nil
 	case [][]string:

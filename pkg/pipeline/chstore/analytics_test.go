@@ -27,6 +27,8 @@ type fixture struct {
 	Partition                                          uint16
 	Offset                                             uint64
 	TimeSource                                         int8
+	RuntimeTime                                        *time.Time
+	TokenID, ClientNetwork                             string
 }
 
 func (f fixture) addTo(b *EventBatch) {
@@ -49,6 +51,10 @@ func (f fixture) addTo(b *EventBatch) {
 	if f.TimeSource != 0 {
 		b.EventTimeSource[i] = f.TimeSource
 	}
+	if f.RuntimeTime != nil {
+		b.SetRuntimeTime(i, *f.RuntimeTime)
+	}
+	b.TokenID[i], b.ClientNetwork[i] = f.TokenID, f.ClientNetwork
 }
 
 // docQueries returns the SQL blocks of docs/analytics.md by heading.
@@ -101,7 +107,8 @@ func analystRows() (t0 time.Time, batches []*EventBatch, quarantine []Quarantine
 	t0 = time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour)
 	ev := func(id, session, user, channel, typ, name, handler string, at time.Duration) fixture {
 		return fixture{EventID: id, AppID: "demo-app", OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
-			Type: typ, Name: name, SessionID: session, UserID: user, Channel: channel, SelectedHandler: handler, Extra: "{}"}
+			Type: typ, Name: name, SessionID: session, UserID: user, Channel: channel, SelectedHandler: handler, Extra: "{}",
+			TokenID: "0123456789abcdef", ClientNetwork: "192.0.2.0/24"}
 	}
 	launch := ev("e1", "session-1", "u1", "web", "REQUEST", "LAUNCH_REQUEST", "LaunchRequest", 0)
 	rr1 := ev("e2", "session-1", "u1", "web", "AnalyticsEvent", "REQUEST_RESPONSE", "OrderStatus", time.Second)
@@ -172,7 +179,7 @@ func analystQueries(t *testing.T, s *Store, written func()) map[string][][]strin
 		"Error rate by handler":                "OrderStatus 1 4 0.25|Fallback 0 1 0|LaunchRequest 0 1 0",
 		"A session's transcript":               "",
 		"Every query asked, as counted":        "where is my order 2|blah blah 1",
-		"Suggestable queries (what HISTORICAL suggestions are drawn from)": "where is my order 2 1|blah blah 1 1",
+		"Suggestable queries (what HISTORICAL suggestions are drawn from)": "where is my order 2 1 1 1|blah blah 1 1 1 1",
 		"Knowledge-base turns":                 day + "T00:00:00Z 3 2 7 1",
 		"Errors by message":                    `ERROR HandlerError boom 1 [{"file":"index.js"}]|LambdaErrorEvent Lambda Finished boom 1 `,
 		"Turns by tag":                         "orders 2|kb 1|status 1",

@@ -93,13 +93,16 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 		"kb_used":           "UInt8",
 		"kb_faqs":           "UInt16",
 		"event_time_source": "Enum8('received' = 1, 'runtime' = 2)",
+		"runtime_time":      "Nullable(DateTime('UTC'))",
+		"token_id":          "LowCardinality(String)",
+		"client_network":    "String",
 	}
 	for col, typ := range want {
 		if types[col] != typ {
 			t.Errorf("column %s has type %q, want %q", col, types[col], typ)
 		}
 	}
-	if len(types) != 35 {
+	if len(types) != 38 {
 		t.Errorf("events has %d columns: %v", len(types), types)
 	}
 	if n := columnCount(t, s, "analytics", "quarantine"); n != 14 {
@@ -147,34 +150,42 @@ func TestMigrateFromEarlierSchema(t *testing.T) {
 	now := time.Now().UTC()
 	insert(t, s, "INSERT INTO events (event_id, app_id, event_time, received_at, type, name)", "old", "app-1", now, now, "REQUEST", "LAUNCH_REQUEST")
 	applied, err := s.Migrate(ctx)
-	if err != nil || !slices.Equal(applied, []int{4, 5, 6, 7, 8}) {
-		t.Fatalf("applied %v, %v; want [4 5 6 7 8]", applied, err)
+	if err != nil || !slices.Equal(applied, []int{4, 5, 6, 7, 8, 9, 10, 11}) {
+		t.Fatalf("applied %v, %v; want [4 5 6 7 8 9 10 11]", applied, err)
 	}
 	var b EventBatch
+	runtime := now.Add(-time.Minute).Truncate(time.Second)
 	fixture{EventID: "new", AppID: "app-1", EventTime: now, ReceivedAt: now, Type: "ERROR", Name: "TypeError", Tags: []string{"a", "b"},
 		ErrorMessage: "boom", ErrorStack: `[{"file":"x"}]`, Message: "m", KBUsed: true, KBDocuments: 10, KBFAQs: 3,
-		TimeSource: TimeSourceRuntime}.addTo(&b)
+		TimeSource: TimeSourceRuntime, RuntimeTime: &runtime, TokenID: "t1", ClientNetwork: "192.0.2.0/24"}.addTo(&b)
 	if err := s.InsertEvents(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.Conn().Query(cctx, "SELECT event_id, tags, tag, error_message, error_stack, message, kb_used, kb_documents, kb_faqs, event_time_source FROM events ORDER BY event_id")
+	rows, err := s.Conn().Query(cctx, "SELECT event_id, tags, tag, error_message, error_stack, message, kb_used, kb_documents, kb_faqs, event_time_source, "+
+		"runtime_time, token_id, client_network FROM events ORDER BY event_id")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var got []string
 	for rows.Next() {
-		var id, tag, msg, stack, message, source string
+		var id, tag, msg, stack, message, source, token, network string
 		var tags []string
 		var used uint8
 		var docs, faqs uint16
-		if err := rows.Scan(&id, &tags, &tag, &msg, &stack, &message, &used, &docs, &faqs, &source); err != nil {
+		var rt *time.Time
+		if err := rows.Scan(&id, &tags, &tag, &msg, &stack, &message, &used, &docs, &faqs, &source, &rt, &token, &network); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, fmt.Sprint(id, tags, tag, msg, stack, message, used, docs, faqs, " ", source))
+		rts := "null"
+		if rt != nil {
+			rts = fmt.Sprint(rt.Equal(runtime))
+		}
+		got = append(got, fmt.Sprint(id, tags, tag, msg, stack, message, used, docs, faqs, " ", source, " ", rts, " ", token, " ", network))
 	}
-	// The old row's times are equal, so its source reads as received.
-	want := []string{`new[a b]aboom[{"file":"x"}]m1 10 3 runtime`, "old[]0 0 0 received"}
+	// The old row's times are equal, so its source reads as received; it
+	// has no runtime time and no sender.
+	want := []string{`new[a b]aboom[{"file":"x"}]m1 10 3 runtime true t1 192.0.2.0/24`, "old[]0 0 0 received null  "}
 	if !slices.Equal(got, want) {
 		t.Errorf("rows\n%q\nwant\n%q", got, want)
 	}

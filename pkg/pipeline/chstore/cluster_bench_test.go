@@ -96,7 +96,7 @@ func BenchmarkClusterInsert(b *testing.B) {
 	}
 	clusterPIDs = append(clusterPIDs, c.ZooKeeper.PID())
 	syncCluster := func() {
-		if err := c.SyncReplicas(ctx, "bench.events_local", "bench.query_counts_local"); err != nil {
+		if err := c.SyncReplicas(ctx, "bench.events_local", "bench.query_counts_daily_local"); err != nil {
 			b.Fatal(err)
 		}
 	}

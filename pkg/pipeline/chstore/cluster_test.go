@@ -74,13 +74,19 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	}
 	want := map[string]string{
 		"events_local": "ReplicatedReplacingMergeTree", "events": "Distributed",
-		"query_counts_local": "ReplicatedSummingMergeTree", "query_counts": "Distributed", "query_counts_mv": "MaterializedView",
 		"quarantine_local": "ReplicatedReplacingMergeTree", "quarantine": "Distributed",
-		"query_users_local": "ReplicatedAggregatingMergeTree", "query_users": "Distributed", "query_users_mv": "MaterializedView",
-		"schema_migrations": "ReplicatedReplacingMergeTree",
+		"query_counts_daily_local": "ReplicatedSummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv": "MaterializedView",
+		"query_counts":       "View",
+		"user_queries_local": "ReplicatedReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv": "MaterializedView",
+		"suggestion_blocks_local": "ReplicatedReplacingMergeTree", "suggestion_blocks": "Distributed",
+		"schema_migrations":           "ReplicatedReplacingMergeTree",
+		"unanswered_daily_private_mv": "MaterializedView",
 	}
-	for _, rollup := range []string{"app_daily", "intent_daily", "unanswered_daily", "sessions"} {
-		want[rollup+"_local"], want[rollup], want[rollup+"_mv"] = "ReplicatedAggregatingMergeTree", "Distributed", "MaterializedView"
+	for _, rollup := range []string{"app_daily", "intent_daily", "unanswered_daily", "sessions", "query_sources"} {
+		want[rollup+"_local"], want[rollup] = "ReplicatedAggregatingMergeTree", "Distributed"
+		if rollup != "unanswered_daily" {
+			want[rollup+"_mv"] = "MaterializedView"
+		}
 	}
 	for i, shard := range c.Shards {
 		for j, srv := range shard {
@@ -100,8 +106,8 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 			// The later columns are on the local and the Distributed table.
 			var n uint64
 			if err := s.Conn().QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = 'analytics' "+
-				"AND table IN ('events', 'events_local') AND name IN ('tags', 'kb_faqs', 'event_time_source')").Scan(&n); err != nil || n != 6 {
-				t.Errorf("%s: %d of the 6 added columns (err %v)", devclickhouse.ReplicaName(i, j), n, err)
+				"AND table IN ('events', 'events_local') AND name IN ('tags', 'kb_faqs', 'event_time_source', 'runtime_time', 'token_id', 'client_network')").Scan(&n); err != nil || n != 12 {
+				t.Errorf("%s: %d of the 12 added columns (err %v)", devclickhouse.ReplicaName(i, j), n, err)
 			}
 		}
 	}
@@ -130,7 +136,7 @@ func TestClusterAnalystQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster := analystQueries(t, cs, func() {
-		if err := c.SyncReplicas(context.Background(), "default.events_local", "default.quarantine_local", "default.query_counts_local", "default.query_users_local"); err != nil {
+		if err := c.SyncReplicas(context.Background(), "default.events_local", "default.quarantine_local", "default.query_counts_daily_local", "default.query_sources_local"); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -176,10 +182,14 @@ func TestClusterAnalystQueries(t *testing.T) {
 	if err := cs.InsertEvents(context.Background(), privacyRows(time.Now().UTC())); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SyncReplicas(context.Background(), "default.query_users_local"); err != nil {
+	if err := c.SyncReplicas(context.Background(), "default.query_sources_local"); err != nil {
 		t.Fatal(err)
 	}
-	checkSuggestable(t, cs)
+	checkSuggestable(t, cs, func() {
+		if err := c.SyncReplicas(context.Background(), "default.suggestion_blocks_local"); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // shardOf is the shard (from 0) the Distributed tables send an event ID to

@@ -61,6 +61,7 @@ func (b *EventBatch) stringSizes() map[string]columnSize {
 		"event_id": b.EventID, "session_id": b.SessionID, "user_id": b.UserID, "raw_query": b.RawQuery,
 		"query_normalized": b.queryNormalized, "output_display_text": b.DisplayText, "output_ssml": b.SSML, "tag": b.Tag,
 		"error_message": b.ErrorMessage, "error_stack": b.ErrorStack, "message": b.Message, "payload": b.Payload, "extra": b.Extra,
+		"client_network": b.ClientNetwork,
 	} {
 		sizes[name] = columnSize{values: len(col), bytes: textBytes(col)}
 	}

@@ -24,7 +24,7 @@ const (
 func DefineFlags(fs *envflag.Set, use Use) func() Config {
 	addrDefault, addrHelp, dbHelp := "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses", "ClickHouse database of the tables"
 	if use == History {
-		addrDefault, addrHelp, dbHelp = "", "ClickHouse native-protocol addresses for HISTORICAL suggestions and /analytics (empty: neither)", "ClickHouse database holding query_users and the rollups"
+		addrDefault, addrHelp, dbHelp = "", "ClickHouse native-protocol addresses for HISTORICAL suggestions and /analytics (empty: neither)", "ClickHouse database holding query_sources and the rollups"
 	}
 	addrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", addrDefault, addrHelp)
 	db := fs.String("clickhouse-database", "CLICKHOUSE_DATABASE", "default", dbHelp)

@@ -109,9 +109,10 @@ func (p forgetPlan) deletions() []deletion {
 	if len(p.sessions) > 0 {
 		out = append(out, deletion{table: "sessions", wheres: inLists(app+" AND session_id IN ", p.sessions)})
 	}
+	out = append(out, deletion{table: "user_queries", wheres: []string{app + " AND user_id = " + quoteLiteral(p.user)}})
 	if len(p.queries) > 0 {
 		wheres := inLists(app+" AND query IN ", p.queries)
-		for _, t := range []string{"query_counts", "query_users", "unanswered_daily"} {
+		for _, t := range []string{"query_counts_daily", "query_sources", "unanswered_daily"} {
 			out = append(out, deletion{table: t, wheres: wheres})
 		}
 	}
@@ -246,23 +247,34 @@ func (s *Store) ForgetUser(ctx context.Context, f Forget, log *slog.Logger) (For
 
 // planForget finds the user's sessions, their own queries and their
 // quarantined events, through the tables every server or shard is read
-// by.
+// by. Sessions are found in events and in the sessions rollup, queries in
+// events and in user_queries, which keeps them as long as the tables of
+// queries do: those of expired events are found too.
 func (s *Store) planForget(ctx context.Context, app, user string) (forgetPlan, error) {
 	p := forgetPlan{app: app, user: user}
 	var err error
-	if p.sessions, err = s.stringColumn(ctx, "SELECT DISTINCT session_id FROM "+s.table("events")+" WHERE app_id = ? AND user_id = ? AND session_id != ''", app, user); err != nil {
+	// The sessions rollup names each session's user, so that sessions of
+	// expired events are found too.
+	sessions, err := s.stringColumn(ctx, "SELECT DISTINCT session_id FROM "+s.table("events")+" WHERE app_id = ? AND user_id = ? AND session_id != '' "+
+		"UNION ALL SELECT session_id FROM "+s.table("sessions")+" WHERE app_id = ? GROUP BY session_id HAVING anyIfMerge(user_id) = ?", app, user, app, user)
+	if err != nil {
 		return p, fmt.Errorf("read the sessions of user %s of app %s: %w", user, app, err)
 	}
-	asked, err := s.stringColumn(ctx, "SELECT DISTINCT query_normalized FROM "+s.table("events")+" WHERE app_id = ? AND user_id = ? AND query_normalized != ''", app, user)
+	p.sessions = unique(sessions)
+	asked, err := s.stringColumn(ctx, "SELECT DISTINCT query_normalized FROM "+s.table("events")+" WHERE app_id = ? AND user_id = ? AND query_normalized != '' "+
+		"UNION ALL SELECT DISTINCT query FROM "+s.table("user_queries")+" WHERE app_id = ? AND user_id = ?", app, user, app, user)
 	if err != nil {
 		return p, fmt.Errorf("read the queries of user %s of app %s: %w", user, app, err)
 	}
+	asked = unique(asked)
 	shared := map[string]bool{}
-	for _, in := range inLists("query_normalized IN ", asked) {
+	for _, in := range inLists(" IN ", asked) {
 		// Literals only: with parameters, the driver turns "\?" into "?"
 		// even inside a literal, and a query text may hold that.
 		others, err := s.stringColumn(ctx, "SELECT DISTINCT query_normalized FROM "+s.table("events")+" WHERE app_id = "+quoteLiteral(app)+
-			" AND user_id != "+quoteLiteral(user)+" AND "+in)
+			" AND user_id != "+quoteLiteral(user)+" AND query_normalized"+in+
+			" UNION ALL SELECT DISTINCT query FROM "+s.table("user_queries")+" WHERE app_id = "+quoteLiteral(app)+
+			" AND user_id != "+quoteLiteral(user)+" AND query"+in)
 		if err != nil {
 			return p, fmt.Errorf("read which queries of user %s other users of app %s asked: %w", user, app, err)
 		}
@@ -365,6 +377,19 @@ func topLevelUserID(event string) string {
 		}
 	}
 	return ""
+}
+
+// unique returns the distinct values of vs, in their first order.
+func unique(vs []string) []string {
+	seen := make(map[string]bool, len(vs))
+	out := vs[:0:0]
+	for _, v := range vs {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // stringColumn runs a query of one String column and returns its values.

@@ -23,7 +23,8 @@ func forgetRows() (*EventBatch, []QuarantineRow) {
 	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour)
 	ev := func(id, app, session, user string, at time.Duration) fixture {
 		return fixture{EventID: id, AppID: app, OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
-			Type: "AnalyticsEvent", Name: "REQUEST_RESPONSE", SessionID: session, UserID: user, Channel: "web", Extra: "{}"}
+			Type: "AnalyticsEvent", Name: "REQUEST_RESPONSE", SessionID: session, UserID: user, Channel: "web", Extra: "{}",
+			TokenID: "t-" + app, ClientNetwork: "192.0.2.0/24"}
 	}
 	turn := func(f fixture, query string, confidence float32) fixture {
 		f.RequestType, f.IntentID, f.RawQuery, f.MatchConfidence = "INTENT_REQUEST", "OrderStatus", query, conf(confidence)
@@ -63,12 +64,13 @@ func forgetRows() (*EventBatch, []QuarantineRow) {
 // suffix) to fill in.
 func forgetStateSQL() map[string]string {
 	return map[string]string{
-		"events":           "SELECT DISTINCT concat(app_id, '/', user_id, '/', event_id) FROM events%s",
-		"quarantine":       "SELECT DISTINCT concat(app_id, '/', event_id) FROM quarantine%s",
-		"sessions":         "SELECT DISTINCT concat(app_id, '/', session_id) FROM sessions%s",
-		"query_counts":     "SELECT DISTINCT concat(app_id, '/', query) FROM query_counts%s",
-		"query_users":      "SELECT DISTINCT concat(app_id, '/', query) FROM query_users%s",
-		"unanswered_daily": "SELECT DISTINCT concat(app_id, '/', query) FROM unanswered_daily%s",
+		"events":             "SELECT DISTINCT concat(app_id, '/', user_id, '/', event_id) FROM events%s",
+		"quarantine":         "SELECT DISTINCT concat(app_id, '/', event_id) FROM quarantine%s",
+		"sessions":           "SELECT DISTINCT concat(app_id, '/', session_id) FROM sessions%s",
+		"user_queries":       "SELECT DISTINCT concat(app_id, '/', user_id, '/', query) FROM user_queries%s",
+		"query_counts_daily": "SELECT DISTINCT concat(app_id, '/', query) FROM query_counts_daily%s",
+		"query_sources":      "SELECT DISTINCT concat(app_id, '/', query) FROM query_sources%s",
+		"unanswered_daily":   "SELECT DISTINCT concat(app_id, '/', query) FROM unanswered_daily%s",
 	}
 }
 
@@ -111,20 +113,23 @@ func modernForgetState(ctx context.Context, t *testing.T, modern *modernch.Sessi
 // of shop.
 func forgetWant() (before, after map[string][]string) {
 	before = map[string][]string{
-		"events":           {"blog/ann/c1", "shop/ann/a1", "shop/ann/a2", "shop/bob/b1", "shop/bob/b2"},
-		"quarantine":       {"blog/qc1", "shop/qa1", "shop/qa2", "shop/qb1", "shop/qb2"},
-		"sessions":         {"blog/s-c", "shop/s-a", "shop/s-b"},
-		"query_counts":     {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
-		"query_users":      {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
-		"unanswered_daily": {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
+		"events":     {"blog/ann/c1", "shop/ann/a1", "shop/ann/a2", "shop/bob/b1", "shop/bob/b2"},
+		"quarantine": {"blog/qc1", "shop/qa1", "shop/qa2", "shop/qb1", "shop/qb2"},
+		"sessions":   {"blog/s-c", "shop/s-a", "shop/s-b"},
+		"user_queries": {"blog/ann/my secret plan", "shop/ann/my secret plan?", `shop/ann/where is my order\?`,
+			"shop/bob/blah blah", `shop/bob/where is my order\?`},
+		"query_counts_daily": {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
+		"query_sources":      {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
+		"unanswered_daily":   {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
 	}
 	after = map[string][]string{
-		"events":           {"blog/ann/c1", "shop/bob/b1", "shop/bob/b2"},
-		"quarantine":       {"blog/qc1", "shop/qb1", "shop/qb2"},
-		"sessions":         {"blog/s-c", "shop/s-b"},
-		"query_counts":     {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
-		"query_users":      {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
-		"unanswered_daily": {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
+		"events":             {"blog/ann/c1", "shop/bob/b1", "shop/bob/b2"},
+		"quarantine":         {"blog/qc1", "shop/qb1", "shop/qb2"},
+		"sessions":           {"blog/s-c", "shop/s-b"},
+		"user_queries":       {"blog/ann/my secret plan", "shop/bob/blah blah", `shop/bob/where is my order\?`},
+		"query_counts_daily": {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
+		"query_sources":      {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
+		"unanswered_daily":   {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
 	}
 	return before, after
 }
@@ -132,7 +137,7 @@ func forgetWant() (before, after map[string][]string) {
 // wantForgotten is what forgetting ann of shop finds in forgetRows.
 func wantForgotten(dryRun bool) Forgotten {
 	return Forgotten{AppID: "shop", UserID: "ann", DryRun: dryRun, Sessions: 1, Queries: 1, Quarantined: 2,
-		Rows: []TableRows{{"events", 2}, {"quarantine", 2}, {"sessions", 1}, {"query_counts", 1}, {"query_users", 1}, {"unanswered_daily", 1}}}
+		Rows: []TableRows{{"events", 2}, {"quarantine", 2}, {"sessions", 1}, {"user_queries", 2}, {"query_counts_daily", 1}, {"query_sources", 1}, {"unanswered_daily", 1}}}
 }
 
 func writeForgetRows(t *testing.T, s *Store) {
@@ -170,7 +175,7 @@ func TestForgetUser(t *testing.T) {
 			}
 			want := wantForgotten(tc.dryRun)
 			if !tc.dryRun {
-				want.Mutations = 6
+				want.Mutations = 7
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("forgotten %+v, want %+v", got, want)
@@ -184,6 +189,45 @@ func TestForgetUser(t *testing.T) {
 	again, err := s.ForgetUser(ctx, Forget{AppID: "shop", UserID: "ann"}, nil)
 	if err != nil || len(again.Rows) != 0 || again.Mutations != 0 {
 		t.Errorf("forgetting again: %+v, %v; want nothing to delete", again, err)
+	}
+}
+
+// TestForgetUserAfterEventsExpired forgets a user whose events are gone
+// already, as retention drops them (a TTL, or partitions dropped by hand
+// on servers without TTL) while the tables of queries and sessions still
+// hold days of them: those rows are found and deleted all the same.
+func TestForgetUserAfterEventsExpired(t *testing.T) {
+	s := migrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	writeForgetRows(t, s)
+	dropEvents(t, s, "")
+	_, after := forgetWant()
+	after["events"] = nil
+	got, err := s.ForgetUser(ctx, Forget{AppID: "shop", UserID: "ann"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Forgotten{AppID: "shop", UserID: "ann", Sessions: 1, Queries: 1, Quarantined: 2, Mutations: 6,
+		Rows: []TableRows{{"quarantine", 2}, {"sessions", 1}, {"user_queries", 2}, {"query_counts_daily", 1}, {"query_sources", 1}, {"unanswered_daily", 1}}}); !reflect.DeepEqual(got, want) {
+		t.Errorf("forgotten %+v, want %+v", got, want)
+	}
+	if rows := forgetState(t, s, ""); !reflect.DeepEqual(rows, after) {
+		t.Errorf("rows left:\n%v\nwant\n%v", rows, after)
+	}
+}
+
+// dropEvents drops every partition of the events table (named with
+// suffix), as retention by hand does.
+func dropEvents(t *testing.T, s *Store, suffix string) {
+	t.Helper()
+	for _, p := range query(t, s, "SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = 'events"+suffix+"' AND active") {
+		if err := s.Conn().Exec(s.Context(context.Background()), "ALTER TABLE events"+suffix+" DROP PARTITION "+p[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := query(t, s, "SELECT count() FROM events"+suffix)[0][0]; n != "0" {
+		t.Fatalf("%s events left after dropping their partitions", n)
 	}
 }
 
@@ -220,7 +264,7 @@ func TestForgetUserSplitsLongLists(t *testing.T) {
 	if got.Sessions != n || got.Queries != n || got.Mutations < 4 {
 		t.Errorf("forgotten %+v: want %d sessions and queries over more than one statement each", got, n)
 	}
-	if rows := forgetState(t, s, ""); len(rows["events"])+len(rows["sessions"])+len(rows["query_counts"]) != 0 {
+	if rows := forgetState(t, s, ""); len(rows["events"])+len(rows["sessions"])+len(rows["query_counts_daily"])+len(rows["user_queries"]) != 0 {
 		t.Errorf("rows left: %v", rows)
 	}
 }
@@ -274,7 +318,7 @@ func TestForgetUserOnACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeForgetRows(t, cs)
-	tables := []string{"events_local", "quarantine_local", "sessions_local", "query_counts_local", "query_users_local", "unanswered_daily_local"}
+	tables := []string{"events_local", "quarantine_local", "sessions_local", "user_queries_local", "query_counts_daily_local", "query_sources_local", "unanswered_daily_local"}
 	for i := range tables {
 		tables[i] = "default." + tables[i]
 	}
@@ -290,7 +334,7 @@ func TestForgetUserOnACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := wantForgotten(false)
-	want.Mutations = 6
+	want.Mutations = 7
 	// Rows are counted through the Distributed tables: the unsharded
 	// tables' rows of a query or session are on each shard holding one of
 	// its events.

@@ -21,7 +21,13 @@ type EventBatch struct {
 	// EventTimeSource says where EventTime came from: TimeSourceRuntime
 	// (the runtime's isoTime) or TimeSourceReceived (ingest's receipt,
 	// what AddRow sets).
-	EventTimeSource                                    []int8
+	EventTimeSource []int8
+	// RuntimeTime is the runtime's own isoTime, nil where it sent none;
+	// SetRuntimeTime fills it without an allocation per row.
+	RuntimeTime []*time.Time
+	// TokenID and ClientNetwork say who sent the row's batch, as the
+	// server saw it: the access token's ID and the client's network.
+	TokenID, ClientNetwork                             []string
 	Type, Name, SessionID, UserID, Channel, Platform   []string
 	SelectedHandler, CurrentHandler, Environment       []string
 	RequestType, IntentID, RawQuery, DisplayText, SSML []string
@@ -40,9 +46,10 @@ type EventBatch struct {
 	KafkaOffset                       []uint64
 
 	// Storage the rows' values share.
-	confidences     []float32 // what MatchConfidence points to
-	tags            []string  // what Tags are slices of
-	queryNormalized []string  // computed at insert
+	confidences     []float32   // what MatchConfidence points to
+	runtimeTimes    []time.Time // what RuntimeTime points to
+	tags            []string    // what Tags are slices of
+	queryNormalized []string    // computed at insert
 	scratch         []byte
 	labelColumns    [len(lowCardinalityColumns)][]*string // computed at insert
 	labelOf         map[string]*string
@@ -63,6 +70,9 @@ func (b *EventBatch) AddRow() int {
 	b.EventTime = append(b.EventTime, time.Time{})
 	b.ReceivedAt = append(b.ReceivedAt, time.Time{})
 	b.EventTimeSource = append(b.EventTimeSource, chschema.TimeSourceReceived)
+	b.RuntimeTime = append(b.RuntimeTime, nil)
+	b.TokenID = append(b.TokenID, "")
+	b.ClientNetwork = append(b.ClientNetwork, "")
 	b.Type = append(b.Type, "")
 	b.Name = append(b.Name, "")
 	b.SessionID = append(b.SessionID, "")
@@ -133,6 +143,16 @@ func (b *EventBatch) SetMatchConfidence(row int, c float32) {
 	b.MatchConfidence[row] = &b.confidences[len(b.confidences)-1]
 }
 
+// SetRuntimeTime sets the runtime's own time of a row.
+func (b *EventBatch) SetRuntimeTime(row int, t time.Time) {
+	if len(b.runtimeTimes) == cap(b.runtimeTimes) {
+		// As for confidences, earlier rows keep the old array.
+		b.runtimeTimes = make([]time.Time, 0, max(64, 2*cap(b.runtimeTimes)))
+	}
+	b.runtimeTimes = append(b.runtimeTimes, t)
+	b.RuntimeTime[row] = &b.runtimeTimes[len(b.runtimeTimes)-1]
+}
+
 // SetTags sets the tags of a row (and so its tag, the first of them).
 func (b *EventBatch) SetTags(row int, tags []string) {
 	if len(tags) == 0 {
@@ -156,9 +176,11 @@ func (b *EventBatch) Reset() {
 		*col = (*col)[:0]
 	}
 	clear(b.MatchConfidence)
+	clear(b.RuntimeTime)
 	clear(b.Tags)
 	clear(b.tags)
 	b.EventTime, b.ReceivedAt, b.EventTimeSource = b.EventTime[:0], b.ReceivedAt[:0], b.EventTimeSource[:0]
+	b.RuntimeTime, b.runtimeTimes = b.RuntimeTime[:0], b.runtimeTimes[:0]
 	b.MatchConfidence, b.DisplayCount, b.Tags = b.MatchConfidence[:0], b.DisplayCount[:0], b.Tags[:0]
 	b.KBUsed, b.KBDocuments, b.KBFAQs = b.KBUsed[:0], b.KBDocuments[:0], b.KBFAQs[:0]
 	b.KafkaPartition, b.KafkaOffset = b.KafkaPartition[:0], b.KafkaOffset[:0]
@@ -173,7 +195,8 @@ func (b *EventBatch) Reset() {
 func (b *EventBatch) stringColumns() []*[]string {
 	return []*[]string{&b.EventID, &b.AppID, &b.OrganizationID, &b.Type, &b.Name, &b.SessionID, &b.UserID, &b.Channel,
 		&b.Platform, &b.SelectedHandler, &b.CurrentHandler, &b.Environment, &b.RequestType, &b.IntentID, &b.RawQuery,
-		&b.DisplayText, &b.SSML, &b.Tag, &b.ErrorMessage, &b.ErrorStack, &b.Message, &b.Payload, &b.Extra, &b.queryNormalized}
+		&b.DisplayText, &b.SSML, &b.Tag, &b.ErrorMessage, &b.ErrorStack, &b.Message, &b.Payload, &b.Extra, &b.queryNormalized,
+		&b.TokenID, &b.ClientNetwork}
 }
 
 // eventColumns are named in every insert: old servers need the list, and
@@ -182,7 +205,7 @@ const eventColumns = "event_id, app_id, organization_id, event_time, received_at
 	"session_id, user_id, channel, platform, selected_handler, current_handler, environment, " +
 	"request_type, intent_id, raw_query, query_normalized, match_confidence, output_display_text, output_ssml, " +
 	"display_count, tag, tags, error_message, error_stack, message, kb_used, kb_documents, kb_faqs, " +
-	"event_time_source, payload, extra, kafka_partition, kafka_offset"
+	"event_time_source, runtime_time, token_id, client_network, payload, extra, kafka_partition, kafka_offset"
 
 // columns lists the columns in the order of eventColumns, after checking
 // that they all hold one value per row.
@@ -201,7 +224,7 @@ func (b *EventBatch) columns() ([]any, error) {
 		b.SessionID, b.UserID, b.Channel, b.Platform, b.SelectedHandler, b.CurrentHandler, b.Environment,
 		b.RequestType, b.IntentID, b.RawQuery, b.queryNormalized, b.MatchConfidence, b.DisplayText, b.SSML,
 		b.DisplayCount, b.Tag, b.Tags, b.ErrorMessage, b.ErrorStack, b.Message, b.KBUsed, b.KBDocuments, b.KBFAQs,
-		b.EventTimeSource, b.Payload, b.Extra, b.KafkaPartition, b.KafkaOffset}
+		b.EventTimeSource, b.RuntimeTime, b.TokenID, b.ClientNetwork, b.Payload, b.Extra, b.KafkaPartition, b.KafkaOffset}
 	n := b.Len()
 	for i, c := range cols {
 		if l := columnLen(c); l != n {
@@ -224,7 +247,7 @@ func (b *EventBatch) columns() ([]any, error) {
 
 // lowCardinalityColumns are the positions in eventColumns of the columns of
 // type LowCardinality(String).
-var lowCardinalityColumns = [...]int{1, 2, 5, 6, 9, 10, 11, 12, 13, 14, 15}
+var lowCardinalityColumns = [...]int{1, 2, 5, 6, 9, 10, 11, 12, 13, 14, 15, 32}
 
 // labels returns col as pointers that are equal for equal values, in the
 // i-th of the batch's label columns.
@@ -252,6 +275,8 @@ func columnLen(c any) int {
 	case []time.Time:
 		return len(c)
 	case []*float32:
+		return len(c)
+	case []*time.Time:
 		return len(c)
 	case []uint16:
 		return len(c)

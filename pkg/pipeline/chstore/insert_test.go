@@ -105,7 +105,7 @@ func TestLowCardinalityColumns(t *testing.T) {
 		got = append(got, names[c])
 	}
 	want := []string{"app_id", "organization_id", "type", "name", "channel", "platform", "selected_handler", "current_handler",
-		"environment", "request_type", "intent_id"}
+		"environment", "request_type", "intent_id", "token_id"}
 	if !slices.Equal(got, want) {
 		t.Errorf("positions name %v, want the LowCardinality columns %v", got, want)
 	}

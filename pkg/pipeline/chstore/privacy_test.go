@@ -20,12 +20,12 @@ func privacyRows(now time.Time) *EventBatch {
 		for u := range users {
 			for range times {
 				n++
+				// Each user in a session of their own, from a network of
+				// their own.
 				user := fmt.Sprintf("user-%d", u)
-				if users == 0 {
-					user = ""
-				}
 				fixture{EventID: fmt.Sprintf("p-%d", n), AppID: "app-1", EventTime: at, ReceivedAt: now, Channel: channel,
-					UserID: user, RawQuery: query}.addTo(&evs)
+					UserID: user, SessionID: fmt.Sprintf("session-%d", u), RawQuery: query,
+					TokenID: "token-1", ClientNetwork: fmt.Sprintf("10.0.%d.0/24", u)}.addTo(&evs)
 			}
 		}
 	}
@@ -40,17 +40,27 @@ func privacyRows(now time.Time) *EventBatch {
 	ask("see https://shop.example/p?id=1", 8, 10, now, "web")  // a URL
 	ask("is example.org down", 8, 10, now, "web")              // a host name
 	ask("where is my order", 9, 1, now, "phone")               // another channel
-	for i := range 12 {                                        // no user: never counted
-		fixture{EventID: fmt.Sprintf("anon-%d", i), AppID: "app-1", EventTime: now, ReceivedAt: now, Channel: "web",
-			RawQuery: "anonymous question"}.addTo(&evs)
+	for i := range 12 {                                        // no user, session or source: never counted
+		f := fixture{EventID: fmt.Sprintf("anon-%d", i), AppID: "app-1", EventTime: now, ReceivedAt: now, Channel: "web",
+			UserID: fmt.Sprintf("u%d", i), SessionID: fmt.Sprintf("s%d", i), TokenID: "token-1", ClientNetwork: fmt.Sprintf("10.1.%d.0/24", i)}
+		switch i % 3 {
+		case 0:
+			f.UserID = ""
+		case 1:
+			f.SessionID = ""
+		default:
+			f.TokenID, f.ClientNetwork = "", ""
+		}
+		f.RawQuery = "anonymous question"
+		f.addTo(&evs)
 	}
 	return &evs
 }
 
-// storedQueries returns the queries query_users holds for the app.
+// storedQueries returns the queries query_sources holds for the app.
 func storedQueries(t *testing.T, s *Store) map[string]bool {
 	t.Helper()
-	rows, err := s.Conn().Query(s.Context(context.Background()), "SELECT DISTINCT query FROM query_users WHERE app_id = 'app-1'")
+	rows, err := s.Conn().Query(s.Context(context.Background()), "SELECT DISTINCT query FROM query_sources WHERE app_id = 'app-1'")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +80,9 @@ func storedQueries(t *testing.T, s *Store) map[string]bool {
 }
 
 // checkSuggestable checks what TopQueries suggests of privacyRows and
-// what query_users keeps of them.
-func checkSuggestable(t *testing.T, s *Store) {
+// what query_sources keeps of them, then with texts blocked and let back;
+// written runs once blocks are written (a cluster syncs its replicas).
+func checkSuggestable(t *testing.T, s *Store, written func()) {
 	t.Helper()
 	ctx := context.Background()
 	top, err := s.TopQueries(ctx, "app-1", "web", 10, Suggestable{MinUsers: DefaultMinUsers, Days: 90})
@@ -98,12 +109,45 @@ func checkSuggestable(t *testing.T, s *Store) {
 	stored := storedQueries(t, s)
 	for _, q := range []string{"where is my order", "gift cards", "opening hours", "store hours"} {
 		if !stored[q] {
-			t.Errorf("%q not kept in query_users: %v", q, stored)
+			t.Errorf("%q not kept in query_sources: %v", q, stored)
 		}
 	}
 	if len(stored) != 4 {
-		t.Errorf("query_users keeps %d queries, want 4 (none with personal data, none without a user): %v", len(stored), stored)
+		t.Errorf("query_sources keeps %d queries, want 4 (none with personal data, none without a user, session or source): %v", len(stored), stored)
 	}
+
+	// Blocked on every channel as typed, and on the phone channel: each
+	// holds where it was set.
+	block := func(channel, query string, blocked bool) {
+		t.Helper()
+		if _, err := s.BlockSuggestion(ctx, "app-1", channel, query, blocked); err != nil {
+			t.Fatal(err)
+		}
+		written()
+	}
+	block("", "  GIFT   cards", true)
+	block("phone", "where is my order", true)
+	for _, tc := range []struct{ channel, want string }{{"web", "[{where is my order 12}]"}, {"phone", "[]"}} {
+		if top, err := s.TopQueries(ctx, "app-1", tc.channel, 10, Suggestable{MinUsers: DefaultMinUsers, Days: 90}); err != nil || fmt.Sprint(top) != tc.want {
+			t.Errorf("blocked, on %s: %v %v, want %s", tc.channel, top, err, tc.want)
+		}
+	}
+	// Another app's block is not this app's.
+	if _, err := s.BlockSuggestion(ctx, "app-2", "", "where is my order", true); err != nil {
+		t.Fatal(err)
+	}
+	block("", "gift cards", false)
+	if top, err := s.TopQueries(ctx, "app-1", "web", 10, Suggestable{MinUsers: DefaultMinUsers, Days: 90}); err != nil || fmt.Sprint(top) != "[{where is my order 12} {gift cards 5}]" {
+		t.Errorf("let back: %v %v", top, err)
+	}
+	list, err := s.BlockedSuggestions(ctx, "app-1")
+	if err != nil || len(list) != 1 || list[0].Channel != "phone" || list[0].Query != "where is my order" {
+		t.Errorf("blocked in app-1: %+v %v", list, err)
+	}
+	if all, err := s.BlockedSuggestions(ctx, ""); err != nil || len(all) != 2 {
+		t.Errorf("blocked in every app: %+v %v", all, err)
+	}
+	block("phone", "where is my order", false)
 }
 
 func TestSuggestableQueries(t *testing.T) {
@@ -112,16 +156,16 @@ func TestSuggestableQueries(t *testing.T) {
 	if err := s.InsertEvents(ctx, privacyRows(time.Now().UTC())); err != nil {
 		t.Fatal(err)
 	}
-	checkSuggestable(t, s)
+	checkSuggestable(t, s, func() {})
 
-	// Rows that reached query_users another way are still not suggested
-	// when they look private.
-	if err := s.Conn().Exec(s.Context(ctx), "INSERT INTO query_users SELECT 'app-1', 'web', today(), 'write to me at jo@example.com', "+
-		"countState(), uniqState(toString(number)) FROM numbers(20)"); err != nil {
+	// Rows that reached query_sources another way are still not
+	// suggested when they look private.
+	if err := s.Conn().Exec(s.Context(ctx), "INSERT INTO query_sources SELECT 'app-1', 'web', today(), 'write to me at jo@example.com', "+
+		"countState(), uniqState(toString(number)), uniqState(toString(number)), uniqState('t', toString(number)) FROM numbers(20)"); err != nil {
 		t.Fatal(err)
 	}
 	if !storedQueries(t, s)["write to me at jo@example.com"] {
-		t.Fatal("the row written straight to query_users is not there")
+		t.Fatal("the row written straight to query_sources is not there")
 	}
 	top, err := s.TopQueries(ctx, "app-1", "web", 10, Suggestable{MinUsers: DefaultMinUsers, Days: 90})
 	if err != nil {
@@ -136,7 +180,7 @@ func TestSuggestableQueries(t *testing.T) {
 		t.Errorf("suggestable queries %v", top)
 	}
 
-	for _, bad := range []Suggestable{{MinUsers: 0, Days: 90}, {MinUsers: 5, Days: 0}} {
+	for _, bad := range []Suggestable{{MinUsers: 0, Days: 90}, {MinUsers: 5, Days: 0}, {MinUsers: 5, MinSources: -1, Days: 90}} {
 		if _, err := s.TopQueries(ctx, "app-1", "web", 10, bad); err == nil {
 			t.Errorf("TopQueries took %+v", bad)
 		}
@@ -167,7 +211,9 @@ func TestSuggestableQueriesOnModernClickHouse(t *testing.T) {
 			top := func(channel string, r Suggestable) string {
 				t.Helper()
 				sql := topQueriesSQL("default")
-				for _, arg := range []string{"'app-1'", "'" + channel + "'", fmt.Sprint(r.Days), fmt.Sprint(r.MinUsers), "10"} {
+				r = r.withDefaults()
+				for _, arg := range []string{"'app-1'", "'" + channel + "'", fmt.Sprint(r.Days), "'app-1'", "'" + channel + "'",
+					fmt.Sprint(r.MinUsers), fmt.Sprint(r.MinUsers), fmt.Sprint(r.MinSources), "10"} {
 					sql = strings.Replace(sql, "?", arg, 1)
 				}
 				res, err := modern.Query(ctx, sql)
@@ -197,10 +243,27 @@ func TestSuggestableQueriesOnModernClickHouse(t *testing.T) {
 					t.Errorf("%s %+v: %s, want %s", tc.channel, tc.r, got, tc.want)
 				}
 			}
+			// Blocks, as BlockSuggestion writes them: the latest version
+			// of a text on a channel (or on every one) decides.
+			for i, b := range []string{"'', 'gift cards', 1", "'phone', 'where is my order', 1", "'web', 'where is my order', 1", "'web', 'where is my order', 0"} {
+				if err := modern.Exec(ctx, fmt.Sprintf("INSERT INTO default.%s (app_id, channel, query, blocked, version, changed_at) VALUES ('app-1', %s, %d, now())",
+					localName(o, "suggestion_blocks"), b, i+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := top("web", Suggestable{MinUsers: DefaultMinUsers, Days: 90}), "[{where is my order 12}]"; got != want {
+				t.Errorf("with blocks, on web: %s, want %s", got, want)
+			}
+			if got := top("phone", Suggestable{MinUsers: 9, Days: 1}); got != "[]" {
+				t.Errorf("with blocks, on phone: %s", got)
+			}
+			if err := modern.Exec(ctx, "TRUNCATE TABLE default."+localName(o, "suggestion_blocks")); err != nil {
+				t.Fatal(err)
+			}
 			// The TTL keeps HistoryDays of days: with the default, the
 			// questions of 100 days ago are gone once merged, with 365
 			// kept.
-			if err := modern.Exec(ctx, "OPTIMIZE TABLE default."+localName(o, "query_users")+" FINAL"); err != nil {
+			if err := modern.Exec(ctx, "OPTIMIZE TABLE default."+localName(o, "query_sources")+" FINAL"); err != nil {
 				t.Fatal(err)
 			}
 			want := "[{opening hours 80} {where is my order 12} {gift cards 5}]"
@@ -210,12 +273,12 @@ func TestSuggestableQueriesOnModernClickHouse(t *testing.T) {
 			if got := top("web", Suggestable{MinUsers: 1, Days: 365}); got != want {
 				t.Errorf("over a year after the TTL: %s, want %s", got, want)
 			}
-			res, err := modern.Query(ctx, "SELECT DISTINCT query FROM default.query_users WHERE match(query, '@|\\\\d{6}|://|\\\\.(com|org|example)') OR query = 'anonymous question'")
+			res, err := modern.Query(ctx, "SELECT DISTINCT query FROM default.query_sources WHERE match(query, '@|\\\\d{6}|://|\\\\.(com|org|example)') OR query = 'anonymous question'")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(res.Rows) != 0 {
-				t.Errorf("query_users keeps %v", res.Rows)
+				t.Errorf("query_sources keeps %v", res.Rows)
 			}
 		})
 	}

@@ -235,7 +235,7 @@ func TestClusterEndToEndExactAfterDeduplication(t *testing.T) {
 	// Distributed table they count every write, duplicates included, as
 	// on one server.
 	s := e.store(t, e.ch.Shards[1][1])
-	must(t, e.ch.SyncReplicas(ctx, "analytics.query_counts_local"))
+	must(t, e.ch.SyncReplicas(ctx, "analytics.query_counts_daily_local"))
 	settle(t, "the query counts' sum (every event written twice)", 2*batches*perBatch, func() (asked uint64, err error) {
 		err = s.Conn().QueryRow(s.Context(ctx), "SELECT sum(asked) FROM analytics.query_counts WHERE app_id = 'app-1'").Scan(&asked)
 		return asked, err

@@ -53,6 +53,9 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 	// ShutdownTimeout bounds the final flush after the context ends.
 	ShutdownTimeout time.Duration
+	// EventTimes bounds the runtime times that become events' times;
+	// zero fields take event's defaults.
+	EventTimes event.TimeWindow
 }
 
 // Defaults: ClickHouse prefers thousands of rows per insert and about one
@@ -85,6 +88,7 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	c.EventTimes = c.EventTimes.WithDefaults()
 	return c
 }
 
@@ -105,6 +109,7 @@ type Consumer struct {
 // New returns a Consumer.
 func New(cfg Config, src Source, sink Sink, dlq DeadLetters, m *Metrics, log *slog.Logger) *Consumer {
 	c := &Consumer{cfg: cfg.withDefaults(), src: src, sink: sink, dlq: dlq, metrics: m, log: log}
+	c.dec.Times = c.cfg.EventTimes
 	c.sinkOK.Store(true)
 	return c
 }

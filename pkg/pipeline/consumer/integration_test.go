@@ -111,7 +111,7 @@ func startIngest(t *testing.T, broker string) (addr, token string) {
 	must(t, store.CreateApp(ctx, content.App{ID: "app-1", OrganizationID: "org-1", Name: "a", CreatedAt: now, UpdatedAt: now}))
 	tok, id, err := auth.NewToken()
 	must(t, err)
-	must(t, store.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
+	must(t, store.CreateToken(ctx, content.Token{Scopes: content.RuntimeScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
 	isvc, err := ingest.NewService(ctx, ingest.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: []string{broker}}, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 3, TopicReplication: 1,
 	}, store, quiet())
@@ -133,8 +133,11 @@ func TestEndToEndIntoClickHouse(t *testing.T) {
 
 	consumerURL := e.startConsumer(t, "e2e")
 
+	// The runtime's time, an hour before the receipt: within the window
+	// that keeps it as the event's time.
+	launchAt := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	body := `{"events":[
-	 {"type":"REQUEST","name":"LAUNCH_REQUEST","eventId":"launch-1","sessionId":"s-1","userId":"u-1","channel":"web","platform":"stentor","selectedHandler":"LaunchRequest","currentHandler":"LaunchRequest","environment":"production","isoTime":"2026-11-20T08:30:00.000Z","isNewSession":true},
+	 {"type":"REQUEST","name":"LAUNCH_REQUEST","eventId":"launch-1","sessionId":"s-1","userId":"u-1","channel":"web","platform":"stentor","selectedHandler":"LaunchRequest","currentHandler":"LaunchRequest","environment":"production","isoTime":"` + launchAt.Format(time.RFC3339Nano) + `","isNewSession":true},
 	 {"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","eventId":"rr-obj","sessionId":"s-1","userId":"u-1","channel":"web","platform":"stentor","selectedHandler":"OrderStatus","payload":{"request":{"type":"INTENT_REQUEST","intentId":"OrderStatus","rawQuery":"Where is my order","matchConfidence":0.5},"response":{"outputSpeech":{"displayText":"Soon.","ssml":"<speak>Soon.</speak>"},"displays":[{"type":"LIST","items":[]}]},"tag":"orders"}},
 	 {"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","eventId":"rr-str","sessionId":"s-2","channel":"sms","platform":"stentor","payload":"{\"request\":{\"type\":\"RAW_QUERY_REQUEST\",\"rawQuery\":\"where is my order\"},\"response\":{\"outputSpeech\":\"Plain.\"}}"}
 	]}`
@@ -171,7 +174,7 @@ func TestEndToEndIntoClickHouse(t *testing.T) {
 	l := got["launch-1"]
 	if l.App != "app-1" || l.Org != "org-1" || l.Type != "REQUEST" || l.Name != "LAUNCH_REQUEST" || l.Session != "s-1" || l.User != "u-1" ||
 		l.Channel != "web" || l.Platform != "stentor" || l.Selected != "LaunchRequest" || l.Current != "LaunchRequest" || l.Env != "production" ||
-		l.Extra != `{"isNewSession":true}` || l.Payload != "" || !l.EventTime.Equal(time.Date(2026, 11, 20, 8, 30, 0, 0, time.UTC)) {
+		l.Extra != `{"isNewSession":true}` || l.Payload != "" || !l.EventTime.Equal(launchAt) {
 		t.Errorf("launch row %+v", l)
 	}
 	o := got["rr-obj"]

@@ -211,6 +211,20 @@ func envelopeTail(dst []byte, meta *Meta) []byte {
 	return append(dst, '"')
 }
 
+// senderTail writes the envelope fields that say who sent the batch, when
+// ingest knows: event envelopes carry them, quarantine records do not.
+func senderTail(dst []byte, meta *Meta) []byte {
+	if meta.TokenID != "" {
+		dst = append(dst, `,"tokenId":`...)
+		dst = appendString(dst, []byte(meta.TokenID))
+	}
+	if meta.ClientNetwork != "" {
+		dst = append(dst, `,"clientNetwork":`...)
+		dst = appendString(dst, []byte(meta.ClientNetwork))
+	}
+	return dst
+}
+
 // recordRoom estimates what a record adds to its event: key, envelope and
 // a filled-in appId. The buffer grows when a batch needs more.
 func recordRoom(meta *Meta, tail []byte) int {
@@ -221,13 +235,15 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 	res := &Result{pool: &v.outs}
 	st.recs = st.recs[:0]
 	var rejected []int // indexes of invalid events, quarantined after the valid ones
-	var shared [256]byte
+	var shared, sender [256]byte
 	tail := envelopeTail(shared[:0], meta)
+	// Event envelopes end with the sender, quarantine records do not.
+	evTail := senderTail(append(sender[:0], tail...), meta)
 	var idBuf [36]byte
 
 	// Records are written straight into the buffer the Result owns until
 	// Release, each key followed by its value; records slice into it.
-	res.out = v.outBuf(len(body) + len(spans)*recordRoom(meta, tail))
+	res.out = v.outBuf(len(body) + len(spans)*recordRoom(meta, evTail))
 	buf := (*res.out)[:0]
 	for i, sp := range spans {
 		ev := body[sp[0]:sp[1]]
@@ -255,7 +271,7 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 		keyEnd := len(buf)
 		buf = append(buf, `{"v":1,"eventId":`...)
 		buf = appendString(buf, id)
-		buf = append(buf, tail...)
+		buf = append(buf, evTail...)
 		buf = append(buf, `,"event":`...)
 		evStart := len(buf)
 		buf = appendEvent(buf, ev, &f, meta.AppID)

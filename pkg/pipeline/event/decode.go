@@ -13,6 +13,10 @@ import (
 // rows of their ClickHouse tables. It reuses its scratch space, so one
 // Decoder serves one goroutine.
 type Decoder struct {
+	// Times bounds the runtime times that become event times; zero
+	// fields take their defaults.
+	Times TimeWindow
+
 	ct      containers
 	scratch []byte
 	extra   []byte
@@ -40,6 +44,52 @@ func (d *Decoder) intern(b []byte) string {
 	d.interned[s] = s
 	return s
 }
+
+// TimeWindow is how far from ingest's receipt a runtime's own time
+// (isoTime) may lie and still be an event's time, which the rollups and
+// suggestions count days by. A runtime's clock is its own, and anyone can
+// send events, so a time outside the window is kept only as the runtime's
+// (events.runtime_time) and the receipt is the event's time: nobody can
+// date an event in a future day, which retention would never reach, or
+// in a past long gone.
+type TimeWindow struct {
+	// MaxFuture is how far after the receipt a runtime's time may lie:
+	// a clock that runs ahead.
+	MaxFuture time.Duration
+	// MaxPast is how far before the receipt it may lie: events a runtime
+	// kept while it could not send them, sent again later.
+	MaxPast time.Duration
+}
+
+// Defaults of TimeWindow.
+const (
+	DefaultMaxFuture = 5 * time.Minute
+	DefaultMaxPast   = 7 * 24 * time.Hour
+)
+
+// WithDefaults fills zero fields with their defaults.
+func (w TimeWindow) WithDefaults() TimeWindow {
+	if w.MaxFuture <= 0 {
+		w.MaxFuture = DefaultMaxFuture
+	}
+	if w.MaxPast <= 0 {
+		w.MaxPast = DefaultMaxPast
+	}
+	return w
+}
+
+// holds reports whether a runtime's time t may be the event time of an
+// event received at received.
+func (w TimeWindow) holds(t, received time.Time) bool {
+	w = w.WithDefaults()
+	return !t.After(received.Add(w.MaxFuture)) && !t.Before(received.Add(-w.MaxPast))
+}
+
+// maxRuntimeUnix is the last second a runtime_time column holds
+// (2105-12-31T23:59:59Z), from the first (the Unix epoch): the range of
+// ClickHouse's DateTime, the narrower of the types the column has on old
+// and current servers. Other times would be stored wrapped around.
+const maxRuntimeUnix = 4291747199
 
 // ErrEnvelope marks an envelope that can never be decoded.
 var ErrEnvelope = errors.New("invalid envelope")
@@ -97,8 +147,8 @@ func (d *Decoder) open(value []byte, keys []string, vals [][]byte) (walker, reco
 // new row of rows and returns the row's index; the caller sets where the
 // record was read. An envelope that cannot be decoded adds no row.
 func (d *Decoder) Decode(value []byte, rows *chstore.EventBatch) (int, error) {
-	var top [5][]byte
-	w, h, err := d.open(value, []string{"eventId", "appId", "organizationId", "receivedAt", "event"}, top[:])
+	var top [7][]byte
+	w, h, err := d.open(value, []string{"eventId", "appId", "organizationId", "receivedAt", "event", "tokenId", "clientNetwork"}, top[:])
 	if err != nil {
 		return 0, err
 	}
@@ -106,9 +156,21 @@ func (d *Decoder) Decode(value []byte, rows *chstore.EventBatch) (int, error) {
 	if ev == nil || ev[0] != '{' {
 		return 0, envelopeErr("event is missing or not an object")
 	}
+	// Envelopes written before ingest recorded the sender have neither.
+	token, err := d.text(w, "tokenId", top[5], false)
+	if err != nil {
+		return 0, err
+	}
+	network, err := d.text(w, "clientNetwork", top[6], false)
+	if err != nil {
+		return 0, err
+	}
 	r := rowWriter{d: d, rows: rows, i: rows.AddRow(), w: w}
 	rows.EventID[r.i], rows.AppID[r.i], rows.OrganizationID[r.i] = r.str(h.eventID), d.intern(h.appID), d.intern(h.organizationID)
 	rows.ReceivedAt[r.i] = h.receivedAt
+	if len(token)+len(network) > 0 {
+		rows.TokenID[r.i], rows.ClientNetwork[r.i] = d.intern(token), d.intern(network)
+	}
 	d.decodeEvent(r, ev)
 	return r.i, nil
 }
@@ -237,19 +299,23 @@ func (d *Decoder) decodeEvent(r rowWriter, ev []byte) {
 		}
 		cols[c] = ev[start:end]
 	}
+	rows.EventTime[i] = rows.ReceivedAt[i]
+	if v := cols[9]; v != nil && v[0] != 'n' {
+		if !d.setTimes(r, v) {
+			// Kept as sent, as any field without a column is.
+			if len(d.extra) > 1 {
+				d.extra = append(d.extra, ',')
+			}
+			d.extra = append(d.extra, `"isoTime":`...)
+			d.extra = append(d.extra, v...)
+		}
+	}
 	rows.Extra[i] = r.str(append(d.extra, '}'))
 
 	rows.Type[i], rows.Name[i] = r.field(cols[0], true), r.field(cols[1], true)
 	rows.SessionID[i], rows.UserID[i] = r.field(cols[2], false), r.field(cols[3], false)
 	rows.Channel[i], rows.Platform[i] = r.field(cols[4], true), r.field(cols[5], true)
 	rows.SelectedHandler[i], rows.CurrentHandler[i], rows.Environment[i] = r.field(cols[6], true), r.field(cols[7], true), r.field(cols[8], true)
-	rows.EventTime[i] = rows.ReceivedAt[i]
-	if v := cols[9]; v != nil && v[0] == '"' {
-		if t, err := time.Parse(time.RFC3339Nano, string(stringValue(v, w.sc))); err == nil {
-			rows.EventTime[i] = t.UTC()
-			rows.EventTimeSource[i] = chstore.TimeSourceRuntime
-		}
-	}
 	if rows.Type[i] == typeRequest {
 		rows.RequestType[i] = rows.Name[i] // the request type, unless the payload names it
 	}
@@ -259,6 +325,31 @@ func (d *Decoder) decodeEvent(r rowWriter, ev []byte) {
 		d.decodePayload(r, p, tag == nil)
 	}
 	d.setTags(r)
+}
+
+// setTimes reads a runtime's isoTime v: a time the runtime_time column
+// holds is the row's runtime time, and its event time too when the window
+// holds it (the receipt, set before, otherwise). It reports whether v was
+// such a time.
+func (d *Decoder) setTimes(r rowWriter, v []byte) bool {
+	if v[0] != '"' {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(stringValue(v, r.w.sc)))
+	if err != nil {
+		return false
+	}
+	t = t.UTC()
+	if sec := t.Unix(); sec < 0 || sec > maxRuntimeUnix {
+		return false
+	}
+	rows, i := r.rows, r.i
+	rows.SetRuntimeTime(i, t)
+	if d.Times.holds(t, rows.ReceivedAt[i]) {
+		rows.EventTime[i] = t
+		rows.EventTimeSource[i] = chstore.TimeSourceRuntime
+	}
+	return true
 }
 
 // decodePayload fills the columns a payload of the row's type holds;

@@ -124,7 +124,10 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func BenchmarkDecode(b *testing.B) {
-	res, err := NewValidator(Limits{}).ProcessBatch(benchBody(50), testMeta)
+	// As ingest writes them: with the sender.
+	meta := testMeta
+	meta.TokenID, meta.ClientNetwork = "0123456789abcdef", "203.0.113.0/24"
+	res, err := NewValidator(Limits{}).ProcessBatch(benchBody(50), meta)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -284,6 +287,114 @@ func TestDecodeBatchOfManyRows(t *testing.T) {
 				!strings.Contains(r.Payload, `"rawQuery":"q`+n+`"`) {
 				t.Fatalf("round %d, row %d: %+v", round, i, r)
 			}
+		}
+	}
+}
+
+// TestDecodeClampsEventTime checks which runtime times become event times:
+// only those near the receipt, within the window; the runtime's time is
+// kept whatever it is, and one no column holds is kept as sent in extra.
+// An event dated 2099 is counted on the day it arrived.
+func TestDecodeClampsEventTime(t *testing.T) {
+	at := testMeta.ReceivedAt.UTC()
+	iso := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
+	cases := []struct {
+		name     string
+		isoTime  string // the JSON value sent; "" sends none
+		window   TimeWindow
+		event    time.Time
+		source   int8
+		runtime  *time.Time
+		extraIso string // what extra keeps of isoTime
+	}{
+		{"none", "", TimeWindow{}, at, chstore.TimeSourceReceived, nil, ""},
+		{"now", `"` + iso(at) + `"`, TimeWindow{}, at, chstore.TimeSourceRuntime, &at, ""},
+		{"an hour ago", `"` + iso(at.Add(-time.Hour)) + `"`, TimeWindow{}, at.Add(-time.Hour), chstore.TimeSourceRuntime, ptr(at.Add(-time.Hour)), ""},
+		{"six days ago", `"` + iso(at.Add(-6*24*time.Hour)) + `"`, TimeWindow{}, at.Add(-6 * 24 * time.Hour), chstore.TimeSourceRuntime, ptr(at.Add(-6 * 24 * time.Hour)), ""},
+		{"eight days ago", `"` + iso(at.Add(-8*24*time.Hour)) + `"`, TimeWindow{}, at, chstore.TimeSourceReceived, ptr(at.Add(-8 * 24 * time.Hour)), ""},
+		{"a clock a minute ahead", `"` + iso(at.Add(time.Minute)) + `"`, TimeWindow{}, at.Add(time.Minute), chstore.TimeSourceRuntime, ptr(at.Add(time.Minute)), ""},
+		{"ten minutes ahead", `"` + iso(at.Add(10*time.Minute)) + `"`, TimeWindow{}, at, chstore.TimeSourceReceived, ptr(at.Add(10 * time.Minute)), ""},
+		{"2099", `"2099-06-01T00:00:00.000Z"`, TimeWindow{}, at, chstore.TimeSourceReceived, ptr(time.Date(2099, 6, 1, 0, 0, 0, 0, time.UTC)), ""},
+		{"a wider window", `"` + iso(at.Add(-30*24*time.Hour)) + `"`, TimeWindow{MaxPast: 31 * 24 * time.Hour}, at.Add(-30 * 24 * time.Hour), chstore.TimeSourceRuntime, ptr(at.Add(-30 * 24 * time.Hour)), ""},
+		{"a narrower window", `"` + iso(at.Add(time.Minute)) + `"`, TimeWindow{MaxFuture: time.Second}, at, chstore.TimeSourceReceived, ptr(at.Add(time.Minute)), ""},
+		{"past what a column holds", `"9999-12-31T23:59:59Z"`, TimeWindow{}, at, chstore.TimeSourceReceived, nil, `"9999-12-31T23:59:59Z"`},
+		{"before 1970", `"1969-12-31T23:59:59Z"`, TimeWindow{}, at, chstore.TimeSourceReceived, nil, `"1969-12-31T23:59:59Z"`},
+		{"not a time", `"yesterday"`, TimeWindow{}, at, chstore.TimeSourceReceived, nil, `"yesterday"`},
+		{"a number", `1764000000`, TimeWindow{}, at, chstore.TimeSourceReceived, nil, `1764000000`},
+		{"null", `null`, TimeWindow{}, at, chstore.TimeSourceReceived, nil, ""},
+	}
+	v := NewValidator(DefaultLimits())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := `{"type":"REQUEST","name":"LAUNCH_REQUEST"`
+			if c.isoTime != "" {
+				ev += `,"isoTime":` + c.isoTime
+			}
+			res, err := v.ProcessBatch([]byte(`{"events":[`+ev+`}]}`), testMeta)
+			if err != nil || len(res.Accepted) != 1 {
+				t.Fatalf("not accepted: %v %+v", err, res.Errors)
+			}
+			d := Decoder{Times: c.window}
+			var b chstore.EventBatch
+			i, err := d.Decode(res.Accepted[0].Value, &b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !b.EventTime[i].Equal(c.event) || b.EventTimeSource[i] != c.source {
+				t.Errorf("event time %s (source %d), want %s (%d)", b.EventTime[i], b.EventTimeSource[i], c.event, c.source)
+			}
+			switch rt := b.RuntimeTime[i]; {
+			case (rt == nil) != (c.runtime == nil):
+				t.Errorf("runtime time %v, want %v", rt, c.runtime)
+			case rt != nil && !rt.Equal(*c.runtime):
+				t.Errorf("runtime time %s, want %s", rt, c.runtime)
+			}
+			wantExtra := "{}"
+			if c.extraIso != "" {
+				wantExtra = `{"isoTime":` + c.extraIso + `}`
+			}
+			if b.Extra[i] != wantExtra {
+				t.Errorf("extra %s, want %s", b.Extra[i], wantExtra)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestDecodeSender reads who sent a batch from its envelopes, and decodes
+// envelopes written before ingest recorded it.
+func TestDecodeSender(t *testing.T) {
+	v := NewValidator(DefaultLimits())
+	meta := testMeta
+	meta.TokenID, meta.ClientNetwork = "0123456789abcdef", "2001:db8:1::/48"
+	res, err := v.ProcessBatch([]byte(`{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST"}]}`), meta)
+	if err != nil || len(res.Accepted) != 1 {
+		t.Fatal(err, res.Errors)
+	}
+	old := `{"v":1,"eventId":"e","appId":"a","organizationId":"o","receivedAt":"2026-01-01T00:00:00.000Z","event":{"type":"REQUEST"}}`
+	var d Decoder
+	var b chstore.EventBatch
+	for _, c := range []struct {
+		name, value, token, network string
+	}{
+		{"recorded", string(res.Accepted[0].Value), meta.TokenID, meta.ClientNetwork},
+		{"older envelope", old, "", ""},
+	} {
+		i, err := d.Decode([]byte(c.value), &b)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if b.TokenID[i] != c.token || b.ClientNetwork[i] != c.network {
+			t.Errorf("%s: token %q network %q, want %q %q", c.name, b.TokenID[i], b.ClientNetwork[i], c.token, c.network)
+		}
+	}
+	for _, bad := range []string{
+		`{"eventId":"e","appId":"a","receivedAt":"2026-01-01T00:00:00Z","tokenId":7,"event":{}}`,
+		`{"eventId":"e","appId":"a","receivedAt":"2026-01-01T00:00:00Z","clientNetwork":["x"],"event":{}}`,
+	} {
+		if _, err := decodeRow(&d, []byte(bad)); !errors.Is(err, ErrEnvelope) {
+			t.Errorf("%s: err = %v, want ErrEnvelope", bad, err)
 		}
 	}
 }

@@ -90,6 +90,11 @@ type Meta struct {
 	// one, instead of deriving them: a resubmitted event keeps the ID it
 	// got when it was first received.
 	EventIDs []string
+	// TokenID and ClientNetwork say who sent the batch, as the server saw
+	// it: the ID of the access token and the client's network (see
+	// ClientNetwork in package ingest). Envelopes carry them when set;
+	// HISTORICAL suggestions count distinct senders by them.
+	TokenID, ClientNetwork string
 }
 
 // FieldError describes one problem with one event.

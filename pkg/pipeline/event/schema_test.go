@@ -363,6 +363,16 @@ func TestSchemaEnvelopes(t *testing.T) {
 		batches = append(batches, batch{"received-at/" + m.name, mixed, meta})
 	}
 
+	for _, m := range []struct{ name, token, network string }{
+		{"ipv4", "0123456789abcdef", "203.0.113.0/24"},
+		{"ipv6", "fedcba9876543210", "2001:db8:1::/48"},
+		{"token-only", "0123456789abcdef", ""},
+	} {
+		meta := testMeta
+		meta.TokenID, meta.ClientNetwork = m.token, m.network
+		batches = append(batches, batch{"sender/" + m.name, mixed, meta})
+	}
+
 	huge := `{"type":"ERROR","name":"HUGE","payload":"` + strings.Repeat("x", 300<<10) + `"}`
 	batches = append(batches, batch{"generated/huge-event", wrapEvent([]byte(huge)), testMeta})
 
@@ -458,6 +468,11 @@ func checkEnvelope(t *testing.T, s *schemaSet, raw json.RawMessage, msg event.Me
 		t.Errorf("envelope appId %v, organizationId %v; want %q, %q", env["appId"], env["organizationId"], meta.AppID, meta.OrganizationID)
 	}
 	checkReceivedAt(t, env["receivedAt"], wantAt)
+	for _, f := range []struct{ name, want string }{{"tokenId", meta.TokenID}, {"clientNetwork", meta.ClientNetwork}} {
+		if have, ok := env[f.name]; (f.want == "" && ok) || (f.want != "" && have != f.want) {
+			t.Errorf("envelope %s %v, want %q (absent when empty)", f.name, have, f.want)
+		}
+	}
 	eventID, _ := env["eventId"].(string)
 	if eventID == "" {
 		t.Errorf("envelope eventId %v, want a non-empty string", env["eventId"])
@@ -510,6 +525,9 @@ func checkQuarantine(t *testing.T, s *schemaSet, evs []json.RawMessage, errored 
 		t.Errorf("quarantine appId %v, organizationId %v; want %q, %q", rec["appId"], rec["organizationId"], meta.AppID, meta.OrganizationID)
 	}
 	checkReceivedAt(t, rec["receivedAt"], wantAt)
+	if _, ok := rec["tokenId"]; ok {
+		t.Errorf("quarantine record carries the sender: %v", rec["tokenId"])
+	}
 	num, _ := rec["index"].(json.Number)
 	idx, err := strconv.Atoi(num.String())
 	if err != nil || errored[idx] == nil {

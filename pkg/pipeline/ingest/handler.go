@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,9 @@ type Config struct {
 	// this one bounds an organization token over all the apps it acts
 	// for. Zero means half of MaxInFlight.
 	MaxInFlightPerToken int
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// whose network envelopes record (see ClientNetwork); none when empty.
+	TrustedProxies []netip.Prefix
 	// MaxBodyMemory bounds the memory all requests' bodies, and the
 	// records built from them, hold at once: MemoryPerBodyByte for every
 	// body byte beyond the first BodyAllowance of each, which small
@@ -335,7 +339,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body := buf.Bytes()
 
-	meta := event.Meta{AppID: target.AppID, OrganizationID: target.OrganizationID, ReceivedAt: h.now()}
+	meta := event.Meta{AppID: target.AppID, OrganizationID: target.OrganizationID, ReceivedAt: h.now(),
+		TokenID: target.TokenID, ClientNetwork: ClientNetwork(r, h.cfg.TrustedProxies)}
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		meta.IDSeed = "key:" + key
 	} else {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,7 @@ type harnessOpts struct {
 	maxEvents      int
 	maxInFlight    int
 	cors           *cors.Policy
+	trustedProxies []netip.Prefix
 }
 
 func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
@@ -106,7 +108,7 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 	cfg := ingest.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: []string{b.Addr()}}, EventsTopic: h.topic, QuarantineTopic: h.quarantine,
 		TopicPartitions: 4, TopicReplication: 1,
-		Handler:       ingest.Config{ProduceTimeout: o.produceTimeout, MaxInFlight: o.maxInFlight},
+		Handler:       ingest.Config{ProduceTimeout: o.produceTimeout, MaxInFlight: o.maxInFlight, TrustedProxies: o.trustedProxies},
 		TokenCacheTTL: o.tokenTTL, RateLimitRPS: o.rateRPS, RateLimitBurst: o.rateBurst,
 		// Above net/http's 5 s wait for a connection that never sent a
 		// request, which a test client's spare connection would hit.

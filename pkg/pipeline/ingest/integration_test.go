@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -439,5 +440,48 @@ func TestLargeEvents(t *testing.T) {
 	}
 	if pad := q[0].value["event"].(map[string]any)["pad"].(string); len(pad) != ingest.DefaultMaxBodyBytes/4 {
 		t.Errorf("quarantined event's pad is %d bytes, want it whole", len(pad))
+	}
+}
+
+// TestEnvelopesRecordTheSender checks that every envelope says which
+// token sent it and from which network, as the server saw the connection:
+// X-Forwarded-For counts only from a trusted proxy, and then only the
+// entry that proxy appended.
+func TestEnvelopesRecordTheSender(t *testing.T) {
+	b := startBroker(t, "")
+	loopback, err := ingest.ParseTrustedProxies(ingest.DefaultTrustedProxies)
+	must(t, err)
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Prefix
+		xff     string
+		want    string
+	}{
+		{"no proxy trusted: the peer", nil, "198.51.100.7", "127.0.0.0/24"},
+		{"behind the local gateway", loopback, "198.51.100.7", "198.51.100.0/24"},
+		{"a forged entry before the proxy's", loopback, "203.0.113.66, 198.51.100.7", "198.51.100.0/24"},
+		{"IPv6", loopback, "2001:db8:5:6::1", "2001:db8:5::/48"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, b, harnessOpts{trustedProxies: tc.trusted})
+			r := h.put("/cms/app/events", eventsBody(`{"type":"REQUEST","name":"LAUNCH_REQUEST","sessionId":"s-1"}`, `{"type":"REQUEST"}`),
+				append(h.bearer("a1"), "X-Forwarded-For", tc.xff)...)
+			if r.status != http.StatusOK {
+				t.Fatalf("PUT: %d %s", r.status, r.raw)
+			}
+			recs := readTopic(t, b.Addr(), h.topic)
+			if len(recs) != 1 {
+				t.Fatalf("%d records, want 1", len(recs))
+			}
+			if got := recs[0].value; got["tokenId"] != h.tokenIDs["a1"] || got["clientNetwork"] != tc.want {
+				t.Errorf("envelope tokenId %v clientNetwork %v, want %s %s", got["tokenId"], got["clientNetwork"], h.tokenIDs["a1"], tc.want)
+			}
+			// Quarantine records do not carry it.
+			for _, q := range readTopic(t, b.Addr(), h.quarantine) {
+				if _, ok := q.value["clientNetwork"]; ok {
+					t.Errorf("quarantine record %v", q.value)
+				}
+			}
+		})
 	}
 }
