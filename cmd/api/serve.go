@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
@@ -17,6 +18,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/content/lexicon"
 	"github.com/assistantcms/cms/pkg/edge/analyticspage"
+	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
@@ -38,6 +40,9 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
+	authFailures := auth.DefineFailureFlags(fs)
+	trusted := fs.String("trusted-proxies", "TRUSTED_PROXIES", clientnet.DefaultTrusted,
+		"comma-separated networks (CIDR) or addresses of the proxies in front of the api (the gateway), whose X-Forwarded-For names the client whose failed authentications are counted (empty: none, the connection's peer is the client)")
 	refresh := fs.Duration("refresh-interval", "CONTENT_REFRESH_INTERVAL", contentapi.DefaultRefreshInterval, "longest time before changes written by other processes show")
 	grace := fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", contentapi.DefaultOutageGrace, "how long cached answers are served while the content database cannot be reached (negative: not at all)")
 	maxAge := fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
@@ -71,6 +76,10 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	trustedProxies, err := clientnet.ParseTrusted(*trusted)
+	if err != nil {
+		return fmt.Errorf("-trusted-proxies (TRUSTED_PROXIES): %w", err)
 	}
 	if *historyUsers < 1 {
 		return fmt.Errorf("serve: -history-min-users (HISTORY_MIN_USERS) %d: want 1 or more", *historyUsers)
@@ -157,17 +166,20 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	gqlLimits := graphql.Limits{MaxBodyBytes: *gqlBody, MaxDepth: *gqlDepth, MaxIntrospectionDepth: *gqlIntroDepth, MaxFields: *gqlFields,
 		MaxCost: *gqlCost, ListSize: *gqlListSize, MaxAnswerBytes: *gqlAnswer}
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
-		API:             apiCfg,
-		GraphQL:         gqlLimits,
-		TokenCacheTTL:   *tokenTTL,
-		RateLimitRPS:    *rateRPS,
-		RateLimitBurst:  *rateBurst,
-		ShutdownTimeout: settings.ShutdownTimeout,
-		StatusSources:   sources,
-		StatusInterval:  *statusInterval,
-		Analytics:       analytics,
-		CORS:            settings.CORS,
-		HTTP:            settings.HTTP,
+		API:              apiCfg,
+		GraphQL:          gqlLimits,
+		TokenCacheTTL:    *tokenTTL,
+		AuthFailureRate:  authFailures.Rate(),
+		AuthFailureBurst: authFailures.Burst(),
+		TrustedProxies:   trustedProxies,
+		RateLimitRPS:     *rateRPS,
+		RateLimitBurst:   *rateBurst,
+		ShutdownTimeout:  settings.ShutdownTimeout,
+		StatusSources:    sources,
+		StatusInterval:   *statusInterval,
+		Analytics:        analytics,
+		CORS:             settings.CORS,
+		HTTP:             settings.HTTP,
 	}, store, log)
 	if err != nil {
 		return err

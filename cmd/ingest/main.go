@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
+	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/envflag"
@@ -61,14 +63,15 @@ func run(args []string) error {
 	minUploadGrace := fs.Duration("min-upload-grace", "MIN_UPLOAD_GRACE", ingest.DefaultMinUploadGrace, "time every request body has before -min-upload-rate counts")
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
 	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
+	authFailures := auth.DefineFailureFlags(fs)
 	batchTimeout := fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", kafka.DefaultBatchTimeout, "how long the producer waits to fill a batch")
 	compression := fs.String("kafka-compression", "KAFKA_COMPRESSION", kafka.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
-	trusted := fs.String("trusted-proxies", "TRUSTED_PROXIES", ingest.DefaultTrustedProxies,
+	trusted := fs.String("trusted-proxies", "TRUSTED_PROXIES", clientnet.DefaultTrusted,
 		"comma-separated networks (CIDR) or addresses of the proxies in front of ingest, whose X-Forwarded-For names the client whose network events record (empty: none, the connection's peer is the client)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	trustedProxies, err := ingest.ParseTrustedProxies(*trusted)
+	trustedProxies, err := clientnet.ParseTrusted(*trusted)
 	if err != nil {
 		return fmt.Errorf("-trusted-proxies (TRUSTED_PROXIES): %w", err)
 	}
@@ -106,6 +109,8 @@ func run(args []string) error {
 		Limits:           event.Limits{MaxEvents: *maxEvents, MaxEventBytes: *maxEventBytes, Types: envflag.List(*eventTypes)},
 		TokenCacheTTL:    *tokenTTL,
 		TokenOutageGrace: *grace,
+		AuthFailureRate:  authFailures.Rate(),
+		AuthFailureBurst: authFailures.Burst(),
 		RateLimitRPS:     *rateRPS,
 		RateLimitBurst:   *rateBurst,
 		ShutdownTimeout:  settings.ShutdownTimeout,

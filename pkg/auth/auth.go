@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/edge/ratelimit"
 )
 
 // Store is the part of the content store authentication reads.
@@ -83,9 +84,12 @@ const (
 	// ScopeMissing: the token may not do what the request asks
 	// (Error.Scope says which scopes it lacks).
 	ScopeMissing
+	// Throttled: the client's network failed to authenticate too often
+	// of late; its unknown tokens are not looked up until Error.RetryAfter.
+	Throttled
 )
 
-var kindNames = [...]string{Unauthenticated: "unauthenticated", Forbidden: "forbidden", Invalid: "invalid", Unavailable: "unavailable", ScopeMissing: "scope_missing"}
+var kindNames = [...]string{Unauthenticated: "unauthenticated", Forbidden: "forbidden", Invalid: "invalid", Unavailable: "unavailable", ScopeMissing: "scope_missing", Throttled: "throttled"}
 
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -100,7 +104,9 @@ type Error struct {
 	Message string
 	// Scope is what a ScopeMissing error's token lacks.
 	Scope content.Scopes
-	Err   error
+	// RetryAfter is when a Throttled client may try again.
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (e *Error) Error() string {
@@ -134,6 +140,8 @@ type Authenticator struct {
 	ttl   time.Duration
 	grace time.Duration
 	now   func() time.Time
+	// failures counts failed authentications by client network.
+	failures *ratelimit.Limiter
 
 	mu       sync.Mutex
 	tokens   map[string]cached[content.Token]
@@ -166,7 +174,19 @@ type Options struct {
 	OutageGrace time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// FailureRate and FailureBurst bound the failed authentications of
+	// one client network (see WithClientNetwork): past FailureBurst, at
+	// most FailureRate a second, and tokens not cached are refused
+	// without a lookup until then. A zero rate: no bound.
+	FailureRate  float64
+	FailureBurst int
 }
+
+// Defaults of the failed authentications one client network may make.
+const (
+	DefaultFailureRate  = 1
+	DefaultFailureBurst = 30
+)
 
 // NewAuthenticator returns an Authenticator reading from store.
 func NewAuthenticator(store Store, o Options) (*Authenticator, error) {
@@ -187,7 +207,38 @@ func NewAuthenticator(store Store, o Options) (*Authenticator, error) {
 		tokens:   make(map[string]cached[content.Token]),
 		apps:     make(map[string]cached[content.App]),
 		inflight: make(map[string]*lookup),
+		failures: failureLimiter(o),
 	}, nil
+}
+
+// failureLimiter counts failures by network on o's clock; nil without a
+// rate.
+func failureLimiter(o Options) *ratelimit.Limiter {
+	if o.FailureRate <= 0 {
+		return nil
+	}
+	return ratelimit.New(o.FailureRate, o.FailureBurst, o.Now)
+}
+
+type clientNetworkKey struct{}
+
+// WithClientNetwork tells Authenticate which network the request came
+// from (see package clientnet), whose failed authentications it counts.
+func WithClientNetwork(ctx context.Context, network string) context.Context {
+	return context.WithValue(ctx, clientNetworkKey{}, network)
+}
+
+func clientNetwork(ctx context.Context) string {
+	n, _ := ctx.Value(clientNetworkKey{}).(string)
+	return n
+}
+
+// cachedToken reports whether id's lookup is cached and fresh.
+func (a *Authenticator) cachedToken(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, ok := a.tokens[id]
+	return ok && a.now().Sub(c.fetched) < a.ttl
 }
 
 // BearerToken returns the token of an "Authorization: Bearer" header or of
@@ -228,6 +279,16 @@ func (a *Authenticator) Authenticate(ctx context.Context, h http.Header) (Princi
 	if err != nil {
 		return Principal{}, unauthorized()
 	}
+	// A network that keeps failing (guessing tokens, say) may not make
+	// the store look up any more it has not seen lately; tokens cached as
+	// good still work, so others behind the same network go on.
+	network := clientNetwork(ctx)
+	if network != "" && !a.cachedToken(id) {
+		if ok, wait := a.failures.Peek(network); !ok {
+			return Principal{}, &Error{Kind: Throttled, RetryAfter: wait,
+				Message: "too many failed authentications from this network; retry after the time in Retry-After"}
+		}
+	}
 	tok, found, err := getCached(ctx, a, a.tokens, "t:"+id, id, a.store.Token)
 	if err != nil {
 		return Principal{}, &Error{Kind: Unavailable, Message: "token store unavailable", Err: err}
@@ -239,6 +300,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, h http.Header) (Princi
 		stored = make([]byte, 32)
 	}
 	if !HashMatches(stored, raw) || !found || tok.Revoked() {
+		if network != "" {
+			a.failures.Allow(network)
+		}
 		return Principal{}, unauthorized()
 	}
 	return Principal{TokenID: tok.ID, OrganizationID: tok.OrganizationID, AppID: tok.AppID, Scopes: tok.Scopes}, nil

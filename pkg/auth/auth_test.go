@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -497,5 +498,71 @@ func TestPrincipalCarriesScopes(t *testing.T) {
 	}
 	if got := Challenge(&Error{Kind: Forbidden, Message: "x"}); got != "" {
 		t.Errorf("Challenge of another error = %q, want none", got)
+	}
+}
+
+// TestFailuresOfANetworkBounded is token guessing from one network: every
+// well-formed random token costs a store lookup, until the network has
+// failed its burst; then tokens not cached are refused without a lookup
+// until its rate lets it try again. A good token already cached still
+// works from that network, and other networks are not touched.
+func TestFailuresOfANetworkBounded(t *testing.T) {
+	s, toks := newFixture(t)
+	clock := time.Unix(0, 0)
+	a, err := NewAuthenticator(s, Options{FailureRate: 1, FailureBurst: 5, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacker := WithClientNetwork(t.Context(), "203.0.113.0/24")
+	// The good token is used (and cached) before the guessing starts.
+	if _, err := a.Authenticate(attacker, header(toks["app"])); err != nil {
+		t.Fatal(err)
+	}
+	guess := func(ctx context.Context, i int) error {
+		_, err := a.Authenticate(ctx, header(fmt.Sprintf("cms_%016x_%s", i+1, strings.Repeat("A", 43))))
+		return err
+	}
+	kinds := func(err error) Kind {
+		var ae *Error
+		if !errors.As(err, &ae) {
+			t.Fatalf("error %v", err)
+		}
+		return ae.Kind
+	}
+	lookups := s.calls.Load()
+	for i := range 5 {
+		if k := kinds(guess(attacker, i)); k != Unauthenticated {
+			t.Fatalf("guess %d: %s, want unauthenticated", i, k)
+		}
+	}
+	if got := s.calls.Load() - lookups; got != 5 {
+		t.Errorf("%d lookups for 5 guesses", got)
+	}
+	lookups = s.calls.Load()
+	for i := 5; i < 100; i++ {
+		err := guess(attacker, i)
+		var ae *Error
+		if !errors.As(err, &ae) || ae.Kind != Throttled || ae.RetryAfter <= 0 || ae.RetryAfter > time.Second {
+			t.Fatalf("guess %d: %#v, want throttled for at most a second", i, err)
+		}
+	}
+	if got := s.calls.Load() - lookups; got != 0 {
+		t.Errorf("%d lookups for 95 guesses past the burst, want none", got)
+	}
+	// The cached good token still works from the throttled network, and
+	// another network's guesses are looked up.
+	if p, err := a.Authenticate(attacker, header(toks["app"])); err != nil || p.AppID != "a1" {
+		t.Errorf("cached token from the throttled network: %+v, %v", p, err)
+	}
+	if k := kinds(guess(WithClientNetwork(t.Context(), "198.51.100.0/24"), 1000)); k != Unauthenticated {
+		t.Errorf("another network: %s, want unauthenticated", k)
+	}
+	// A second later, one more guess is looked up.
+	clock = clock.Add(time.Second)
+	if k := kinds(guess(attacker, 2000)); k != Unauthenticated {
+		t.Errorf("a second later: %s, want unauthenticated", k)
+	}
+	if k := kinds(guess(attacker, 2001)); k != Throttled {
+		t.Errorf("the next guess: %s, want throttled", k)
 	}
 }

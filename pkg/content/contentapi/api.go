@@ -207,6 +207,9 @@ func (a *API) authError(c *gin.Context, err error) {
 		if ch := auth.Challenge(err); ch != "" {
 			c.Header("WWW-Authenticate", ch)
 		}
+		if ae.Kind == auth.Throttled {
+			httpserve.RetryAfter(c.Writer, ae.RetryAfter.Seconds())
+		}
 		abort(c, status, field, ae.Message)
 		return
 	}

@@ -82,3 +82,32 @@ func TestInventedValuesAddNoSeries(t *testing.T) {
 		t.Error("invented methods are not all counted as other")
 	}
 }
+
+// TestTokenGuessingThrottledByNetwork: past its burst of failed
+// authentications, a network's unknown tokens are answered 429 with
+// Retry-After on REST and GraphQL alike, without a lookup.
+func TestTokenGuessingThrottledByNetwork(t *testing.T) {
+	e := newEnv(t, ServiceConfig{AuthFailureRate: 0.01, AuthFailureBurst: 5})
+	guess := func(i int) string { return fmt.Sprintf("cms_%016x_%s", i+1, strings.Repeat("A", 43)) }
+	var statuses []int
+	for i := range 8 {
+		path := "/cms/handler"
+		if i%2 == 1 {
+			path = "/cms/graphql?query=%7Bhandlers%7BintentId%7D%7D"
+		}
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+guess(i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		statuses = append(statuses, resp.StatusCode)
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("request %d: 429 without Retry-After", i)
+		}
+	}
+	if want := []int{401, 401, 401, 401, 401, 429, 429, 429}; fmt.Sprint(statuses) != fmt.Sprint(want) {
+		t.Errorf("statuses %v, want %v", statuses, want)
+	}
+}

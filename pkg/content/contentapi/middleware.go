@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
 
@@ -130,6 +133,14 @@ func observe(m *Metrics, log *slog.Logger) gin.HandlerFunc {
 				slog.String("request_id", id), slog.String("method", method), slog.String("route", route),
 				slog.Int("status", status), slog.Duration("elapsed", elapsed), slog.String("app_id", c.GetString(logAppKey)))
 		}
+	}
+}
+
+// clientNetwork tells authentication which network each request came
+// from, whose failures it counts.
+func clientNetwork(trusted []netip.Prefix) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Request = c.Request.WithContext(auth.WithClientNetwork(c.Request.Context(), clientnet.Of(c.Request, trusted)))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -22,12 +23,18 @@ import (
 
 // ServiceConfig is everything the api process serves with.
 type ServiceConfig struct {
-	API             Config
-	GraphQL         graphql.Limits
-	TokenCacheTTL   time.Duration
-	RateLimitRPS    float64
-	RateLimitBurst  int
-	ShutdownTimeout time.Duration
+	API           Config
+	GraphQL       graphql.Limits
+	TokenCacheTTL time.Duration
+	// AuthFailureRate and AuthFailureBurst bound the failed
+	// authentications of one client network (auth.Options), whose
+	// network is the peer's or, from TrustedProxies, the one they name.
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	TrustedProxies   []netip.Prefix
+	RateLimitRPS     float64
+	RateLimitBurst   int
+	ShutdownTimeout  time.Duration
 	// StatusSources are the other services charted on the status page,
 	// beside the api itself; StatusInterval is how often they are read.
 	StatusSources  []statuspage.Source
@@ -112,7 +119,8 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	}
 	// Tokens get the same grace as content: a cached answer is no use if
 	// the token asking for it can no longer be checked.
-	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL, OutageGrace: grace})
+	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL, OutageGrace: grace,
+		FailureRate: cfg.AuthFailureRate, FailureBurst: cfg.AuthFailureBurst})
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +138,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	engine.HandleMethodNotAllowed = true
-	engine.Use(observe(metrics, log), recovery(log))
+	engine.Use(observe(metrics, log), recovery(log), clientNetwork(cfg.TrustedProxies))
 	engine.NoRoute(notFound)
 	engine.NoMethod(notAllowed)
 	api.Register(engine)

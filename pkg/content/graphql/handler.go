@@ -103,6 +103,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusUnauthorized, errorf(CodeUnauthenticated, "", "Unauthorized"))
 			return
 		}
+		if ae != nil && ae.Kind == auth.Throttled {
+			httpserve.RetryAfter(w, ae.RetryAfter.Seconds())
+			writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "%s", ae.Message))
+			return
+		}
 		h.log.Error("authentication failed", "err", err)
 		writeError(w, http.StatusServiceUnavailable, errorf(CodeUnavailable, "", "the token store is unavailable; try again later"))
 		return

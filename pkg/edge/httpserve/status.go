@@ -18,6 +18,8 @@ func AuthStatus(k auth.Kind) int {
 		return http.StatusBadRequest
 	case auth.Unavailable:
 		return http.StatusServiceUnavailable
+	case auth.Throttled:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

@@ -59,6 +59,26 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	return false, wait
 }
 
+// Peek reports whether Allow would admit key now, without taking a token,
+// and if not, how long until it would.
+func (l *Limiter) Peek(key string) (ok bool, retryAfter time.Duration) {
+	if l == nil || l.rate <= 0 {
+		return true, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, found := l.buckets[key]
+	if !found {
+		return true, 0
+	}
+	tokens := math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	if tokens >= 1 {
+		return true, 0
+	}
+	return false, time.Duration((1 - tokens) / l.rate * float64(time.Second))
+}
+
 // Charge takes n more tokens from key's bucket for work a request did
 // beyond what Allow counted, such as an index it had to build. The
 // bucket may go into debt, down to minus one burst, which later requests

@@ -92,7 +92,7 @@ type Meta struct {
 	EventIDs []string
 	// TokenID and ClientNetwork say who sent the batch, as the server saw
 	// it: the ID of the access token and the client's network (see
-	// ClientNetwork in package ingest). Envelopes carry them when set;
+	// clientnet.Of). Envelopes carry them when set;
 	// HISTORICAL suggestions count distinct senders by them.
 	TokenID, ClientNetwork string
 }

@@ -403,3 +403,43 @@ func TestRefusedBeforeTheBodyAnswersAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenGuessingThrottledByNetwork: a client guessing tokens gets 401
+// for its first failures, then 429 with Retry-After without the store
+// being asked, while a token that works, used before from the same
+// network, still sends.
+func TestTokenGuessingThrottledByNetwork(t *testing.T) {
+	b := startBroker(t, "")
+	h := newHarness(t, b, harnessOpts{authFailures: 10})
+	if r := h.put("/cms/app/events", eventsBody(`{"type":"REQUEST","name":"LAUNCH_REQUEST"}`), "Authorization", "Bearer "+h.tokens["a1"]); r.status != 200 {
+		t.Fatalf("good token: %d %s", r.status, r.raw)
+	}
+	var statuses []int
+	for i := range 30 {
+		guess := fmt.Sprintf("cms_%016x_%s", i+1, strings.Repeat("A", 43))
+		r := h.put("/cms/app/events", eventsBody(`{"type":"REQUEST","name":"LAUNCH_REQUEST"}`), "Authorization", "Bearer "+guess)
+		statuses = append(statuses, r.status)
+		if r.status == http.StatusTooManyRequests {
+			if msg, _ := r.body["message"].(string); msg != "too many failed authentications from this network; retry after the time in Retry-After" || r.header.Get("Retry-After") == "" {
+				t.Errorf("guess %d: %s %v", i, r.raw, r.header)
+			}
+		}
+	}
+	// The first guesses fail one by one; once the network's burst is
+	// spent (one more may refill meanwhile), the rest are refused.
+	unauthorized, limited := 0, 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusUnauthorized:
+			unauthorized++
+		case http.StatusTooManyRequests:
+			limited++
+		}
+	}
+	if unauthorized < 10 || unauthorized > 12 || unauthorized+limited != 30 || statuses[29] != http.StatusTooManyRequests {
+		t.Errorf("statuses %v: want 10 or so 401s, then 429s", statuses)
+	}
+	if r := h.put("/cms/app/events", eventsBody(`{"type":"REQUEST","name":"LAUNCH_REQUEST"}`), "Authorization", "Bearer "+h.tokens["a1"]); r.status != 200 {
+		t.Errorf("the good token from the same network: %d %s", r.status, r.raw)
+	}
+}

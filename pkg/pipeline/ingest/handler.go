@@ -25,6 +25,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/ratelimit"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
@@ -64,7 +65,7 @@ type Config struct {
 	// for. Zero means half of MaxInFlight.
 	MaxInFlightPerToken int
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
-	// whose network envelopes record (see ClientNetwork); none when empty.
+	// whose network envelopes record (see package clientnet); none when empty.
 	TrustedProxies []netip.Prefix
 	// MaxBodyMemory bounds the memory all requests' bodies, and the
 	// records built from them, hold at once: MemoryPerBodyByte for every
@@ -292,7 +293,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		httpserve.Error(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed; use PUT")
 		return
 	}
-	ctx := r.Context()
+	network := clientnet.Of(r, h.cfg.TrustedProxies)
+	ctx := auth.WithClientNetwork(r.Context(), network)
 	principal, err := h.auth.Authenticate(ctx, r.Header)
 	if err == nil {
 		err = principal.Require(content.EventsWrite, "sending events")
@@ -340,7 +342,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	body := buf.Bytes()
 
 	meta := event.Meta{AppID: target.AppID, OrganizationID: target.OrganizationID, ReceivedAt: h.now(),
-		TokenID: target.TokenID, ClientNetwork: ClientNetwork(r, h.cfg.TrustedProxies)}
+		TokenID: target.TokenID, ClientNetwork: network}
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		meta.IDSeed = "key:" + key
 	} else {
@@ -418,6 +420,9 @@ func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if c := auth.Challenge(err); c != "" {
 		w.Header().Set("WWW-Authenticate", c)
+	}
+	if ae != nil && ae.Kind == auth.Throttled {
+		httpserve.RetryAfter(w, ae.RetryAfter.Seconds())
 	}
 	// The body is not read: closing the connection answers at once,
 	// where net/http would first read up to 256 KiB of a body that may

@@ -68,6 +68,9 @@ type harnessOpts struct {
 	maxInFlight    int
 	cors           *cors.Policy
 	trustedProxies []netip.Prefix
+	// authFailures bounds failed authentications per client network
+	// (burst; at one a second); zero: none.
+	authFailures int
 }
 
 func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
@@ -110,12 +113,16 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 		TopicPartitions: 4, TopicReplication: 1,
 		Handler:       ingest.Config{ProduceTimeout: o.produceTimeout, MaxInFlight: o.maxInFlight, TrustedProxies: o.trustedProxies},
 		TokenCacheTTL: o.tokenTTL, RateLimitRPS: o.rateRPS, RateLimitBurst: o.rateBurst,
+		AuthFailureBurst: o.authFailures,
 		// Above net/http's 5 s wait for a connection that never sent a
 		// request, which a test client's spare connection would hit.
 		ShutdownTimeout: 10 * time.Second,
 		CORS:            o.cors,
 	}
 	cfg.Limits.MaxEvents = o.maxEvents
+	if o.authFailures > 0 {
+		cfg.AuthFailureRate = 1
+	}
 	h.url = ingesttest.Start(t, cfg, store, log)
 	return h
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/devbroker"
+	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
@@ -449,7 +450,7 @@ func TestLargeEvents(t *testing.T) {
 // entry that proxy appended.
 func TestEnvelopesRecordTheSender(t *testing.T) {
 	b := startBroker(t, "")
-	loopback, err := ingest.ParseTrustedProxies(ingest.DefaultTrustedProxies)
+	loopback, err := clientnet.ParseTrusted(clientnet.DefaultTrusted)
 	must(t, err)
 	for _, tc := range []struct {
 		name    string

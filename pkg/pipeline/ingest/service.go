@@ -43,6 +43,10 @@ type ServiceConfig struct {
 	// before is still accepted while the content database cannot answer;
 	// zero means DefaultTokenOutageGrace, negative none.
 	TokenOutageGrace time.Duration
+	// AuthFailureRate and AuthFailureBurst bound the failed
+	// authentications of one client network (auth.Options).
+	AuthFailureRate  float64
+	AuthFailureBurst int
 	RateLimitRPS     float64
 	RateLimitBurst   int
 	ShutdownTimeout  time.Duration
@@ -177,7 +181,8 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	if grace == 0 {
 		grace = DefaultTokenOutageGrace
 	}
-	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL, OutageGrace: grace})
+	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL, OutageGrace: grace,
+		FailureRate: cfg.AuthFailureRate, FailureBurst: cfg.AuthFailureBurst})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package ingest
+package clientnet
 
 import (
 	"net/http"
@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-func TestClientNetwork(t *testing.T) {
-	loopback, err := ParseTrustedProxies(DefaultTrustedProxies)
+func TestOf(t *testing.T) {
+	loopback, err := ParseTrusted(DefaultTrusted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxies, err := ParseTrustedProxies("10.0.0.0/8, 192.0.2.1 ,fd00::/8")
+	proxies, err := ParseTrusted("10.0.0.0/8, 192.0.2.1 ,fd00::/8")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,27 +47,27 @@ func TestClientNetwork(t *testing.T) {
 			for _, v := range tc.xff {
 				r.Header.Add("X-Forwarded-For", v)
 			}
-			if got := ClientNetwork(r, tc.trusted); got != tc.want {
+			if got := Of(r, tc.trusted); got != tc.want {
 				t.Errorf("ClientNetwork = %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestParseTrustedProxies(t *testing.T) {
-	got, err := ParseTrustedProxies(" 10.1.2.3/8, ::1 , 192.0.2.1,")
+func TestParseTrusted(t *testing.T) {
+	got, err := ParseTrusted(" 10.1.2.3/8, ::1 , 192.0.2.1,")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := fmtPrefixes(got), "[10.0.0.0/8,::1/128,192.0.2.1/32]"; got != want {
 		t.Errorf("parsed %s, want %s", got, want)
 	}
-	if got, err := ParseTrustedProxies(""); err != nil || len(got) != 0 {
+	if got, err := ParseTrusted(""); err != nil || len(got) != 0 {
 		t.Errorf("empty list: %v %v", got, err)
 	}
 	for _, bad := range []string{"10.0.0.0/33", "localhost", "10.0.0.0/8,x"} {
-		if _, err := ParseTrustedProxies(bad); err == nil || !strings.Contains(err.Error(), "want a network such as 10.0.0.0/8 or an address") {
-			t.Errorf("ParseTrustedProxies(%q): %v", bad, err)
+		if _, err := ParseTrusted(bad); err == nil || !strings.Contains(err.Error(), "want a network such as 10.0.0.0/8 or an address") {
+			t.Errorf("ParseTrusted(%q): %v", bad, err)
 		}
 	}
 }

@@ -1,4 +1,8 @@
-package ingest
+// Package clientnet tells the network a request came from: the
+// connection's peer, or the client a trusted proxy names in
+// X-Forwarded-For, as an IPv4 /24 or IPv6 /48. What a client sends
+// decides nothing.
+package clientnet
 
 import (
 	"fmt"
@@ -7,10 +11,10 @@ import (
 	"strings"
 )
 
-// DefaultTrustedProxies are the peers trusted to name the client in
+// DefaultTrusted are the peers trusted to name the client in
 // X-Forwarded-For when nothing else is configured: loopback, where the
 // local stack's gateway runs.
-const DefaultTrustedProxies = "127.0.0.0/8,::1/128"
+const DefaultTrusted = "127.0.0.0/8,::1/128"
 
 // Client networks are the IPv4 /24 or IPv6 /48 holding a client's
 // address: what one household, office or mobile carrier's customers
@@ -22,9 +26,9 @@ const (
 	clientNetworkBits6 = 48
 )
 
-// ParseTrustedProxies reads a comma-separated list of networks (CIDR) or
+// ParseTrusted reads a comma-separated list of networks (CIDR) or
 // addresses; an empty list trusts no proxy.
-func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
+func ParseTrusted(list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for i, item := range strings.Split(list, ",") {
 		item = strings.TrimSpace(item)
@@ -48,14 +52,14 @@ func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// ClientNetwork returns the network the request came from, as "a.b.c.0/24"
+// Of returns the network the request came from, as "a.b.c.0/24"
 // or "x:y:z::/48", or "" when no address can be read. The address is the
 // connection's peer, unless the peer is a trusted proxy: then it is the
 // last address in X-Forwarded-For that is not one (proxies append the
 // address they were called from, so entries left of the first untrusted
 // one may be anything a client sent). Nothing the client sends decides it
 // otherwise.
-func ClientNetwork(r *http.Request, trusted []netip.Prefix) string {
+func Of(r *http.Request, trusted []netip.Prefix) string {
 	addr, ok := parseHost(r.RemoteAddr)
 	if !ok {
 		return ""
