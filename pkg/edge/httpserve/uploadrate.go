@@ -85,7 +85,15 @@ type PacedBody struct {
 func (b *PacedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n.Add(int64(n))
-	if err != nil && err != io.EOF {
+	if err == io.EOF {
+		// The whole body came: what the request does next (waiting for
+		// the broker, or for an upstream's answer) is not the client's
+		// upload, and cutting the connection then would cancel the
+		// request.
+		b.Stop()
+		return n, err
+	}
+	if err != nil {
 		if slow := b.Slow(); slow != nil {
 			return n, slow
 		}

@@ -157,3 +157,34 @@ func BenchmarkMinUploadRateWatch(b *testing.B) {
 		p.Stop()
 	}
 }
+
+// TestMinUploadRateEndsWithTheBody: once a body has come whole, the
+// request may take as long as it takes (waiting for the broker, or for an
+// upstream's answer) without being cut off, and its context is not
+// cancelled.
+func TestMinUploadRateEndsWithTheBody(t *testing.T) {
+	rate := MinUploadRate{Rate: 1000, Grace: 100 * time.Millisecond}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := rate.Watch(w, r.Body)
+		defer body.Stop()
+		if _, err := io.ReadAll(body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(time.Second): // far past the body's due time
+			w.WriteHeader(http.StatusNoContent)
+		case <-r.Context().Done():
+			t.Error("the request's context ended after its body had come")
+		}
+	}))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "text/plain", strings.NewReader("small body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("status %d, want 204", resp.StatusCode)
+	}
+}
