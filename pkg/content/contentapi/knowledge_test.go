@@ -544,19 +544,7 @@ func TestKeyCacheKeepsOnlyShortUnknownKeys(t *testing.T) {
 // both. Without an endpoint, no header.
 func TestRetrievalHeader(t *testing.T) {
 	srv := embedstandin.New(32)
-	client, err := embeddings.New(embeddings.Config{URL: srv.Start(t), Model: "standin"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, ServiceConfig{API: Config{Knowledge: knowledge.Options{Embedder: embeddings.Cached{Cache: embeddings.NewCache(0), Embedder: client}}}})
-	ctx := context.Background()
-	b, err := e.svc.api.base(ctx, "app-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WaitSemantic(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := newSemanticEnv(t, srv, embeddings.NewCache(0))
 	for path, want := range map[string]string{"/cms/search?question=free+parking": "Riverside store", "/cms/faq/query?question=return+policy": "Return policy"} {
 		if r := e.get(path, "app1"); r.status != 200 || r.header.Get(RetrievalHeader) != "hybrid" || !strings.Contains(r.body, want) {
 			t.Errorf("%s: %d %v %s", path, r.status, r.header, r.body)
@@ -581,12 +569,24 @@ func TestRetrievalHeader(t *testing.T) {
 // TestEmbeddingsKeptPerApp: the vectors of an app's content are cached as
 // that app's, never where another app's question would find them.
 func TestEmbeddingsKeptPerApp(t *testing.T) {
-	srv := embedstandin.New(32)
+	cache := embeddings.NewCache(0)
+	e := newSemanticEnv(t, embedstandin.New(32), cache)
+	if r := e.get("/cms/search?question=free+parking", "app1"); r.status != 200 || r.header.Get(RetrievalHeader) != "hybrid" {
+		t.Fatalf("search: %d %v", r.status, r.header)
+	}
+	if n := cache.TenantLen("app-1"); n == 0 || n != cache.Len() {
+		t.Errorf("app-1 holds %d of the cache's %d vectors; want all of them", n, cache.Len())
+	}
+}
+
+// newSemanticEnv serves the fixture with semantic retrieval through srv
+// and cache, app-1's vectors built.
+func newSemanticEnv(t *testing.T, srv *embedstandin.Server, cache *embeddings.Cache) *env {
+	t.Helper()
 	client, err := embeddings.New(embeddings.Config{URL: srv.Start(t), Model: "standin"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := embeddings.NewCache(0)
 	e := newEnv(t, ServiceConfig{API: Config{Knowledge: knowledge.Options{Embedder: embeddings.Cached{Cache: cache, Embedder: client}}}})
 	ctx := context.Background()
 	b, err := e.svc.api.base(ctx, "app-1")
@@ -596,10 +596,5 @@ func TestEmbeddingsKeptPerApp(t *testing.T) {
 	if err := b.WaitSemantic(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.get("/cms/search?question=free+parking", "app1"); r.status != 200 || r.header.Get(RetrievalHeader) != "hybrid" {
-		t.Fatalf("search: %d %v", r.status, r.header)
-	}
-	if n := cache.TenantLen("app-1"); n == 0 || n != cache.Len() {
-		t.Errorf("app-1 holds %d of the cache's %d vectors; want all of them", n, cache.Len())
-	}
+	return e
 }

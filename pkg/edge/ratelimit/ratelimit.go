@@ -40,23 +40,16 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	if l == nil || l.rate <= 0 {
 		return true, 0
 	}
-	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.now()
 	l.maybeSweep(now)
-	b, found := l.buckets[key]
-	if !found {
-		b = &bucket{tokens: l.burst, last: now}
-		l.buckets[key] = b
-	}
-	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
+	b := l.refill(key, now)
 	if b.tokens >= 1 {
 		b.tokens--
 		return true, 0
 	}
-	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
-	return false, wait
+	return false, l.wait(b.tokens)
 }
 
 // Peek reports whether Allow would admit key now, without taking a token,
@@ -65,18 +58,15 @@ func (l *Limiter) Peek(key string) (ok bool, retryAfter time.Duration) {
 	if l == nil || l.rate <= 0 {
 		return true, 0
 	}
-	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b, found := l.buckets[key]
-	if !found {
-		return true, 0
+	if _, found := l.buckets[key]; !found {
+		return true, 0 // a full bucket, not made for a look
 	}
-	tokens := math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	if tokens >= 1 {
-		return true, 0
+	if b := l.refill(key, l.now()); b.tokens < 1 {
+		return false, l.wait(b.tokens)
 	}
-	return false, time.Duration((1 - tokens) / l.rate * float64(time.Second))
+	return true, 0
 }
 
 // Charge takes n more tokens from key's bucket for work a request did
@@ -89,9 +79,15 @@ func (l *Limiter) Charge(key string, n float64) {
 	if l == nil || l.rate <= 0 || n <= 0 {
 		return
 	}
-	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	b := l.refill(key, l.now())
+	b.tokens = math.Max(-l.burst, b.tokens-n)
+}
+
+// refill returns key's bucket, made full when new, with what has accrued
+// since it was last used. l.mu must be held.
+func (l *Limiter) refill(key string, now time.Time) *bucket {
 	b, found := l.buckets[key]
 	if !found {
 		b = &bucket{tokens: l.burst, last: now}
@@ -99,7 +95,12 @@ func (l *Limiter) Charge(key string, n float64) {
 	}
 	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
 	b.last = now
-	b.tokens = math.Max(-l.burst, b.tokens-n)
+	return b
+}
+
+// wait is how long a bucket holding tokens takes to hold one.
+func (l *Limiter) wait(tokens float64) time.Duration {
+	return time.Duration((1 - tokens) / l.rate * float64(time.Second))
 }
 
 // maybeSweep forgets buckets that have refilled completely, once a minute,
