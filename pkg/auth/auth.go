@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/edge/ratelimit"
+	"github.com/assistantcms/cms/pkg/ratelimit"
 )
 
 // Store is the part of the content store authentication reads.

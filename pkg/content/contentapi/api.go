@@ -22,7 +22,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
-	"github.com/assistantcms/cms/pkg/edge/ratelimit"
+	"github.com/assistantcms/cms/pkg/ratelimit"
 )
 
 // Store is what the API reads content from.

@@ -16,8 +16,8 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/analyticspage"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
-	"github.com/assistantcms/cms/pkg/edge/ratelimit"
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
+	"github.com/assistantcms/cms/pkg/ratelimit"
 	"github.com/assistantcms/cms/schemas/openapi"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/edge/ratelimit"
+	"github.com/assistantcms/cms/pkg/ratelimit"
 )
 
 // WorkPerRequest is how long a piece of work beyond answering may take

@@ -25,7 +25,7 @@ import (
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
-	"github.com/assistantcms/cms/pkg/edge/ratelimit"
+	"github.com/assistantcms/cms/pkg/ratelimit"
 )
 
 // Authenticator checks tokens and resolves apps, as for REST.

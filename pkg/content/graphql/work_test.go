@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/edge/ratelimit"
+	"github.com/assistantcms/cms/pkg/ratelimit"
 )
 
 // TestAnswersChargedToTheirToken: a request costs its token one request,

@@ -108,7 +108,7 @@ func Define(fs *envflag.Set, o Options) *Flags {
 		f.logLevel = fs.String("log-level", EnvLogLevel, "info", "debug, info, warn or error")
 	}
 	f.debugAddr = fs.String("debug-addr", EnvDebugAddr, "", "address for Go profiling endpoints (/debug/pprof/); empty disables; keep it on loopback")
-	f.operatorAddr = fs.String("operator-addr", EnvOperatorAddr, DefaultOperatorAddr, "address for the operator endpoints (/metrics, /debug/pprof/, /readyz with its checks' errors and, on the api, /status and /analytics), which the listen address then answers 404; the default is a free port on loopback, logged at start; `+OnListenAddr+`: served on the listen address; never publish it to clients")
+	f.operatorAddr = fs.String("operator-addr", EnvOperatorAddr, DefaultOperatorAddr, "address for the operator endpoints (/metrics, /debug/pprof/, /readyz with its checks' errors and, on the api, /status and /analytics), which the listen address then answers 404; the default is a free port on loopback, logged at start; "+OnListenAddr+" (or an empty flag): served on the listen address; never publish it to clients")
 	writeHelp := "longest time from the end of a request's headers to the end of its answer"
 	if o.WriteTimeoutRule != "" {
 		writeHelp += " (0: " + o.WriteTimeoutRule + ")"

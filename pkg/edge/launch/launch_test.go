@@ -166,6 +166,13 @@ func TestFlagsDefined(t *testing.T) {
 					t.Errorf("-%s defined", name)
 				}
 			}
+			// Help names each value by its kind: a back-quoted word in the
+			// help would stand for it instead.
+			fs.VisitAll(func(f *flag.Flag) {
+				if name, _ := flag.UnquoteUsage(f); name != "" && name != "string" && name != "duration" && name != "int" {
+					t.Errorf("-%s help names its value %q", f.Name, name)
+				}
+			})
 		})
 	}
 }

@@ -110,9 +110,10 @@ func (l *Limiter) maybeSweep(now time.Time) {
 		return
 	}
 	l.sweep = now
-	full := time.Duration(l.burst / l.rate * float64(time.Second))
 	for k, b := range l.buckets {
-		if now.Sub(b.last) > full {
+		// Only a bucket that has refilled is forgotten: one in debt for
+		// charged work keeps it until it is paid.
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
 			delete(l.buckets, k)
 		}
 	}

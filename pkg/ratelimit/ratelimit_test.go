@@ -147,3 +147,25 @@ func TestCharge(t *testing.T) {
 	disabled.Charge("a", 10)
 	New(0, 1, nil).Charge("a", 10)
 }
+
+// TestSweepKeepsDebt: a key in debt for charged work is not forgotten by
+// the sweep of idle keys before it has paid.
+func TestSweepKeepsDebt(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	l := New(0.1, 10, func() time.Time { return clock }) // one every 10 s
+	l.Allow("debtor")
+	l.Charge("debtor", 1e6) // debt bounded at one burst: -10
+	// 150 s: idle longer than a full burst takes, but still owing.
+	clock = clock.Add(150 * time.Second)
+	l.Allow("other") // sweeps
+	if _, ok := l.buckets["debtor"]; !ok {
+		t.Fatal("a bucket in debt was forgotten")
+	}
+	// 100 s more pay the debt and refill the burst: the next sweep may
+	// forget it.
+	clock = clock.Add(100 * time.Second)
+	l.Allow("other")
+	if _, ok := l.buckets["debtor"]; ok {
+		t.Error("a refilled bucket was kept")
+	}
+}
