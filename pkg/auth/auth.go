@@ -140,11 +140,13 @@ type Authenticator struct {
 	ttl   time.Duration
 	grace time.Duration
 	now   func() time.Time
-	// failures counts failed authentications by client network.
+	// failures counts failed authentications by client network; good
+	// holds when tokens last authenticated, which it exempts.
 	failures *ratelimit.Limiter
 
 	mu       sync.Mutex
 	tokens   map[string]cached[content.Token]
+	good     map[string]time.Time
 	apps     map[string]cached[content.App]
 	inflight map[string]*lookup
 }
@@ -205,6 +207,7 @@ func NewAuthenticator(store Store, o Options) (*Authenticator, error) {
 		grace:    max(o.OutageGrace, 0),
 		now:      o.Now,
 		tokens:   make(map[string]cached[content.Token]),
+		good:     make(map[string]time.Time),
 		apps:     make(map[string]cached[content.App]),
 		inflight: make(map[string]*lookup),
 		failures: failureLimiter(o),
@@ -231,6 +234,46 @@ func WithClientNetwork(ctx context.Context, network string) context.Context {
 func clientNetwork(ctx context.Context) string {
 	n, _ := ctx.Value(clientNetworkKey{}).(string)
 	return n
+}
+
+// recentlyGood is how long a token that authenticated stays exempt from
+// its network's bound on failures, and maxGood how many such tokens are
+// remembered (only good tokens enter, so nobody can grow it at will).
+const (
+	recentlyGood = 24 * time.Hour
+	maxGood      = 100_000
+)
+
+// recentlyGood reports whether id authenticated within recentlyGood.
+func (a *Authenticator) recentlyGood(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.good[id]
+	return ok && a.now().Sub(at) < recentlyGood
+}
+
+// markGood records that id authenticated now.
+func (a *Authenticator) markGood(id string) {
+	if a.failures == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	if at, ok := a.good[id]; ok && now.Sub(at) < time.Minute {
+		return // recorded lately; spares the map write on every request
+	}
+	if len(a.good) >= maxGood {
+		for k, at := range a.good {
+			if now.Sub(at) >= recentlyGood {
+				delete(a.good, k)
+			}
+		}
+		if len(a.good) >= maxGood {
+			clear(a.good)
+		}
+	}
+	a.good[id] = now
 }
 
 // cachedToken reports whether id's lookup is cached and fresh.
@@ -280,17 +323,26 @@ func (a *Authenticator) Authenticate(ctx context.Context, h http.Header) (Princi
 		return Principal{}, unauthorized()
 	}
 	// A network that keeps failing (guessing tokens, say) may not make
-	// the store look up any more it has not seen lately; tokens cached as
-	// good still work, so others behind the same network go on.
+	// the store look up tokens it has not seen lately. The lookup takes
+	// its place in the network's budget before it runs, so concurrent
+	// guesses cannot all pass, and gives it back when it was no guess.
+	// Tokens cached, or good within recentlyGood, are exempt, so that
+	// others behind the same network go on.
 	network := clientNetwork(ctx)
-	if network != "" && !a.cachedToken(id) {
-		if ok, wait := a.failures.Peek(network); !ok {
+	counted := false
+	if network != "" && a.failures != nil && !a.cachedToken(id) && !a.recentlyGood(id) {
+		ok, wait := a.failures.Allow(network)
+		if !ok {
 			return Principal{}, &Error{Kind: Throttled, RetryAfter: wait,
 				Message: "too many failed authentications from this network; retry after the time in Retry-After"}
 		}
+		counted = true
 	}
 	tok, found, err := getCached(ctx, a, a.tokens, "t:"+id, id, a.store.Token)
 	if err != nil {
+		if counted {
+			a.failures.Refund(network)
+		}
 		return Principal{}, &Error{Kind: Unavailable, Message: "token store unavailable", Err: err}
 	}
 	// The hash comparison runs even for unknown IDs so that timing does not
@@ -299,12 +351,16 @@ func (a *Authenticator) Authenticate(ctx context.Context, h http.Header) (Princi
 	if !found {
 		stored = make([]byte, 32)
 	}
-	if !HashMatches(stored, raw) || !found || tok.Revoked() {
-		if network != "" {
-			a.failures.Allow(network)
-		}
+	matches := HashMatches(stored, raw) && found
+	if counted && matches {
+		// A real token, if maybe revoked: a page that still carries one
+		// is not guessing.
+		a.failures.Refund(network)
+	}
+	if !matches || tok.Revoked() {
 		return Principal{}, unauthorized()
 	}
+	a.markGood(id)
 	return Principal{TokenID: tok.ID, OrganizationID: tok.OrganizationID, AppID: tok.AppID, Scopes: tok.Scopes}, nil
 }
 

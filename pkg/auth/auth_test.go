@@ -566,3 +566,55 @@ func TestFailuresOfANetworkBounded(t *testing.T) {
 		t.Errorf("the next guess: %s, want throttled", k)
 	}
 }
+
+// TestFailuresOfANetworkNotGuesses: what is not a guess does not spend a
+// network's budget (a revoked token a page still carries), a token that
+// worked within a day is looked up though the network is throttled and
+// its cache entry has expired, and guesses sent at once cannot all pass
+// the check before any has failed.
+func TestFailuresOfANetworkNotGuesses(t *testing.T) {
+	s, toks := newFixture(t)
+	clock := time.Unix(0, 0)
+	revoked, rid, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.tokens[rid] = content.Token{Scopes: content.RuntimeScopes, ID: rid, Hash: HashToken(revoked), OrganizationID: "o1", AppID: "a1", RevokedAt: time.Unix(1, 0)}
+	a, err := NewAuthenticator(s, Options{CacheTTL: 10 * time.Second, FailureRate: 0.001, FailureBurst: 5, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := WithClientNetwork(t.Context(), "203.0.113.0/24")
+	if _, err := a.Authenticate(ctx, header(toks["org"])); err != nil {
+		t.Fatal(err)
+	}
+	// The revoked token, again and again past its cache's life: refused,
+	// never counted.
+	for i := range 20 {
+		clock = clock.Add(11 * time.Second)
+		var ae *Error
+		if _, err := a.Authenticate(ctx, header(revoked)); !errors.As(err, &ae) || ae.Kind != Unauthenticated {
+			t.Fatalf("revoked token, try %d: %v", i, err)
+		}
+	}
+	// Guesses at once: no more lookups than the burst.
+	lookups := s.calls.Load()
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() { _, _ = a.Authenticate(ctx, header(fmt.Sprintf("cms_%016x_%s", i+100, strings.Repeat("B", 43)))) })
+	}
+	wg.Wait()
+	if got := s.calls.Load() - lookups; got > 5 {
+		t.Errorf("%d lookups for 50 guesses at once, past a burst of 5", got)
+	}
+	var ae *Error
+	if _, err := a.Authenticate(ctx, header(fmt.Sprintf("cms_%016x_%s", 999, strings.Repeat("B", 43)))); !errors.As(err, &ae) || ae.Kind != Throttled {
+		t.Fatalf("after the burst: %v, want throttled", err)
+	}
+	// An hour on, the good token's cache entry is long gone, yet it still
+	// works from the throttled network.
+	clock = clock.Add(time.Hour)
+	if p, err := a.Authenticate(ctx, header(toks["org"])); err != nil || p.OrganizationID != "o1" {
+		t.Errorf("a token good an hour ago: %+v, %v", p, err)
+	}
+}

@@ -85,6 +85,18 @@ func (l *Limiter) Charge(key string, n float64) {
 	b.tokens = math.Max(-l.burst, b.tokens-n)
 }
 
+// Refund gives back one token Allow took for something that turned out
+// not to count.
+func (l *Limiter) Refund(key string) {
+	if l == nil || l.rate <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.refill(key, l.now())
+	b.tokens = math.Min(l.burst, b.tokens+1)
+}
+
 // refill returns key's bucket, made full when new, with what has accrued
 // since it was last used. l.mu must be held.
 func (l *Limiter) refill(key string, now time.Time) *bucket {
