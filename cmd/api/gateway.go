@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/gateway"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/launch"
@@ -29,6 +30,8 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	respTimeout := fs.Duration("response-timeout", "GATEWAY_RESPONSE_TIMEOUT", gateway.DefaultResponseTimeout, "longest wait for an upstream's response headers")
 	minRate := fs.Int64("min-upload-rate", "GATEWAY_MIN_UPLOAD_RATE", gateway.DefaultMinUploadRate, "bytes a second an event batch must keep up after -min-upload-grace, as ingest's MIN_UPLOAD_RATE: a batch has the grace plus a second for every this many bytes to arrive, else 408 (0: no minimum)")
 	minGrace := fs.Duration("min-upload-grace", "GATEWAY_MIN_UPLOAD_GRACE", gateway.DefaultMinUploadGrace, "time every event batch has before -min-upload-rate counts")
+	trusted := fs.String("trusted-proxies", "GATEWAY_TRUSTED_PROXIES", "",
+		"comma-separated networks (CIDR) or addresses of the proxies in front of the gateway (a load balancer), whose X-Forwarded-For it passes on (empty: none; a client's own is dropped)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,12 +42,17 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
+	trustedProxies, err := clientnet.ParseTrusted(*trusted)
+	if err != nil {
+		return fmt.Errorf("gateway: -trusted-proxies (GATEWAY_TRUSTED_PROXIES): %w", err)
+	}
 	pace := httpserve.MinUploadRate{Rate: *minRate, Grace: *minGrace}
 	if pace.Rate <= 0 {
 		pace.Rate = -1 // the Config's zero means its default
 	}
 	g, err := gateway.New(gateway.Config{Ingest: *ingestURL, API: *apiURL, ResponseTimeout: *respTimeout,
-		ShutdownTimeout: settings.ShutdownTimeout, CORS: settings.CORS, HTTP: settings.HTTP, MinUploadRate: pace}, settings.Log)
+		ShutdownTimeout: settings.ShutdownTimeout, CORS: settings.CORS, HTTP: settings.HTTP, MinUploadRate: pace,
+		TrustedProxies: trustedProxies}, settings.Log)
 	if err != nil {
 		return err
 	}

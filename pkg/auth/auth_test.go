@@ -601,7 +601,9 @@ func TestFailuresOfANetworkNotGuesses(t *testing.T) {
 	lookups := s.calls.Load()
 	var wg sync.WaitGroup
 	for i := range 50 {
-		wg.Go(func() { _, _ = a.Authenticate(ctx, header(fmt.Sprintf("cms_%016x_%s", i+100, strings.Repeat("B", 43)))) })
+		wg.Go(func() {
+			_, _ = a.Authenticate(ctx, header(fmt.Sprintf("cms_%016x_%s", i+100, strings.Repeat("B", 43))))
+		})
 	}
 	wg.Wait()
 	if got := s.calls.Load() - lookups; got > 5 {

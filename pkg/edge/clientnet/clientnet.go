@@ -85,6 +85,13 @@ func Of(r *http.Request, trusted []netip.Prefix) string {
 	return networkOf(addr)
 }
 
+// Trusted reports whether peer (a request's RemoteAddr) is one of the
+// trusted proxies.
+func Trusted(peer string, trusted []netip.Prefix) bool {
+	a, ok := parseHost(peer)
+	return ok && isTrusted(a, trusted)
+}
+
 // parseHost reads an address with or without a port, IPv6 in brackets
 // with one.
 func parseHost(s string) (netip.Addr, bool) {

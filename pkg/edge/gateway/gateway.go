@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/schemas/openapi"
@@ -45,6 +47,12 @@ type Config struct {
 	// when the gateway has not yet passed on what little came. A zero
 	// Rate or Grace takes the defaults below; a negative Rate sets none.
 	MinUploadRate httpserve.MinUploadRate
+	// TrustedProxies are the proxies in front of the gateway (a load
+	// balancer, a TLS terminator) whose X-Forwarded-For it passes on,
+	// with the address they called from appended, so that upstreams see
+	// who the client is. From any other peer, a client's X-Forwarded-For
+	// is dropped: it would name whoever the client wished.
+	TrustedProxies []netip.Prefix
 	// CORS, when it allows some origin, is the policy browsers see: the
 	// gateway answers preflights itself and replaces what the upstreams
 	// say about cross-origin access. Nil passes everything through.
@@ -155,6 +163,10 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 	return &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
+			if clientnet.Trusted(r.In.RemoteAddr, g.cfg.TrustedProxies) {
+				// Appended to, as a proxy in a chain does.
+				r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"]
+			}
 			r.SetXForwarded()
 			// The client's Host is kept: upstreams log what was called.
 			r.Out.Host = r.In.Host

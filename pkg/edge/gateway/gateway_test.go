@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -245,6 +246,43 @@ func TestForwardedHeaders(t *testing.T) {
 	if req.Header.Get("X-Forwarded-For") != "127.0.0.1" || req.Header.Get("Authorization") != "Bearer tok" ||
 		req.Header.Get("Content-Encoding") != "gzip" || string(body) != "zipped" {
 		t.Errorf("upstream saw %v, body %q", req.Header, body)
+	}
+}
+
+// TestForwardedForFromTrustedProxies: a client's X-Forwarded-For is
+// dropped, so that it cannot name whom it pleases, unless the gateway's
+// peer is a proxy it trusts (a load balancer in front of it); then the
+// chain is passed on with the peer appended.
+func TestForwardedForFromTrustedProxies(t *testing.T) {
+	got := make(chan string, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- strings.Join(r.Header.Values("X-Forwarded-For"), "|")
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer upstream.Close()
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Prefix
+		want    string
+	}{
+		{"no proxy trusted", nil, "127.0.0.1"},
+		{"the peer is a trusted proxy", loopback, "198.51.100.7, 127.0.0.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := New(Config{Ingest: upstream.URL, API: upstream.URL, TrustedProxies: tc.trusted}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := httptest.NewServer(g.Handler())
+			defer gw.Close()
+			if r := do(t, http.MethodGet, gw.URL+"/cms/app", "tok", nil, "X-Forwarded-For", "198.51.100.7"); r.status != http.StatusAccepted {
+				t.Fatalf("status %d", r.status)
+			}
+			if xff := <-got; xff != tc.want {
+				t.Errorf("upstream saw X-Forwarded-For %q, want %q", xff, tc.want)
+			}
+		})
 	}
 }
 
