@@ -89,6 +89,9 @@ type API struct {
 	// retrieval counts answers by how they were ranked (see
 	// RetrievalHeader); nil when nothing counts them.
 	retrieval *prometheus.CounterVec
+	// owed holds, by app, the token whose change of content the next
+	// index build is charged to.
+	owed sync.Map
 	// retrievalLogged is when a failure of semantic retrieval was last
 	// logged (Unix nanoseconds): an endpoint that is down fails every
 	// question.
@@ -123,6 +126,17 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 
 // Invalidate makes the next read of the app see changes at once.
 func (a *API) Invalidate(appID string) { a.cache.Invalidate(appID) } // "" for every app
+
+// ChangedBy is Invalidate for a change a token made in this process: the
+// index build the next read of the app needs is charged to that token,
+// not to whoever reads first (often the app's runtime token, shared by
+// every visitor of its page).
+func (a *API) ChangedBy(appID, tokenID string) {
+	if a.limiter != nil {
+		a.owed.Store(appID, tokenID)
+	}
+	a.Invalidate(appID)
+}
 
 // Register adds the content routes to r.
 func (a *API) Register(r gin.IRouter) {

@@ -70,8 +70,13 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The request that made the index pays for it.
-		charge(ctx, time.Since(start))
+		// Who changed the content pays for the index, or else the
+		// request that needed it.
+		if tok, ok := a.owed.LoadAndDelete(appID); ok {
+			a.limiter.Charge(tok.(string), float64(time.Since(start))/float64(WorkPerRequest))
+		} else {
+			charge(ctx, time.Since(start))
+		}
 		// The previous revision's base answers meanwhile (with its vectors),
 		// and most texts of a new revision are cached already: waiting a
 		// little here spares answers ranked lexically in between. A build

@@ -142,7 +142,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.NoRoute(notFound)
 	engine.NoMethod(notAllowed)
 	api.Register(engine)
-	gh, err := graphql.New(cfg.GraphQL, store, authn, limiter, api.Invalidate, log)
+	gh, err := graphql.New(cfg.GraphQL, store, authn, limiter, api.ChangedBy, log)
 	if err != nil {
 		return nil, err
 	}

@@ -8,13 +8,14 @@ import (
 )
 
 // WorkPerRequest is how long a piece of work beyond answering may take
-// for the price of one request: a request that makes the server build an
-// app's index is charged to its token's rate limit one request for each
-// half millisecond the build took. The build, not the search, is what a
-// change of content followed by a question costs; at the default limit
-// (1,000 requests a second, bursts of 2,000) a token gets half a second
-// of builds a second, and an index of 10,000 documents (under a second to
-// build) still fits in one burst.
+// for the price of one request: an index build is charged to the rate
+// limit of the token that changed the app's content through GraphQL in
+// this process (see API.ChangedBy), or else of the request that needed
+// it, one request for each half millisecond it took. The build, not the
+// question, is what a change of content followed by a question costs; at
+// the default limit (1,000 requests a second, bursts of 2,000) a token
+// gets half a second of builds a second, and an index of 10,000
+// documents (under a second to build) still fits in one burst.
 const WorkPerRequest = 500 * time.Microsecond
 
 // payer is the token a request's extra work is charged to.

@@ -72,6 +72,11 @@ func TestIndexBuildsChargedToTheirToken(t *testing.T) {
 	if limited.Load() == 0 {
 		t.Fatalf("%d changes and questions in 60 s, none refused: index builds are not charged", n.Load())
 	}
+	// Counted as requests alone (with their answers), the pairs would
+	// need hundreds to spend a burst of 2,000.
+	if n.Load() > 200 {
+		t.Errorf("the first 429 came after %d changes and questions: not the builds' charge", n.Load())
+	}
 	if ra, _ := retry.Load().(string); ra == "" || ra == "0" {
 		t.Errorf("429 without a Retry-After: %q", ra)
 	}
@@ -83,5 +88,35 @@ func TestIndexBuildsChargedToTheirToken(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.body), &body); r.status != http.StatusOK || err != nil || len(body.Documents) != 1 {
 		t.Errorf("another app's search: %d %s", r.status, r.body)
+	}
+}
+
+// TestIndexBuildsChargedToWhoChangedContent: the builds an editor's
+// changes cause are charged to the editor's token, not to the runtime
+// token whose reads happen to need them, which every visitor of a page
+// shares.
+func TestIndexBuildsChargedToWhoChangedContent(t *testing.T) {
+	e := newEnvWith(t, bigBundle(3000), map[string]content.Token{
+		"editor":  {OrganizationID: "org-1", AppID: "app-1", Scopes: content.AllScopes},
+		"runtime": {OrganizationID: "org-1", AppID: "app-1", Scopes: content.RuntimeScopes},
+	}, ServiceConfig{RateLimitRPS: 1000, RateLimitBurst: 2000})
+	editorLimited := false
+	for i := 0; i < 200 && !editorLimited; i++ {
+		r := e.do(http.MethodPost, "/cms/graphql", fmt.Sprintf(`{"query":"mutation { addIntent(intent: {intentId: \"E%d\"}) { intentId } }"}`, i),
+			"Authorization", "Bearer "+e.tokens["editor"], "Content-Type", "application/json")
+		switch r.status {
+		case http.StatusTooManyRequests:
+			editorLimited = true
+			continue
+		case http.StatusOK:
+		default:
+			t.Fatalf("change %d: %d %s", i, r.status, r.body)
+		}
+		if r := e.get("/cms/search?question=disc+brake+pads", "runtime"); r.status != http.StatusOK {
+			t.Fatalf("the runtime's question after change %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if !editorLimited {
+		t.Error("200 changes, each rebuilt by a question, never limited the editor")
 	}
 }

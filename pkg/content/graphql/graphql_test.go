@@ -71,7 +71,7 @@ func newEnv(t testing.TB, limits Limits, limiter *ratelimit.Limiter) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(limits, store, authn, limiter, func(app string) {
+	h, err := New(limits, store, authn, limiter, func(app, _ string) {
 		e.mu.Lock()
 		e.changed = append(e.changed, app)
 		e.mu.Unlock()

@@ -45,12 +45,12 @@ type Handler struct {
 	log     *slog.Logger
 }
 
-// New builds the endpoint. changed is called with the app of every
-// successful mutation, so that readers see the change at once; limiter
-// may be nil.
-func New(limits Limits, store Store, authn Authenticator, limiter *ratelimit.Limiter, changed func(appID string), log *slog.Logger) (*Handler, error) {
+// New builds the endpoint. changed is called with the app and the token
+// of every successful mutation, so that readers see the change at once
+// and the work it causes is charged to who made it; limiter may be nil.
+func New(limits Limits, store Store, authn Authenticator, limiter *ratelimit.Limiter, changed func(appID, tokenID string), log *slog.Logger) (*Handler, error) {
 	if changed == nil {
-		changed = func(string) {}
+		changed = func(string, string) {}
 	}
 	schema, err := newSchema(&resolvers{store: store, apps: authn, changed: changed})
 	if err != nil {

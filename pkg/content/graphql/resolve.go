@@ -40,7 +40,9 @@ func withPrincipal(ctx context.Context, p auth.Principal) context.Context {
 type resolvers struct {
 	store   Store
 	apps    AppResolver
-	changed func(appID string)
+	// changed is told of each change of an app's content, and by which
+	// token.
+	changed func(appID, tokenID string)
 }
 
 // target resolves the app named by the appId argument (optional with an
@@ -367,7 +369,7 @@ func (r *resolvers) add(kind content.Kind, arg string) gql.FieldResolveFn {
 		case err != nil:
 			return nil, storeError(err)
 		}
-		r.changed(t.AppID)
+		r.changed(t.AppID, t.TokenID)
 		executionOf(p.Context).wrote(p)
 		return newRecord(kind, rec, t.OrganizationID), nil
 	}
@@ -431,7 +433,7 @@ func (r *resolvers) written(p gql.ResolveParams, t auth.Target, kind content.Kin
 	case err != nil:
 		return nil, storeError(err)
 	}
-	r.changed(t.AppID)
+	r.changed(t.AppID, t.TokenID)
 	executionOf(p.Context).wrote(p)
 	return newRecord(kind, rec, t.OrganizationID), nil
 }
