@@ -38,8 +38,8 @@ func withPrincipal(ctx context.Context, p auth.Principal) context.Context {
 
 // resolvers carry what the field resolvers need.
 type resolvers struct {
-	store   Store
-	apps    AppResolver
+	store Store
+	apps  AppResolver
 	// changed is told of each change of an app's content, and by which
 	// token.
 	changed func(appID, tokenID string)
