@@ -73,8 +73,32 @@ func TestRuntimeTokenCannotChangeContent(t *testing.T) {
 			}
 		})
 	}
+	// Valid mutations too, each of which a management token runs (below):
+	// refused alike, so the content stays as it was because of the scope.
+	valid := []string{
+		`mutation { updateHandler(handlerId: "LaunchRequest", handler: {name: "defaced"}) { intentId } }`,
+		`mutation { deleteHandler(handlerId: "LaunchRequest") { intentId } }`,
+		`mutation { deleteIntent(intentId: "OrderStatus") { intentId } }`,
+		`mutation { replaceEntityValues(entityId: "COLOR", values: [{name: "defaced"}]) { entityId } }`,
+		`mutation { addIntent(intent: {intentId: "Planted"}) { intentId } }`,
+		`mutation { deleteEntity(entityId: "COLOR") { entityId } }`,
+	}
+	for _, q := range valid {
+		if a := e.post("runtime", q, nil); a.status != http.StatusForbidden || len(a.Errors) != 1 || a.Errors[0].Extensions["code"] != CodeInsufficientScope {
+			t.Errorf("%s: %d %s", q, a.status, a.raw)
+		}
+	}
 	if after := e.snapshot(); after != before {
 		t.Errorf("app-1's content changed:\nbefore %s\nafter  %s", before, after)
+	}
+	e.addToken("manage", content.AllScopes)
+	for _, q := range valid {
+		if a := e.post("manage", q, nil); a.status != http.StatusOK || len(a.Errors) > 0 {
+			t.Errorf("with a management token, %s: %d %s", q, a.status, a.raw)
+		}
+	}
+	if after := e.snapshot(); after == before {
+		t.Error("the management token's mutations changed nothing")
 	}
 	if a := e.post("runtime", `{ handler(intentId: "LaunchRequest") { intentId } }`, nil); a.status != http.StatusOK || len(a.Errors) > 0 {
 		t.Errorf("a runtime token's query: %d %s", a.status, a.raw)

@@ -49,9 +49,6 @@ func (e *SlowBodyError) Timeout() bool { return true }
 // Temporary is part of net.Error.
 func (e *SlowBodyError) Temporary() bool { return false }
 
-// aLongTimeAgo is a read deadline that has passed, which ends a read
-// waiting on the connection at once.
-var aLongTimeAgo = time.Unix(1, 0)
 
 // Watch returns body paced by m, counting what arrives. When the body falls
 // behind, the connection's read deadline (reached through w with
@@ -136,5 +133,7 @@ func (b *PacedBody) check() {
 	b.slow = &SlowBodyError{Received: n, After: elapsed, Rate: b.m}
 	// Where the connection cannot be reached (a test's recorder), the
 	// server's read timeout still ends the read.
-	_ = http.NewResponseController(b.w).SetReadDeadline(aLongTimeAgo)
+	// A deadline long past ends the read waiting on the connection at
+	// once.
+	_ = http.NewResponseController(b.w).SetReadDeadline(time.Unix(1, 0))
 }
