@@ -79,7 +79,8 @@ type refusal struct {
 // (GRAPHQL_MAX_COST, 20,000) costs 200 requests.
 const FieldsPerRequest = 100
 
-// answered is how many fields the answer held when resolving ended.
+// answered is how many fields were charged when resolving ended: those
+// of the answer, or, if it was refused, those built before the refusal.
 func (x *execution) answered() int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -114,17 +115,19 @@ func (x *execution) charge(p gql.ResolveParams, fields, bytes int64) error {
 	if x.refused != nil {
 		return x.refused.err
 	}
-	x.fields = addCost(x.fields, fields)
-	x.bytes = addCost(x.bytes, bytes)
+	// A refused charge is not counted: what was refused is never built,
+	// and the token pays for what was (answered).
+	fields, bytes = addCost(x.fields, fields), addCost(x.bytes, bytes)
 	var err *codedError
 	switch {
-	case x.fields > x.maxFields:
+	case fields > x.maxFields:
 		err = errorf(CodeAnswerTooLarge, "", "the answer holds more than %d fields (GRAPHQL_MAX_COST), counted while resolving %s; select fewer fields, aliases or records",
 			x.maxFields, responsePath(p.Info.Path.AsArray()))
-	case x.bytes > x.maxBytes:
+	case bytes > x.maxBytes:
 		err = errorf(CodeAnswerTooLarge, "", "the answer is larger than %d bytes (GRAPHQL_MAX_ANSWER_BYTES), counted while resolving %s; select fewer fields, aliases or records",
 			x.maxBytes, responsePath(p.Info.Path.AsArray()))
 	default:
+		x.fields, x.bytes = fields, bytes
 		return nil
 	}
 	x.refused = &refusal{err: err, path: p.Info.Path.AsArray()}
