@@ -26,7 +26,7 @@ import (
 // field charging only itself would leave those free: hundreds of aliases
 // of __typename under a list of a thousand records built a million fields.
 // Every field charges the bytes it adds to the answer's JSON as it is
-// resolved. Past either limit the charge and every later one are
+// resolved, and a list of strings or JSON values one field for each item. Past either limit the charge and every later one are
 // refused, so that graphql-go stops building the answer. Records are read
 // and decoded once per request however many aliases select them, so that
 // aliases add to the answer's count but not to what the process holds.
@@ -394,15 +394,21 @@ func metered(fields gql.Fields) gql.Fields {
 	for name, f := range fields {
 		if f.Resolve == nil {
 			_, objects := gql.GetNamed(f.Type).(*gql.Object)
-			f.Resolve = fieldResolver(name, objects)
+			t := f.Type
+			if nn, ok := t.(*gql.NonNull); ok {
+				t = nn.OfType
+			}
+			_, list := t.(*gql.List)
+			f.Resolve = fieldResolver(name, objects, list)
 		}
 	}
 	return fields
 }
 
 // fieldResolver reads a field from a record or a nested object and
-// charges its size; the items of a list of objects charge their own.
-func fieldResolver(name string, objects bool) gql.FieldResolveFn {
+// charges its size; a list of objects charges their fields, a list of
+// strings or JSON values (list) its items.
+func fieldResolver(name string, objects, list bool) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
 		var v any
 		var size int64
@@ -429,8 +435,15 @@ func fieldResolver(name string, objects bool) gql.FieldResolveFn {
 			}
 			return v, nil
 		}
-		// The field itself was charged with the object it is on.
-		if err := x.charge(p, 0, keySize(p)+size); err != nil {
+		// The field itself was charged with the object it is on. Each
+		// item of a list counts one, like a field: graphql-go completes
+		// each (about 0.7 KB), which the bytes of short items, 3 for an
+		// empty string, would not bound.
+		items := int64(0)
+		if l, ok := v.([]any); ok && list {
+			items = int64(len(l))
+		}
+		if err := x.charge(p, items, keySize(p)+size); err != nil {
 			return nil, err
 		}
 		return v, nil

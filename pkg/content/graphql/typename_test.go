@@ -18,11 +18,17 @@ func typenames(n int) string {
 	return b.String()
 }
 
-// manyHandlers stores n handlers more in app-1.
+// manyHandlers stores n handlers more in app-1, each with 60 short
+// utterance patterns.
 func manyHandlers(t testing.TB, e *env, n int) {
 	t.Helper()
+	patterns := make([]any, 60)
+	for i := range patterns {
+		patterns[i] = "hi"
+	}
 	for i := range n {
-		rec, ps := content.ParseRecord(content.KindHandler, map[string]any{"intentId": fmt.Sprintf("Handler%04d", i), "name": "a handler"}, "app-1", "")
+		rec, ps := content.ParseRecord(content.KindHandler, map[string]any{"intentId": fmt.Sprintf("Handler%04d", i), "name": "a handler",
+			"utterancePatterns": patterns}, "app-1", "")
 		if len(ps) > 0 {
 			t.Fatal(ps)
 		}
@@ -32,18 +38,20 @@ func manyHandlers(t testing.TB, e *env, n int) {
 	}
 }
 
-// TestSelectionsAnsweredWithoutResolversRefused: graphql-go answers
-// __typename itself, and weighs every selection on every object, answered
-// or not; the field count (GRAPHQL_MAX_FIELDS) leaves __typename out and
-// the estimate counts lists as GRAPHQL_LIST_SIZE items. So hundreds of
-// aliases of __typename under a list of 1,501 handlers, or under an
-// entity's 11,000 values, passed every check and built about half a
-// million fields that no resolver charged (678 to 713 MiB allocated), and
-// 300 conditions left out on each of 11,000 values allocated 1.1 GiB,
-// before the answer was encoded and measured. Now each object is charged
-// for all its selections before graphql-go builds it: the list is refused
-// as it is read, while the process allocates little.
-func TestSelectionsAnsweredWithoutResolversRefused(t *testing.T) {
+// TestWhatGraphqlGoBuildsIsCharged: graphql-go answers __typename itself,
+// weighs every selection on every object, answered or not, and completes
+// every item of a list of strings; the field count (GRAPHQL_MAX_FIELDS)
+// leaves __typename out, the estimate counts lists as GRAPHQL_LIST_SIZE
+// items and lists of strings once. So hundreds of aliases of __typename
+// under a list of 1,501 handlers, or under an entity's 11,000 values,
+// passed every check and built about half a million fields that no
+// resolver charged (678 to 713 MiB allocated), 300 conditions left out on
+// each of 11,000 values allocated 1.1 GiB, and 13 aliases of 60 short
+// utterance patterns on 1,501 handlers, 1.2 million items within the
+// byte limit, about 0.8 GiB. Now each object is charged for all its
+// selections before graphql-go builds it, and a list its items: the
+// answer is refused as it is read, while the process allocates little.
+func TestWhatGraphqlGoBuildsIsCharged(t *testing.T) {
 	e := newEnv(t, Limits{}, nil)
 	manyHandlers(t, e, 1500)
 	largeEntity(t, e, "BIG")
@@ -56,6 +64,7 @@ func TestSelectionsAnsweredWithoutResolversRefused(t *testing.T) {
 		{"40 aliases of __typename under 11,000 values", `{ entities { entityId values {` + typenames(40) + ` } } }`, "entities[0].values;"},
 		{"__typename 900 times, merged, under 1,501 handlers", `{ handlers {` + strings.Repeat(" __typename", 900) + ` } }`, "handlers;"},
 		{"__typename left out 300 times under 11,000 values", `{ entity(entityId: "BIG") { values { name` + strings.Repeat(" __typename @skip(if: true)", 300) + ` } } }`, "entity.values;"},
+		{"13 aliases of 60 utterance patterns on 1,501 handlers", `{ handlers {` + strings.ReplaceAll(typenames(13), "__typename", "utterancePatterns") + ` } }`, "handlers["},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var a answer
