@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,13 +16,20 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 )
 
-// An answer is bounded while it is resolved, not only once built: every
-// field of the content types charges the request's execution with one
-// field and the bytes it adds to the answer's JSON, and past either limit
-// it and every later field are refused, so that graphql-go stops building
-// the answer. Records are read and decoded once per request however many
-// aliases select them, so that aliases add to the answer's count but not
-// to what the process holds.
+// An answer is bounded while it is resolved, not only once built. Every
+// object is charged for its fields before graphql-go builds it, by what
+// makes it: the root by the endpoint before the request runs, a record
+// or a list of records, or of objects within a record, by the resolver
+// that returns it, k objects costing k times the selections made on one
+// (see weigh). graphql-go answers __typename without a resolver of ours
+// and weighs every selection on every object, answered or left out, so a
+// field charging only itself would leave those free: hundreds of aliases
+// of __typename under a list of a thousand records built a million fields.
+// Every field charges the bytes it adds to the answer's JSON as it is
+// resolved, and a list of strings or JSON values one field for each item. Past either limit the charge and every later one are
+// refused, so that graphql-go stops building the answer. Records are read
+// and decoded once per request however many aliases select them, so that
+// aliases add to the answer's count but not to what the process holds.
 
 type executionKey struct{}
 
@@ -38,6 +46,15 @@ type execution struct {
 	applied []string
 	records map[recordKey]*record
 	lists   map[listKey][]*record
+	// weights keeps what one object costs for each list of selections
+	// weighed, by its first field: graphql-go resolves a field under the
+	// same selections once per parent object.
+	weights map[*ast.Field][]weighed
+}
+
+type weighed struct {
+	fields []*ast.Field
+	weight
 }
 
 type recordKey struct {
@@ -62,16 +79,19 @@ type refusal struct {
 // (GRAPHQL_MAX_COST, 20,000) costs 200 requests.
 const FieldsPerRequest = 100
 
-// answered is how many fields the answer held when resolving ended.
+// answered is how many fields were charged when resolving ended: those
+// of the answer, or, if it was refused, those built before the refusal.
 func (x *execution) answered() int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.fields
 }
 
-func newExecution(l Limits, fields int64) *execution {
-	return &execution{maxFields: int64(l.MaxCost), maxBytes: l.MaxAnswerBytes, fields: fields,
-		records: map[recordKey]*record{}, lists: map[listKey][]*record{}}
+// newExecution starts counting at the cost of the root: its selections
+// (introspection, counted exactly before, included).
+func newExecution(l Limits, root weight) *execution {
+	return &execution{maxFields: int64(l.MaxCost), maxBytes: l.MaxAnswerBytes, fields: root.fields, bytes: root.bytes,
+		records: map[recordKey]*record{}, lists: map[listKey][]*record{}, weights: map[*ast.Field][]weighed{}}
 }
 
 func withExecution(ctx context.Context, x *execution) context.Context {
@@ -95,17 +115,19 @@ func (x *execution) charge(p gql.ResolveParams, fields, bytes int64) error {
 	if x.refused != nil {
 		return x.refused.err
 	}
-	x.fields += fields
-	x.bytes += bytes
+	// A refused charge is not counted: what was refused is never built,
+	// and the token pays for what was (answered).
+	fields, bytes = addCost(x.fields, fields), addCost(x.bytes, bytes)
 	var err *codedError
 	switch {
-	case x.fields > x.maxFields:
+	case fields > x.maxFields:
 		err = errorf(CodeAnswerTooLarge, "", "the answer holds more than %d fields (GRAPHQL_MAX_COST), counted while resolving %s; select fewer fields, aliases or records",
 			x.maxFields, responsePath(p.Info.Path.AsArray()))
-	case x.bytes > x.maxBytes:
+	case bytes > x.maxBytes:
 		err = errorf(CodeAnswerTooLarge, "", "the answer is larger than %d bytes (GRAPHQL_MAX_ANSWER_BYTES), counted while resolving %s; select fewer fields, aliases or records",
 			x.maxBytes, responsePath(p.Info.Path.AsArray()))
 	default:
+		x.fields, x.bytes = fields, bytes
 		return nil
 	}
 	x.refused = &refusal{err: err, path: p.Info.Path.AsArray()}
@@ -113,6 +135,109 @@ func (x *execution) charge(p gql.ResolveParams, fields, bytes int64) error {
 		x.refused.field = p.Info.FieldASTs[0]
 	}
 	return err
+}
+
+// chargeObjects charges the field p resolves with n objects, each with
+// the selections of p, and bytes more.
+func (x *execution) chargeObjects(p gql.ResolveParams, n int, bytes int64) error {
+	if x == nil {
+		return nil
+	}
+	var w weight
+	if n > 0 {
+		w = x.weightOf(p)
+	}
+	return x.charge(p, mulCost(int64(n), w.fields), addCost(bytes, mulCost(int64(n), w.bytes)))
+}
+
+// weightOf is what one object that the field p returns costs, worked out
+// once for each list of selections.
+func (x *execution) weightOf(p gql.ResolveParams) weight {
+	fields := p.Info.FieldASTs
+	if len(fields) == 0 {
+		return weight{}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, w := range x.weights[fields[0]] {
+		if slices.Equal(w.fields, fields) {
+			return w.weight
+		}
+	}
+	typ, _ := gql.GetNamed(p.Info.ReturnType).(*gql.Object)
+	sets := make([]*ast.SelectionSet, 0, len(fields))
+	for _, f := range fields {
+		sets = append(sets, f.SelectionSet)
+	}
+	w := weigh(typ, sets, p.Info.Fragments)
+	x.weights[fields[0]] = append(x.weights[fields[0]], weighed{fields: slices.Clone(fields), weight: w})
+	return w
+}
+
+// weight is what one object costs before graphql-go builds it.
+type weight struct {
+	fields, bytes int64
+}
+
+// weigh is what graphql-go builds on one object of typ for the sets:
+// one field for each selection of a field, fragments spread once, as it
+// spreads them, and the bytes of __typename, which it answers itself.
+// A selection repeated, or one that @skip or @include may leave out,
+// counts as well: graphql-go weighs each on every object, allocating
+// for every condition; so does a fragment spread again with a condition,
+// which it weighs each time until one is taken. __schema and __type,
+// which only the root may select, are counted exactly before the
+// request runs.
+func weigh(typ *gql.Object, sets []*ast.SelectionSet, frags map[string]ast.Definition) weight {
+	var w weight
+	typeName := int64(0)
+	if typ != nil {
+		typeName = stringSize(typ.Name())
+	}
+	var spread map[string]bool
+	var walk func(set *ast.SelectionSet)
+	walk = func(set *ast.SelectionSet) {
+		if set == nil {
+			return
+		}
+		for _, s := range set.Selections {
+			switch s := s.(type) {
+			case *ast.Field:
+				switch s.Name.Value {
+				case "__schema", "__type":
+					continue
+				case "__typename":
+					key := s.Name.Value
+					if s.Alias != nil && s.Alias.Value != "" {
+						key = s.Alias.Value
+					}
+					w.bytes = addCost(w.bytes, stringSize(key)+2+typeName)
+				}
+				w.fields = addCost(w.fields, 1)
+			case *ast.InlineFragment:
+				walk(s.SelectionSet)
+			case *ast.FragmentSpread:
+				name := s.Name.Value
+				if spread[name] {
+					if len(s.Directives) > 0 {
+						w.fields = addCost(w.fields, 1)
+					}
+					continue
+				}
+				if spread == nil {
+					spread = map[string]bool{}
+				}
+				spread[name] = true
+				if f, ok := frags[name].(*ast.FragmentDefinition); ok {
+					walk(f.SelectionSet)
+				}
+			}
+		}
+	}
+	for _, set := range sets {
+		walk(set)
+	}
+	return w
 }
 
 // wrote records a mutation that changed content.
@@ -269,15 +394,21 @@ func metered(fields gql.Fields) gql.Fields {
 	for name, f := range fields {
 		if f.Resolve == nil {
 			_, objects := gql.GetNamed(f.Type).(*gql.Object)
-			f.Resolve = fieldResolver(name, objects)
+			t := f.Type
+			if nn, ok := t.(*gql.NonNull); ok {
+				t = nn.OfType
+			}
+			_, list := t.(*gql.List)
+			f.Resolve = fieldResolver(name, objects, list)
 		}
 	}
 	return fields
 }
 
 // fieldResolver reads a field from a record or a nested object and
-// charges its size; the items of a list of objects charge their own.
-func fieldResolver(name string, objects bool) gql.FieldResolveFn {
+// charges its size; a list of objects charges their fields, a list of
+// strings or JSON values (list) its items.
+func fieldResolver(name string, objects, list bool) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
 		var v any
 		var size int64
@@ -293,13 +424,26 @@ func fieldResolver(name string, objects bool) gql.FieldResolveFn {
 				size = jsonSize(v)
 			}
 		}
+		x := executionOf(p.Context)
 		if objects {
-			size = 2 // braces, or brackets
-			if l, ok := v.([]any); ok {
-				size += 3 * int64(len(l)) // braces and a comma for each item
+			// The objects are charged for their fields before
+			// graphql-go builds them; brackets, and braces and a comma
+			// for each.
+			l, _ := v.([]any)
+			if err := x.chargeObjects(p, len(l), keySize(p)+2+3*int64(len(l))); err != nil {
+				return nil, err
 			}
+			return v, nil
 		}
-		if err := executionOf(p.Context).charge(p, 1, keySize(p)+size); err != nil {
+		// The field itself was charged with the object it is on. Each
+		// item of a list counts one, like a field: graphql-go completes
+		// each (about 0.7 KB), which the bytes of short items, 3 for an
+		// empty string, would not bound.
+		items := int64(0)
+		if l, ok := v.([]any); ok && list {
+			items = int64(len(l))
+		}
+		if err := x.charge(p, items, keySize(p)+size); err != nil {
 			return nil, err
 		}
 		return v, nil

@@ -62,6 +62,8 @@ func querySeeds() []string {
 		`{ a: __type(name: "__Type") { fields { name type { name } } } b: __schema { types { fields { args { name } } } } }`,
 		`{ a: handler(intentId: "LaunchRequest") { document } b: handler(intentId: "LaunchRequest") { document } c: handlers { document content { handlerResponse } } }`,
 		`{ a: handlers { content { key handlerResponse } } b: entities { values { name synonyms } } c: intents { slots { name } } }`,
+		`{ __typename handlers { __typename a: __typename b: __typename content { __typename k: __typename } ...T } } fragment T on Handler { __typename t: __typename }`,
+		`query($s: Boolean!) { entities { values { name @skip(if: $s) __typename @include(if: $s) __typename @skip(if: true) } } }`,
 	}
 }
 
@@ -77,6 +79,8 @@ func fuzzSeedBodies() [][]byte {
 		case strings.Contains(q, "$h"):
 			req["variables"] = map[string]any{"h": map[string]any{"intentId": "Hours", "utterancePatterns": []any{"when are you open"},
 				"content": []any{map[string]any{"key": "Hours", "handlerResponse": []any{map[string]any{"outputSpeech": "9 to 5"}}}}}}
+		case strings.Contains(q, "$s"):
+			req["variables"] = map[string]any{"s": true}
 		case strings.Contains(q, "query A"):
 			req["operationName"] = "B"
 		}

@@ -196,9 +196,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResult(w, http.StatusBadRequest, result{Errors: []gqlerrors.FormattedError{h.tooCostly(d, c)}})
 		return
 	}
-	// Introspection was counted exactly; the content fields are counted
-	// again as they are resolved.
-	x := newExecution(h.limits, c.meta)
+	// Introspection was counted exactly; the fields of content are
+	// counted again as their objects are made, those of the root here.
+	frags := map[string]ast.Definition{}
+	for _, d := range doc.Definitions {
+		if f, ok := d.(*ast.FragmentDefinition); ok && f.Name != nil {
+			frags[f.Name.Value] = f
+		}
+	}
+	rootType := h.schema.QueryType()
+	if op.Operation == ast.OperationTypeMutation {
+		rootType = h.schema.MutationType()
+	}
+	root := weigh(rootType, []*ast.SelectionSet{op.SelectionSet}, frags)
+	if total := addCost(root.fields, c.meta); total > int64(h.limits.MaxCost) {
+		// Only a name repeated, which the estimate counts once, gets here.
+		msg := fmt.Sprintf("the request makes %d selections at its root, each counted where a name repeats", root.fields)
+		if c.meta > 0 {
+			msg += fmt.Sprintf(", and introspection costing %d", c.meta)
+		}
+		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooComplex, "", "%s: more than the %d allowed (GRAPHQL_MAX_COST)", msg, h.limits.MaxCost))
+		return
+	}
+	root.fields = addCost(root.fields, c.meta)
+	x := newExecution(h.limits, root)
 	res := gql.Execute(gql.ExecuteParams{
 		Schema: h.schema, AST: doc, OperationName: req.OperationName, Args: req.Variables,
 		Context: withExecution(withPrincipal(r.Context(), p), x),

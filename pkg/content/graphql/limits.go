@@ -21,8 +21,8 @@ type Limits struct {
 	MaxFields int
 	// MaxCost bounds the fields one answer may hold: estimated before the
 	// request runs (each list's items counted, see ListSize) and counted
-	// while it is resolved. graphql-go allocates about 2 KB per field it
-	// answers.
+	// while it is resolved, each object's before graphql-go builds it.
+	// graphql-go allocates about 2 KB per field it answers.
 	MaxCost int
 	// ListSize is how many items the estimate assumes a list of records,
 	// or of objects within a record, returns: nothing in the schema or the
@@ -111,8 +111,9 @@ type shape struct {
 // measure returns how deeply the operation's fields of content nest, how
 // deeply introspection fields (under __schema and __type) do, and how
 // many fields it selects, fragments spread. Introspection fields count
-// among the fields; __typename, which clients add to every selection and
-// which costs nothing to answer, does not. The document's size once
+// among the fields; __typename, which clients add to every selection,
+// does not: it is counted in the cost, on every object it is answered on
+// (execution.chargeObjects). The document's size once
 // spread is bounded before (document.bound), and counting stops past
 // maxFields.
 func measure(doc *ast.Document, op *ast.OperationDefinition, maxFields int) shape {

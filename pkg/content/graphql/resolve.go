@@ -253,8 +253,10 @@ func (r *resolvers) checked(ctx context.Context, kind content.Kind, doc map[stri
 // get reads one record, once per request however many fields select it.
 func (r *resolvers) get(kind content.Kind, idArg string) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
+		// The field was charged with the root; its bytes are charged
+		// here, and the record's fields once it is found.
 		x := executionOf(p.Context)
-		if err := x.charge(p, 1, keySize(p)); err != nil {
+		if err := x.charge(p, 0, keySize(p)); err != nil {
 			return nil, err
 		}
 		t, err := r.target(p.Context, p.Args["appId"])
@@ -267,24 +269,23 @@ func (r *resolvers) get(kind content.Kind, idArg string) gql.FieldResolveFn {
 			return nil, nil
 		}
 		key := recordKey{kind: kind, app: t.AppID, id: id}
-		if rec, ok := x.record(key); ok {
-			if rec == nil {
-				return nil, nil
+		rec, ok := x.record(key)
+		if !ok {
+			stored, err := r.store.Record(p.Context, t.AppID, kind, id)
+			switch {
+			case errors.Is(err, content.ErrNotFound):
+			case err != nil:
+				return nil, storeError(err)
+			default:
+				rec = newRecord(kind, stored, t.OrganizationID)
 			}
-			return rec, nil
+			x.keepRecord(key, rec)
 		}
-		stored, err := r.store.Record(p.Context, t.AppID, kind, id)
-		var rec *record
-		switch {
-		case errors.Is(err, content.ErrNotFound):
-		case err != nil:
-			return nil, storeError(err)
-		default:
-			rec = newRecord(kind, stored, t.OrganizationID)
-		}
-		x.keepRecord(key, rec)
 		if rec == nil {
 			return nil, nil
+		}
+		if err := x.chargeObjects(p, 1, 0); err != nil {
+			return nil, err
 		}
 		return rec, nil
 	}
@@ -293,8 +294,9 @@ func (r *resolvers) get(kind content.Kind, idArg string) gql.FieldResolveFn {
 // list reads an app's records of a kind, once per request.
 func (r *resolvers) list(kind content.Kind) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
+		// The field was charged with the root.
 		x := executionOf(p.Context)
-		if err := x.charge(p, 1, keySize(p)+2); err != nil {
+		if err := x.charge(p, 0, keySize(p)+2); err != nil {
 			return nil, err
 		}
 		t, err := r.target(p.Context, p.Args["appId"])
@@ -314,8 +316,9 @@ func (r *resolvers) list(kind content.Kind) gql.FieldResolveFn {
 			}
 			x.keepList(key, recs)
 		}
-		// Braces and a comma for each record.
-		if err := x.charge(p, 0, 3*int64(len(recs))); err != nil {
+		// The records' fields, before graphql-go builds them; braces and
+		// a comma for each.
+		if err := x.chargeObjects(p, len(recs), 3*int64(len(recs))); err != nil {
 			return nil, err
 		}
 		out := make([]any, 0, len(recs))
@@ -330,8 +333,9 @@ func (r *resolvers) list(kind content.Kind) gql.FieldResolveFn {
 // the appId argument, or from inside the input (as addEntity has it).
 func (r *resolvers) add(kind content.Kind, arg string) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
-		if err := executionOf(p.Context).charge(p, 1, keySize(p)); err != nil {
-			// Refused before anything is written.
+		// The field was charged with the root; the record it answers is
+		// charged before anything is written, and refused if over.
+		if err := executionOf(p.Context).chargeObjects(p, 1, keySize(p)); err != nil {
 			return nil, err
 		}
 		in, _ := p.Args[arg].(map[string]any)
@@ -380,8 +384,9 @@ func (r *resolvers) add(kind content.Kind, arg string) gql.FieldResolveFn {
 // changes from the arguments instead.
 func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p gql.ResolveParams) (map[string]any, error)) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
-		if err := executionOf(p.Context).charge(p, 1, keySize(p)); err != nil {
-			// Refused before anything is written.
+		// The field was charged with the root; the record it answers is
+		// charged before anything is written, and refused if over.
+		if err := executionOf(p.Context).chargeObjects(p, 1, keySize(p)); err != nil {
 			return nil, err
 		}
 		t, err := r.target(p.Context, p.Args["appId"])
@@ -440,8 +445,9 @@ func (r *resolvers) written(p gql.ResolveParams, t auth.Target, kind content.Kin
 
 func (r *resolvers) remove(kind content.Kind, idArg string) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
-		if err := executionOf(p.Context).charge(p, 1, keySize(p)); err != nil {
-			// Refused before anything is written.
+		// The field was charged with the root; the record it answers is
+		// charged before anything is written, and refused if over.
+		if err := executionOf(p.Context).chargeObjects(p, 1, keySize(p)); err != nil {
 			return nil, err
 		}
 		t, err := r.target(p.Context, p.Args["appId"])
