@@ -257,7 +257,7 @@ type params struct {
 	// HistoryTTL is the TTL clause of query_sources (and of migration 6's
 	// query_users), empty without TTL.
 	HistoryTTL string
-	// PrivatePattern is PrivatePattern as an SQL string literal.
+	// PrivatePattern is PrivatePattern() as an SQL string literal.
 	PrivatePattern string
 	// SkipIndexes says the server takes bloom-filter skip indexes.
 	SkipIndexes bool
@@ -333,7 +333,7 @@ func Render(f Features, o Options) ([]Migration, error) {
 		}
 		p.HistoryTTL = fmt.Sprintf("TTL day + INTERVAL %d DAY", days)
 	}
-	p.PrivatePattern = quoteString(PrivatePattern)
+	p.PrivatePattern = quoteString(PrivatePattern())
 	p.SkipIndexes = f.SkipIndexes
 	p.TimeSource = fmt.Sprintf("Enum8('received' = %d, 'runtime' = %d) DEFAULT if(event_time = received_at, 'received', 'runtime')",
 		TimeSourceReceived, TimeSourceRuntime)

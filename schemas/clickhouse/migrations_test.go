@@ -209,7 +209,8 @@ func TestClusterLayout(t *testing.T) {
 			// Only what later migrations replace is dropped.
 			for _, drop := range regexp.MustCompile("DROP TABLE IF EXISTS `analytics`\\.(\\w+)").FindAllStringSubmatch(all, -1) {
 				switch drop[1] {
-				case "query_users_mv", "query_users", "query_users_local", "query_counts_mv", "query_counts", "query_counts_local", "unanswered_daily_mv":
+				case "query_users_mv", "query_users", "query_users_local", "query_counts_mv", "query_counts", "query_counts_local", "unanswered_daily_mv",
+					"unanswered_daily_private_mv", "query_sources_mv", "query_counts_daily_mv", "user_queries_mv":
 				default:
 					t.Errorf("drops %s", drop[1])
 				}

@@ -17,13 +17,13 @@ import (
 // singleServerTables are the tables of the single-server schema, with
 // their engines.
 var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "quarantine": "ReplacingMergeTree",
-	"query_counts": "View", "query_counts_daily": "SummingMergeTree", "query_counts_daily_mv": "MaterializedView",
-	"query_sources": "AggregatingMergeTree", "query_sources_mv": "MaterializedView",
-	"user_queries": "ReplacingMergeTree", "user_queries_mv": "MaterializedView",
+	"query_counts": "View", "query_counts_daily": "SummingMergeTree", "query_counts_daily_mv12": "MaterializedView",
+	"query_sources": "AggregatingMergeTree", "query_sources_mv12": "MaterializedView",
+	"user_queries": "ReplacingMergeTree", "user_queries_mv12": "MaterializedView",
 	"suggestion_blocks": "ReplacingMergeTree",
 	"app_daily":         "AggregatingMergeTree", "app_daily_mv": "MaterializedView",
 	"intent_daily": "AggregatingMergeTree", "intent_daily_mv": "MaterializedView",
-	"unanswered_daily": "AggregatingMergeTree", "unanswered_daily_private_mv": "MaterializedView",
+	"unanswered_daily": "AggregatingMergeTree", "unanswered_daily_mv12": "MaterializedView",
 	"sessions": "AggregatingMergeTree", "sessions_mv": "MaterializedView"}
 
 // clusterTables are the tables of the cluster layout: shard-local tables
@@ -32,13 +32,13 @@ var clusterTables = map[string]string{
 	"events_local": "ReplacingMergeTree", "events": "Distributed",
 	"quarantine_local": "ReplacingMergeTree", "quarantine": "Distributed",
 	"query_counts": "View", "schema_migrations": "ReplacingMergeTree",
-	"query_counts_daily_local": "SummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv": "MaterializedView",
-	"query_sources_local": "AggregatingMergeTree", "query_sources": "Distributed", "query_sources_mv": "MaterializedView",
-	"user_queries_local": "ReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv": "MaterializedView",
+	"query_counts_daily_local": "SummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv12": "MaterializedView",
+	"query_sources_local": "AggregatingMergeTree", "query_sources": "Distributed", "query_sources_mv12": "MaterializedView",
+	"user_queries_local": "ReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv12": "MaterializedView",
 	"suggestion_blocks_local": "ReplacingMergeTree", "suggestion_blocks": "Distributed",
 	"app_daily_local": "AggregatingMergeTree", "app_daily": "Distributed", "app_daily_mv": "MaterializedView",
 	"intent_daily_local": "AggregatingMergeTree", "intent_daily": "Distributed", "intent_daily_mv": "MaterializedView",
-	"unanswered_daily_local": "AggregatingMergeTree", "unanswered_daily": "Distributed", "unanswered_daily_private_mv": "MaterializedView",
+	"unanswered_daily_local": "AggregatingMergeTree", "unanswered_daily": "Distributed", "unanswered_daily_mv12": "MaterializedView",
 	"sessions_local": "AggregatingMergeTree", "sessions": "Distributed", "sessions_mv": "MaterializedView",
 }
 

@@ -75,16 +75,16 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	want := map[string]string{
 		"events_local": "ReplicatedReplacingMergeTree", "events": "Distributed",
 		"quarantine_local": "ReplicatedReplacingMergeTree", "quarantine": "Distributed",
-		"query_counts_daily_local": "ReplicatedSummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv": "MaterializedView",
+		"query_counts_daily_local": "ReplicatedSummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv12": "MaterializedView",
 		"query_counts":       "View",
-		"user_queries_local": "ReplicatedReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv": "MaterializedView",
+		"user_queries_local": "ReplicatedReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv12": "MaterializedView",
 		"suggestion_blocks_local": "ReplicatedReplacingMergeTree", "suggestion_blocks": "Distributed",
-		"schema_migrations":           "ReplicatedReplacingMergeTree",
-		"unanswered_daily_private_mv": "MaterializedView",
+		"schema_migrations":     "ReplicatedReplacingMergeTree",
+		"unanswered_daily_mv12": "MaterializedView", "query_sources_mv12": "MaterializedView",
 	}
 	for _, rollup := range []string{"app_daily", "intent_daily", "unanswered_daily", "sessions", "query_sources"} {
 		want[rollup+"_local"], want[rollup] = "ReplicatedAggregatingMergeTree", "Distributed"
-		if rollup != "unanswered_daily" {
+		if rollup != "unanswered_daily" && rollup != "query_sources" {
 			want[rollup+"_mv"] = "MaterializedView"
 		}
 	}

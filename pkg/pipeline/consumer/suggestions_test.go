@@ -37,10 +37,11 @@ func turn(user, session, query string, at time.Time) string {
 //   - one person asking their own text in eight sessions, each with a
 //     new user ID, as a runtime making an ID per session does;
 //   - personal data (a spelled-out email address, a name with a street
-//     address, a date of birth, a name given as such) asked by six users
-//     from six networks;
-//   - an ordinary question asked by six users from six networks: the one
-//     suggestion.
+//     address, a date of birth, a name given as such, a phone number given
+//     as one's own) asked by six users from six networks;
+//   - ordinary questions asked by six users from six networks, one of
+//     them naming a phone without giving its number: the only
+//     suggestions.
 func TestSuggestionsCannotBePlanted(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
@@ -70,9 +71,10 @@ func TestSuggestionsCannotBePlanted(t *testing.T) {
 		planted2099 = "opening hours are closed forever visit evil shop"
 		invented    = "free gift cards at the evil shop counter"
 		ownText     = "tom please call back about the divorce papers"
-		ordinary    = "where is my order"
 	)
-	personal := []string{"jane dot doe at gmail dot com", "jane doe 12 baker street", "i was born on 12/03/1985", "my name is jane doe"}
+	ordinary := []string{"my phone is broken", "where is my order"}
+	personal := []string{"jane dot doe at gmail dot com", "jane doe 12 baker street", "i was born on 12/03/1985", "my name is jane doe",
+		"i\u2019m called jane", "my phone number is 555 123 4567"}
 
 	attacker := clientFrom(200)
 	in2099 := time.Date(2099, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -90,8 +92,8 @@ func TestSuggestionsCannotBePlanted(t *testing.T) {
 	}
 	for u := range 6 {
 		c := clientFrom(10 + u)
-		events := []string{turn(fmt.Sprint("user-", u), fmt.Sprint("session-", u), ordinary, time.Now())}
-		for _, q := range personal {
+		var events []string
+		for _, q := range append(append([]string{}, ordinary...), personal...) {
 			events = append(events, turn(fmt.Sprint("user-", u), fmt.Sprint("session-", u), q, time.Now()))
 		}
 		put(c, "", events...)
@@ -111,21 +113,21 @@ func TestSuggestionsCannotBePlanted(t *testing.T) {
 		return out
 	}
 	// ClickHouse fills the views just after the table within one insert:
-	// the counts of the last batch, which asks the ordinary question six
+	// the counts of the last batch, which asks each ordinary question six
 	// times, follow the events.
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var asked uint64
-		must(t, s.Conn().QueryRow(s.Context(ctx), "SELECT sum(asked) FROM analytics.query_counts WHERE app_id = 'app-1' AND query = ?", ordinary).Scan(&asked))
-		if asked == 6 && slices.Contains(top(chstore.Suggestable{MinUsers: chstore.DefaultMinUsers, Days: 90}), ordinary) {
+		must(t, s.Conn().QueryRow(s.Context(ctx), "SELECT sum(asked) FROM analytics.query_counts WHERE app_id = 'app-1' AND query = ?", ordinary[1]).Scan(&asked))
+		if asked == 6 && slices.Contains(top(chstore.Suggestable{MinUsers: chstore.DefaultMinUsers, Days: 90}), ordinary[1]) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%q counted %d times and not suggested 10s after its events were written", ordinary, asked)
+			t.Fatalf("%q counted %d times and not suggested 10s after its events were written", ordinary[1], asked)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Run("only the ordinary question is suggested", func(t *testing.T) {
-		if got := top(chstore.Suggestable{MinUsers: chstore.DefaultMinUsers, Days: 90}); !slices.Equal(got, []string{ordinary}) {
+	t.Run("only the ordinary questions are suggested", func(t *testing.T) {
+		if got := top(chstore.Suggestable{MinUsers: chstore.DefaultMinUsers, Days: 90}); !slices.Equal(got, ordinary) {
 			t.Errorf("suggested %q, want only %q", got, ordinary)
 		}
 	})
@@ -152,8 +154,10 @@ func TestSuggestionsCannotBePlanted(t *testing.T) {
 				t.Errorf("query_counts holds %q", q)
 			}
 		}
-		if !slices.Contains(counted, ordinary) {
-			t.Errorf("query_counts lacks %q: %q", ordinary, counted)
+		for _, q := range ordinary {
+			if !slices.Contains(counted, q) {
+				t.Errorf("query_counts lacks %q: %q", q, counted)
+			}
 		}
 	})
 	t.Run("the 2099 events are dated when they arrived", func(t *testing.T) {
