@@ -240,8 +240,17 @@ func lettersBut(except []byte) string {
 // concurrent use and this one is never changed.
 var privateQuery = regexp.MustCompile(PrivatePattern())
 
+// MaxCheckedQuery is the longest query IsPrivate reads: a longer one is
+// taken as private unread. Go's regexp takes a microsecond or two a byte
+// on this pattern, and an event's raw query may be a megabyte; no
+// suggestion is that long, and such a text is likely to hold something
+// of someone's.
+const MaxCheckedQuery = 1024
+
 // IsPrivate reports whether a query looks like it holds personal data (an
 // email address, a phone number, a long number, a URL, a street address,
-// a date, a name or a number given as one's own), and so must not be
-// suggested.
-func IsPrivate(query string) bool { return privateQuery.MatchString(query) }
+// a date, a name or a number given as one's own), or is longer than
+// MaxCheckedQuery, and so must not be suggested.
+func IsPrivate(query string) bool {
+	return len(query) > MaxCheckedQuery || privateQuery.MatchString(query)
+}

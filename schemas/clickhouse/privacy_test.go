@@ -225,6 +225,16 @@ func TestIsPrivate(t *testing.T) {
 			t.Errorf("IsPrivate(%q) = true, want false: %q", q, privateQuery.FindString(q))
 		}
 	}
+	// A query too long to suggest is refused unread, at once: a megabyte
+	// would take the pattern seconds.
+	long := strings.Repeat("where is my order ", 60_000)
+	start := time.Now()
+	if !IsPrivate(long) || IsPrivate(long[:MaxCheckedQuery-1]) {
+		t.Errorf("IsPrivate of %d and %d bytes of an ordinary question", len(long), MaxCheckedQuery-1)
+	}
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Errorf("IsPrivate of a long query took %s", took)
+	}
 }
 
 // TestEveryAlternativeIsTested checks that each alternative of
