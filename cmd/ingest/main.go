@@ -56,9 +56,12 @@ func run(args []string) error {
 	produceTimeout := fs.Duration("produce-timeout", "PRODUCE_TIMEOUT", ingest.DefaultProduceTimeout, "longest wait for the broker's acknowledgement before answering 503")
 	maxInFlight := fs.Int("max-in-flight", "MAX_IN_FLIGHT", ingest.DefaultMaxInFlight, "requests handled at once; more are answered 503")
 	maxInFlightPerApp := fs.Int("max-in-flight-per-app", "MAX_IN_FLIGHT_PER_APP", 0, "requests of one app (sent with any of its tokens or its organization's) handled at once; more are answered 429 (0: a quarter of -max-in-flight)")
-	maxInFlightPerToken := fs.Int("max-in-flight-per-token", "MAX_IN_FLIGHT_PER_TOKEN", 0, "requests of one token handled at once, which bounds an organization token over all its apps; more are answered 429 (0: half of -max-in-flight)")
+	maxInFlightPerToken := fs.Int("max-in-flight-per-token", "MAX_IN_FLIGHT_PER_TOKEN", 0, "requests of one token handled at once, which bounds an organization token over all its apps; more are answered 429 (0: -max-in-flight-per-app)")
+	maxInFlightPerOrg := fs.Int("max-in-flight-per-org", "MAX_IN_FLIGHT_PER_ORG", 0, "requests of one organization (all its apps and tokens) handled at once; more are answered 429 (0: half of -max-in-flight, or an app's or a token's share if more)")
 	maxBodyMemory := fs.Int64("max-body-memory", "MAX_BODY_MEMORY", ingest.DefaultMaxBodyMemory, "memory all requests' bodies and their records may hold at once (three bytes per body byte past the first 64 KiB of each, decompressed); more are answered 503")
 	maxBodyMemoryPerApp := fs.Int64("max-body-memory-per-app", "MAX_BODY_MEMORY_PER_APP", 0, "what one app's requests may hold of -max-body-memory at once; more are answered 429 (0: a quarter of -max-body-memory, or what the largest body needs if that is more)")
+	maxBodyMemoryPerToken := fs.Int64("max-body-memory-per-token", "MAX_BODY_MEMORY_PER_TOKEN", 0, "what one token's requests may hold of -max-body-memory at once, over all the apps an organization token acts for; more are answered 429 (0: -max-body-memory-per-app)")
+	maxBodyMemoryPerOrg := fs.Int64("max-body-memory-per-org", "MAX_BODY_MEMORY_PER_ORG", 0, "what one organization's requests (all its apps and tokens) may hold of -max-body-memory at once; more are answered 429 (0: half of -max-body-memory, or an app's or a token's share if more)")
 	minUploadRate := fs.Int64("min-upload-rate", "MIN_UPLOAD_RATE", ingest.DefaultMinUploadRate, "bytes a second a request body must keep up after -min-upload-grace: a body has the grace plus a second for every this many bytes to arrive, else 408 (0: no minimum, the read timeout alone)")
 	minUploadGrace := fs.Duration("min-upload-grace", "MIN_UPLOAD_GRACE", ingest.DefaultMinUploadGrace, "time every request body has before -min-upload-rate counts")
 	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
@@ -101,8 +104,9 @@ func run(args []string) error {
 		Handler: ingest.Config{
 			MaxBodyBytes: *maxBody, MaxDecompressedBytes: *maxDecompressed,
 			ProduceTimeout: *produceTimeout, MaxInFlight: *maxInFlight,
-			MaxInFlightPerApp: *maxInFlightPerApp, MaxInFlightPerToken: *maxInFlightPerToken,
+			MaxInFlightPerApp: *maxInFlightPerApp, MaxInFlightPerToken: *maxInFlightPerToken, MaxInFlightPerOrg: *maxInFlightPerOrg,
 			MaxBodyMemory: *maxBodyMemory, MaxBodyMemoryPerApp: *maxBodyMemoryPerApp,
+			MaxBodyMemoryPerToken: *maxBodyMemoryPerToken, MaxBodyMemoryPerOrg: *maxBodyMemoryPerOrg,
 			MinUploadRate: *minUploadRate, MinUploadGrace: *minUploadGrace,
 			TrustedProxies: trustedProxies,
 		},

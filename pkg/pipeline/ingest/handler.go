@@ -60,10 +60,17 @@ type Config struct {
 	// means a quarter of MaxInFlight.
 	MaxInFlightPerApp int
 	// MaxInFlightPerToken bounds the requests of one token handled at
-	// once; more get 429. For an app token the app's share binds first;
-	// this one bounds an organization token over all the apps it acts
-	// for. Zero means half of MaxInFlight.
+	// once, whichever apps it acts for; more get 429. An app token's
+	// requests are its app's too; this one bounds an organization token,
+	// which is as public as an app's when a runtime holds it, over all
+	// the apps it acts for, so that it can take no more than one app may.
+	// Zero means MaxInFlightPerApp.
 	MaxInFlightPerToken int
+	// MaxInFlightPerOrg bounds the requests of one organization handled
+	// at once, whichever of its tokens sent them; more get 429. Zero
+	// means half of MaxInFlight, or MaxInFlightPerApp or
+	// MaxInFlightPerToken if more.
+	MaxInFlightPerOrg int
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// whose network envelopes record (see package clientnet); none when empty.
 	TrustedProxies []netip.Prefix
@@ -80,6 +87,17 @@ type Config struct {
 	// means a quarter of MaxBodyMemory, or what the largest body allowed
 	// needs if that is more (see MemoryShareNote).
 	MaxBodyMemoryPerApp int64
+	// MaxBodyMemoryPerToken bounds what the bodies of one token's
+	// requests hold of MaxBodyMemory, whichever apps it acts for, as
+	// MaxInFlightPerToken bounds its slots; a body that would pass it
+	// gets 429. Zero means MaxBodyMemoryPerApp.
+	MaxBodyMemoryPerToken int64
+	// MaxBodyMemoryPerOrg bounds what the bodies of one organization's
+	// requests hold of MaxBodyMemory, whichever of its tokens sent them;
+	// a body that would pass it gets 429. Zero means half of
+	// MaxBodyMemory, or MaxBodyMemoryPerApp or MaxBodyMemoryPerToken if
+	// more.
+	MaxBodyMemoryPerOrg int64
 	// MinUploadRate and MinUploadGrace pace request bodies: a body has
 	// MinUploadGrace, plus a second for every MinUploadRate bytes
 	// received on the wire, to arrive; one that falls behind is cut off
@@ -149,14 +167,28 @@ func (c Config) withDefaults() Config {
 	if c.MaxInFlightPerApp <= 0 {
 		c.MaxInFlightPerApp = max(1, c.MaxInFlight/4)
 	}
+	// A token is no more trusted than an app: an organization token a
+	// runtime holds is as public as an app's. An organization keeps half
+	// of the server, so that whatever its tokens do, the others keep the
+	// other half, and it still gets more than one app's share for its
+	// several apps.
 	if c.MaxInFlightPerToken <= 0 {
-		c.MaxInFlightPerToken = max(1, c.MaxInFlight/2)
+		c.MaxInFlightPerToken = c.MaxInFlightPerApp
+	}
+	if c.MaxInFlightPerOrg <= 0 {
+		c.MaxInFlightPerOrg = max(c.MaxInFlight/2, c.MaxInFlightPerApp, c.MaxInFlightPerToken)
 	}
 	if c.MaxBodyMemory <= 0 {
 		c.MaxBodyMemory = DefaultMaxBodyMemory
 	}
 	if c.MaxBodyMemoryPerApp <= 0 {
 		c.MaxBodyMemoryPerApp = max(c.MaxBodyMemory/4, min(c.largestBody(), c.MaxBodyMemory))
+	}
+	if c.MaxBodyMemoryPerToken <= 0 {
+		c.MaxBodyMemoryPerToken = c.MaxBodyMemoryPerApp
+	}
+	if c.MaxBodyMemoryPerOrg <= 0 {
+		c.MaxBodyMemoryPerOrg = max(c.MaxBodyMemory/2, c.MaxBodyMemoryPerApp, c.MaxBodyMemoryPerToken)
 	}
 	if c.MinUploadRate == 0 {
 		c.MinUploadRate = DefaultMinUploadRate
@@ -175,7 +207,8 @@ func (c Config) check() error {
 	for _, b := range []struct {
 		name string
 		n    int64
-	}{{"MAX_BODY_MEMORY", c.MaxBodyMemory}, {"MAX_BODY_MEMORY_PER_APP", c.MaxBodyMemoryPerApp}} {
+	}{{"MAX_BODY_MEMORY", c.MaxBodyMemory}, {"MAX_BODY_MEMORY_PER_APP", c.MaxBodyMemoryPerApp},
+		{"MAX_BODY_MEMORY_PER_TOKEN", c.MaxBodyMemoryPerToken}, {"MAX_BODY_MEMORY_PER_ORG", c.MaxBodyMemoryPerOrg}} {
 		for _, l := range []struct {
 			name string
 			n    int64
@@ -204,7 +237,7 @@ func (c Config) MemoryShareNote() string {
 	if c.MaxBodyMemoryPerApp <= c.MaxBodyMemory/4 {
 		return ""
 	}
-	return fmt.Sprintf("each app may hold %d of the %d bytes of MAX_BODY_MEMORY, more than a quarter, as the largest body allowed needs that much; "+
+	return fmt.Sprintf("each app, and each token, may hold %d of the %d bytes of MAX_BODY_MEMORY, more than a quarter, as the largest body allowed needs that much; "+
 		"lower MAX_DECOMPRESSED_BYTES or MAX_BODY_BYTES, or raise MAX_BODY_MEMORY, to leave the other apps more", c.MaxBodyMemoryPerApp, c.MaxBodyMemory)
 }
 
@@ -227,8 +260,8 @@ type Handler struct {
 // New returns a Handler. limiter may be nil (no per-token limit).
 func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *ratelimit.Limiter, m *Metrics, log *slog.Logger) *Handler {
 	cfg = cfg.withDefaults()
-	shares := Shares{Slots: cfg.MaxInFlight, SlotsPerApp: cfg.MaxInFlightPerApp, SlotsPerToken: cfg.MaxInFlightPerToken,
-		Memory: cfg.MaxBodyMemory, MemoryPerApp: cfg.MaxBodyMemoryPerApp}
+	shares := Shares{Slots: cfg.MaxInFlight, SlotsPerApp: cfg.MaxInFlightPerApp, SlotsPerToken: cfg.MaxInFlightPerToken, SlotsPerOrg: cfg.MaxInFlightPerOrg,
+		Memory: cfg.MaxBodyMemory, MemoryPerApp: cfg.MaxBodyMemoryPerApp, MemoryPerToken: cfg.MaxBodyMemoryPerToken, MemoryPerOrg: cfg.MaxBodyMemoryPerOrg}
 	return &Handler{
 		cfg: cfg, validator: v, auth: a, pub: p, limiter: limiter, metrics: m, log: log,
 		now:       time.Now,
@@ -320,9 +353,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		httpserve.Error(w, http.StatusBadRequest, "strict", err.Error())
 		return
 	}
-	pass, err := h.admission.Enter(target.AppID, target.TokenID)
+	pass, err := h.admission.Enter(target.OrganizationID, target.AppID, target.TokenID)
 	if err != nil {
-		status, msg := h.refuse(w, r, target.AppID, err)
+		status, msg := h.refuse(w, r, target, err)
 		httpserve.Error(w, status, "", msg)
 		return
 	}
@@ -335,7 +368,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 
 	buf := h.bufs.Get().(*bytes.Buffer)
 	defer h.putBuf(buf)
-	if status, msg := h.readBody(w, r, buf, &pass, target.AppID); status != 0 {
+	if status, msg := h.readBody(w, r, buf, &pass, target); status != 0 {
 		httpserve.Error(w, status, "", msg)
 		return
 	}
@@ -473,7 +506,7 @@ func checkHeaders(r *http.Request) (status int, field, msg string) {
 // readBody reads the body into buf within the wire and decompressed
 // limits, never reading more than one byte past a limit, counting what it
 // holds against pass before reading it, at the pace of h.pace.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer, pass *Pass, app string) (status int, msg string) {
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer, pass *Pass, target auth.Target) (status int, msg string) {
 	tooLarge := fmt.Sprintf("body exceeds %d bytes", h.cfg.MaxBodyBytes)
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		return http.StatusRequestEntityTooLarge, tooLarge
@@ -489,12 +522,12 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 	gz := strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip")
 	if gz {
 		if err := pass.Hold(gzipStateBytes); err != nil {
-			return h.refuse(w, r, app, err)
+			return h.refuse(w, r, target, err)
 		}
 		zr, err := h.gzipReader(wire)
 		if err != nil {
 			if isTimeout(wire.err) {
-				return h.refuse(w, r, app, wire.err)
+				return h.refuse(w, r, target, wire.err)
 			}
 			if wire.n > h.cfg.MaxBodyBytes {
 				return http.StatusRequestEntityTooLarge, tooLarge
@@ -506,11 +539,11 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 	}
 	_, err := buf.ReadFrom(pass.Body(src))
 	switch {
-	case errors.Is(err, ErrAppMemory) || errors.Is(err, ErrBodyMemory):
-		return h.refuse(w, r, app, err)
+	case errors.Is(err, ErrAppMemory) || errors.Is(err, ErrTokenMemory) || errors.Is(err, ErrOrgMemory) || errors.Is(err, ErrBodyMemory):
+		return h.refuse(w, r, target, err)
 	case isTimeout(wire.err):
 		// Too slow for the minimum rate or the server's read timeout.
-		return h.refuse(w, r, app, wire.err)
+		return h.refuse(w, r, target, wire.err)
 	case wire.n > h.cfg.MaxBodyBytes:
 		return http.StatusRequestEntityTooLarge, tooLarge
 	case gz && int64(buf.Len()) > h.cfg.MaxDecompressedBytes:
@@ -530,28 +563,39 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 // message that say which budget, Retry-After where a retry may pass, and
 // a count by budget. The client's own shares get 429: the app or token is
 // sending more at once than it may, which is its doing; the server's
-// budgets get 503: it is full. The connection is closed after the answer,
+// budgets get 503: it is full. The organization named is the token's
+// own, never one the request chose. The connection is closed after the answer,
 // so that the server neither waits for the rest of a body it will not
 // read (net/http would, up to 256 KiB, before answering) nor reads it as
 // the next request.
-func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, app string, err error) (status int, msg string) {
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, target auth.Target, err error) (status int, msg string) {
 	w.Header().Set("Connection", "close")
 	s := h.admission.Shares()
 	var budget string
 	var slow *httpserve.SlowBodyError
+	app, org := target.AppID, target.OrganizationID
 	switch {
-	case errors.Is(err, ErrTokenBusy):
-		status, budget = http.StatusTooManyRequests, budgetTokenSlots
-		msg = fmt.Sprintf("this token already has %d requests in flight, its share of the request slots; retry later", s.SlotsPerToken)
 	case errors.Is(err, ErrAppBusy):
 		status, budget = http.StatusTooManyRequests, budgetAppSlots
 		msg = fmt.Sprintf("app %q already has %d requests in flight, its share of the request slots; retry later", app, s.SlotsPerApp)
+	case errors.Is(err, ErrTokenBusy):
+		status, budget = http.StatusTooManyRequests, budgetTokenSlots
+		msg = fmt.Sprintf("this token already has %d requests in flight, its share of the request slots; retry later", s.SlotsPerToken)
+	case errors.Is(err, ErrOrgBusy):
+		status, budget = http.StatusTooManyRequests, budgetOrgSlots
+		msg = fmt.Sprintf("organization %q already has %d requests in flight, its share of the request slots; retry later", org, s.SlotsPerOrg)
 	case errors.Is(err, ErrAtCapacity):
 		status, budget = http.StatusServiceUnavailable, budgetSlots
 		msg = fmt.Sprintf("the server is at capacity: all %d request slots are taken; retry later", s.Slots)
 	case errors.Is(err, ErrAppMemory):
 		status, budget = http.StatusTooManyRequests, budgetAppMemory
 		msg = fmt.Sprintf("the bodies of app %q in flight hold its share of the memory for request bodies (%d bytes); retry later", app, s.MemoryPerApp)
+	case errors.Is(err, ErrTokenMemory):
+		status, budget = http.StatusTooManyRequests, budgetTokenMemory
+		msg = fmt.Sprintf("the bodies of this token in flight hold its share of the memory for request bodies (%d bytes); retry later", s.MemoryPerToken)
+	case errors.Is(err, ErrOrgMemory):
+		status, budget = http.StatusTooManyRequests, budgetOrgMemory
+		msg = fmt.Sprintf("the bodies of organization %q in flight hold its share of the memory for request bodies (%d bytes); retry later", org, s.MemoryPerOrg)
 	case errors.Is(err, ErrBodyMemory):
 		status, budget = http.StatusServiceUnavailable, budgetMemory
 		msg = "the server is at capacity (memory for request bodies); retry later"
@@ -565,7 +609,8 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, app string, err
 		httpserve.RetryAfter(w, 1)
 	}
 	h.metrics.refusals.WithLabelValues(budget).Inc()
-	h.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", slog.String("app", app), slog.String("budget", budget))
+	h.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", slog.String("organization", org), slog.String("app", app),
+		slog.String("token", target.TokenID), slog.String("budget", budget))
 	return status, msg
 }
 

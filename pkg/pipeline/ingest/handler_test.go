@@ -28,9 +28,11 @@ import (
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
-// allowAll authenticates every request, with the token ID taken from the
-// Authorization header ("t" without one), for app a1 or, when the header
-// reads "app:token", for that app; auth has its own tests.
+// allowAll authenticates every request from its Authorization header,
+// "[org/][app:]token" ("t" when missing): the token ID is token, acting
+// for app (a1 when not named) of org (when not named, an organization of
+// its own, "o-" and the app); so "o/a1:org" and "o/a2:org" are one
+// organization token acting for two apps. auth has its own tests.
 type allowAll struct{}
 
 func (allowAll) Authenticate(_ context.Context, h http.Header) (auth.Principal, error) {
@@ -38,11 +40,20 @@ func (allowAll) Authenticate(_ context.Context, h http.Header) (auth.Principal, 
 	if token == "" {
 		token = "t"
 	}
-	app := "a1"
-	if a, _, ok := strings.Cut(token, ":"); ok {
-		app = a
+	org, rest, named := strings.Cut(token, "/")
+	if !named {
+		org, rest = "", token
 	}
-	return auth.Principal{TokenID: token, OrganizationID: "o1", AppID: app, Scopes: content.RuntimeScopes}, nil
+	app := "a1"
+	if a, tok, ok := strings.Cut(rest, ":"); ok {
+		app, token = a, tok
+	} else {
+		token = rest
+	}
+	if org == "" {
+		org = "o-" + app
+	}
+	return auth.Principal{TokenID: token, OrganizationID: org, AppID: app, Scopes: content.RuntimeScopes}, nil
 }
 
 func (allowAll) Resolve(_ context.Context, p auth.Principal, _ string) (auth.Target, error) {
@@ -135,7 +146,7 @@ func putAs(h http.Handler, token, name string, pad int) *httptest.ResponseRecord
 // still goes through, and the share is given back as requests finish.
 func TestTokenShareOfSlots(t *testing.T) {
 	pub := &gatePublisher{entered: make(chan struct{}), release: make(chan struct{})}
-	h, _ := newTestHandler(pub, Config{MaxInFlight: 4, MaxInFlightPerApp: 4}) // a share of 2 for each token
+	h, _ := newTestHandler(pub, Config{MaxInFlight: 4, MaxInFlightPerApp: 4, MaxInFlightPerToken: 2})
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
@@ -282,6 +293,14 @@ func TestConfigCheck(t *testing.T) {
 			"MAX_BODY_MEMORY_PER_APP 41943040 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216"},
 		{"an app's share just enough for the largest body", Config{MaxBodyMemoryPerApp: gzipBody(DefaultMaxDecompressedBytes)}, ""},
 		{"a budget whose quarter cannot hold the largest body: the share is raised", Config{MaxDecompressedBytes: 64 * mib}, ""},
+		{"a token's share that cannot hold the largest body", Config{MaxBodyMemoryPerToken: 40 * mib},
+			"MAX_BODY_MEMORY_PER_TOKEN 41943040 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216"},
+		{"a token's share just enough for the largest body", Config{MaxBodyMemoryPerToken: gzipBody(DefaultMaxDecompressedBytes)}, ""},
+		{"an organization's share that cannot hold the largest body", Config{MaxBodyMemoryPerOrg: 40 * mib},
+			"MAX_BODY_MEMORY_PER_ORG 41943040 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216"},
+		{"an organization's share just enough for the largest body", Config{MaxBodyMemoryPerOrg: gzipBody(DefaultMaxDecompressedBytes)}, ""},
+		{"a wire body a token's share cannot hold", Config{MaxBodyBytes: mib, MaxDecompressedBytes: mib, MaxBodyMemoryPerToken: mib},
+			"MAX_BODY_MEMORY_PER_TOKEN 1048576 cannot hold a body of MAX_BODY_BYTES 1048576"},
 	}
 	for _, c := range cases {
 		err := c.cfg.check()
@@ -291,28 +310,45 @@ func TestConfigCheck(t *testing.T) {
 	}
 }
 
-// TestDefaultShares derives each app's and token's shares from the
-// server's budgets when they are not set.
+// TestDefaultShares derives each app's, token's and organization's shares
+// from the server's budgets when they are not set: an app a quarter, a
+// token what an app may, an organization half, or more when an app or a
+// token may hold more.
 func TestDefaultShares(t *testing.T) {
 	const mib = 1 << 20
+	largest := int64((64*mib+1-BodyAllowance)*MemoryPerBodyByte + gzipStateBytes) // of a 64 MiB gzip body
+	type shares struct {
+		app, token, org                   int
+		appMemory, tokenMemory, orgMemory int64
+	}
 	cases := []struct {
 		name      string
 		cfg       Config
-		slots     int
-		memory    int64
+		want      shares
 		shareNote bool
 	}{
-		{"defaults: a quarter of each", Config{}, DefaultMaxInFlight / 4, DefaultMaxBodyMemory / 4, false},
-		{"a quarter of what is set", Config{MaxInFlight: 40, MaxBodyMemory: 400 * mib}, 10, 100 * mib, false},
-		{"at least one slot", Config{MaxInFlight: 3}, 1, DefaultMaxBodyMemory / 4, false},
-		{"raised to hold the largest body", Config{MaxDecompressedBytes: 64 * mib}, DefaultMaxInFlight / 4, (64*mib+1-BodyAllowance)*MemoryPerBodyByte + gzipStateBytes, true},
-		{"set", Config{MaxInFlightPerApp: 7, MaxBodyMemoryPerApp: 99 * mib, MaxDecompressedBytes: 64 * mib}, 7, 99 * mib, false},
+		{"defaults", Config{}, shares{64, 64, 128, 64 * mib, 64 * mib, 128 * mib}, false},
+		{"of what is set", Config{MaxInFlight: 40, MaxBodyMemory: 400 * mib}, shares{10, 10, 20, 100 * mib, 100 * mib, 200 * mib}, false},
+		{"at least one slot", Config{MaxInFlight: 3}, shares{1, 1, 1, 64 * mib, 64 * mib, 128 * mib}, false},
+		{"raised to hold the largest body, past half", Config{MaxDecompressedBytes: 64 * mib},
+			shares{64, 64, 128, largest, largest, largest}, true},
+		{"raised to hold the largest body, within half", Config{MaxDecompressedBytes: 64 * mib, MaxBodyMemory: 500 * mib},
+			shares{64, 64, 128, largest, largest, 250 * mib}, true},
+		{"an app's set", Config{MaxInFlightPerApp: 7, MaxBodyMemoryPerApp: 99 * mib, MaxDecompressedBytes: 64 * mib},
+			shares{7, 7, 128, 99 * mib, 99 * mib, 128 * mib}, false},
+		{"an app's set past half", Config{MaxInFlightPerApp: 200, MaxBodyMemoryPerApp: 200 * mib},
+			shares{200, 200, 200, 200 * mib, 200 * mib, 200 * mib}, false},
+		{"a token's set past half", Config{MaxInFlightPerToken: 150, MaxBodyMemoryPerToken: 150 * mib},
+			shares{64, 150, 150, 64 * mib, 150 * mib, 150 * mib}, false},
+		{"each set", Config{MaxInFlightPerApp: 5, MaxInFlightPerToken: 3, MaxInFlightPerOrg: 9,
+			MaxBodyMemoryPerApp: 50 * mib, MaxBodyMemoryPerToken: 60 * mib, MaxBodyMemoryPerOrg: 70 * mib},
+			shares{5, 3, 9, 50 * mib, 60 * mib, 70 * mib}, false},
 	}
 	for _, c := range cases {
 		d := c.cfg.withDefaults()
-		if d.MaxInFlightPerApp != c.slots || d.MaxBodyMemoryPerApp != c.memory || (c.cfg.MemoryShareNote() != "") != c.shareNote {
-			t.Errorf("%s: %d slots and %d bytes for each app (note %q), want %d and %d (a note: %v)",
-				c.name, d.MaxInFlightPerApp, d.MaxBodyMemoryPerApp, c.cfg.MemoryShareNote(), c.slots, c.memory, c.shareNote)
+		got := shares{d.MaxInFlightPerApp, d.MaxInFlightPerToken, d.MaxInFlightPerOrg, d.MaxBodyMemoryPerApp, d.MaxBodyMemoryPerToken, d.MaxBodyMemoryPerOrg}
+		if got != c.want || (c.cfg.MemoryShareNote() != "") != c.shareNote {
+			t.Errorf("%s: shares %+v (note %q), want %+v (a note: %v)", c.name, got, c.cfg.MemoryShareNote(), c.want, c.shareNote)
 		}
 	}
 }
@@ -416,6 +452,10 @@ func TestRefusals(t *testing.T) {
 			hold: []sent{{token: "a1:x"}, {token: "a1:y"}}, refused: sent{token: "a1:z"}, status: 429, budget: budgetAppSlots,
 			msg:    `app "a1" already has 2 requests in flight, its share of the request slots; retry later`,
 			passes: &sent{token: "a2:w"}},
+		{name: "organization's share of the slots", cfg: Config{MaxInFlight: 8, MaxInFlightPerApp: 8, MaxInFlightPerToken: 8, MaxInFlightPerOrg: 2},
+			hold: []sent{{token: "o/a1:x"}, {token: "o/a2:org"}}, refused: sent{token: "o/a3:org2"}, status: 429, budget: budgetOrgSlots,
+			msg:    `organization "o" already has 2 requests in flight, its share of the request slots; retry later`,
+			passes: &sent{token: "p/a4:y"}},
 		{name: "every slot", cfg: Config{MaxInFlight: 2, MaxInFlightPerApp: 2},
 			hold: []sent{{token: "a1:x"}, {token: "a2:y"}}, refused: sent{token: "a3:z"}, status: 503, budget: budgetSlots,
 			msg: "the server is at capacity: all 2 request slots are taken; retry later"},
@@ -427,6 +467,18 @@ func TestRefusals(t *testing.T) {
 			refused: sent{token: "a1:y", pad: 15 * mib, gz: true}, status: 429, budget: budgetAppMemory,
 			msg:    `the bodies of app "a1" in flight hold its share of the memory for request bodies (3145728 bytes); retry later`,
 			passes: &sent{token: "a1:y", pad: 100 << 10, gz: true}},
+		{name: "token's share of the body memory", cfg: Config{MaxBodyMemory: 8 * mib, MaxBodyMemoryPerApp: 3 * mib, MaxBodyMemoryPerToken: 3 * mib, MaxBodyMemoryPerOrg: 8 * mib},
+			hold: []sent{{token: "o/a1:org", pad: large}}, refused: sent{token: "o/a2:org", pad: large}, status: 429, budget: budgetTokenMemory,
+			msg:    `the bodies of this token in flight hold its share of the memory for request bodies (3145728 bytes); retry later`,
+			passes: &sent{token: "o/a2:x", pad: large}},
+		{name: "token's share of the body memory, gzip bomb", cfg: Config{MaxBodyMemory: 64 * mib, MaxBodyMemoryPerApp: 32 * mib, MaxBodyMemoryPerToken: 3 * mib},
+			refused: sent{token: "o/a1:org", pad: 15 * mib, gz: true}, status: 429, budget: budgetTokenMemory,
+			msg:    `the bodies of this token in flight hold its share of the memory for request bodies (3145728 bytes); retry later`,
+			passes: &sent{token: "o/a2:org", pad: 100 << 10, gz: true}},
+		{name: "organization's share of the body memory", cfg: Config{MaxBodyMemory: 8 * mib, MaxBodyMemoryPerApp: 3 * mib, MaxBodyMemoryPerOrg: 3 * mib},
+			hold: []sent{{token: "o/a1:x", pad: large}}, refused: sent{token: "o/a2:org", pad: large}, status: 429, budget: budgetOrgMemory,
+			msg:    `the bodies of organization "o" in flight hold its share of the memory for request bodies (3145728 bytes); retry later`,
+			passes: &sent{token: "p/a3:y", pad: large}},
 		{name: "the body memory", cfg: Config{MaxBodyMemory: 6 * mib, MaxBodyMemoryPerApp: 3 * mib},
 			hold: []sent{{token: "a1:x", pad: large}, {token: "a2:y", pad: large}}, refused: sent{token: "a3:z", pad: large}, status: 503, budget: budgetMemory,
 			msg:    "the server is at capacity (memory for request bodies); retry later",

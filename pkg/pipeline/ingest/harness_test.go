@@ -66,6 +66,8 @@ type harnessOpts struct {
 	tokenTTL       time.Duration
 	maxEvents      int
 	maxInFlight    int
+	// minUploadGrace is the handler's MinUploadGrace; zero: its default.
+	minUploadGrace time.Duration
 	cors           *cors.Policy
 	trustedProxies []netip.Prefix
 	// authFailures bounds failed authentications per client network
@@ -111,7 +113,8 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 	cfg := ingest.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: []string{b.Addr()}}, EventsTopic: h.topic, QuarantineTopic: h.quarantine,
 		TopicPartitions: 4, TopicReplication: 1,
-		Handler:       ingest.Config{ProduceTimeout: o.produceTimeout, MaxInFlight: o.maxInFlight, TrustedProxies: o.trustedProxies},
+		Handler: ingest.Config{ProduceTimeout: o.produceTimeout, MaxInFlight: o.maxInFlight, TrustedProxies: o.trustedProxies,
+			MinUploadGrace: o.minUploadGrace},
 		TokenCacheTTL: o.tokenTTL, RateLimitRPS: o.rateRPS, RateLimitBurst: o.rateBurst,
 		AuthFailureBurst: o.authFailures,
 		// Above net/http's 5 s wait for a connection that never sent a

@@ -23,16 +23,20 @@ type Metrics struct {
 // Budgets a request can be refused for, the values of the budget label
 // of cms_ingest_admission_refusals_total.
 const (
-	budgetTokenSlots  = "token_slots"     // 429: the token's share of the request slots
-	budgetAppSlots    = "app_slots"       // 429: the app's share of the request slots
-	budgetSlots       = "slots"           // 503: every request slot
-	budgetAppMemory   = "app_body_memory" // 429: the app's share of the body memory
-	budgetMemory      = "body_memory"     // 503: the body memory
-	budgetUploadRate  = "upload_rate"     // 408: the minimum upload rate
-	budgetReadTimeout = "read_timeout"    // 408: the server's read timeout
+	budgetAppSlots    = "app_slots"         // 429: the app's share of the request slots
+	budgetTokenSlots  = "token_slots"       // 429: the token's share of the request slots
+	budgetOrgSlots    = "org_slots"         // 429: the organization's share of the request slots
+	budgetSlots       = "slots"             // 503: every request slot
+	budgetAppMemory   = "app_body_memory"   // 429: the app's share of the body memory
+	budgetTokenMemory = "token_body_memory" // 429: the token's share of the body memory
+	budgetOrgMemory   = "org_body_memory"   // 429: the organization's share of the body memory
+	budgetMemory      = "body_memory"       // 503: the body memory
+	budgetUploadRate  = "upload_rate"       // 408: the minimum upload rate
+	budgetReadTimeout = "read_timeout"      // 408: the server's read timeout
 )
 
-var budgets = [...]string{budgetTokenSlots, budgetAppSlots, budgetSlots, budgetAppMemory, budgetMemory, budgetUploadRate, budgetReadTimeout}
+var budgets = [...]string{budgetAppSlots, budgetTokenSlots, budgetOrgSlots, budgetSlots,
+	budgetAppMemory, budgetTokenMemory, budgetOrgMemory, budgetMemory, budgetUploadRate, budgetReadTimeout}
 
 // NewMetrics creates the collectors and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -70,8 +74,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "cms", Subsystem: "ingest", Name: "admission_refusals_total",
-			Help: "Requests refused for want of a budget: token_slots, app_slots, app_body_memory (429, the client's share), " +
-				"slots, body_memory (503, the server's), upload_rate, read_timeout (408, the body too slow).",
+			Help: "Requests refused for want of a budget: app_slots, token_slots, org_slots, app_body_memory, token_body_memory, " +
+				"org_body_memory (429, the client's share), slots, body_memory (503, the server's), upload_rate, read_timeout (408, the body too slow).",
 		}, []string{"budget"}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.events, m.rejected, m.batchSize, m.produceLatency, m.inFlight, m.refusals)
