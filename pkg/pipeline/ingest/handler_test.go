@@ -548,7 +548,7 @@ func TestRefusals(t *testing.T) {
 			if tc.took[1] > 0 && (took < tc.took[0] || took > tc.took[1]) {
 				t.Errorf("answered after %s, want %s to %s", took, tc.took[0], tc.took[1])
 			}
-			for _, b := range budgets {
+			for _, b := range budgets() {
 				want := map[bool]float64{true: 1, false: 0}[b == tc.budget]
 				if got := testutil.ToFloat64(m.refusals.WithLabelValues(b)); got != want {
 					t.Errorf("refusals for %s: %v, want %v", b, got, want)

@@ -35,8 +35,11 @@ const (
 	budgetReadTimeout = "read_timeout"      // 408: the server's read timeout
 )
 
-var budgets = [...]string{budgetAppSlots, budgetTokenSlots, budgetOrgSlots, budgetSlots,
-	budgetAppMemory, budgetTokenMemory, budgetOrgMemory, budgetMemory, budgetUploadRate, budgetReadTimeout}
+// budgets are every value of the refusals' budget label.
+func budgets() []string {
+	return []string{budgetAppSlots, budgetTokenSlots, budgetOrgSlots, budgetSlots,
+		budgetAppMemory, budgetTokenMemory, budgetOrgMemory, budgetMemory, budgetUploadRate, budgetReadTimeout}
+}
 
 // NewMetrics creates the collectors and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -90,7 +93,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range event.Reasons() {
 		m.rejected.WithLabelValues(r, "")
 	}
-	for _, b := range budgets {
+	for _, b := range budgets() {
 		m.refusals.WithLabelValues(b)
 	}
 	return m
