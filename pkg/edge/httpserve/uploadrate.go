@@ -49,7 +49,6 @@ func (e *SlowBodyError) Timeout() bool { return true }
 // Temporary is part of net.Error.
 func (e *SlowBodyError) Temporary() bool { return false }
 
-
 // Watch returns body paced by m, counting what arrives. When the body falls
 // behind, the connection's read deadline (reached through w with
 // http.ResponseController) is moved to the past, so that the read waiting
