@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
@@ -17,20 +15,8 @@ import (
 // suggestions as an operator would, with the binary configured by the
 // environment: blocked on every channel, then on one, listed, let back.
 func TestBlockSuggestionCommands(t *testing.T) {
-	srv := devclickhouse.StartForTest(t)
 	ctx := t.Context()
-	bin := filepath.Join(t.TempDir(), "consumer")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "analytics"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv, bin, s := binaryAndStore(t)
 	// Two questions asked by six users, each in a session of their own
 	// and from a network of their own.
 	b := &chstore.EventBatch{}

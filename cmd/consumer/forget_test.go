@@ -18,34 +18,9 @@ import (
 // configured by the environment: refused without a user, then a dry run,
 // then for real, then again with nothing left.
 func TestForgetUserCommand(t *testing.T) {
-	srv := devclickhouse.StartForTest(t)
 	ctx := t.Context()
-	bin := filepath.Join(t.TempDir(), "consumer")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "analytics"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := &chstore.EventBatch{}
-	at := time.Now().UTC()
-	for _, e := range []struct{ id, user, session, query string }{
-		{"a1", "ann", "s-a", "where is my order"},
-		{"a2", "ann", "s-a", "my secret plan"},
-		{"b1", "bob", "s-b", "where is my order"},
-	} {
-		i := b.AddRow()
-		b.EventID[i], b.AppID[i], b.EventTime[i], b.ReceivedAt[i] = e.id, "shop", at, at
-		b.Name[i], b.UserID[i], b.SessionID[i], b.Channel[i], b.RawQuery[i], b.Extra[i] = "REQUEST_RESPONSE", e.user, e.session, "web", e.query, "{}"
-	}
-	if err := s.InsertEvents(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	srv, bin, s := binaryAndStore(t)
+	at := insertAnnAndBob(t, s)
 	if err := s.InsertQuarantine(ctx, []chstore.QuarantineRow{{EventID: "q1", AppID: "shop", ReceivedAt: at, Reason: "r", Errors: "[]",
 		Event: `{"userId":"ann"}`}}); err != nil {
 		t.Fatal(err)
@@ -105,34 +80,9 @@ func TestForgetUserCommand(t *testing.T) {
 // them on servers without TTL): the queries only they asked and their
 // sessions go from the tables that outlived the events.
 func TestForgetUserCommandAfterEventsExpired(t *testing.T) {
-	srv := devclickhouse.StartForTest(t)
 	ctx := t.Context()
-	bin := filepath.Join(t.TempDir(), "consumer")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "analytics"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := &chstore.EventBatch{}
-	at := time.Now().UTC()
-	for _, e := range []struct{ id, user, session, query string }{
-		{"a1", "ann", "s-a", "where is my order"},
-		{"a2", "ann", "s-a", "my secret plan"},
-		{"b1", "bob", "s-b", "where is my order"},
-	} {
-		i := b.AddRow()
-		b.EventID[i], b.AppID[i], b.EventTime[i], b.ReceivedAt[i] = e.id, "shop", at, at
-		b.Name[i], b.UserID[i], b.SessionID[i], b.Channel[i], b.RawQuery[i], b.Extra[i] = "REQUEST_RESPONSE", e.user, e.session, "web", e.query, "{}"
-	}
-	if err := s.InsertEvents(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	srv, bin, s := binaryAndStore(t)
+	insertAnnAndBob(t, s)
 	column := func(sql string) string {
 		t.Helper()
 		rows, err := s.Conn().Query(ctx, sql)
@@ -177,4 +127,46 @@ func TestForgetUserCommandAfterEventsExpired(t *testing.T) {
 	if got := column(sessions); got != "[s-b]" {
 		t.Errorf("sessions left: %s, want bob's\n%s", got, out)
 	}
+}
+
+// binaryAndStore builds the consumer binary and migrates an analytics
+// database on a ClickHouse server of the test's own.
+func binaryAndStore(t *testing.T) (*devclickhouse.Server, string, *chstore.Store) {
+	t.Helper()
+	srv := devclickhouse.StartForTest(t)
+	ctx := t.Context()
+	bin := filepath.Join(t.TempDir(), "consumer")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "analytics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return srv, bin, s
+}
+
+// insertAnnAndBob stores ann's two questions, one of them hers alone,
+// and bob's one, in app shop, and returns when they were asked.
+func insertAnnAndBob(t *testing.T, s *chstore.Store) time.Time {
+	t.Helper()
+	b := &chstore.EventBatch{}
+	at := time.Now().UTC()
+	for _, e := range []struct{ id, user, session, query string }{
+		{"a1", "ann", "s-a", "where is my order"},
+		{"a2", "ann", "s-a", "my secret plan"},
+		{"b1", "bob", "s-b", "where is my order"},
+	} {
+		i := b.AddRow()
+		b.EventID[i], b.AppID[i], b.EventTime[i], b.ReceivedAt[i] = e.id, "shop", at, at
+		b.Name[i], b.UserID[i], b.SessionID[i], b.Channel[i], b.RawQuery[i], b.Extra[i] = "REQUEST_RESPONSE", e.user, e.session, "web", e.query, "{}"
+	}
+	if err := s.InsertEvents(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	return at
 }
