@@ -52,10 +52,10 @@ type modelJSON struct {
 
 // rawWeights are the float tensors of the model, as stored (row-major).
 type rawWeights struct {
-	emb, timing                    []float32
-	attScale0, attScale1, lnEps    []float32
-	l2Eps                          []float32
-	l0 struct {
+	emb, timing                 []float32
+	attScale0, attScale1, lnEps []float32
+	l2Eps                       []float32
+	l0                          struct {
 		ln1s, ln1b, qkvW, qkvB, outW, outB, denseW, denseB []float32
 		ln2s, ln2b, ff1W, ff1B, ff2W, ff2B                 []float32
 	}
