@@ -1,0 +1,360 @@
+package encoder
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DefaultDir is where the product installs the model files.
+const DefaultDir = "/usr/local/share/cms/encoder"
+
+const (
+	modelFile = "model.json"
+	vocabFile = "vocab.json"
+	// maxJSONSize bounds model.json and vocab.json (about 250 KB each).
+	maxJSONSize = 16 << 20
+)
+
+const (
+	prefixK = "module_apply_default/Encoder_en/KonaTransformer/"
+	prefixS = prefixK + "Encode/TransformerStack/"
+	prefixE = prefixK + "Encode/"
+)
+
+// weightSpec names a tensor of the TF.js graph and the shape it must have.
+type weightSpec struct {
+	name  string
+	shape []int
+	dst   *[]float32
+}
+
+// modelJSON is the part of a TF.js graph model file that Load reads.
+type modelJSON struct {
+	ModelTopology   json.RawMessage `json:"modelTopology"`
+	WeightsManifest []struct {
+		Paths   []string `json:"paths"`
+		Weights []struct {
+			Name         string          `json:"name"`
+			Shape        []int           `json:"shape"`
+			Dtype        string          `json:"dtype"`
+			Quantization json.RawMessage `json:"quantization"`
+		} `json:"weights"`
+	} `json:"weightsManifest"`
+}
+
+// rawWeights are the float tensors of the model, as stored (row-major).
+type rawWeights struct {
+	emb, timing                 []float32
+	attScale0, attScale1, lnEps []float32
+	l2Eps                       []float32
+	l0                          struct {
+		ln1s, ln1b, qkvW, qkvB, outW, outB, denseW, denseB []float32
+		ln2s, ln2b, ff1W, ff1B, ff2W, ff2B                 []float32
+	}
+	l1 struct {
+		ln1s, ln1b, qkvW, qkvB, outW, outB []float32
+		ln2s, ln2b, ff1W, ff1B, ff2W, ff2B []float32
+	}
+	tanhW, tanhB []float32
+}
+
+func (w *rawWeights) specs() []weightSpec {
+	l := func(layer, rest string) string { return prefixE + "Layer_" + layer + "/TransformerLayer/" + rest }
+	ts := func(layer, rest string) string { return prefixS + "Layer_" + layer + "/TransformerLayer/" + rest }
+	kern := func(layer, rest string) string {
+		return "module/Encoder_en/KonaTransformer/Encode/Layer_" + layer + "/TransformerLayer/MultiheadAttention/" + rest + "/kernel/part_0"
+	}
+	const cc = "/ConcatPartitions/concat"
+	return []weightSpec{
+		{"module/Embeddings_en", []int{vocabRows, dim0}, &w.emb},
+		{prefixS + "Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1", []int{1, dim0 / 2}, &w.timing},
+		{ts("0", "MultiheadAttention/mul/y"), []int{}, &w.attScale0},
+		{ts("1", "MultiheadAttention/mul/y"), []int{}, &w.attScale1},
+		{ts("1", "FFN/layer_prepostprocess/layer_norm/Cast/x"), []int{}, &w.lnEps},
+		{"module_apply_default/Encoder_en/hidden_layers/l2_normalize/Maximum/y", []int{}, &w.l2Eps},
+
+		{l("0", "layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim0}, &w.l0.ln1s},
+		{l("0", "layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim0}, &w.l0.ln1b},
+		{kern("0", "qkv_transform_single"), []int{1, 1, dim0, 3 * dim0}, &w.l0.qkvW},
+		{l("0", "MultiheadAttention/qkv_transform_single/bias"+cc), []int{3 * dim0}, &w.l0.qkvB},
+		{kern("0", "output_transform_single"), []int{1, 1, dim0, dim1}, &w.l0.outW},
+		{l("0", "MultiheadAttention/output_transform_single/bias"+cc), []int{dim1}, &w.l0.outB},
+		{l("0", "dense/kernel"+cc), []int{dim0, dim1}, &w.l0.denseW},
+		{l("0", "dense/bias"+cc), []int{dim1}, &w.l0.denseB},
+		{l("0", "FFN/layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim1}, &w.l0.ln2s},
+		{l("0", "FFN/layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim1}, &w.l0.ln2b},
+		{ts("0", "FFN/conv1/Tensordot/Reshape_1"), []int{dim1, ffnDim}, &w.l0.ff1W},
+		{l("0", "FFN/conv1/bias"+cc), []int{ffnDim}, &w.l0.ff1B},
+		{ts("0", "FFN/conv2/Tensordot/Reshape_1"), []int{ffnDim, dim1}, &w.l0.ff2W},
+		{l("0", "FFN/conv2/bias"+cc), []int{dim1}, &w.l0.ff2B},
+
+		{l("1", "layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim1}, &w.l1.ln1s},
+		{l("1", "layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim1}, &w.l1.ln1b},
+		{kern("1", "qkv_transform_single"), []int{1, 1, dim1, 3 * dim1}, &w.l1.qkvW},
+		{l("1", "MultiheadAttention/qkv_transform_single/bias"+cc), []int{3 * dim1}, &w.l1.qkvB},
+		{kern("1", "output_transform_single"), []int{1, 1, dim1, dim1}, &w.l1.outW},
+		{l("1", "MultiheadAttention/output_transform_single/bias"+cc), []int{dim1}, &w.l1.outB},
+		{l("1", "FFN/layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim1}, &w.l1.ln2s},
+		{l("1", "FFN/layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim1}, &w.l1.ln2b},
+		{ts("1", "FFN/conv1/Tensordot/Reshape_1"), []int{dim1, ffnDim}, &w.l1.ff1W},
+		{l("1", "FFN/conv1/bias"+cc), []int{ffnDim}, &w.l1.ff1B},
+		{ts("1", "FFN/conv2/Tensordot/Reshape_1"), []int{ffnDim, dim1}, &w.l1.ff2W},
+		{l("1", "FFN/conv2/bias"+cc), []int{dim1}, &w.l1.ff2B},
+
+		{"module/Encoder_en/hidden_layers/tanh_layer_0/weights", []int{dim1, dim1}, &w.tanhW},
+		{"module/Encoder_en/hidden_layers/tanh_layer_0/bias", []int{dim1}, &w.tanhB},
+	}
+}
+
+// requiredNodes are graph nodes whose presence (with these ops) shows that
+// model.json describes the computation this package implements, not only
+// tensors of the same names.
+func requiredNodes() [][2]string {
+	return [][2]string{
+		{prefixS + "Layer_0/add", "Add"},
+		{prefixS + "Layer_0/AddTimingSignal/add", "Add"},
+		{prefixS + "Layer_0/TransformerLayer/AdjustResidualInput/dense/MatMul", "MatMul"},
+		{prefixS + "Layer_1/TransformerLayer/FFN/conv1/Relu", "Relu"},
+		{prefixK + "div", "RealDiv"},
+		{"module_apply_default/Encoder_en/hidden_layers/tanh_layer_0/Tanh", "Tanh"},
+		{"module_apply_default/Encoder_en/hidden_layers/l2_normalize", "Mul"},
+	}
+}
+
+func shapeString(s []int) string {
+	return strings.Trim(strings.Join(strings.Fields(fmt.Sprint(s)), ","), "[]")
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func readJSON(path string, v any) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() > maxJSONSize {
+		return fmt.Errorf("%s: %d bytes, more than the %d a model file may have", path, fi.Size(), maxJSONSize)
+	}
+	dec := json.NewDecoder(bufio.NewReader(f))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: corrupt JSON: %w", path, err)
+	}
+	return nil
+}
+
+// loadWeights reads model.json and its weight shards.
+func loadWeights(dir string) (*rawWeights, error) {
+	path := filepath.Join(dir, modelFile)
+	var m modelJSON
+	if err := readJSON(path, &m); err != nil {
+		return nil, err
+	}
+	var topo struct {
+		Node []struct {
+			Name string `json:"name"`
+			Op   string `json:"op"`
+		} `json:"node"`
+	}
+	if len(m.ModelTopology) == 0 {
+		return nil, fmt.Errorf("%s: no modelTopology", path)
+	}
+	if err := json.Unmarshal(m.ModelTopology, &topo); err != nil {
+		return nil, fmt.Errorf("%s: corrupt modelTopology: %w", path, err)
+	}
+	ops := make(map[string]string, len(topo.Node))
+	for _, n := range topo.Node {
+		ops[n.Name] = n.Op
+	}
+	for _, nodeOp := range requiredNodes() {
+		name, op := nodeOp[0], nodeOp[1]
+		if got, ok := ops[name]; !ok {
+			return nil, fmt.Errorf("%s: graph has no node %s: not the Universal Sentence Encoder lite graph", path, name)
+		} else if got != op {
+			return nil, fmt.Errorf("%s: node %s is %s, want %s", path, name, got, op)
+		}
+	}
+	if len(m.WeightsManifest) == 0 {
+		return nil, fmt.Errorf("%s: empty weightsManifest", path)
+	}
+
+	w := &rawWeights{}
+	want := make(map[string]weightSpec)
+	for _, s := range w.specs() {
+		want[s.name] = s
+	}
+	for gi, g := range m.WeightsManifest {
+		if len(g.Paths) == 0 {
+			return nil, fmt.Errorf("%s: weight group %d has no shard paths", path, gi)
+		}
+		var need int64
+		for _, wt := range g.Weights {
+			n := int64(4)
+			for _, d := range wt.Shape {
+				if d < 0 || d > 1<<24 {
+					return nil, fmt.Errorf("%s: weight %s has bad shape [%s]", path, wt.Name, shapeString(wt.Shape))
+				}
+				n *= int64(d)
+			}
+			if wt.Dtype != "float32" && wt.Dtype != "int32" {
+				return nil, fmt.Errorf("%s: weight %s has dtype %q, want float32 or int32", path, wt.Name, wt.Dtype)
+			}
+			if len(wt.Quantization) > 0 && string(wt.Quantization) != "null" {
+				return nil, fmt.Errorf("%s: weight %s is quantized, which is not supported", path, wt.Name)
+			}
+			need += n
+		}
+		// The shards of a group are one byte stream cut into files.
+		var have int64
+		sizes := make([]string, 0, len(g.Paths))
+		for _, p := range g.Paths {
+			if filepath.IsAbs(p) || strings.Contains(p, "..") || strings.ContainsAny(p, `/\`) {
+				return nil, fmt.Errorf("%s: shard path %q is not a file name in %s", path, p, dir)
+			}
+			fi, err := os.Stat(filepath.Join(dir, p))
+			if err != nil {
+				return nil, fmt.Errorf("weight shard: %w", err)
+			}
+			have += fi.Size()
+			sizes = append(sizes, fmt.Sprintf("%s %d", p, fi.Size()))
+		}
+		if have != need {
+			return nil, fmt.Errorf("%s: weight group %d: shards hold %d bytes (%s), the manifest needs %d", dir, gi, have, strings.Join(sizes, ", "), need)
+		}
+		if err := readGroup(dir, g.Paths, func(yield func(name string, shape []int, dtype string) ([]float32, error)) error {
+			for _, wt := range g.Weights {
+				spec, ok := want[wt.Name]
+				var dst []float32
+				if ok {
+					if !sameShape(spec.shape, wt.Shape) {
+						return fmt.Errorf("%s: weight %s has shape [%s], want [%s]", path, wt.Name, shapeString(wt.Shape), shapeString(spec.shape))
+					}
+					if wt.Dtype != "float32" {
+						return fmt.Errorf("%s: weight %s has dtype %s, want float32", path, wt.Name, wt.Dtype)
+					}
+					if *spec.dst != nil {
+						return fmt.Errorf("%s: weight %s appears twice", path, wt.Name)
+					}
+				}
+				var err error
+				dst, err = yield(wt.Name, wt.Shape, wt.Dtype)
+				if err != nil {
+					return err
+				}
+				if ok {
+					*spec.dst = dst
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range w.specs() {
+		if *s.dst == nil {
+			return nil, fmt.Errorf("%s: no weight %s [%s]", path, s.name, shapeString(s.shape))
+		}
+		for i, v := range *s.dst {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, fmt.Errorf("%s: weight %s has a non-finite value at %d", path, s.name, i)
+			}
+		}
+	}
+	return w, nil
+}
+
+// readGroup streams the concatenated shards of a weight group: each call
+// of yield reads the next tensor and returns its values if float32 (others
+// are skipped).
+func readGroup(dir string, paths []string, body func(yield func(name string, shape []int, dtype string) ([]float32, error)) error) error {
+	files := make([]io.Reader, 0, len(paths))
+	for _, p := range paths {
+		f, err := os.Open(filepath.Join(dir, p))
+		if err != nil {
+			return fmt.Errorf("weight shard: %w", err)
+		}
+		defer f.Close()
+		files = append(files, f)
+	}
+	r := bufio.NewReaderSize(io.MultiReader(files...), 1<<16)
+	var buf [4096]byte
+	return body(func(name string, shape []int, dtype string) ([]float32, error) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		if dtype != "float32" {
+			if _, err := io.CopyN(io.Discard, r, int64(4*n)); err != nil {
+				return nil, fmt.Errorf("%s: reading weight %s: %w", dir, name, err)
+			}
+			return nil, nil
+		}
+		out := make([]float32, n)
+		for i := 0; i < n; {
+			k := min(len(buf)/4, n-i)
+			if _, err := io.ReadFull(r, buf[:4*k]); err != nil {
+				if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+					err = fmt.Errorf("shards end early: %w", err)
+				}
+				return nil, fmt.Errorf("%s: reading weight %s: %w", dir, name, err)
+			}
+			for j := 0; j < k; j++ {
+				out[i+j] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*j:]))
+			}
+			i += k
+		}
+		return out, nil
+	})
+}
+
+// loadVocab reads vocab.json: a list of [piece, score] pairs.
+func loadVocab(dir string) ([]string, []float64, error) {
+	path := filepath.Join(dir, vocabFile)
+	var raw []json.RawMessage
+	if err := readJSON(path, &raw); err != nil {
+		return nil, nil, err
+	}
+	pieces := make([]string, len(raw))
+	scores := make([]float64, len(raw))
+	for i, e := range raw {
+		var pair []json.RawMessage
+		if err := json.Unmarshal(e, &pair); err != nil || len(pair) != 2 {
+			return nil, nil, fmt.Errorf("%s: entry %d is not a [piece, score] pair", path, i)
+		}
+		if err := json.Unmarshal(pair[0], &pieces[i]); err != nil {
+			return nil, nil, fmt.Errorf("%s: entry %d: piece is not a string", path, i)
+		}
+		// The reference adds scores as JavaScript numbers, where null counts
+		// as 0; the published vocabulary has a few nulls.
+		var s *float64
+		if err := json.Unmarshal(pair[1], &s); err != nil {
+			return nil, nil, fmt.Errorf("%s: entry %d (%q): score is not a number", path, i, pieces[i])
+		}
+		if s != nil {
+			scores[i] = *s
+		}
+	}
+	return pieces, scores, nil
+}
