@@ -14,6 +14,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
+	"github.com/assistantcms/cms/pkg/content/encoder"
 	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/content/lexicon"
@@ -62,7 +63,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	llmModel := fs.String("rag-llm-model", "RAG_LLM_MODEL", "", "model name sent to the RAG generator")
 	llmKey := fs.Secret("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
 	wordnet := fs.String("wordnet-dir", "WORDNET_DIR", lexicon.DefaultDir, "WordNet 3.0 database (Debian's wordnet-base) whose related words expand search queries; \"off\" for none")
-	embURL := fs.String("embeddings-url", "EMBEDDINGS_URL", "", "OpenAI-compatible API root (…/v1) whose /embeddings endpoint gives semantic retrieval, fused with lexical ranks; empty: lexical only")
+	encDir := fs.String("encoder-dir", "ENCODER_DIR", encoder.DefaultDir, "the sentence encoder's model files (deploy/install-encoder installs them), with which search, FAQ matching and RAG rank by meaning as well as by words; \"off\": by words only; -embeddings-url replaces it")
+	embURL := fs.String("embeddings-url", "EMBEDDINGS_URL", "", "OpenAI-compatible API root (…/v1) whose /embeddings endpoint replaces the built-in sentence encoder; empty: the encoder")
 	embModel := fs.String("embeddings-model", "EMBEDDINGS_MODEL", "", "embedding model name (required with -embeddings-url)")
 	embKey := fs.Secret("embeddings-api-key", "EMBEDDINGS_API_KEY", "", "bearer key for the embeddings endpoint")
 	embTimeout := fs.Duration("embeddings-timeout", "EMBEDDINGS_TIMEOUT", 30*time.Second, "bound on one request embedding the apps' content")
@@ -144,21 +146,35 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	default:
 		log.Info("no WordNet: search expands queries only with the apps' own synonyms", "dir", *wordnet)
 	}
+	var emb embeddings.Embedder
 	if *embURL != "" {
 		if *embModel == "" {
 			return fmt.Errorf("serve: -embeddings-model (EMBEDDINGS_MODEL) is required with -embeddings-url (EMBEDDINGS_URL)")
-		}
-		if *embMinSim < -1 || *embMinSim > 1 {
-			return fmt.Errorf("serve: -embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) %v: want -1 to 1", *embMinSim)
 		}
 		client, err := embeddings.New(embeddings.Config{URL: *embURL, Model: *embModel, APIKey: *embKey, Timeout: *embTimeout}, nil)
 		if err != nil {
 			return fmt.Errorf("serve: -embeddings-url (EMBEDDINGS_URL): %w", err)
 		}
-		apiCfg.Knowledge.Embedder = embeddings.Cached{Cache: embeddings.NewCache(*embCache), Embedder: client}
+		emb = client
+		log.Info("ranking by meaning through an embeddings endpoint", "url", *embURL, "model", *embModel)
+	} else if *encDir != "off" {
+		start := time.Now()
+		enc, err := encoder.Load(*encDir)
+		if err != nil {
+			return fmt.Errorf("serve: -encoder-dir (ENCODER_DIR): %w; install the model with deploy/install-encoder %s, or set ENCODER_DIR=off to rank by words only", err, *encDir)
+		}
+		emb = enc
+		log.Info("ranking by meaning with the built-in sentence encoder", "dir", *encDir, "model", enc.Model(), "loaded_in", time.Since(start).Round(time.Millisecond))
+	} else {
+		log.Info("ranking by words only (ENCODER_DIR=off)")
+	}
+	if emb != nil {
+		if *embMinSim < -1 || *embMinSim > 1 {
+			return fmt.Errorf("serve: -embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) %v: want -1 to 1", *embMinSim)
+		}
+		apiCfg.Knowledge.Embedder = embeddings.Cached{Cache: embeddings.NewCache(*embCache), Embedder: emb}
 		apiCfg.Knowledge.QueryTimeout = *embQueryTimeout
 		apiCfg.Knowledge.MinSimilarity = *embMinSim
-		log.Info("semantic retrieval through an embeddings endpoint", "url", *embURL, "model", *embModel)
 	}
 	if *llmURL != "" {
 		apiCfg.Generator = &knowledge.OpenAI{BaseURL: *llmURL, Model: *llmModel, APIKey: *llmKey}

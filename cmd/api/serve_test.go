@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/pkg/content/encoder"
 )
 
 func TestServeConfiguredByEnvironmentStopsCleanly(t *testing.T) {
@@ -175,6 +177,9 @@ func TestServeRefusesBadSearchSettings(t *testing.T) {
 		{map[string]string{"EMBEDDINGS_URL": "http://127.0.0.1:1/v1"}, "-embeddings-model (EMBEDDINGS_MODEL) is required with -embeddings-url (EMBEDDINGS_URL)"},
 		{map[string]string{"EMBEDDINGS_URL": "http://127.0.0.1:1/v1", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_MIN_SIMILARITY": "2"}, "-embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) 2: want -1 to 1"},
 		{map[string]string{"WORDNET_DIR": filepath.Join(t.TempDir(), "none")}, "-wordnet-dir (WORDNET_DIR)"},
+		{map[string]string{"ENCODER_DIR": filepath.Join(t.TempDir(), "none")}, "none/model.json"},
+		{map[string]string{"ENCODER_DIR": corruptModel(t, "group1-shard3of7")}, "group1-shard3of7"},
+		{map[string]string{"ENCODER_DIR": corruptModel(t, "vocab.json")}, "vocab.json"},
 	} {
 		env := map[string]string{"CONTENT_DB": filepath.Join(t.TempDir(), "cms.db"), "API_ADDR": "127.0.0.1:0"}
 		maps.Copy(env, tc.env)
@@ -184,4 +189,28 @@ func TestServeRefusesBadSearchSettings(t *testing.T) {
 			t.Errorf("%v: exit %d, output %q: want a failure saying %q", tc.env, code, out.String(), tc.want)
 		}
 	}
+}
+
+// corruptModel copies the sentence encoder's model into a directory of the
+// test with file cut in half.
+func corruptModel(t *testing.T, file string) string {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir(encoder.DefaultDir)
+	if err != nil {
+		t.Fatalf("the sentence encoder's model (install it with deploy/install-encoder %s): %v", encoder.DefaultDir, err)
+	}
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join(encoder.DefaultDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == file {
+			raw = raw[:len(raw)/2]
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
