@@ -268,6 +268,17 @@ func TestLiveStack(t *testing.T) {
 		return scrapeValue(t, "http://"+st.ConsumerOperator+"/metrics", "cms_consumer_rows_inserted_total") >= float64(accepted)
 	})
 
+	t.Run("search ranks by meaning with the built-in encoder by default", func(t *testing.T) {
+		u := one + "/cms/search?question=" + url.QueryEscape("when are you open")
+		waitFor(t, 60*time.Second, "a search answer ranked by meaning (X-Retrieval: hybrid)", func() bool {
+			r := do(t, http.MethodGet, u, st.Token, "")
+			if r.code != http.StatusOK || r.header.Get("X-Retrieval") == "" {
+				t.Fatalf("GET %s: %d, X-Retrieval %q: want 200 ranked by meaning", u, r.code, r.header.Get("X-Retrieval"))
+			}
+			return r.header.Get("X-Retrieval") == "hybrid"
+		})
+	})
+
 	t.Run("dashboards and alerts read exported metrics", func(t *testing.T) {
 		exported := map[string]bool{}
 		for _, addr := range []string{st.IngestOperator, st.ConsumerOperator, st.APIOperator, st.GatewayOperator} {

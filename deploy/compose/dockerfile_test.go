@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/assistantcms/cms/pkg/content/encoder"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.
@@ -441,6 +443,20 @@ func TestDockerfile(t *testing.T) {
 				if ignored(pats, p) {
 					t.Errorf("%s is needed by the build but excluded", p)
 				}
+			}
+		}},
+		{"the sentence encoder's model where the api reads it, with its licence", func(t *testing.T) {
+			installed := slices.ContainsFunc(builder.all("RUN"), func(in instruction) bool {
+				return strings.Contains(in.args, "deploy/install-encoder /out/encoder")
+			})
+			copied := slices.ContainsFunc(final.copies(), func(c copyInstruction) bool {
+				return c.from == builder.name && slices.Equal(c.srcs, []string{"/out/encoder"}) && c.dest == encoder.DefaultDir
+			})
+			notice := slices.ContainsFunc(final.copies(), func(c copyInstruction) bool {
+				return c.from == "" && slices.Equal(c.srcs, []string{"NOTICE"})
+			})
+			if !installed || !copied || !notice {
+				t.Errorf("builder runs deploy/install-encoder /out/encoder: %v; copied to %s: %v; NOTICE copied: %v", installed, encoder.DefaultDir, copied, notice)
 			}
 		}},
 		{"a /data owned by nonroot for the content volume", func(t *testing.T) {
