@@ -137,7 +137,7 @@ func TestCommands(t *testing.T) {
 		{name: "token revoke without id", args: []string{"token", "revoke"}, code: ExitUsage, stderr: []string{"missing argument"}},
 		{name: "token revoke with two ids", args: []string{"token", "revoke", "a", "b"}, code: ExitUsage, stderr: []string{`unexpected argument "b"`}},
 
-		{name: "migrate", args: []string{"migrate"}, code: ExitOK, stdoutOnly: "Schema version 3.\n"},
+		{name: "migrate", args: []string{"migrate"}, code: ExitOK, stdoutOnly: "Schema version 4.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

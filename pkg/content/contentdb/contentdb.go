@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/postgres"
@@ -19,6 +20,20 @@ type Store interface {
 	content.Store
 	Ping(ctx context.Context) error
 	SchemaVersion(ctx context.Context) (int, error)
+
+	// LoadVectors returns the vectors stored for the app and model among
+	// hashes (each the SHA-256 of what was embedded, as the caller
+	// defines it), and marks them used now. Hashes without a vector, or
+	// whose stored bytes are not finite float32s, are absent from the map.
+	LoadVectors(ctx context.Context, app, model string, hashes [][32]byte) (map[[32]byte][]float32, error)
+	// SaveVectors stores vectors for the app and model, replacing those
+	// under the same hashes, and marks them used now. The app must exist;
+	// vectors must be non-empty and finite. A save that fails may have
+	// stored some of them.
+	SaveVectors(ctx context.Context, app, model string, vectors map[[32]byte][]float32) error
+	// PruneVectors deletes the app's vectors of the model neither saved
+	// nor loaded since unusedSince, and returns how many.
+	PruneVectors(ctx context.Context, app, model string, unusedSince time.Time) (int, error)
 }
 
 // IsPostgres reports whether dsn names a PostgreSQL database: a URL, or

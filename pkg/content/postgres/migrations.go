@@ -108,6 +108,27 @@ func migrations() []migration {
 				`ALTER TABLE tokens ADD COLUMN scopes text NOT NULL DEFAULT 'content:read,content:write,events:write'`,
 			},
 		},
+		{
+			version: 4,
+			name:    "stored vectors",
+			stmts: []string{
+				// Sentence-embedding vectors of an app's content by content
+				// hash, so that a restart, a new replica or a new revision
+				// embeds only what is new. vector is little-endian
+				// float32s, which do not compress: EXTERNAL skips trying.
+				// used_at is the store's time, to the microsecond. The rows
+				// are a cache of the app's content and go with it.
+				`CREATE TABLE vectors (
+					app_id  text COLLATE "C" NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+					model   text COLLATE "C" NOT NULL,
+					hash    bytea NOT NULL CHECK (length(hash) = 32),
+					used_at timestamptz NOT NULL,
+					vector  bytea NOT NULL,
+					PRIMARY KEY (app_id, model, hash)
+				)`,
+				`ALTER TABLE vectors ALTER COLUMN vector SET STORAGE EXTERNAL`,
+			},
+		},
 	}
 }
 

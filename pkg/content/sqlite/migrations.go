@@ -93,6 +93,27 @@ func migrations() []migration {
 				`ALTER TABLE tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT 'content:read,content:write,events:write'`,
 			},
 		},
+		{
+			version: 4,
+			name:    "stored vectors",
+			stmts: []string{
+				// Sentence-embedding vectors of an app's content by content
+				// hash, so that a restart or a new revision embeds only
+				// what is new. vector is little-endian float32s. used_at
+				// has a fixed width and comes before vector, so that
+				// marking a row used rewrites it in place and leaves the
+				// overflow pages of a long vector as they are. The rows
+				// are a cache of the app's content and go with it.
+				`CREATE TABLE vectors (
+					app_id  TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+					model   TEXT NOT NULL,
+					hash    BLOB NOT NULL CHECK (length(hash) = 32),
+					used_at TEXT NOT NULL,
+					vector  BLOB NOT NULL,
+					PRIMARY KEY (app_id, model, hash)
+				) STRICT`,
+			},
+		},
 	}
 }
 

@@ -63,3 +63,68 @@ func TestTokensBeforeScopesKeepWhatTheyCouldDo(t *testing.T) {
 		t.Error("a token made before scopes may read events back, which it never could")
 	}
 }
+
+// TestStoredVectorsUpgradeKeepsData builds a database as the release
+// before stored vectors left it (migration 3), with an app, a record and a
+// token in it, and opens it: migration 4 adds the vectors table, nothing
+// else changes, and the app's vectors can be saved and loaded.
+func TestStoredVectorsUpgradeKeepsData(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "content.db")
+	conn, err := sqlitedrv.NewConnector(dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	for _, m := range migrations() {
+		if m.version > 3 {
+			break
+		}
+		for _, stmt := range append(m.stmts, createMigrationsTable) {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("migration %d: %v", m.version, err)
+			}
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, '2026-01-01T00:00:00Z')`, m.version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, stmt := range []string{
+		`INSERT INTO organizations (id, name, created_at) VALUES ('org', 'Org', '2026-01-01T00:00:00.000000000Z')`,
+		`INSERT INTO apps (id, organization_id, name, created_at, updated_at, revision) VALUES ('app', 'org', 'App', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z', 7)`,
+		`INSERT INTO tokens (id, hash, organization_id, app_id, name, scopes, created_at) VALUES ('tok', x'01', 'org', 'app', 'web', 'content:read', '2026-01-01T00:00:00.000000000Z')`,
+		`INSERT INTO records (app_id, kind, id, doc, created_at, updated_at) VALUES ('app', 'intent', 'Hours', '{"intentId":"Hours"}', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z')`,
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("open the database of the release before: %v", err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 4 {
+		t.Fatalf("SchemaVersion = %d, %v; want 4", v, err)
+	}
+	if rev, err := s.Revision(ctx, "app"); err != nil || rev != 7 {
+		t.Errorf("revision of the app = %d, %v; want 7 as before", rev, err)
+	}
+	if tok, err := s.Token(ctx, "tok"); err != nil || tok.Scopes != content.ContentRead || tok.AppID != "app" {
+		t.Errorf("token = %+v, %v; want it as before", tok, err)
+	}
+	if rec, err := s.Record(ctx, "app", content.KindIntent, "Hours"); err != nil || string(rec.Doc) != `{"intentId":"Hours"}` {
+		t.Errorf("record = %s, %v; want it as before", rec.Doc, err)
+	}
+	h := [32]byte{1}
+	if err := s.SaveVectors(ctx, "app", "m", map[[32]byte][]float32{h: {1, 2}}); err != nil {
+		t.Fatalf("SaveVectors after the upgrade: %v", err)
+	}
+	if got, err := s.LoadVectors(ctx, "app", "m", [][32]byte{h}); err != nil || len(got[h]) != 2 {
+		t.Errorf("LoadVectors after the upgrade = %v, %v", got, err)
+	}
+}

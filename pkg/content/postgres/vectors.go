@@ -1,0 +1,168 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/assistantcms/cms/pkg/content"
+)
+
+// Statements name at most this many vectors, passed as one array, so that
+// each stays well inside statement_timeout and holds few row locks.
+const (
+	loadChunk  = 1000
+	saveChunk  = 500
+	pruneChunk = 5000
+)
+
+// loadVectors returns the stored vectors among the hashes of $3 and marks
+// those used before $4 as used at $4. It skips marking rows another
+// transaction has locked (a replica saving or marking them at this
+// moment), so that a load never waits on, nor deadlocks with, another
+// replica's writes; the SELECT reads the vectors as they were when the
+// statement began either way. The hashes are joined rather than tested
+// with = ANY, and the rows to mark found by ctid, so that the plan is one
+// index probe a hash whatever the planner's statistics say (with none, as
+// on a new table, it scanned all the model's rows for each).
+const loadVectors = `WITH touched AS (
+	UPDATE vectors SET used_at = $4 WHERE ctid = ANY (ARRAY(
+		SELECT v.ctid FROM unnest($3::bytea[]) AS k (hash), LATERAL (
+			SELECT ctid FROM vectors
+			WHERE app_id = $1 AND model = $2 AND hash = k.hash AND used_at < $4
+			LIMIT 1 FOR UPDATE SKIP LOCKED) AS v))
+)
+SELECT k.hash, v.vector FROM unnest($3::bytea[]) AS k (hash), LATERAL (
+	SELECT vector FROM vectors WHERE app_id = $1 AND model = $2 AND hash = k.hash LIMIT 1) AS v`
+
+// LoadVectors returns the vectors stored for app and model among hashes,
+// and marks them used now. Rows that do not hold a whole number of finite
+// float32s are left out, as if absent, so that the caller embeds the text
+// again and SaveVectors overwrites them.
+func (s *Store) LoadVectors(ctx context.Context, app, model string, hashes [][32]byte) (map[[32]byte][]float32, error) {
+	if err := content.CheckVectorOwner(app, model); err != nil {
+		return nil, fmt.Errorf("load vectors: %w", err)
+	}
+	keys := content.SortedVectorKeys(hashes)
+	out := make(map[[32]byte][]float32, len(keys))
+	at := now()
+	chunk := make([][]byte, 0, loadChunk)
+	for start := 0; start < len(keys); start += loadChunk {
+		chunk = chunk[:0]
+		for i := start; i < min(start+loadChunk, len(keys)); i++ {
+			chunk = append(chunk, keys[i][:])
+		}
+		if err := s.loadChunk(ctx, app, model, chunk, at, out); err != nil {
+			return nil, fmt.Errorf("load vectors of app %q, model %q: %w", app, model, err)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) loadChunk(ctx context.Context, app, model string, hashes [][]byte, at time.Time, out map[[32]byte][]float32) error {
+	rows, err := s.pool.Query(ctx, loadVectors, app, model, hashes, at)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		// DriverBytes: decoded straight from the connection's buffer
+		// rather than copied first.
+		var hash, vec pgtype.DriverBytes
+		if err := rows.Scan(&hash, &vec); err != nil {
+			return err
+		}
+		if len(hash) != 32 {
+			continue // the schema forbids it; never match a wrong key
+		}
+		if v, ok := content.ParseVector(vec); ok {
+			out[[32]byte(hash)] = v
+		}
+	}
+	return rows.Err()
+}
+
+// saveVectors upserts the rows of the arrays $3 and $4, in hash order.
+const saveVectors = `INSERT INTO vectors (app_id, model, hash, vector, used_at)
+SELECT $1, $2, v.hash, v.vector, $5 FROM unnest($3::bytea[], $4::bytea[]) AS v (hash, vector)
+ORDER BY v.hash
+ON CONFLICT (app_id, model, hash) DO UPDATE SET vector = excluded.vector, used_at = excluded.used_at`
+
+// SaveVectors stores vectors for app and model, replacing those stored
+// under the same hashes, and marks them used now. The app must exist.
+//
+// Each statement of up to saveChunk vectors commits on its own: replicas
+// that embedded the same new texts save them at about the same time, and
+// with one transaction for the whole save the later one would hold its
+// row locks waiting for the earlier to commit, up to lock_timeout. Rows
+// are written in hash order in every save, so concurrent saves wait for
+// each other rather than deadlock. A save that fails part way keeps the
+// vectors it wrote, which are correct, and the caller may save again.
+func (s *Store) SaveVectors(ctx context.Context, app, model string, vectors map[[32]byte][]float32) error {
+	if err := content.CheckVectorOwner(app, model); err != nil {
+		return fmt.Errorf("save vectors: %w", err)
+	}
+	what := fmt.Sprintf("save vectors of app %q, model %q", app, model)
+	keys := make([][32]byte, 0, len(vectors))
+	for h, v := range vectors {
+		if err := content.CheckVector(v); err != nil {
+			return fmt.Errorf("%s: hash %x: %w", what, h, err)
+		}
+		keys = append(keys, h)
+	}
+	keys = content.SortedVectorKeys(keys)
+	at := now()
+	hashes := make([][]byte, 0, saveChunk)
+	vecs := make([][]byte, 0, saveChunk)
+	for start := 0; start < len(keys); start += saveChunk {
+		hashes, vecs = hashes[:0], vecs[:0]
+		for i := start; i < min(start+saveChunk, len(keys)); i++ {
+			hashes = append(hashes, keys[i][:])
+			vecs = append(vecs, content.AppendVector(nil, vectors[keys[i]]))
+		}
+		_, err := s.pool.Exec(ctx, saveVectors, app, model, hashes, vecs, at)
+		switch {
+		case pgErrorCode(err) == foreignKeyViolation:
+			return fmt.Errorf("%s: app %q: %w", what, app, content.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return nil
+}
+
+// pruneVectors deletes up to $4 rows of the app's model unused since $3.
+// Rows another transaction has locked are being saved or loaded, so used:
+// they are skipped rather than waited for. Rows are deleted by ctid, which
+// keeps the plan a scan of the app's model whatever the statistics say.
+const pruneVectors = `DELETE FROM vectors WHERE used_at < $3 AND ctid = ANY (ARRAY(
+	SELECT ctid FROM vectors WHERE app_id = $1 AND model = $2 AND used_at < $3
+	LIMIT $4 FOR UPDATE SKIP LOCKED))`
+
+// PruneVectors deletes the vectors of app and model that were neither
+// saved nor loaded since unusedSince, and returns how many. It deletes in
+// turns of pruneChunk rows, each committing on its own. Times are compared
+// to the microsecond.
+func (s *Store) PruneVectors(ctx context.Context, app, model string, unusedSince time.Time) (int, error) {
+	if err := content.CheckVectorOwner(app, model); err != nil {
+		return 0, fmt.Errorf("prune vectors: %w", err)
+	}
+	what := fmt.Sprintf("prune vectors of app %q, model %q", app, model)
+	if unusedSince.IsZero() {
+		return 0, fmt.Errorf("%s: zero time", what)
+	}
+	total := 0
+	for {
+		tag, err := s.pool.Exec(ctx, pruneVectors, app, model, unusedSince, pruneChunk)
+		if err != nil {
+			return total, fmt.Errorf("%s: %w", what, err)
+		}
+		n := int(tag.RowsAffected())
+		total += n
+		if n < pruneChunk {
+			return total, nil
+		}
+	}
+}
