@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package encoder
+
+func bestKernel() kernelFunc { return kernelGo }
