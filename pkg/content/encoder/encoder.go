@@ -54,13 +54,13 @@ func Load(dir string) (*Encoder, error) {
 	if len(pieces) > vocabRows {
 		return nil, fmt.Errorf("load encoder: %s/%s: %d pieces, more than the %d rows of the embedding table", dir, vocabFile, len(pieces), vocabRows)
 	}
-	return newEncoder(tok, newWeights(raw), bestKernel()), nil
+	return newEncoder(tok, newWeights(raw), bestKernel(), bestSoftmax()), nil
 }
 
-func newEncoder(tok *tokenizer, w *weights, kernel kernelFunc) *Encoder {
+func newEncoder(tok *tokenizer, w *weights, kernel kernelFunc, softmax func([]float32)) *Encoder {
 	e := &Encoder{tok: tok, w: w}
 	e.tokStates.New = func() any { return newTokState() }
-	e.workers.New = func() any { return newWorker(kernel) }
+	e.workers.New = func() any { return newWorker(kernel, softmax) }
 	return e
 }
 
@@ -166,30 +166,32 @@ type worker struct {
 	texts int
 
 	x, h, qkv, att, y, f1 []float32
-	scores                []float32 // window×window attention weights
-	kt, v                 packedB   // one head's keys and values
+	scores                []float32 // attention weights, rows padded to a multiple of 8
+	softmax               func([]float32)
+	kt, v                 packedB // one head's keys and values
 	pooled, z             []float32
 	g                     gemm
 }
 
-func newWorker(kernel kernelFunc) *worker {
+func newWorker(kernel kernelFunc, softmax func([]float32)) *worker {
 	return &worker{
-		g:      gemm{kernel: kernel},
-		kt:     packedB{data: make([]float32, panels(window)*dim1/heads*nr)},
-		v:      packedB{data: make([]float32, panels(dim1/heads)*window*nr)},
-		tok:    newTokState(),
-		ids:    make([]int32, 0, maxRows),
-		lens:   make([]int, 0, maxRows),
-		dst:    make([][]float32, 0, maxRows),
-		x:      make([]float32, maxRows*dim1),
-		h:      make([]float32, maxRows*dim1),
-		qkv:    make([]float32, maxRows*3*dim1),
-		att:    make([]float32, maxRows*dim1),
-		y:      make([]float32, maxRows*dim1),
-		f1:     make([]float32, maxRows*ffnDim),
-		scores: make([]float32, window*window),
-		pooled: make([]float32, maxRows*dim1),
-		z:      make([]float32, maxRows*dim1),
+		g:       gemm{kernel: kernel},
+		softmax: softmax,
+		kt:      packedB{data: make([]float32, panels(window)*dim1/heads*nr)},
+		v:       packedB{data: make([]float32, panels(dim1/heads)*window*nr)},
+		tok:     newTokState(),
+		ids:     make([]int32, 0, maxRows),
+		lens:    make([]int, 0, maxRows),
+		dst:     make([][]float32, 0, maxRows),
+		x:       make([]float32, maxRows*dim1),
+		h:       make([]float32, maxRows*dim1),
+		qkv:     make([]float32, maxRows*3*dim1),
+		att:     make([]float32, maxRows*dim1),
+		y:       make([]float32, maxRows*dim1),
+		f1:      make([]float32, maxRows*ffnDim),
+		scores:  make([]float32, window*window),
+		pooled:  make([]float32, maxRows*dim1),
+		z:       make([]float32, maxRows*dim1),
 	}
 }
 
@@ -369,11 +371,18 @@ func (wk *worker) attention(out, qkv []float32, d int, scale float32) {
 			off := hd * dh
 			// scores = q·kᵀ
 			packBT(&wk.kt, block[d+off:], dh, n, stride)
-			s := wk.scores[:n*n]
+			// Rows are padded with -Inf, whose weight is 0, to a multiple of 8
+			// for the vector softmax.
+			ls := (n + 7) &^ 7
+			s := wk.scores[:n*ls]
 			clear(s)
-			wk.g.mul(s, n, block[off:], stride, n, &wk.kt)
+			wk.g.mul(s, ls, block[off:], stride, n, &wk.kt)
 			for i := 0; i < n; i++ {
-				softmax(s[i*n : (i+1)*n])
+				row := s[i*ls : (i+1)*ls]
+				for j := n; j < ls; j++ {
+					row[j] = float32(math.Inf(-1))
+				}
+				wk.softmax(row)
 			}
 			// out = scores·v
 			packB(&wk.v, block[2*d+off:], n, dh, stride)
@@ -381,14 +390,14 @@ func (wk *worker) attention(out, qkv []float32, d int, scale float32) {
 			for i := 0; i < n; i++ {
 				clear(o[i*d : i*d+dh])
 			}
-			wk.g.mul(o, d, s, n, n, &wk.v)
+			wk.g.mul(o, d, s, ls, n, &wk.v)
 		}
 		r0 += n
 	}
 }
 
-// softmax replaces p by exp(p - max p) / sum.
-func softmax(p []float32) {
+// softmaxGo replaces p by exp(p - max p) / sum.
+func softmaxGo(p []float32) {
 	mx := float32(math.Inf(-1))
 	for _, v := range p {
 		mx = max(mx, v)

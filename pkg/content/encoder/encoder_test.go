@@ -14,7 +14,7 @@ import (
 // the kernel of this machine.
 func TestPortableKernel(t *testing.T) {
 	e := testEncoder(t)
-	portable := newEncoder(e.tok, e.w, kernelGo)
+	portable := newEncoder(e.tok, e.w, kernelGo, softmaxGo)
 	var texts, vecs []string
 	for _, s := range loadParity(t) {
 		// Short sentences keep the test quick under the race detector.

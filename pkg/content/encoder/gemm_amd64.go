@@ -7,11 +7,29 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func kernelAVX2(k int, a []float32, lda int, b, c []float32, ldc int)
 
+// simd reports whether the assembly kernels can run.
+func simd() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
+
 func bestKernel() kernelFunc {
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	if simd() {
 		return kernelAVX2Checked
 	}
 	return kernelGo
+}
+
+func bestSoftmax() func([]float32) {
+	if simd() {
+		return softmaxAVX2Checked
+	}
+	return softmaxGo
+}
+
+func softmaxAVX2Checked(p []float32) {
+	if len(p) == 0 || len(p)%8 != 0 {
+		softmaxGo(p)
+		return
+	}
+	softmaxAVX2(p)
 }
 
 // kernelAVX2Checked checks the bounds the assembly relies on.
@@ -24,3 +42,9 @@ func kernelAVX2Checked(k int, a []float32, lda int, b, c []float32, ldc int) {
 	_ = c[(mr-1)*ldc+nr-1]
 	kernelAVX2(k, a, lda, b, c, ldc)
 }
+
+// softmaxAVX2 is softmax for len(p) a positive multiple of 8
+// (softmax_amd64.s).
+//
+//go:noescape
+func softmaxAVX2(p []float32)
