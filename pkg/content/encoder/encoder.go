@@ -237,12 +237,12 @@ func (e *Encoder) forward(wk *worker) {
 	h := wk.h[:m*dim0]
 	layerNorm(h, x0, dim0, w.l0.ln1s, w.l0.ln1b, w.lnEps)
 	y := wk.y[:m*dim1]
-	w.l0.dense.apply(&wk.g, y, x0, m, nil)
+	w.l0.dense.apply(&wk.g, y, x0, m)
 	qkv := wk.qkv[:m*3*dim0]
-	w.l0.qkv.apply(&wk.g, qkv, h, m, nil)
+	w.l0.qkv.apply(&wk.g, qkv, h, m)
 	att := wk.att[:m*dim0]
 	wk.attention(att, qkv, dim0, w.attScale0)
-	w.l0.out.apply(&wk.g, y, att, m, y)
+	w.l0.out.applyRes(&wk.g, y, att, m, y)
 	x1 := wk.x[:m*dim1] // x0 is no longer needed
 	ffn(x1, y, m, &w.l0.ffn, wk)
 
@@ -250,10 +250,10 @@ func (e *Encoder) forward(wk *worker) {
 	h = wk.h[:m*dim1]
 	layerNorm(h, x1, dim1, w.l1.ln1s, w.l1.ln1b, w.lnEps)
 	qkv = wk.qkv[:m*3*dim1]
-	w.l1.qkv.apply(&wk.g, qkv, h, m, nil)
+	w.l1.qkv.apply(&wk.g, qkv, h, m)
 	att = wk.att[:m*dim1]
 	wk.attention(att, qkv, dim1, w.attScale1)
-	w.l1.out.apply(&wk.g, y, att, m, x1)
+	w.l1.out.applyRes(&wk.g, y, att, m, x1)
 	x2 := wk.x[:m*dim1]
 	ffn(x2, y, m, &w.l1.ffn, wk)
 
@@ -277,7 +277,7 @@ func (e *Encoder) forward(wk *worker) {
 		}
 	}
 	z := wk.z[:b*dim1]
-	w.tanh.apply(&wk.g, z, pooled, b, nil)
+	w.tanh.apply(&wk.g, z, pooled, b)
 	for i := range b {
 		zi := z[i*dim1 : (i+1)*dim1]
 		var ss float32
@@ -300,9 +300,8 @@ func ffn(out, y []float32, m int, f *ffnWeights, wk *worker) {
 	h := wk.h[:m*dim1]
 	layerNorm(h, y, dim1, f.lns, f.lnb, f.eps)
 	f1 := wk.f1[:m*ffnDim]
-	f.w1.apply(&wk.g, f1, h, m, nil)
-	relu(f1)
-	f.w2.apply(&wk.g, out, f1, m, y)
+	f.w1.applyReLU(&wk.g, f1, h, m)
+	f.w2.applyRes(&wk.g, out, f1, m, y)
 }
 
 // relu sets the negative elements of x to 0, without branches: half of

@@ -11,20 +11,30 @@ const (
 
 // kernelFunc computes the tile c (mr rows of nr floats, row stride ldc)
 // += a·b over k, where a holds mr rows of k floats (row stride lda) and b
-// holds k groups of nr floats.
-type kernelFunc func(k int, a []float32, lda int, b, c []float32, ldc int)
+// holds k groups of nr floats. With kernelBias in flags each row starts
+// from bias[:nr] instead of c; with kernelReLU negative results become 0.
+type kernelFunc func(k int, a []float32, lda int, b, c []float32, ldc int, bias []float32, flags int)
+
+const (
+	kernelBias = 1 << iota
+	kernelReLU
+)
 
 // kernelGo is the portable microkernel. Each output element accumulates
 // over p in the same order as in the assembly kernel, which differs only
 // by rounding once per fused multiply-add where this rounds twice. Eight
 // accumulators at a time stay in registers.
-func kernelGo(k int, a []float32, lda int, b, c []float32, ldc int) {
+func kernelGo(k int, a []float32, lda int, b, c []float32, ldc int, bias []float32, flags int) {
 	b = b[:k*nr]
 	for r := range mr {
 		ar := a[r*lda : r*lda+k]
 		for h := 0; h < nr; h += 8 {
 			cr := (*[8]float32)(c[r*ldc+h:])
-			c0, c1, c2, c3, c4, c5, c6, c7 := cr[0], cr[1], cr[2], cr[3], cr[4], cr[5], cr[6], cr[7]
+			src := cr
+			if flags&kernelBias != 0 {
+				src = (*[8]float32)(bias[h:])
+			}
+			c0, c1, c2, c3, c4, c5, c6, c7 := src[0], src[1], src[2], src[3], src[4], src[5], src[6], src[7]
 			for p, av := range ar {
 				bp := (*[8]float32)(b[p*nr+h:])
 				c0 += av * bp[0]
@@ -37,6 +47,9 @@ func kernelGo(k int, a []float32, lda int, b, c []float32, ldc int) {
 				c7 += av * bp[7]
 			}
 			cr[0], cr[1], cr[2], cr[3], cr[4], cr[5], cr[6], cr[7] = c0, c1, c2, c3, c4, c5, c6, c7
+			if flags&kernelReLU != 0 {
+				relu(cr[:])
+			}
 		}
 	}
 }
@@ -115,10 +128,28 @@ type gemm struct {
 	kernel kernelFunc
 	a      [mr * kc]float32 // the rows of an edge tile, padded with zeros
 	tile   [mr * nr]float32
+	bias   [nr]float32 // the bias of a panel narrower than nr
+}
+
+// biasPanel returns the nr biases of the panel at column j0, of which w
+// are in bias.
+func (g *gemm) biasPanel(bias []float32, j0, w int) []float32 {
+	if w == nr {
+		return bias[j0 : j0+nr]
+	}
+	clear(g.bias[:])
+	copy(g.bias[:], bias[j0:j0+w])
+	return g.bias[:]
 }
 
 // mul computes c (m×n, row stride ldc) += a (m×k, row stride lda) · b.
 func (g *gemm) mul(c []float32, ldc int, a []float32, lda, m int, b *packedB) {
+	g.mulBias(c, ldc, a, lda, m, b, nil, false)
+}
+
+// mulBias computes c = bias + a·b if bias is not nil, else c += a·b, then
+// sets the negative elements of c to 0 if relu.
+func (g *gemm) mulBias(c []float32, ldc int, a []float32, lda, m int, b *packedB, bias []float32, relu bool) {
 	k, n := b.k, b.n
 	if m == 0 || n == 0 || k == 0 {
 		return
@@ -126,6 +157,13 @@ func (g *gemm) mul(c []float32, ldc int, a []float32, lda, m int, b *packedB) {
 	full := m / mr * mr
 	for p0 := 0; p0 < k; p0 += kc {
 		kb := min(kc, k-p0)
+		flags := 0
+		if p0 == 0 && bias != nil {
+			flags |= kernelBias
+		}
+		if p0+kb == k && relu {
+			flags |= kernelReLU
+		}
 		var edge []float32
 		if full < m {
 			// The last rows, fewer than mr, go through zero-padded scratch.
@@ -139,16 +177,20 @@ func (g *gemm) mul(c []float32, ldc int, a []float32, lda, m int, b *packedB) {
 			j0 := jp * nr
 			bp := b.panel(p0, kb, jp)
 			w := min(nr, n-j0)
+			var bj []float32
+			if flags&kernelBias != 0 {
+				bj = g.biasPanel(bias, j0, w)
+			}
 			for i0 := 0; i0 < full; i0 += mr {
 				ai := a[i0*lda+p0:]
 				if w == nr {
-					g.kernel(kb, ai, lda, bp, c[i0*ldc+j0:], ldc)
+					g.kernel(kb, ai, lda, bp, c[i0*ldc+j0:], ldc, bj, flags)
 				} else {
-					g.edgeTile(kb, ai, lda, bp, c[i0*ldc+j0:], ldc, mr, w)
+					g.edgeTile(kb, ai, lda, bp, c[i0*ldc+j0:], ldc, mr, w, bj, flags)
 				}
 			}
 			if edge != nil {
-				g.edgeTile(kb, edge, kb, bp, c[full*ldc+j0:], ldc, m-full, w)
+				g.edgeTile(kb, edge, kb, bp, c[full*ldc+j0:], ldc, m-full, w, bj, flags)
 			}
 		}
 	}
@@ -156,12 +198,14 @@ func (g *gemm) mul(c []float32, ldc int, a []float32, lda, m int, b *packedB) {
 
 // edgeTile runs the kernel on a tile of which only h rows and w columns
 // are in c, through a full tile of scratch.
-func (g *gemm) edgeTile(k int, a []float32, lda int, b, c []float32, ldc, h, w int) {
+func (g *gemm) edgeTile(k int, a []float32, lda int, b, c []float32, ldc, h, w int, bias []float32, flags int) {
 	t := g.tile[:]
-	for r := 0; r < h; r++ {
-		copy(t[r*nr:r*nr+w], c[r*ldc:r*ldc+w])
+	if flags&kernelBias == 0 {
+		for r := 0; r < h; r++ {
+			copy(t[r*nr:r*nr+w], c[r*ldc:r*ldc+w])
+		}
 	}
-	g.kernel(k, a, lda, b, t, nr)
+	g.kernel(k, a, lda, b, t, nr, bias, flags)
 	for r := 0; r < h; r++ {
 		copy(c[r*ldc:r*ldc+w], t[r*nr:r*nr+w])
 	}

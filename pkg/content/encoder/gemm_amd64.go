@@ -5,7 +5,7 @@ import "golang.org/x/sys/cpu"
 // kernelAVX2 is kernelGo with AVX2 and FMA (gemm_amd64.s).
 //
 //go:noescape
-func kernelAVX2(k int, a []float32, lda int, b, c []float32, ldc int)
+func kernelAVX2(k int, a []float32, lda int, b, c []float32, ldc int, bias []float32, flags int)
 
 // simd reports whether the assembly kernels can run.
 func simd() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
@@ -33,14 +33,17 @@ func softmaxAVX2Checked(p []float32) {
 }
 
 // kernelAVX2Checked checks the bounds the assembly relies on.
-func kernelAVX2Checked(k int, a []float32, lda int, b, c []float32, ldc int) {
+func kernelAVX2Checked(k int, a []float32, lda int, b, c []float32, ldc int, bias []float32, flags int) {
 	if k <= 0 {
 		return
 	}
 	_ = a[(mr-1)*lda+k-1]
 	_ = b[k*nr-1]
 	_ = c[(mr-1)*ldc+nr-1]
-	kernelAVX2(k, a, lda, b, c, ldc)
+	if flags&kernelBias != 0 {
+		_ = bias[nr-1]
+	}
+	kernelAVX2(k, a, lda, b, c, ldc, bias, flags)
 }
 
 // softmaxAVX2 is softmax for len(p) a positive multiple of 8

@@ -1,12 +1,14 @@
 #include "textflag.h"
 
-// func kernelAVX2(k int, a []float32, lda int, b, c []float32, ldc int)
+// func kernelAVX2(k int, a []float32, lda int, b, c []float32, ldc int, bias []float32, flags int)
 //
-// c[r][0:16] += sum over p of a[r*lda+p] * b[p*16:p*16+16], for r in 0..5;
+// c[r][0:16] += sum over p of a[r*lda+p] * b[p*16:p*16+16], for r in 0..5,
+// starting from bias[0:16] instead of c if flags&kernelBias, and setting
+// negative results to 0 if flags&kernelReLU;
 // Y0..Y11 hold the 6×16 tile of c, Y12/Y13 a row of b, Y14/Y15 the
 // broadcast elements of a. SI and AX point at rows 0 and 3 of a, BX is
 // lda in bytes.
-TEXT ·kernelAVX2(SB), NOSPLIT, $0-96
+TEXT ·kernelAVX2(SB), NOSPLIT, $0-128
 	MOVQ k+0(FP), CX
 	MOVQ a_base+8(FP), SI
 	MOVQ lda+32(FP), BX
@@ -23,6 +25,25 @@ TEXT ·kernelAVX2(SB), NOSPLIT, $0-96
 	LEAQ (R11)(R8*1), R12
 	LEAQ (R12)(R8*1), R13
 
+	MOVQ flags+120(FP), R8
+	TESTQ $1, R8
+	JZ   loadc
+	MOVQ bias_base+96(FP), R8
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y1, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y1, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y1, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y1, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y1, Y11
+	JMP  loaded
+
+loadc:
 	VMOVUPS (DX), Y0
 	VMOVUPS 32(DX), Y1
 	VMOVUPS (R9), Y2
@@ -35,6 +56,8 @@ TEXT ·kernelAVX2(SB), NOSPLIT, $0-96
 	VMOVUPS 32(R12), Y9
 	VMOVUPS (R13), Y10
 	VMOVUPS 32(R13), Y11
+
+loaded:
 
 #define STEP(boff) \
 	VMOVUPS boff(DI), Y12 \
@@ -90,6 +113,24 @@ loop1:
 	JNZ  loop1
 
 done:
+	MOVQ flags+120(FP), R8
+	TESTQ $2, R8
+	JZ   store
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y12, Y0, Y0
+	VMAXPS Y12, Y1, Y1
+	VMAXPS Y12, Y2, Y2
+	VMAXPS Y12, Y3, Y3
+	VMAXPS Y12, Y4, Y4
+	VMAXPS Y12, Y5, Y5
+	VMAXPS Y12, Y6, Y6
+	VMAXPS Y12, Y7, Y7
+	VMAXPS Y12, Y8, Y8
+	VMAXPS Y12, Y9, Y9
+	VMAXPS Y12, Y10, Y10
+	VMAXPS Y12, Y11, Y11
+
+store:
 
 	VMOVUPS Y0, (DX)
 	VMOVUPS Y1, 32(DX)

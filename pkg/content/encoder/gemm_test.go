@@ -72,6 +72,27 @@ func TestGemm(t *testing.T) {
 				}
 			}
 		}
+		// With a bias instead of c, and ReLU.
+		bias := randSlice(rng, s.n)
+		for name, kern := range kernels {
+			c := append([]float32(nil), c0...)
+			g := &gemm{kernel: kern}
+			g.mulBias(c, s.n, a, s.k, s.m, &b, bias, true)
+			for i := 0; i < s.m; i++ {
+				for j := 0; j < s.n; j++ {
+					w, bd := float64(bias[j]), math.Abs(float64(bias[j]))
+					for p := 0; p < s.k; p++ {
+						x := float64(a[i*s.k+p]) * float64(braw[p*s.n+j])
+						w += x
+						bd += math.Abs(x)
+					}
+					got, want := float64(c[i*s.n+j]), math.Max(w, 0)
+					if got < 0 || math.Abs(got-want) > 1e-6*bd {
+						t.Fatalf("%s kernel %v with bias and ReLU: c[%d][%d] = %v, want %v", name, s, i, j, got, want)
+					}
+				}
+			}
+		}
 		// The two kernels differ only by fused rounding.
 		best, port := results["best"], results["go"]
 		for i := range best {

@@ -70,19 +70,24 @@ func newWeights(r *rawWeights) *weights {
 	return w
 }
 
-// apply sets dst (m×n) to a·W + bias (+ res, if not nil; res may be dst),
-// for a of m×k.
-func (mx *matrix) apply(g *gemm, dst, a []float32, m int, res []float32) {
+// apply sets dst (m×n) to a·W + bias, for a of m×k.
+func (mx *matrix) apply(g *gemm, dst, a []float32, m int) {
+	g.mulBias(dst, mx.n, a, mx.k, m, &mx.w, mx.bias, false)
+}
+
+// applyReLU sets dst to max(0, a·W + bias).
+func (mx *matrix) applyReLU(g *gemm, dst, a []float32, m int) {
+	g.mulBias(dst, mx.n, a, mx.k, m, &mx.w, mx.bias, true)
+}
+
+// applyRes sets dst to a·W + bias + res; res may be dst.
+func (mx *matrix) applyRes(g *gemm, dst, a []float32, m int, res []float32) {
 	n := mx.n
 	for i := 0; i < m; i++ {
 		d := dst[i*n : (i+1)*n]
-		if res != nil {
-			r := res[i*n : (i+1)*n]
-			for j := range d {
-				d[j] = mx.bias[j] + r[j]
-			}
-		} else {
-			copy(d, mx.bias)
+		r := res[i*n : (i+1)*n]
+		for j := range d {
+			d[j] = mx.bias[j] + r[j]
 		}
 	}
 	g.mul(dst, n, a, mx.k, m, &mx.w)
