@@ -120,7 +120,8 @@ func (e *Encoder) Embed(ctx context.Context, texts []string) ([][]float32, error
 				return err
 			}
 			ids := e.tok.encode(wk.tok, texts[i], window, MaxRunes)
-			if wk.rows+len(ids) > maxRows {
+			// Texts without tokens take no row but a slot each.
+			if wk.rows+len(ids) > maxRows || wk.texts == maxRows {
 				e.forward(wk)
 			}
 			wk.add(ids, out[i])

@@ -55,15 +55,28 @@ func TestEmbedBatchEqualsSingle(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		texts = append(texts, strings.Repeat("word ", i))
 	}
+	// More texts without tokens than a group has rows.
+	for i := 0; i < 2*maxRows; i++ {
+		texts = append(texts, "")
+	}
+	texts = append(texts, "last")
 	batch, err := e.Embed(context.Background(), texts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	single := map[string][]float32{}
 	for i, text := range texts {
+		if v, ok := single[text]; ok {
+			if !slices.Equal(v, batch[i]) {
+				t.Errorf("text %d: vector differs from that of the same text in the same batch", i)
+			}
+			continue
+		}
 		one, err := e.Embed(context.Background(), []string{text})
 		if err != nil {
 			t.Fatal(err)
 		}
+		single[text] = one[0]
 		if !slices.Equal(one[0], batch[i]) {
 			t.Errorf("text %d: vector differs alone and in a batch (cosine %.8f)", i, cosine(one[0], batch[i]))
 		}
