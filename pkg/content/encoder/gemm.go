@@ -98,6 +98,19 @@ func packB(dst *packedB, b []float32, k, n, ldb int) {
 	}
 }
 
+// packRow stores row kk of the matrix into dst.
+func packRow(dst *packedB, kk int, row []float32) {
+	p0 := kk / kc * kc
+	kb := min(kc, dst.k-p0)
+	for jp := 0; jp < panels(dst.n); jp++ {
+		j0 := jp * nr
+		w := min(nr, dst.n-j0)
+		r := dst.panel(p0, kb, jp)[(kk-p0)*nr : (kk-p0+1)*nr]
+		copy(r, row[j0:j0+w])
+		clear(r[w:])
+	}
+}
+
 // packBT packs the k×n matrix whose transpose is bt (n rows of k floats,
 // row stride ldb): B[kk][j] = bt[j*ldb+kk].
 func packBT(dst *packedB, bt []float32, k, n, ldb int) {

@@ -34,10 +34,8 @@ type matrix struct {
 	bias []float32
 }
 
-func newMatrix(k, n int, w, bias []float32) matrix {
-	mx := matrix{k: k, n: n, bias: bias}
-	packB(&mx.w, w, k, n, n)
-	return mx
+func newMatrix(k, n int, w packedB, bias []float32) matrix {
+	return matrix{k: k, n: n, w: w, bias: bias}
 }
 
 func newWeights(r *rawWeights) *weights {
