@@ -118,19 +118,22 @@ func TestEmbedConcurrent(t *testing.T) {
 	}
 }
 
-// TestEmbedAllocations checks that the forward pass allocates nothing per
-// token: a 128-token text allocates as often as a one-word text.
+// TestEmbedAllocations checks that tokenizing and the forward pass, with
+// a worker's scratch space, allocate nothing, whatever the length of the
+// text. (Embed itself allocates the result and takes a worker from a pool.)
 func TestEmbedAllocations(t *testing.T) {
 	e := testEncoder(t)
-	ctx := context.Background()
-	short := []string{"hello"}
-	long := []string{strings.Repeat("tokens of a long passage ", 30)}
-	e.Embed(ctx, short)
-	e.Embed(ctx, long)
-	a1 := testing.AllocsPerRun(10, func() { e.Embed(ctx, short) })
-	a2 := testing.AllocsPerRun(10, func() { e.Embed(ctx, long) })
-	if a1 != a2 || a2 > 4 {
-		t.Errorf("Embed allocates %v times for one token, %v for 128; want the same, at most 4 (the result)", a1, a2)
+	wk := newWorker(bestKernel(), bestSoftmax())
+	dst := make([]float32, dim1)
+	for _, text := range []string{"hello", strings.Repeat("tokens of a long passage ", 30), strings.Repeat("x", 100000)} {
+		allocs := testing.AllocsPerRun(5, func() {
+			ids := e.tok.encode(wk.tok, text, window, MaxRunes)
+			wk.add(ids, dst)
+			e.forward(wk)
+		})
+		if allocs != 0 {
+			t.Errorf("%d bytes of text: %v allocations per text", len(text), allocs)
+		}
 	}
 }
 
