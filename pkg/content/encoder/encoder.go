@@ -24,7 +24,7 @@ const modelName = "use-lite-en-0.2.0"
 
 // maxRows is how many tokens a worker runs through the dense layers at
 // once: several short texts are packed into one matrix product.
-const maxRows = 512
+const maxRows = 256
 
 // Encoder embeds texts with Universal Sentence Encoder lite. It is safe for
 // concurrent use.
@@ -54,10 +54,14 @@ func Load(dir string) (*Encoder, error) {
 	if len(pieces) > vocabRows {
 		return nil, fmt.Errorf("load encoder: %s/%s: %d pieces, more than the %d rows of the embedding table", dir, vocabFile, len(pieces), vocabRows)
 	}
-	e := &Encoder{tok: tok, w: newWeights(raw)}
+	return newEncoder(tok, newWeights(raw), bestKernel(), bestSoftmax()), nil
+}
+
+func newEncoder(tok *tokenizer, w *weights, kernel kernelFunc, softmax func([]float32)) *Encoder {
+	e := &Encoder{tok: tok, w: w}
 	e.tokStates.New = func() any { return newTokState() }
-	e.workers.New = func() any { return newWorker() }
-	return e, nil
+	e.workers.New = func() any { return newWorker(kernel, softmax) }
+	return e
 }
 
 // Model names the model and its version; vectors of different names are
@@ -116,7 +120,8 @@ func (e *Encoder) Embed(ctx context.Context, texts []string) ([][]float32, error
 				return err
 			}
 			ids := e.tok.encode(wk.tok, texts[i], window, MaxRunes)
-			if wk.rows+len(ids) > maxRows {
+			// Texts without tokens take no row but a slot each.
+			if wk.rows+len(ids) > maxRows || wk.texts == maxRows {
 				e.forward(wk)
 			}
 			wk.add(ids, out[i])
@@ -162,25 +167,32 @@ type worker struct {
 	texts int
 
 	x, h, qkv, att, y, f1 []float32
-	probs                 []float32
+	scores                []float32 // attention weights, rows padded to a multiple of 8
+	softmax               func([]float32)
+	kt, v                 packedB // one head's keys and values
 	pooled, z             []float32
+	g                     gemm
 }
 
-func newWorker() *worker {
+func newWorker(kernel kernelFunc, softmax func([]float32)) *worker {
 	return &worker{
-		tok:    newTokState(),
-		ids:    make([]int32, 0, maxRows),
-		lens:   make([]int, 0, maxRows),
-		dst:    make([][]float32, 0, maxRows),
-		x:      make([]float32, maxRows*dim1),
-		h:      make([]float32, maxRows*dim1),
-		qkv:    make([]float32, maxRows*3*dim1),
-		att:    make([]float32, maxRows*dim1),
-		y:      make([]float32, maxRows*dim1),
-		f1:     make([]float32, maxRows*ffnDim),
-		probs:  make([]float32, window),
-		pooled: make([]float32, maxRows*dim1),
-		z:      make([]float32, maxRows*dim1),
+		g:       gemm{kernel: kernel},
+		softmax: softmax,
+		kt:      packedB{data: make([]float32, panels(window)*dim1/heads*nr)},
+		v:       packedB{data: make([]float32, panels(dim1/heads)*window*nr)},
+		tok:     newTokState(),
+		ids:     make([]int32, 0, maxRows),
+		lens:    make([]int, 0, maxRows),
+		dst:     make([][]float32, 0, maxRows),
+		x:       make([]float32, maxRows*dim1),
+		h:       make([]float32, maxRows*dim1),
+		qkv:     make([]float32, maxRows*3*dim1),
+		att:     make([]float32, maxRows*dim1),
+		y:       make([]float32, maxRows*dim1),
+		f1:      make([]float32, maxRows*ffnDim),
+		scores:  make([]float32, window*window),
+		pooled:  make([]float32, maxRows*dim1),
+		z:       make([]float32, maxRows*dim1),
 	}
 }
 
@@ -213,12 +225,10 @@ func (e *Encoder) forward(wk *worker) {
 	for _, n := range wk.lens {
 		for t := 0; t < n; t++ {
 			emb := w.emb[int(wk.ids[r])*dim0 : (int(wk.ids[r])+1)*dim0]
+			ts := w.timing[t*dim0 : (t+1)*dim0]
 			row := x0[r*dim0 : (r+1)*dim0]
-			pos := float32(t)
-			for j := 0; j < dim0/2; j++ {
-				a := pos * w.timing[j]
-				row[j] = emb[j] + (emb[j] + float32(math.Sin(float64(a))))
-				row[j+dim0/2] = emb[j+dim0/2] + (emb[j+dim0/2] + float32(math.Cos(float64(a))))
+			for j := range row {
+				row[j] = emb[j] + (emb[j] + ts[j])
 			}
 			r++
 		}
@@ -228,12 +238,12 @@ func (e *Encoder) forward(wk *worker) {
 	h := wk.h[:m*dim0]
 	layerNorm(h, x0, dim0, w.l0.ln1s, w.l0.ln1b, w.lnEps)
 	y := wk.y[:m*dim1]
-	w.l0.dense.apply(y, x0, m, nil)
+	w.l0.dense.apply(&wk.g, y, x0, m)
 	qkv := wk.qkv[:m*3*dim0]
-	w.l0.qkv.apply(qkv, h, m, nil)
+	w.l0.qkv.apply(&wk.g, qkv, h, m)
 	att := wk.att[:m*dim0]
-	attention(att, qkv, wk.lens, dim0, w.attScale0, wk.probs)
-	w.l0.out.apply(y, att, m, y)
+	wk.attention(att, qkv, dim0, w.attScale0)
+	w.l0.out.applyRes(&wk.g, y, att, m, y)
 	x1 := wk.x[:m*dim1] // x0 is no longer needed
 	ffn(x1, y, m, &w.l0.ffn, wk)
 
@@ -241,10 +251,10 @@ func (e *Encoder) forward(wk *worker) {
 	h = wk.h[:m*dim1]
 	layerNorm(h, x1, dim1, w.l1.ln1s, w.l1.ln1b, w.lnEps)
 	qkv = wk.qkv[:m*3*dim1]
-	w.l1.qkv.apply(qkv, h, m, nil)
+	w.l1.qkv.apply(&wk.g, qkv, h, m)
 	att = wk.att[:m*dim1]
-	attention(att, qkv, wk.lens, dim1, w.attScale1, wk.probs)
-	w.l1.out.apply(y, att, m, x1)
+	wk.attention(att, qkv, dim1, w.attScale1)
+	w.l1.out.applyRes(&wk.g, y, att, m, x1)
 	x2 := wk.x[:m*dim1]
 	ffn(x2, y, m, &w.l1.ffn, wk)
 
@@ -268,7 +278,7 @@ func (e *Encoder) forward(wk *worker) {
 		}
 	}
 	z := wk.z[:b*dim1]
-	w.tanh.apply(z, pooled, b, nil)
+	w.tanh.apply(&wk.g, z, pooled, b)
 	for i := range b {
 		zi := z[i*dim1 : (i+1)*dim1]
 		var ss float32
@@ -291,81 +301,114 @@ func ffn(out, y []float32, m int, f *ffnWeights, wk *worker) {
 	h := wk.h[:m*dim1]
 	layerNorm(h, y, dim1, f.lns, f.lnb, f.eps)
 	f1 := wk.f1[:m*ffnDim]
-	f.w1.apply(f1, h, m, nil)
-	for i, v := range f1 {
-		if v < 0 {
-			f1[i] = 0
-		}
-	}
-	f.w2.apply(out, f1, m, y)
+	f.w1.applyReLU(&wk.g, f1, h, m)
+	f.w2.applyRes(&wk.g, out, f1, m, y)
 }
 
-// layerNorm normalizes each row of x (width n) into dst as the graph does:
-// (scale·rsqrt(var+eps))·(x-mean) + bias.
+// relu sets the negative elements of x to 0, without branches: half of
+// them are negative, in no order a branch predictor could learn.
+func relu(x []float32) {
+	for i, v := range x {
+		u := math.Float32bits(v)
+		x[i] = math.Float32frombits(u &^ uint32(int32(u)>>31))
+	}
+}
+
+// layerNorm normalizes each row of x (width n, a multiple of 4) into dst as
+// the graph does: (scale·rsqrt(var+eps))·(x-mean) + bias. Sums run in four
+// lanes to overlap the additions.
 func layerNorm(dst, x []float32, n int, scale, bias []float32, eps float32) {
 	inv := 1 / float32(n)
+	scale, bias = scale[:n], bias[:n]
 	for r := 0; r+n <= len(x); r += n {
 		row := x[r : r+n]
 		out := dst[r : r+n]
-		var sum float32
-		for _, v := range row {
-			sum += v
+		var s0, s1, s2, s3 float32
+		for j := 0; j+4 <= n; j += 4 {
+			s0 += row[j]
+			s1 += row[j+1]
+			s2 += row[j+2]
+			s3 += row[j+3]
 		}
-		mean := sum * inv
-		var ss float32
-		for j, v := range row {
-			d := v - mean
-			out[j] = d
-			ss += d * d
+		mean := ((s0 + s1) + (s2 + s3)) * inv
+		s0, s1, s2, s3 = 0, 0, 0, 0
+		for j := 0; j+4 <= n; j += 4 {
+			d0, d1, d2, d3 := row[j]-mean, row[j+1]-mean, row[j+2]-mean, row[j+3]-mean
+			out[j], out[j+1], out[j+2], out[j+3] = d0, d1, d2, d3
+			s0 += d0 * d0
+			s1 += d1 * d1
+			s2 += d2 * d2
+			s3 += d3 * d3
 		}
-		rs := float32(1 / math.Sqrt(float64(ss*inv+eps)))
+		rs := float32(1 / math.Sqrt(float64(((s0+s1)+(s2+s3))*inv+eps)))
 		for j := range out {
 			out[j] = scale[j]*rs*out[j] + bias[j]
 		}
 	}
 }
 
-// attention computes multi-head self-attention within each text. qkv holds
-// rows of [q | k | v], each of width d split into heads; out gets rows of
-// width d. Only a text's own tokens are attended to (the graph masks the
-// padding with -1e9, whose weight is exactly 0 after softmax).
-func attention(out, qkv []float32, lens []int, d int, scale float32, probs []float32) {
+// attention computes multi-head self-attention within each text of the
+// group. qkv holds rows of [q | k | v], each of width d split into heads;
+// out gets rows of width d. Only a text's own tokens are attended to: the
+// graph masks padding with -1e9, whose weight is exactly 0 after softmax.
+func (wk *worker) attention(out, qkv []float32, d int, scale float32) {
 	dh := d / heads
 	stride := 3 * d
+	// The graph scales q before the product.
+	for r := 0; r < wk.rows; r++ {
+		q := qkv[r*stride : r*stride+d]
+		for j := range q {
+			q[j] *= scale
+		}
+	}
 	r0 := 0
-	for _, n := range lens {
+	for _, n := range wk.lens {
+		if n == 0 {
+			continue
+		}
+		block := qkv[r0*stride:]
 		for hd := 0; hd < heads; hd++ {
 			off := hd * dh
+			// scores = q·kᵀ
+			packBT(&wk.kt, block[d+off:], dh, n, stride)
+			// Rows are padded with -Inf, whose weight is 0, to a multiple of 8
+			// for the vector softmax.
+			ls := (n + 7) &^ 7
+			s := wk.scores[:n*ls]
+			clear(s)
+			wk.g.mul(s, ls, block[off:], stride, n, &wk.kt)
 			for i := 0; i < n; i++ {
-				q := qkv[(r0+i)*stride+off : (r0+i)*stride+off+dh]
-				p := probs[:n]
-				mx := float32(math.Inf(-1))
-				for j := 0; j < n; j++ {
-					k := qkv[(r0+j)*stride+d+off : (r0+j)*stride+d+off+dh]
-					var s float32
-					for c := range dh {
-						s += (q[c] * scale) * k[c]
-					}
-					p[j] = s
-					mx = max(mx, s)
+				row := s[i*ls : (i+1)*ls]
+				for j := n; j < ls; j++ {
+					row[j] = float32(math.Inf(-1))
 				}
-				var sum float32
-				for j := range p {
-					v := float32(math.Exp(float64(p[j] - mx)))
-					p[j] = v
-					sum += v
-				}
-				o := out[(r0+i)*d+off : (r0+i)*d+off+dh]
-				clear(o)
-				for j := 0; j < n; j++ {
-					pj := p[j] / sum
-					v := qkv[(r0+j)*stride+2*d+off : (r0+j)*stride+2*d+off+dh]
-					for c := range dh {
-						o[c] += pj * v[c]
-					}
-				}
+				wk.softmax(row)
 			}
+			// out = scores·v
+			packB(&wk.v, block[2*d+off:], n, dh, stride)
+			o := out[r0*d+off:]
+			for i := 0; i < n; i++ {
+				clear(o[i*d : i*d+dh])
+			}
+			wk.g.mul(o, d, s, ls, n, &wk.v)
 		}
 		r0 += n
+	}
+}
+
+// softmaxGo replaces p by exp(p - max p) / sum.
+func softmaxGo(p []float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range p {
+		mx = max(mx, v)
+	}
+	var sum float32
+	for j, v := range p {
+		e := expf(v - mx)
+		p[j] = e
+		sum += e
+	}
+	for j := range p {
+		p[j] /= sum
 	}
 }

@@ -98,9 +98,10 @@ func TestTokensCountsWholeText(t *testing.T) {
 	if got := e.Tokens(""); got != 0 {
 		t.Errorf("Tokens(\"\") = %d", got)
 	}
-	allocs := testing.AllocsPerRun(20, func() { e.Tokens(one) })
+	// Counting allocates nothing (Tokens takes its scratch from a pool).
+	allocs := testing.AllocsPerRun(20, func() { e.tok.count(st, one) })
 	if allocs != 0 {
-		t.Errorf("Tokens allocates %v times per call", allocs)
+		t.Errorf("counting tokens allocates %v times per call", allocs)
 	}
 }
 
@@ -137,6 +138,19 @@ func TestTokenizerRules(t *testing.T) {
 	}
 	if got := tk.encode(st, "ab ab ab", 2, -1); !slices.Equal(got, []int32{7, 7}) {
 		t.Errorf("limit 2: got %v", got)
+	}
+
+	// A piece with "▁" inside spans words: the text is then segmented
+	// whole, and "b▁c" wins over "▁ab" + "▁c".
+	tk2, err := newTokenizer(append(slices.Clone(pieces), "b▁c"), append(slices.Clone(scores), 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk2.segment {
+		t.Fatal("vocabulary with b▁c: segment = true")
+	}
+	if got := tk2.encode(st, "ab c", -1, -1); !slices.Equal(got, []int32{6, 8, 14}) {
+		t.Errorf("with b▁c: got %v, want [6 8 14]", got)
 	}
 }
 

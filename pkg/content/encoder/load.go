@@ -29,11 +29,21 @@ const (
 	prefixE = prefixK + "Encode/"
 )
 
-// weightSpec names a tensor of the TF.js graph and the shape it must have.
+// weightSpec names a tensor of the TF.js graph and the shape it must have,
+// and where it goes: dst as stored, or mat packed (k×n: the last two
+// dimensions).
 type weightSpec struct {
 	name  string
 	shape []int
 	dst   *[]float32
+	mat   *packedB
+}
+
+func (s weightSpec) loaded() bool {
+	if s.mat != nil {
+		return s.mat.data != nil
+	}
+	return *s.dst != nil
 }
 
 // modelJSON is the part of a TF.js graph model file that Load reads.
@@ -50,20 +60,24 @@ type modelJSON struct {
 	} `json:"weightsManifest"`
 }
 
-// rawWeights are the float tensors of the model, as stored (row-major).
+// rawWeights are the tensors of the model: vectors as stored, matrices
+// packed for the microkernel as they are read.
 type rawWeights struct {
 	emb, timing                 []float32
 	attScale0, attScale1, lnEps []float32
 	l2Eps                       []float32
 	l0                          struct {
-		ln1s, ln1b, qkvW, qkvB, outW, outB, denseW, denseB []float32
-		ln2s, ln2b, ff1W, ff1B, ff2W, ff2B                 []float32
+		ln1s, ln1b, qkvB, outB, denseB []float32
+		ln2s, ln2b, ff1B, ff2B         []float32
+		qkvW, outW, denseW, ff1W, ff2W packedB
 	}
 	l1 struct {
-		ln1s, ln1b, qkvW, qkvB, outW, outB []float32
-		ln2s, ln2b, ff1W, ff1B, ff2W, ff2B []float32
+		ln1s, ln1b, qkvB, outB []float32
+		ln2s, ln2b, ff1B, ff2B []float32
+		qkvW, outW, ff1W, ff2W packedB
 	}
-	tanhW, tanhB []float32
+	tanhB []float32
+	tanhW packedB
 }
 
 func (w *rawWeights) specs() []weightSpec {
@@ -74,43 +88,43 @@ func (w *rawWeights) specs() []weightSpec {
 	}
 	const cc = "/ConcatPartitions/concat"
 	return []weightSpec{
-		{"module/Embeddings_en", []int{vocabRows, dim0}, &w.emb},
-		{prefixS + "Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1", []int{1, dim0 / 2}, &w.timing},
-		{ts("0", "MultiheadAttention/mul/y"), []int{}, &w.attScale0},
-		{ts("1", "MultiheadAttention/mul/y"), []int{}, &w.attScale1},
-		{ts("1", "FFN/layer_prepostprocess/layer_norm/Cast/x"), []int{}, &w.lnEps},
-		{"module_apply_default/Encoder_en/hidden_layers/l2_normalize/Maximum/y", []int{}, &w.l2Eps},
+		{"module/Embeddings_en", []int{vocabRows, dim0}, &w.emb, nil},
+		{prefixS + "Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1", []int{1, dim0 / 2}, &w.timing, nil},
+		{ts("0", "MultiheadAttention/mul/y"), []int{}, &w.attScale0, nil},
+		{ts("1", "MultiheadAttention/mul/y"), []int{}, &w.attScale1, nil},
+		{ts("1", "FFN/layer_prepostprocess/layer_norm/Cast/x"), []int{}, &w.lnEps, nil},
+		{"module_apply_default/Encoder_en/hidden_layers/l2_normalize/Maximum/y", []int{}, &w.l2Eps, nil},
 
-		{l("0", "layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim0}, &w.l0.ln1s},
-		{l("0", "layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim0}, &w.l0.ln1b},
-		{kern("0", "qkv_transform_single"), []int{1, 1, dim0, 3 * dim0}, &w.l0.qkvW},
-		{l("0", "MultiheadAttention/qkv_transform_single/bias"+cc), []int{3 * dim0}, &w.l0.qkvB},
-		{kern("0", "output_transform_single"), []int{1, 1, dim0, dim1}, &w.l0.outW},
-		{l("0", "MultiheadAttention/output_transform_single/bias"+cc), []int{dim1}, &w.l0.outB},
-		{l("0", "dense/kernel"+cc), []int{dim0, dim1}, &w.l0.denseW},
-		{l("0", "dense/bias"+cc), []int{dim1}, &w.l0.denseB},
-		{l("0", "FFN/layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim1}, &w.l0.ln2s},
-		{l("0", "FFN/layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim1}, &w.l0.ln2b},
-		{ts("0", "FFN/conv1/Tensordot/Reshape_1"), []int{dim1, ffnDim}, &w.l0.ff1W},
-		{l("0", "FFN/conv1/bias"+cc), []int{ffnDim}, &w.l0.ff1B},
-		{ts("0", "FFN/conv2/Tensordot/Reshape_1"), []int{ffnDim, dim1}, &w.l0.ff2W},
-		{l("0", "FFN/conv2/bias"+cc), []int{dim1}, &w.l0.ff2B},
+		{l("0", "layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim0}, &w.l0.ln1s, nil},
+		{l("0", "layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim0}, &w.l0.ln1b, nil},
+		{kern("0", "qkv_transform_single"), []int{1, 1, dim0, 3 * dim0}, nil, &w.l0.qkvW},
+		{l("0", "MultiheadAttention/qkv_transform_single/bias"+cc), []int{3 * dim0}, &w.l0.qkvB, nil},
+		{kern("0", "output_transform_single"), []int{1, 1, dim0, dim1}, nil, &w.l0.outW},
+		{l("0", "MultiheadAttention/output_transform_single/bias"+cc), []int{dim1}, &w.l0.outB, nil},
+		{l("0", "dense/kernel"+cc), []int{dim0, dim1}, nil, &w.l0.denseW},
+		{l("0", "dense/bias"+cc), []int{dim1}, &w.l0.denseB, nil},
+		{l("0", "FFN/layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim1}, &w.l0.ln2s, nil},
+		{l("0", "FFN/layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim1}, &w.l0.ln2b, nil},
+		{ts("0", "FFN/conv1/Tensordot/Reshape_1"), []int{dim1, ffnDim}, nil, &w.l0.ff1W},
+		{l("0", "FFN/conv1/bias"+cc), []int{ffnDim}, &w.l0.ff1B, nil},
+		{ts("0", "FFN/conv2/Tensordot/Reshape_1"), []int{ffnDim, dim1}, nil, &w.l0.ff2W},
+		{l("0", "FFN/conv2/bias"+cc), []int{dim1}, &w.l0.ff2B, nil},
 
-		{l("1", "layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim1}, &w.l1.ln1s},
-		{l("1", "layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim1}, &w.l1.ln1b},
-		{kern("1", "qkv_transform_single"), []int{1, 1, dim1, 3 * dim1}, &w.l1.qkvW},
-		{l("1", "MultiheadAttention/qkv_transform_single/bias"+cc), []int{3 * dim1}, &w.l1.qkvB},
-		{kern("1", "output_transform_single"), []int{1, 1, dim1, dim1}, &w.l1.outW},
-		{l("1", "MultiheadAttention/output_transform_single/bias"+cc), []int{dim1}, &w.l1.outB},
-		{l("1", "FFN/layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim1}, &w.l1.ln2s},
-		{l("1", "FFN/layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim1}, &w.l1.ln2b},
-		{ts("1", "FFN/conv1/Tensordot/Reshape_1"), []int{dim1, ffnDim}, &w.l1.ff1W},
-		{l("1", "FFN/conv1/bias"+cc), []int{ffnDim}, &w.l1.ff1B},
-		{ts("1", "FFN/conv2/Tensordot/Reshape_1"), []int{ffnDim, dim1}, &w.l1.ff2W},
-		{l("1", "FFN/conv2/bias"+cc), []int{dim1}, &w.l1.ff2B},
+		{l("1", "layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim1}, &w.l1.ln1s, nil},
+		{l("1", "layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim1}, &w.l1.ln1b, nil},
+		{kern("1", "qkv_transform_single"), []int{1, 1, dim1, 3 * dim1}, nil, &w.l1.qkvW},
+		{l("1", "MultiheadAttention/qkv_transform_single/bias"+cc), []int{3 * dim1}, &w.l1.qkvB, nil},
+		{kern("1", "output_transform_single"), []int{1, 1, dim1, dim1}, nil, &w.l1.outW},
+		{l("1", "MultiheadAttention/output_transform_single/bias"+cc), []int{dim1}, &w.l1.outB, nil},
+		{l("1", "FFN/layer_prepostprocess/layer_norm/layer_norm_scale"+cc), []int{dim1}, &w.l1.ln2s, nil},
+		{l("1", "FFN/layer_prepostprocess/layer_norm/layer_norm_bias"+cc), []int{dim1}, &w.l1.ln2b, nil},
+		{ts("1", "FFN/conv1/Tensordot/Reshape_1"), []int{dim1, ffnDim}, nil, &w.l1.ff1W},
+		{l("1", "FFN/conv1/bias"+cc), []int{ffnDim}, &w.l1.ff1B, nil},
+		{ts("1", "FFN/conv2/Tensordot/Reshape_1"), []int{ffnDim, dim1}, nil, &w.l1.ff2W},
+		{l("1", "FFN/conv2/bias"+cc), []int{dim1}, &w.l1.ff2B, nil},
 
-		{"module/Encoder_en/hidden_layers/tanh_layer_0/weights", []int{dim1, dim1}, &w.tanhW},
-		{"module/Encoder_en/hidden_layers/tanh_layer_0/bias", []int{dim1}, &w.tanhB},
+		{"module/Encoder_en/hidden_layers/tanh_layer_0/weights", []int{dim1, dim1}, nil, &w.tanhW},
+		{"module/Encoder_en/hidden_layers/tanh_layer_0/bias", []int{dim1}, &w.tanhB, nil},
 	}
 }
 
@@ -243,90 +257,131 @@ func loadWeights(dir string) (*rawWeights, error) {
 		if have != need {
 			return nil, fmt.Errorf("%s: weight group %d: shards hold %d bytes (%s), the manifest needs %d", dir, gi, have, strings.Join(sizes, ", "), need)
 		}
-		if err := readGroup(dir, g.Paths, func(yield func(name string, shape []int, dtype string) ([]float32, error)) error {
+		sr, err := openShards(dir, g.Paths)
+		if err != nil {
+			return nil, err
+		}
+		err = func() error {
+			defer sr.close()
 			for _, wt := range g.Weights {
+				n := 1
+				for _, d := range wt.Shape {
+					n *= d
+				}
 				spec, ok := want[wt.Name]
-				var dst []float32
-				if ok {
-					if !sameShape(spec.shape, wt.Shape) {
-						return fmt.Errorf("%s: weight %s has shape [%s], want [%s]", path, wt.Name, shapeString(wt.Shape), shapeString(spec.shape))
+				if !ok {
+					if err := sr.skip(int64(4 * n)); err != nil {
+						return fmt.Errorf("%s: reading weight %s: %w", dir, wt.Name, err)
 					}
-					if wt.Dtype != "float32" {
-						return fmt.Errorf("%s: weight %s has dtype %s, want float32", path, wt.Name, wt.Dtype)
-					}
-					if *spec.dst != nil {
-						return fmt.Errorf("%s: weight %s appears twice", path, wt.Name)
-					}
+					continue
+				}
+				if !sameShape(spec.shape, wt.Shape) {
+					return fmt.Errorf("%s: weight %s has shape [%s], want [%s]", path, wt.Name, shapeString(wt.Shape), shapeString(spec.shape))
+				}
+				if wt.Dtype != "float32" {
+					return fmt.Errorf("%s: weight %s has dtype %s, want float32", path, wt.Name, wt.Dtype)
+				}
+				if spec.loaded() {
+					return fmt.Errorf("%s: weight %s appears twice", path, wt.Name)
 				}
 				var err error
-				dst, err = yield(wt.Name, wt.Shape, wt.Dtype)
-				if err != nil {
-					return err
+				if spec.mat != nil {
+					k, cols := wt.Shape[len(wt.Shape)-2], wt.Shape[len(wt.Shape)-1]
+					err = sr.matrix(spec.mat, k, cols)
+				} else {
+					*spec.dst = make([]float32, n)
+					err = sr.floats(*spec.dst)
 				}
-				if ok {
-					*spec.dst = dst
+				if err != nil {
+					return fmt.Errorf("%s: reading weight %s: %w", dir, wt.Name, err)
 				}
 			}
 			return nil
-		}); err != nil {
+		}()
+		if err != nil {
 			return nil, err
 		}
 	}
 	for _, s := range w.specs() {
-		if *s.dst == nil {
+		if !s.loaded() {
 			return nil, fmt.Errorf("%s: no weight %s [%s]", path, s.name, shapeString(s.shape))
-		}
-		for i, v := range *s.dst {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, fmt.Errorf("%s: weight %s has a non-finite value at %d", path, s.name, i)
-			}
 		}
 	}
 	return w, nil
 }
 
-// readGroup streams the concatenated shards of a weight group: each call
-// of yield reads the next tensor and returns its values if float32 (others
-// are skipped).
-func readGroup(dir string, paths []string, body func(yield func(name string, shape []int, dtype string) ([]float32, error)) error) error {
-	files := make([]io.Reader, 0, len(paths))
+// shardReader reads the concatenated shards of a weight group, which are
+// one byte stream cut into files.
+type shardReader struct {
+	files []*os.File
+	r     *bufio.Reader
+	buf   [4096]byte
+}
+
+func openShards(dir string, paths []string) (*shardReader, error) {
+	sr := &shardReader{}
+	readers := make([]io.Reader, 0, len(paths))
 	for _, p := range paths {
 		f, err := os.Open(filepath.Join(dir, p))
 		if err != nil {
-			return fmt.Errorf("weight shard: %w", err)
+			sr.close()
+			return nil, fmt.Errorf("weight shard: %w", err)
 		}
-		defer f.Close()
-		files = append(files, f)
+		sr.files = append(sr.files, f)
+		readers = append(readers, f)
 	}
-	r := bufio.NewReaderSize(io.MultiReader(files...), 1<<16)
-	var buf [4096]byte
-	return body(func(name string, shape []int, dtype string) ([]float32, error) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		if dtype != "float32" {
-			if _, err := io.CopyN(io.Discard, r, int64(4*n)); err != nil {
-				return nil, fmt.Errorf("%s: reading weight %s: %w", dir, name, err)
+	sr.r = bufio.NewReaderSize(io.MultiReader(readers...), 1<<16)
+	return sr, nil
+}
+
+func (sr *shardReader) close() {
+	for _, f := range sr.files {
+		f.Close()
+	}
+}
+
+func (sr *shardReader) skip(n int64) error {
+	if _, err := io.CopyN(io.Discard, sr.r, n); err != nil {
+		return fmt.Errorf("shards end early: %w", err)
+	}
+	return nil
+}
+
+// floats fills dst with the next len(dst) little-endian float32, which
+// must be finite.
+func (sr *shardReader) floats(dst []float32) error {
+	for i := 0; i < len(dst); {
+		k := min(len(sr.buf)/4, len(dst)-i)
+		if _, err := io.ReadFull(sr.r, sr.buf[:4*k]); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				err = fmt.Errorf("shards end early: %w", err)
 			}
-			return nil, nil
+			return err
 		}
-		out := make([]float32, n)
-		for i := 0; i < n; {
-			k := min(len(buf)/4, n-i)
-			if _, err := io.ReadFull(r, buf[:4*k]); err != nil {
-				if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-					err = fmt.Errorf("shards end early: %w", err)
-				}
-				return nil, fmt.Errorf("%s: reading weight %s: %w", dir, name, err)
+		for j := 0; j < k; j++ {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(sr.buf[4*j:]))
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("non-finite value at %d", i+j)
 			}
-			for j := 0; j < k; j++ {
-				out[i+j] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*j:]))
-			}
-			i += k
+			dst[i+j] = v
 		}
-		return out, nil
-	})
+		i += k
+	}
+	return nil
+}
+
+// matrix reads a k×n row-major matrix into dst, packed, one row at a time:
+// the matrix is never held unpacked.
+func (sr *shardReader) matrix(dst *packedB, k, n int) error {
+	dst.resize(k, n)
+	row := make([]float32, n)
+	for kk := 0; kk < k; kk++ {
+		if err := sr.floats(row); err != nil {
+			return fmt.Errorf("row %d: %w", kk, err)
+		}
+		packRow(dst, kk, row)
+	}
+	return nil
 }
 
 // loadVocab reads vocab.json: a list of [piece, score] pairs.

@@ -108,6 +108,15 @@ func TestLoadErrors(t *testing.T) {
 			}
 			replaceFile(t, path, b[:len(b)-4])
 		}, []string{"group1-shard7of7 2737828", "manifest needs 27903656"}},
+		{"NaN weight", func(t *testing.T, dir string) {
+			path := filepath.Join(dir, "group1-shard1of7")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(b[8:], []byte{0, 0, 0xc0, 0x7f}) // the third float of the first weight
+			replaceFile(t, path, b)
+		}, []string{"Layer_1/TransformerLayer/FFN/conv2/Tensordot/Reshape_1", "row 0", "non-finite value at 2"}},
 		{"unexpected shape", func(t *testing.T, dir string) {
 			rewriteJSON(t, dir, modelFile, func(v any) any {
 				w := manifestWeight(t, v, embName)

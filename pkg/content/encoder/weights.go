@@ -1,8 +1,11 @@
 package encoder
 
+import "math"
+
 // weights are the model's parameters in the layout the forward pass uses.
 type weights struct {
-	emb, timing          []float32
+	emb                  []float32
+	timing               []float32 // window rows of dim0: the timing signal of each position
 	attScale0, attScale1 float32
 	lnEps, l2Eps         float32
 	l0                   struct {
@@ -27,18 +30,18 @@ type ffnWeights struct {
 // matrix is a dense layer: k inputs, n outputs, a bias per output.
 type matrix struct {
 	k, n int
-	w    []float32 // k×n, row-major
+	w    packedB
 	bias []float32
 }
 
-func newMatrix(k, n int, w, bias []float32) matrix {
+func newMatrix(k, n int, w packedB, bias []float32) matrix {
 	return matrix{k: k, n: n, w: w, bias: bias}
 }
 
 func newWeights(r *rawWeights) *weights {
 	w := &weights{
 		emb:       r.emb,
-		timing:    r.timing,
+		timing:    timingSignal(r.timing),
 		attScale0: r.attScale0[0],
 		attScale1: r.attScale1[0],
 		lnEps:     r.lnEps[0],
@@ -65,26 +68,41 @@ func newWeights(r *rawWeights) *weights {
 	return w
 }
 
-// apply sets dst (m×n) to a·W + bias (+ res, if not nil; res may be dst),
-// for a of m×k.
-func (mx *matrix) apply(dst, a []float32, m int, res []float32) {
-	n, k := mx.n, mx.k
+// apply sets dst (m×n) to a·W + bias, for a of m×k.
+func (mx *matrix) apply(g *gemm, dst, a []float32, m int) {
+	g.mulBias(dst, mx.n, a, mx.k, m, &mx.w, mx.bias, false)
+}
+
+// applyReLU sets dst to max(0, a·W + bias).
+func (mx *matrix) applyReLU(g *gemm, dst, a []float32, m int) {
+	g.mulBias(dst, mx.n, a, mx.k, m, &mx.w, mx.bias, true)
+}
+
+// applyRes sets dst to a·W + bias + res; res may be dst.
+func (mx *matrix) applyRes(g *gemm, dst, a []float32, m int, res []float32) {
+	n := mx.n
 	for i := 0; i < m; i++ {
 		d := dst[i*n : (i+1)*n]
-		if res != nil {
-			r := res[i*n : (i+1)*n]
-			for j := range d {
-				d[j] = mx.bias[j] + r[j]
-			}
-		} else {
-			copy(d, mx.bias)
-		}
-		ar := a[i*k : (i+1)*k]
-		for kk, av := range ar {
-			wr := mx.w[kk*n : (kk+1)*n]
-			for j, wv := range wr {
-				d[j] += av * wv
-			}
+		r := res[i*n : (i+1)*n]
+		for j := range d {
+			d[j] = mx.bias[j] + r[j]
 		}
 	}
+	g.mul(dst, n, a, mx.k, m, &mx.w)
+}
+
+// timingSignal tabulates the graph's timing signal for each position t:
+// sin(t·inv[j]) then cos(t·inv[j]), the product rounded to float32 first.
+func timingSignal(inv []float32) []float32 {
+	half := len(inv)
+	ts := make([]float32, window*2*half)
+	for t := 0; t < window; t++ {
+		row := ts[t*2*half : (t+1)*2*half]
+		for j, v := range inv {
+			a := float64(float32(t) * v)
+			row[j] = float32(math.Sin(a))
+			row[half+j] = float32(math.Cos(a))
+		}
+	}
+	return ts
 }

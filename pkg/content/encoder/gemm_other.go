@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package encoder
+
+func bestKernel() kernelFunc { return kernelGo }
+
+func bestSoftmax() func([]float32) { return softmaxGo }
