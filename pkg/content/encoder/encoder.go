@@ -54,6 +54,11 @@ func Load(dir string) (*Encoder, error) {
 	if len(pieces) > vocabRows {
 		return nil, fmt.Errorf("load encoder: %s/%s: %d pieces, more than the %d rows of the embedding table", dir, vocabFile, len(pieces), vocabRows)
 	}
+	// Last, so that a file that does not parse says so: a damaged byte
+	// that parses would change every vector without a word.
+	if err := checkDigests(dir); err != nil {
+		return nil, fmt.Errorf("load encoder: %w", err)
+	}
 	return newEncoder(tok, newWeights(raw), bestKernel(), bestSoftmax()), nil
 }
 

