@@ -37,6 +37,7 @@ func main() {
 	embURL := flag.String("embeddings-url", "", "OpenAI-compatible API root (…/v1) to rank with lexical and vector ranks fused; empty for lexical only")
 	embModel := flag.String("embeddings-model", "", "embedding model name")
 	embKey := flag.String("embeddings-api-key", os.Getenv("EMBEDDINGS_API_KEY"), "bearer key for the embeddings endpoint")
+	embMinSim := flag.Float64("embeddings-min-similarity", 0, "least similarity for an item found by meaning alone (0: the nearest, however far)")
 	embTimeout := flag.Duration("embeddings-timeout", 2*time.Minute, "per request to the embeddings endpoint (a model on a CPU may take seconds per batch)")
 	first := flag.Int("first", 120, "also report the first `N` questions (the set before users' phrasings were added) and the rest apart; 0 for not")
 	flag.Parse()
@@ -57,6 +58,7 @@ func main() {
 		}
 		o.Embedder = embeddings.Cached{Cache: embeddings.NewCache(0), Embedder: client}
 		o.QueryTimeout = time.Minute
+		o.MinSimilarity = *embMinSim
 	}
 	if err := run(*contentPath, *questionsPath, *misses, *first, o); err != nil {
 		fmt.Fprintln(os.Stderr, "searcheval:", err)

@@ -346,8 +346,8 @@ func (b *Base) docResults(q Query, location string, limit int) []search.Result {
 // (-1 when ranked lexically).
 type rankedDoc struct {
 	search.Result
-	score   float64
-	passage int
+	score, similarity float64
+	passage           int
 }
 
 // docRanking ranks the documents for q, at most limit.
@@ -375,7 +375,7 @@ func (b *Base) docRanking(q Query, location string, limit int) []rankedDoc {
 	if q.mode == rankVector {
 		out := make([]rankedDoc, 0, min(limit, len(near)))
 		for _, i := range near[:min(limit, len(near))] {
-			out = append(out, rankedDoc{Result: b.docs.Item(i), score: sims[i], passage: best[i]})
+			out = append(out, rankedDoc{Result: b.docs.Item(i), score: sims[i], similarity: sims[i], passage: best[i]})
 		}
 		return out
 	}
@@ -397,7 +397,7 @@ func (b *Base) docRanking(q Query, location string, limit int) []rankedDoc {
 		if !ok {
 			r = b.docs.Item(f.Item) // found by meaning alone: nothing to highlight
 		}
-		out = append(out, rankedDoc{Result: r, score: f.Score, passage: best[f.Item]})
+		out = append(out, rankedDoc{Result: r, score: f.Score, similarity: finiteOr0(sims[f.Item]), passage: best[f.Item]})
 	}
 	return out
 }
@@ -507,10 +507,11 @@ func (b *Base) FAQsQuery(q Query, limit int) FAQResult {
 	return out
 }
 
-// faqHit is an FAQ found for a question, with its score.
+// faqHit is an FAQ found for a question, with its score and, when
+// ranked by meaning, its similarity.
 type faqHit struct {
-	group string
-	score float64
+	group             string
+	score, similarity float64
 }
 
 // faqResults ranks the FAQs for q, at most limit, and counts those that
@@ -520,7 +521,7 @@ func (b *Base) faqResults(q Query, limit int) ([]faqHit, int) {
 	if !q.semantic() {
 		res, total := b.faqs.SearchCount(q.Text, search.Options{Limit: limit})
 		for _, r := range res {
-			out = append(out, faqHit{r.Doc.Group, round(r.Score)})
+			out = append(out, faqHit{group: r.Doc.Group, score: round(r.Score)})
 		}
 		return out, total
 	}
@@ -529,7 +530,7 @@ func (b *Base) faqResults(q Query, limit int) ([]faqHit, int) {
 	group := func(i int) string { return b.faqs.Item(i).Doc.Group }
 	if q.mode == rankVector {
 		for _, g := range near[:min(limit, len(near))] {
-			out = append(out, faqHit{group(best[g]), round(sims[g])})
+			out = append(out, faqHit{group: group(best[g]), score: round(sims[g]), similarity: sims[g]})
 		}
 		return out, len(near)
 	}
@@ -551,10 +552,11 @@ func (b *Base) faqResults(q Query, limit int) ([]faqHit, int) {
 		}
 	}
 	for _, f := range embeddings.Combine(ev, lexicalConfidence(lexical), embeddings.DefaultWeighting, limit) {
-		if allRead && !matched[q.sem.faqGroup[f.Item]] {
+		g := q.sem.faqGroup[f.Item]
+		if allRead && !matched[g] {
 			total++
 		}
-		out = append(out, faqHit{group(f.Item), round(f.Score)})
+		out = append(out, faqHit{group: group(f.Item), score: round(f.Score), similarity: finiteOr0(sims[g])})
 	}
 	return out, max(total, len(out))
 }

@@ -321,8 +321,8 @@ func (b *Base) Semantic() bool { return b.sem != nil }
 // measures its similarity to the content.
 func (b *Base) Understand(ctx context.Context, question string) Query {
 	q := Query{Text: question}
-	if b.sem == nil {
-		return q
+	if b.sem == nil || strings.TrimSpace(question) == "" {
+		return q // nothing to mean; some endpoints refuse empty input
 	}
 	index, err := b.sem.vectors()
 	if err != nil {
@@ -331,7 +331,10 @@ func (b *Base) Understand(ctx context.Context, question string) Query {
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.sem.queryTimeout)
 	defer cancel()
-	vs, err := b.sem.emb.Embed(ctx, []string{question})
+	// A model reads no more than its window; the start says what the
+	// question is about, and endpoints bound their input.
+	text, _ := Cut(question, maxEmbedRunes)
+	vs, err := b.sem.emb.Embed(ctx, []string{text})
 	if err == nil && len(vs) != 1 {
 		err = fmt.Errorf("%d vectors for one question", len(vs))
 	}
