@@ -1,15 +1,29 @@
-// Command searcheval measures search, FAQ and suggestion quality on the
-// labelled evaluation set:
+// Command searcheval measures search, FAQ, RAG and suggestion quality on
+// the labelled evaluation set:
 //
-//	go run ./dev/searcheval [-content FILE] [-questions FILE] [-misses] [-wordnet DIR]
-//	    [-embeddings-url URL -embeddings-model M]
+//	go run ./dev/searcheval [-content FILE] [-questions FILE] [-misses] [-wordnet DIR] [-first N]
+//	    [-embeddings-url URL -embeddings-model M [-embeddings-min-similarity S] [-embeddings-timeout D]]
 //
 // It builds the knowledge base of the bundle's app exactly as the api
-// does and reports MRR and nDCG@5 for search and for FAQ matching, MRR
-// per question style, and suggestion hit rates at 5: for prefixes of the
-// labelled questions whose target is an FAQ, cut by characters and by
-// words (also per style), and for word prefixes of the FAQ questions and
-// intent utterances as written.
+// does and reports MRR and nDCG@5 for search and for FAQ matching, in all
+// and for the first N questions and the rest apart, and MRR per question
+// style. With an embeddings endpoint it ranks three ways on the same base
+// and prints them side by side: by words alone (lexical), by meaning
+// alone (vectors alone: documents by their lead and best passage, FAQs by
+// their best question and answer), and by both as the api does (hybrid,
+// see embeddings.Combine); without one, lexical only.
+//
+// RAG figures are for /cms/rag without a generator, over every labelled
+// question: right when the answer's first source is a relevant item of
+// the question's target kind, other kind when it is an FAQ for a question
+// labelled with documents or the reverse (the labels name one kind, so
+// such an answer is neither), wrong when it is an item of the target's
+// kind that is not relevant, abstained when it says it has no answer.
+//
+// Suggestion hit rates at 5 are for prefixes of the labelled questions
+// whose target is an FAQ, cut by characters and by words (also per
+// style), and for word prefixes of the FAQ questions and intent
+// utterances as written.
 package main
 
 import (
