@@ -165,6 +165,32 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 		row("style "+s, count[s], func(c *column) string { return fmt.Sprintf("%.3f", c.all[0].ByStyle[s]) })
 	}
 
+	if len(cols) == 3 {
+		// Whether the combination keeps what each side finds: of the
+		// questions one side ranks right first, how many hybrid does.
+		lex, vec, hyb := cols[0].all[0].Reciprocal, cols[1].all[0].Reciprocal, cols[2].all[0].Reciprocal
+		var nl, nv, ne, kl, kv, ke, neither int
+		for i := range hyb {
+			l, v, h := lex[i] == 1, vec[i] == 1, hyb[i] == 1
+			if l {
+				nl++
+				kl += b2i(h)
+			}
+			if v {
+				nv++
+				kv += b2i(h)
+			}
+			if l || v {
+				ne++
+				ke += b2i(h)
+			} else {
+				neither += b2i(h)
+			}
+		}
+		fmt.Printf("\nRanked right first: lexical %d questions, hybrid keeps %d; vectors alone %d, hybrid keeps %d; either %d, hybrid %d, and %d that neither does.\n",
+			nl, kl, nv, kv, ne, ke, neither)
+	}
+
 	fmt.Println("\nRetrieval-augmented answers (/cms/rag, extractive): right when the first source is a relevant item of the")
 	fmt.Println("question's target kind; other kind when it is an FAQ for a document question or the reverse (unlabelled);")
 	fmt.Println("wrong when it is an item of the target's kind that is not relevant.")
@@ -204,6 +230,13 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 		}
 	}
 	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Load builds the knowledge base of the bundle's records (entities give

@@ -54,6 +54,9 @@ type Evaluation struct {
 	UserSuggestionsByStyle map[string]HitRate
 	// RAG is how /cms/rag answers the questions (without a generator).
 	RAG RAGFigures
+	// Reciprocal is each question's reciprocal rank (see Metrics.MRR), in
+	// the order given, for comparing rankings question by question.
+	Reciprocal []float64
 	// FAQSuggestions and IntentSuggestions are over word prefixes of the
 	// FAQs' questions and of the intents' utterances as written: a hit is
 	// a question of the same FAQ, or an utterance of the same intent, among
@@ -186,6 +189,7 @@ func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intent
 			return ev, fmt.Errorf("question %q: unknown target %q", q.Question, q.Target)
 		}
 		rr, ndcg := rank(ranked, q.Relevant)
+		ev.Reciprocal = append(ev.Reciprocal, rr)
 		m.Questions++
 		m.MRR += rr
 		m.NDCG5 += ndcg
