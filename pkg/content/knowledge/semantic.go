@@ -86,10 +86,15 @@ type semantic struct {
 	queryTimeout  time.Duration
 	minSimilarity float64
 	log           *slog.Logger
-	// texts are the distinct texts to embed; plan says what each stands
-	// for.
-	texts []string
-	plan  *semIndex
+	// The content is planned (cut into passages, its distinct texts
+	// listed) by the first build, in the background, as counting tokens
+	// takes time: texts are the distinct texts to embed, plan says what
+	// each stands for. Only the running build reads or writes them.
+	docs, faqs []search.Doc
+	answerOf   func(group string) string
+	counter    TokenCounter
+	texts      []string
+	plan       *semIndex
 
 	mu       sync.Mutex
 	index    *semIndex // with its vectors; nil until a build succeeds
@@ -148,7 +153,7 @@ func newSemantic(o Options, docs, faqs []search.Doc, answerOf func(group string)
 	if s.queryTimeout <= 0 {
 		s.queryTimeout = DefaultQueryTimeout
 	}
-	s.texts, s.plan = planIndex(tokenCounter(o.Embedder), docs, faqs, answerOf)
+	s.docs, s.faqs, s.answerOf, s.counter = docs, faqs, answerOf, tokenCounter(o.Embedder)
 	s.mu.Lock()
 	s.startLocked()
 	s.mu.Unlock()
@@ -230,6 +235,10 @@ func (s *semantic) startLocked() {
 }
 
 func (s *semantic) build(ctx context.Context) (*semIndex, error) {
+	if s.plan == nil {
+		s.texts, s.plan = planIndex(s.counter, s.docs, s.faqs, s.answerOf)
+		s.docs, s.faqs, s.answerOf = nil, nil, nil // needed no more
+	}
 	vs := make([][]float32, 0, len(s.texts))
 	// In parts, so that a cache behind the embedder keeps each part as it
 	// comes: a build that fails part way resumes there when tried again.
