@@ -1,15 +1,29 @@
-// Command searcheval measures search, FAQ and suggestion quality on the
-// labelled evaluation set:
+// Command searcheval measures search, FAQ, RAG and suggestion quality on
+// the labelled evaluation set:
 //
-//	go run ./dev/searcheval [-content FILE] [-questions FILE] [-misses] [-wordnet DIR]
-//	    [-embeddings-url URL -embeddings-model M]
+//	go run ./dev/searcheval [-content FILE] [-questions FILE] [-misses] [-wordnet DIR] [-first N]
+//	    [-embeddings-url URL -embeddings-model M [-embeddings-min-similarity S] [-embeddings-timeout D]]
 //
 // It builds the knowledge base of the bundle's app exactly as the api
-// does and reports MRR and nDCG@5 for search and for FAQ matching, MRR
-// per question style, and suggestion hit rates at 5: for prefixes of the
-// labelled questions whose target is an FAQ, cut by characters and by
-// words (also per style), and for word prefixes of the FAQ questions and
-// intent utterances as written.
+// does and reports MRR and nDCG@5 for search and for FAQ matching, in all
+// and for the first N questions and the rest apart, and MRR per question
+// style. With an embeddings endpoint it ranks three ways on the same base
+// and prints them side by side: by words alone (lexical), by meaning
+// alone (vectors alone: documents by their lead and best passage, FAQs by
+// their best question and answer), and by both as the api does (hybrid,
+// see embeddings.Combine); without one, lexical only.
+//
+// RAG figures are for /cms/rag without a generator, over every labelled
+// question: right when the answer's first source is a relevant item of
+// the question's target kind, other kind when it is an FAQ for a question
+// labelled with documents or the reverse (the labels name one kind, so
+// such an answer is neither), wrong when it is an item of the target's
+// kind that is not relevant, abstained when it says it has no answer.
+//
+// Suggestion hit rates at 5 are for prefixes of the labelled questions
+// whose target is an FAQ, cut by characters and by words (also per
+// style), and for word prefixes of the FAQ questions and intent
+// utterances as written.
 package main
 
 import (
@@ -17,6 +31,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -36,6 +51,8 @@ func main() {
 	embURL := flag.String("embeddings-url", "", "OpenAI-compatible API root (…/v1) to rank with lexical and vector ranks fused; empty for lexical only")
 	embModel := flag.String("embeddings-model", "", "embedding model name")
 	embKey := flag.String("embeddings-api-key", os.Getenv("EMBEDDINGS_API_KEY"), "bearer key for the embeddings endpoint")
+	embMinSim := flag.Float64("embeddings-min-similarity", 0, "least similarity for an item found by meaning alone (0: the nearest, however far)")
+	embTimeout := flag.Duration("embeddings-timeout", 2*time.Minute, "per request to the embeddings endpoint (a model on a CPU may take seconds per batch)")
 	first := flag.Int("first", 120, "also report the first `N` questions (the set before users' phrasings were added) and the rest apart; 0 for not")
 	flag.Parse()
 	var o knowledge.Options
@@ -48,13 +65,14 @@ func main() {
 		o.Lexicon = wn
 	}
 	if *embURL != "" {
-		client, err := embeddings.New(embeddings.Config{URL: *embURL, Model: *embModel, APIKey: *embKey}, nil)
+		client, err := embeddings.New(embeddings.Config{URL: *embURL, Model: *embModel, APIKey: *embKey, Timeout: *embTimeout}, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "searcheval:", err)
 			os.Exit(1)
 		}
 		o.Embedder = embeddings.Cached{Cache: embeddings.NewCache(0), Embedder: client}
 		o.QueryTimeout = time.Minute
+		o.MinSimilarity = *embMinSim
 	}
 	if err := run(*contentPath, *questionsPath, *misses, *first, o); err != nil {
 		fmt.Fprintln(os.Stderr, "searcheval:", err)
@@ -78,60 +96,131 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 	if err := json.Unmarshal(raw, &qs); err != nil {
 		return fmt.Errorf("%s: %w", questionsPath, err)
 	}
-	ev, err := b.Evaluate(context.Background(), qs, intents...)
+	ctx := context.Background()
+	ev, err := b.Evaluate(ctx, qs, intents...)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d documents, %d FAQs, %d labelled questions.\n\n", docs, faqs, len(qs))
-	fmt.Println("| | questions | MRR | nDCG@5 |")
-	fmt.Println("|---|---:|---:|---:|")
-	fmt.Printf("| search | %d | %.3f | %.3f |\n", ev.Search.Questions, ev.Search.MRR, ev.Search.NDCG5)
-	fmt.Printf("| FAQ | %d | %.3f | %.3f |\n", ev.FAQ.Questions, ev.FAQ.MRR, ev.FAQ.NDCG5)
+	// Each ranking on its own, on the same base, for comparison.
+	type column struct {
+		name       string
+		by         knowledge.Ranking
+		all, parts []knowledge.Evaluation
+	}
+	cols := []*column{{name: "lexical", by: knowledge.Lexical}}
+	if b.Semantic() {
+		cols = append(cols, &column{name: "vectors alone", by: knowledge.Vectors}, &column{name: "hybrid", by: knowledge.Hybrid})
+	}
+	var parts []string
+	var partQs [][]knowledge.Question
 	if first > 0 && first < len(qs) {
-		for _, part := range []struct {
-			name string
-			qs   []knowledge.Question
-		}{
-			{fmt.Sprintf("questions 1-%d", first), qs[:first]},
-			{fmt.Sprintf("questions %d-%d", first+1, len(qs)), qs[first:]},
-		} {
-			pe, err := b.Evaluate(context.Background(), part.qs)
+		parts = []string{fmt.Sprintf("questions 1-%d", first), fmt.Sprintf("questions %d-%d", first+1, len(qs))}
+		partQs = [][]knowledge.Question{qs[:first], qs[first:]}
+	}
+	for _, c := range cols {
+		e := ev
+		if c.by != knowledge.Hybrid || !b.Semantic() {
+			if e, err = b.EvaluateBy(ctx, c.by, qs); err != nil {
+				return err
+			}
+		}
+		c.all = []knowledge.Evaluation{e}
+		for _, pq := range partQs {
+			pe, err := b.EvaluateBy(ctx, c.by, pq)
 			if err != nil {
 				return err
 			}
-			fmt.Printf("| search, %s | %d | %.3f | %.3f |\n", part.name, pe.Search.Questions, pe.Search.MRR, pe.Search.NDCG5)
-			fmt.Printf("| FAQ, %s | %d | %.3f | %.3f |\n", part.name, pe.FAQ.Questions, pe.FAQ.MRR, pe.FAQ.NDCG5)
+			c.parts = append(c.parts, pe)
 		}
 	}
-	fmt.Printf("\nMRR by question style:")
-	styles := make([]string, 0, len(ev.ByStyle))
-	for s := range ev.ByStyle {
-		styles = append(styles, s)
+	fmt.Printf("%d documents, %d FAQs, %d labelled questions.\n\nMRR (nDCG@5) by what ranks:\n\n", docs, faqs, len(qs))
+	header := "| | questions |"
+	rule := "|---|---:|"
+	for _, c := range cols {
+		header += " " + c.name + " |"
+		rule += "---:|"
 	}
-	slices.Sort(styles)
+	fmt.Println(header)
+	fmt.Println(rule)
+	row := func(name string, n int, cell func(c *column) string) {
+		line := fmt.Sprintf("| %s | %d |", name, n)
+		for _, c := range cols {
+			line += " " + cell(c) + " |"
+		}
+		fmt.Println(line)
+	}
+	metric := func(m knowledge.Metrics) string { return fmt.Sprintf("%.3f (%.3f)", m.MRR, m.NDCG5) }
+	row("search", ev.Search.Questions, func(c *column) string { return metric(c.all[0].Search) })
+	row("FAQ", ev.FAQ.Questions, func(c *column) string { return metric(c.all[0].FAQ) })
+	for i, name := range parts {
+		row("search, "+name, cols[0].parts[i].Search.Questions, func(c *column) string { return metric(c.parts[i].Search) })
+		row("FAQ, "+name, cols[0].parts[i].FAQ.Questions, func(c *column) string { return metric(c.parts[i].FAQ) })
+	}
+	styles := slices.Sorted(maps.Keys(ev.ByStyle))
+	count := map[string]int{}
+	for _, q := range qs {
+		count[q.Style]++
+	}
 	for _, s := range styles {
-		fmt.Printf(" %s %.3f;", s, ev.ByStyle[s])
+		row("style "+s, count[s], func(c *column) string { return fmt.Sprintf("%.3f", c.all[0].ByStyle[s]) })
 	}
+
+	if len(cols) == 3 {
+		// Whether the combination keeps what each side finds: of the
+		// questions one side ranks right first, how many hybrid does.
+		lex, vec, hyb := cols[0].all[0].Reciprocal, cols[1].all[0].Reciprocal, cols[2].all[0].Reciprocal
+		var nl, nv, ne, kl, kv, ke, neither int
+		for i := range hyb {
+			l, v, h := lex[i] == 1, vec[i] == 1, hyb[i] == 1
+			if l {
+				nl++
+				kl += b2i(h)
+			}
+			if v {
+				nv++
+				kv += b2i(h)
+			}
+			if l || v {
+				ne++
+				ke += b2i(h)
+			} else {
+				neither += b2i(h)
+			}
+		}
+		fmt.Printf("\nRanked right first: lexical %d questions, hybrid keeps %d; vectors alone %d, hybrid keeps %d; either %d, hybrid %d, and %d that neither does.\n",
+			nl, kl, nv, kv, ne, ke, neither)
+	}
+
+	fmt.Println("\nRetrieval-augmented answers (/cms/rag, extractive): right when the first source is a relevant item of the")
+	fmt.Println("question's target kind; other kind when it is an FAQ for a document question or the reverse (unlabelled);")
+	fmt.Println("wrong when it is an item of the target's kind that is not relevant.")
+	fmt.Println()
+	fmt.Println("| ranking | questions | right | other kind | wrong | abstained |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	for _, c := range cols {
+		r := c.all[0].RAG
+		if r.Questions == 0 {
+			continue
+		}
+		pc := func(n int) string { return fmt.Sprintf("%d (%.1f%%)", n, 100*float64(n)/float64(r.Questions)) }
+		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", c.name, r.Questions, pc(r.Right), pc(r.OtherKind), pc(r.Wrong), pc(r.Abstained))
+	}
+
 	fmt.Printf("\nSuggestion hit rate@5 over %d prefixes (half and three quarters of the characters) of the labelled FAQ questions: %.3f\n", ev.SuggestionPrefixes, ev.SuggestionHitRate)
 	fmt.Println("\nSuggestion hit rate@5 over word prefixes (half, and three quarters ending mid-word when the word is long):")
 	fmt.Println()
 	fmt.Println("| typed towards | prefixes | hits | hit rate@5 |")
 	fmt.Println("|---|---:|---:|---:|")
-	row := func(name string, h knowledge.HitRate) {
+	hits := func(name string, h knowledge.HitRate) {
 		fmt.Printf("| %s | %d | %d | %.3f |\n", name, h.Prefixes, h.Hits, h.Rate)
 	}
-	row("labelled questions with an FAQ target", ev.UserSuggestions)
-	styles = styles[:0]
-	for s := range ev.UserSuggestionsByStyle {
-		styles = append(styles, s)
+	hits("labelled questions with an FAQ target", ev.UserSuggestions)
+	for _, s := range slices.Sorted(maps.Keys(ev.UserSuggestionsByStyle)) {
+		hits("of them, style "+s, ev.UserSuggestionsByStyle[s])
 	}
-	slices.Sort(styles)
-	for _, s := range styles {
-		row("of them, style "+s, ev.UserSuggestionsByStyle[s])
-	}
-	row("FAQ questions as written", ev.FAQSuggestions)
+	hits("FAQ questions as written", ev.FAQSuggestions)
 	if ev.IntentSuggestions.Prefixes > 0 {
-		row("intent utterances as written", ev.IntentSuggestions)
+		hits("intent utterances as written", ev.IntentSuggestions)
 	} else {
 		fmt.Println("\nThe content has no intent utterances.")
 	}
@@ -141,6 +230,13 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 		}
 	}
 	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Load builds the knowledge base of the bundle's records (entities give

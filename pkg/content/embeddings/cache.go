@@ -309,3 +309,7 @@ func (c Cached) EmbedApp(ctx context.Context, app string, texts []string) ([][]f
 
 // Model is the embedder's model.
 func (c Cached) Model() string { return c.Embedder.Model() }
+
+// Unwrap is the embedder behind the cache, for what it tells of its model
+// (its token counter).
+func (c Cached) Unwrap() Embedder { return c.Embedder }

@@ -2,7 +2,9 @@
 // needs: a client for OpenAI-compatible embeddings endpoints (Ollama, vLLM or
 // a hosted service), a content-hash cache so that rebuilding an index at a
 // new revision embeds only changed texts, an exhaustive cosine-similarity
-// index, and reciprocal rank fusion to combine lexical and vector rankings.
+// index, and ways to combine lexical and vector rankings: by scores
+// weighed by how sure the lexical side is (Combine, what the knowledge
+// base ranks by), or by reciprocal rank fusion (Fuse).
 package embeddings
 
 import (

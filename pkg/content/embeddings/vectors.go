@@ -3,6 +3,7 @@ package embeddings
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Vectors is an immutable set of unit-normalised vectors for nearest-neighbour
@@ -91,6 +92,32 @@ func (v *Vectors) Nearest(q []float32, k int, keep func(i int) bool) []Hit {
 		h.offer(Hit{Index: i, Score: s})
 	}
 	return h.sorted()
+}
+
+// Similarities is the cosine similarity of q to every vector, in order,
+// written into dst (grown when short); zero vectors score 0. It returns
+// nil for a query of another dimension, or a zero or non-finite query.
+func (v *Vectors) Similarities(q []float32, dst []float32) []float32 {
+	if len(q) != v.dim || v.n == 0 {
+		return nil
+	}
+	var ss float64
+	for _, f := range q {
+		ss += float64(f) * float64(f)
+	}
+	if ss == 0 || math.IsNaN(ss) || math.IsInf(ss, 0) {
+		return nil
+	}
+	inv := float32(1 / math.Sqrt(ss))
+	dst = slices.Grow(dst[:0], v.n)[:v.n]
+	for i := range v.n {
+		if v.zero[i] {
+			dst[i] = 0
+			continue
+		}
+		dst[i] = dot(v.data[i*v.dim:(i+1)*v.dim], q) * inv
+	}
+	return dst
 }
 
 // dot is the inner product of two slices of equal length, with independent

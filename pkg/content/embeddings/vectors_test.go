@@ -197,3 +197,29 @@ func BenchmarkNearest(b *testing.B) {
 		}
 	})
 }
+
+func TestSimilarities(t *testing.T) {
+	v, err := NewVectors([][]float32{{1, 0}, {0, 2}, {0, 0}, {3, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := v.Similarities([]float32{2, 0}, make([]float32, 1)) // a short dst grows
+	want := []float32{1, 0, 0, 0.6}
+	if len(got) != len(want) {
+		t.Fatalf("Similarities = %v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(float64(got[i]-want[i])) > 1e-6 {
+			t.Fatalf("Similarities = %v, want %v", got, want)
+		}
+	}
+	for _, q := range [][]float32{{1}, {0, 0}, {float32(math.NaN()), 1}, {float32(math.Inf(1)), 0}} {
+		if got := v.Similarities(q, nil); got != nil {
+			t.Errorf("Similarities(%v) = %v, want nil", q, got)
+		}
+	}
+	empty, _ := NewVectors(nil)
+	if got := empty.Similarities([]float32{1}, nil); got != nil {
+		t.Errorf("no vectors: %v", got)
+	}
+}

@@ -1,8 +1,11 @@
 package knowledge
 
 import (
+	"context"
 	"encoding/json"
+	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/assistantcms/cms/pkg/content"
@@ -114,5 +117,88 @@ func BenchmarkFAQs10k(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		base.FAQs(qs[i%len(qs)].Question, 10)
+	}
+}
+
+// hashVectors is an Embedder stand-in of the Universal Sentence
+// Encoder's shape: 512 dimensions, a fixed pseudo-random vector per text,
+// and a window of 128 tokens estimated from words. Its vectors mean
+// nothing; it is for measuring what ranking by them costs.
+type hashVectors struct{}
+
+func (hashVectors) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		h := fnv.New64a()
+		h.Write([]byte(t))
+		rng := rand.New(rand.NewPCG(h.Sum64(), 1))
+		v := make([]float32, 512)
+		for j := range v {
+			v[j] = float32(rng.NormFloat64())
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (hashVectors) Tokens(text string) int { return wordTokens(text) }
+func (hashVectors) Window() int            { return 128 }
+
+// hybridBase10k is knowledgeBase10k embedded by hashVectors, with the
+// labelled questions understood.
+func hybridBase10k(b *testing.B) (*Base, []Query, []Question) {
+	src, o := sources10k(b)
+	o.Embedder = hashVectors{}
+	base, err := New(src, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := base.WaitSemantic(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	qs := evalQuestions(b)
+	var queries []Query
+	for _, q := range qs {
+		uq := base.Understand(context.Background(), q.Question)
+		if uq.Fallback != nil {
+			b.Fatal(uq.Fallback)
+		}
+		queries = append(queries, uq)
+	}
+	index, _ := base.sem.vectors()
+	b.Logf("%d documents, %d vectors", base.docs.Len(), index.vecs.Len())
+	return base, queries, qs
+}
+
+// BenchmarkHybridSearch10k is one search ranked by words and meaning,
+// and its answer's encoding, for a question already understood: what
+// ranking by meaning adds to BenchmarkSearch10k, its embedding aside.
+func BenchmarkHybridSearch10k(b *testing.B) {
+	base, queries, _ := hybridBase10k(b)
+	var buf []byte
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		buf = base.SearchQuery(queries[i%len(queries)], "").AppendJSON(buf[:0])
+	}
+}
+
+// BenchmarkHybridFAQs10k is BenchmarkFAQs10k ranked by words and meaning.
+func BenchmarkHybridFAQs10k(b *testing.B) {
+	base, queries, _ := hybridBase10k(b)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		base.FAQsQuery(queries[i%len(queries)], 10)
+	}
+}
+
+// BenchmarkHybridUnderstand10k is measuring a question's similarity to
+// every text of the content, the embedding of the question aside (the
+// stand-in's is cheap).
+func BenchmarkHybridUnderstand10k(b *testing.B) {
+	base, _, qs := hybridBase10k(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		base.Understand(ctx, qs[i%len(qs)].Question)
 	}
 }

@@ -52,6 +52,11 @@ type Evaluation struct {
 	// the questions' style.
 	UserSuggestions        HitRate
 	UserSuggestionsByStyle map[string]HitRate
+	// RAG is how /cms/rag answers the questions (without a generator).
+	RAG RAGFigures
+	// Reciprocal is each question's reciprocal rank (see Metrics.MRR), in
+	// the order given, for comparing rankings question by question.
+	Reciprocal []float64
 	// FAQSuggestions and IntentSuggestions are over word prefixes of the
 	// FAQs' questions and of the intents' utterances as written: a hit is
 	// a question of the same FAQ, or an utterance of the same intent, among
@@ -59,6 +64,44 @@ type Evaluation struct {
 	// are given.
 	FAQSuggestions, IntentSuggestions HitRate
 }
+
+// RAGFigures count how retrieval-augmented answers fare: Right when the
+// first source is a relevant item of the question's target kind (FAQ or
+// document), OtherKind when it is of the other kind (the labels name one
+// kind; such an answer is not labelled right or wrong), Wrong when it is
+// an item of the target's kind that is not relevant, Abstained when the
+// answer says it has none.
+type RAGFigures struct {
+	Questions, Right, OtherKind, Wrong, Abstained int
+}
+
+func (f *RAGFigures) add(q Question, a Answer) {
+	f.Questions++
+	switch {
+	case !a.HasAnswer || len(a.Sources) == 0:
+		f.Abstained++
+	case (q.Target == "faq") != (a.Sources[0].kind == KindFAQ):
+		f.OtherKind++
+	case slices.Contains(q.Relevant, a.Sources[0].id):
+		f.Right++
+	default:
+		f.Wrong++
+	}
+}
+
+// Ranking is what an evaluation ranks by.
+type Ranking int
+
+const (
+	// Hybrid ranks as the api does: by words, and by meaning as well when
+	// an embedder is configured.
+	Hybrid Ranking = iota
+	// Lexical ranks by words alone.
+	Lexical
+	// Vectors ranks by meaning alone; it needs an embedder, and has no
+	// RAG figures (answers are given on combined scores).
+	Vectors
+)
 
 // HitRate is the share of typed prefixes whose suggestions hold what the
 // user was typing towards.
@@ -86,27 +129,33 @@ const evalDepth = 10
 // stay empty without them). With semantic retrieval, questions are
 // ranked as SearchQuery and FAQsQuery rank them.
 func (b *Base) Evaluate(ctx context.Context, qs []Question, intents ...content.Record) (Evaluation, error) {
+	return b.EvaluateBy(ctx, Hybrid, qs, intents...)
+}
+
+// EvaluateBy is Evaluate ranking by words, meaning, or both; the
+// suggestion figures are the same whatever it ranks by.
+func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intents ...content.Record) (Evaluation, error) {
 	ev := Evaluation{ByStyle: map[string]float64{}, UserSuggestionsByStyle: map[string]HitRate{}}
 	styleCount := map[string]int{}
 	hits, prefixes := 0, 0
 	for _, q := range qs {
 		var ranked []string
 		var m *Metrics
+		uq, err := b.understood(ctx, q.Question, by)
+		if err != nil {
+			return ev, err
+		}
+		if by != Vectors {
+			a, _ := b.answer(ctx, uq, "", nil, 0)
+			ev.RAG.add(q, a)
+		}
 		switch q.Target {
 		case "search":
-			uq, err := b.understood(ctx, q.Question)
-			if err != nil {
-				return ev, err
-			}
 			for _, r := range b.docResults(uq, "", evalDepth) {
 				ranked = append(ranked, r.Doc.ID)
 			}
 			m = &ev.Search
 		case "faq":
-			uq, err := b.understood(ctx, q.Question)
-			if err != nil {
-				return ev, err
-			}
 			found, _ := b.faqResults(uq, evalDepth)
 			for _, h := range found {
 				ranked = append(ranked, h.group)
@@ -140,6 +189,7 @@ func (b *Base) Evaluate(ctx context.Context, qs []Question, intents ...content.R
 			return ev, fmt.Errorf("question %q: unknown target %q", q.Question, q.Target)
 		}
 		rr, ndcg := rank(ranked, q.Relevant)
+		ev.Reciprocal = append(ev.Reciprocal, rr)
 		m.Questions++
 		m.MRR += rr
 		m.NDCG5 += ndcg
@@ -197,12 +247,22 @@ func (b *Base) Evaluate(ctx context.Context, qs []Question, intents ...content.R
 	return ev, nil
 }
 
-// understood is Understand that fails rather than fall back: figures of
-// lexical ranks must not pass for those of fused ones.
-func (b *Base) understood(ctx context.Context, question string) (Query, error) {
+// understood is Understand for ranking by: it fails rather than fall
+// back, as figures of lexical ranks must not pass for those of combined
+// ones.
+func (b *Base) understood(ctx context.Context, question string, by Ranking) (Query, error) {
+	if by == Lexical {
+		return Query{Text: question, mode: rankLexical}, nil
+	}
+	if by == Vectors && b.sem == nil {
+		return Query{}, fmt.Errorf("ranking by meaning alone needs an embedder")
+	}
 	q := b.Understand(ctx, question)
 	if q.Fallback != nil {
 		return q, fmt.Errorf("question %q: semantic retrieval failed: %w", question, q.Fallback)
+	}
+	if by == Vectors {
+		q.mode = rankVector
 	}
 	return q, nil
 }

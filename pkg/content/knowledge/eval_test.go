@@ -282,3 +282,27 @@ func TestRank(t *testing.T) {
 		}
 	}
 }
+
+func TestRAGFigures(t *testing.T) {
+	faq := func(id string) Source { return Source{URL: "f/" + id, kind: KindFAQ, id: id} }
+	doc := func(id string) Source { return Source{URL: "d/" + id, kind: kindDocument, id: id} }
+	var f RAGFigures
+	for _, tt := range []struct {
+		q Question
+		a Answer
+	}{
+		{Question{Target: "faq", Relevant: []string{"x"}}, Answer{HasAnswer: true, Sources: []Source{faq("x")}}},            // right
+		{Question{Target: "search", Relevant: []string{"d1", "d2"}}, Answer{HasAnswer: true, Sources: []Source{doc("d2")}}}, // right
+		{Question{Target: "faq", Relevant: []string{"x"}}, Answer{HasAnswer: true, Sources: []Source{faq("y"), faq("x")}}},  // wrong: the first counts
+		{Question{Target: "search", Relevant: []string{"d1"}}, Answer{HasAnswer: true, Sources: []Source{faq("d1")}}},       // other kind, whatever its id
+		{Question{Target: "faq", Relevant: []string{"x"}}, Answer{HasAnswer: true, Sources: []Source{doc("x"), faq("x")}}},  // other kind
+		{Question{Target: "faq", Relevant: []string{"x"}}, Answer{Sources: []Source{}}},                                     // abstained
+		{Question{Target: "search", Relevant: []string{"d1"}}, Answer{HasAnswer: true, Sources: []Source{}}},                // no source: abstained
+	} {
+		f.add(tt.q, tt.a)
+	}
+	want := RAGFigures{Questions: 7, Right: 2, OtherKind: 2, Wrong: 1, Abstained: 2}
+	if f != want {
+		t.Errorf("figures %+v, want %+v", f, want)
+	}
+}

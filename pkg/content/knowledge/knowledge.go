@@ -14,12 +14,12 @@ import (
 	"math"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf16"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/content/search"
 )
 
@@ -168,7 +168,7 @@ func New(src Sources, o Options) (*Base, error) {
 	b.suggest = search.NewSuggester(cands)
 	b.intents = search.BuildWith(utterances, cfg)
 	if o.Embedder != nil {
-		b.sem = newSemantic(o, sdocs, variants)
+		b.sem = newSemantic(o, sdocs, variants, func(group string) string { return b.faqList[group].Answer })
 	}
 	return b, nil
 }
@@ -300,7 +300,8 @@ func (b *Base) Search(question, location string) SearchResult {
 }
 
 // SearchQuery is Search for a question understood (see Understand): with
-// its vector, lexical and vector ranks are fused.
+// its vector, lexical scores and similarities are combined (see
+// embeddings.Combine).
 func (b *Base) SearchQuery(q Query, location string) SearchResult {
 	question := q.Text
 	res := b.docResults(q, location, maxDocuments)
@@ -332,27 +333,90 @@ func (b *Base) SearchQuery(q Query, location string) SearchResult {
 
 // docResults ranks the documents for q, at most limit.
 func (b *Base) docResults(q Query, location string, limit int) []search.Result {
-	if q.vec == nil {
-		return b.docs.Search(q.Text, search.Options{Limit: limit, Location: location})
+	ranked := b.docRanking(q, location, limit)
+	out := make([]search.Result, len(ranked))
+	for i, r := range ranked {
+		out[i] = r.Result
 	}
-	lexical := b.docs.Search(q.Text, search.Options{Limit: fuseDepth, Location: location})
+	return out
+}
+
+// rankedDoc is a document ranked for a question: with its score (lexical,
+// or combined with its similarity) and its passage nearest in meaning
+// (-1 when ranked lexically).
+type rankedDoc struct {
+	search.Result
+	score, similarity float64
+	passage           int
+}
+
+// docRanking ranks the documents for q, at most limit.
+func (b *Base) docRanking(q Query, location string, limit int) []rankedDoc {
+	if !q.semantic() {
+		var out []rankedDoc
+		for _, r := range b.docs.Search(q.Text, search.Options{Limit: limit, Location: location}) {
+			out = append(out, rankedDoc{Result: r, score: r.Score, passage: -1})
+		}
+		return out
+	}
 	var keep func(int) bool
 	if location != "" {
 		keep = func(i int) bool { return b.docs.Item(i).Doc.Location == location }
 	}
+	sims := make([]float64, b.docs.Len())
+	best := make([]int, b.docs.Len())
+	for i := range sims {
+		sims[i], best[i] = q.docSimilarity(i)
+		if q.sem.docLead[i] < 0 && len(q.sem.docPassages[i]) == 0 {
+			sims[i] = math.Inf(-1) // nothing to mean
+		}
+	}
+	near := nearest(len(sims), max(limit, fuseDepth), func(i int) float64 { return sims[i] }, keep, q.floor())
+	if q.mode == rankVector {
+		out := make([]rankedDoc, 0, min(limit, len(near)))
+		for _, i := range near[:min(limit, len(near))] {
+			out = append(out, rankedDoc{Result: b.docs.Item(i), score: sims[i], similarity: sims[i], passage: best[i]})
+		}
+		return out
+	}
+	lexical := b.docs.Search(q.Text, search.Options{Limit: fuseDepth, Location: location})
 	found := make(map[int]search.Result, len(lexical))
+	ev := make([]embeddings.Evidence, 0, len(lexical)+len(near))
 	for _, r := range lexical {
 		found[r.Index] = r
+		ev = append(ev, embeddings.Evidence{Item: r.Index, Lexical: r.Score / lexical[0].Score, Similarity: finiteOr0(sims[r.Index])})
 	}
-	var out []search.Result
-	for _, f := range fuse(q, q.docs, lexical, strconv.Itoa, keep, limit) {
+	for _, i := range near {
+		if _, ok := found[i]; !ok {
+			ev = append(ev, embeddings.Evidence{Item: i, Similarity: sims[i]})
+		}
+	}
+	var out []rankedDoc
+	for _, f := range embeddings.Combine(ev, lexicalConfidence(lexical), embeddings.DefaultWeighting, limit) {
 		r, ok := found[f.Item]
 		if !ok {
 			r = b.docs.Item(f.Item) // found by meaning alone: nothing to highlight
 		}
-		out = append(out, r)
+		out = append(out, rankedDoc{Result: r, score: f.Score, similarity: finiteOr0(sims[f.Item]), passage: best[f.Item]})
 	}
 	return out
+}
+
+// lexicalConfidence is how much of the question the lexical top matched
+// (0 when nothing matched).
+func lexicalConfidence(lexical []search.Result) float64 {
+	if len(lexical) == 0 {
+		return 0
+	}
+	return lexical[0].Confidence
+}
+
+// finiteOr0 is f, or 0 for an item with nothing to mean.
+func finiteOr0(f float64) float64 {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0
+	}
+	return f
 }
 
 func (b *Base) document(r search.Result) Document {
@@ -402,7 +466,7 @@ func utf16Slice(text string, s search.Span) string {
 	return strings.TrimSpace(text[from:to])
 }
 
-func round(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
+func round(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 // FAQ is a StudioFAQ with its score.
 type FAQ struct {
@@ -429,9 +493,10 @@ func (b *Base) FAQs(question string, limit int) FAQResult {
 }
 
 // FAQsQuery is FAQs for a question understood (see Understand): with its
-// vector, lexical and vector ranks are fused; each FAQ's _score is then
-// its fused reciprocal-rank score, and Total also counts the FAQs among
-// the answer that only their meaning found.
+// vector, lexical scores and similarities are combined (see
+// embeddings.Combine); each FAQ's _score is then its combined score, and
+// Total also counts the FAQs among the answer that only their meaning
+// found.
 func (b *Base) FAQsQuery(q Query, limit int) FAQResult {
 	hits, total := b.faqResults(q, max(limit, 1))
 	out := FAQResult{Total: total, FAQ: []FAQ{}}
@@ -442,40 +507,56 @@ func (b *Base) FAQsQuery(q Query, limit int) FAQResult {
 	return out
 }
 
-// faqHit is an FAQ found for a question, with its score.
+// faqHit is an FAQ found for a question, with its score and, when
+// ranked by meaning, its similarity.
 type faqHit struct {
-	group string
-	score float64
+	group             string
+	score, similarity float64
 }
 
 // faqResults ranks the FAQs for q, at most limit, and counts those that
 // matched.
 func (b *Base) faqResults(q Query, limit int) ([]faqHit, int) {
 	var out []faqHit
-	if q.vec == nil {
+	if !q.semantic() {
 		res, total := b.faqs.SearchCount(q.Text, search.Options{Limit: limit})
 		for _, r := range res {
-			out = append(out, faqHit{r.Doc.Group, round(r.Score)})
+			out = append(out, faqHit{group: r.Doc.Group, score: round(r.Score)})
 		}
 		return out, total
 	}
+	sims, best := q.faqSimilarities()
+	near := nearest(len(sims), max(limit, fuseDepth), func(g int) float64 { return sims[g] }, nil, q.floor())
+	group := func(i int) string { return b.faqs.Item(i).Doc.Group }
+	if q.mode == rankVector {
+		for _, g := range near[:min(limit, len(near))] {
+			out = append(out, faqHit{group: group(best[g]), score: round(sims[g]), similarity: sims[g]})
+		}
+		return out, len(near)
+	}
 	lexical, total := b.faqs.SearchCount(q.Text, search.Options{Limit: max(limit, fuseDepth)})
-	matched := make(map[string]bool, len(lexical))
+	matched := make(map[int32]bool, len(lexical)) // by group number
+	ev := make([]embeddings.Evidence, 0, len(lexical)+len(near))
 	for _, r := range lexical {
-		matched[r.Doc.Group] = true
+		g := q.sem.faqGroup[r.Index]
+		matched[g] = true
+		ev = append(ev, embeddings.Evidence{Item: r.Index, Lexical: r.Score / lexical[0].Score, Similarity: finiteOr0(sims[g])})
 	}
 	// Every lexical match was read when there are no more than were
 	// asked for; else an FAQ found by meaning may also have matched
 	// lexically further down, and is not counted twice.
 	allRead := total <= len(lexical)
-	group := func(i int) string { return b.faqs.Item(i).Doc.Group }
-	for _, f := range fuse(q, q.faqs, lexical, group, nil, limit) {
-		g := group(f.Item)
+	for _, g := range near {
+		if !matched[int32(g)] {
+			ev = append(ev, embeddings.Evidence{Item: best[g], Similarity: sims[g]})
+		}
+	}
+	for _, f := range embeddings.Combine(ev, lexicalConfidence(lexical), embeddings.DefaultWeighting, limit) {
+		g := q.sem.faqGroup[f.Item]
 		if allRead && !matched[g] {
 			total++
 		}
-		// Fused scores are sums of 1/(60+rank): four decimals tell them apart.
-		out = append(out, faqHit{g, math.Round(f.Score*1e4) / 1e4})
+		out = append(out, faqHit{group: group(f.Item), score: round(f.Score), similarity: finiteOr0(sims[g])})
 	}
 	return out, max(total, len(out))
 }

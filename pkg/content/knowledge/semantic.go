@@ -1,10 +1,14 @@
 package knowledge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,8 +49,9 @@ const (
 	// retryAfter is how long a failed embedding of the content waits
 	// before a question tries it again.
 	retryAfter = 30 * time.Second
-	// maxEmbedRunes is how much of a document is embedded: its start says
-	// what it is about, and endpoints bound their input.
+	// maxEmbedRunes bounds a document's lead (its title and start), which
+	// says what the document is about; models read no more than their
+	// window of it, and endpoints bound their input.
 	maxEmbedRunes = 2000
 	// fuseDepth is how many lexical and nearest items each ranking gives
 	// the fusion.
@@ -54,6 +59,17 @@ const (
 	// buildChunk is how many texts of the content go to the embedder at
 	// once.
 	buildChunk = 256
+	// leadWeight is the share of a document's similarity that is its
+	// lead's; the rest is its best passage's. On the evaluation set the
+	// lead alone ranked documents better than their best passage alone
+	// (titles say what a document is about; a passage may match a detail
+	// many documents share), and the two halves together best.
+	leadWeight = 0.5
+	// answerWeight is how much an FAQ's answer adds to the similarity of
+	// its best question: measured from 0 to 0.3, a fifth ranked FAQs
+	// best; the answer holds words users ask with that the questions
+	// lack.
+	answerWeight = 0.2
 )
 
 // Fallback reasons: why an answer was found lexically alone although an
@@ -62,26 +78,71 @@ var (
 	ErrIndexing = errors.New("the app's content is still being embedded")
 )
 
-// semantic is the vectors of an app's documents and FAQ questions, built
-// in the background when the base is built, and again after a failure
-// when a question asks for them.
+// semantic is the vectors of an app's content, built in the background
+// when the base is built, and again after a failure when a question asks
+// for them.
 type semantic struct {
 	emb           Embedder
 	queryTimeout  time.Duration
 	minSimilarity float64
 	log           *slog.Logger
-	docTexts      []string
-	faqTexts      []string
+	// The content is planned (cut into passages, its distinct texts
+	// listed) by the first build, in the background, as counting tokens
+	// takes time: texts are the distinct texts to embed, plan says what
+	// each stands for. Only the running build reads or writes them.
+	docs, faqs []search.Doc
+	answerOf   func(group string) string
+	counter    TokenCounter
+	texts      []string
+	plan       *semIndex
 
 	mu       sync.Mutex
-	docs     *embeddings.Vectors
-	faqs     *embeddings.Vectors
-	err      error // of the last build, until one succeeds
+	index    *semIndex // with its vectors; nil until a build succeeds
+	err      error     // of the last build, until one succeeds
 	next     time.Time
 	building chan struct{} // closed when the running build ends; nil when none runs
 }
 
-func newSemantic(o Options, docs, faqs []search.Doc) *semantic {
+// semIndex is the vectors of an app's content and what each stands for.
+// Distinct texts are embedded once: documents sharing a paragraph share
+// its vector.
+type semIndex struct {
+	vecs *embeddings.Vectors // one per distinct text; nil in a plan
+	// docLead is each document's lead (title and start), -1 for an empty
+	// document; docPassages are its passages, in order.
+	docLead     []int32
+	docPassages [][]passage
+	// faqQuestion is the vector of each FAQ question variant (an item of
+	// Base.faqs), faqGroup the number of its FAQ, and groupAnswer the
+	// vector of each FAQ's answer (-1 for none).
+	faqQuestion []int32
+	faqGroup    []int32
+	groupAnswer []int32
+	groups      int
+}
+
+// passage is a stretch of a document's body with its vector.
+type passage struct {
+	vec        int32
+	start, end int32 // in bytes of the body
+}
+
+// tokenCounter is what counts tokens for cutting documents into
+// passages: the embedder's own counter when it has one (behind a cache
+// too), else the word estimate.
+func tokenCounter(e Embedder) TokenCounter {
+	if tc, ok := e.(TokenCounter); ok && tc.Window() > 0 {
+		return tc
+	}
+	if u, ok := e.(interface{ Unwrap() embeddings.Embedder }); ok {
+		if tc, ok := u.Unwrap().(TokenCounter); ok && tc.Window() > 0 {
+			return tc
+		}
+	}
+	return wordCounter{}
+}
+
+func newSemantic(o Options, docs, faqs []search.Doc, answerOf func(group string) string) *semantic {
 	s := &semantic{emb: o.Embedder, queryTimeout: o.QueryTimeout, minSimilarity: o.MinSimilarity, log: o.Log}
 	if ae, ok := o.Embedder.(AppEmbedder); ok {
 		s.emb = appEmbedder{app: o.App, emb: ae}
@@ -92,17 +153,56 @@ func newSemantic(o Options, docs, faqs []search.Doc) *semantic {
 	if s.queryTimeout <= 0 {
 		s.queryTimeout = DefaultQueryTimeout
 	}
-	for _, d := range docs {
-		text, _ := Cut(d.Title+"\n"+d.Body, maxEmbedRunes)
-		s.docTexts = append(s.docTexts, text)
-	}
-	for _, d := range faqs {
-		s.faqTexts = append(s.faqTexts, d.Title)
-	}
+	s.docs, s.faqs, s.answerOf, s.counter = docs, faqs, answerOf, tokenCounter(o.Embedder)
 	s.mu.Lock()
 	s.startLocked()
 	s.mu.Unlock()
 	return s
+}
+
+// planIndex lists the distinct texts to embed for docs and the FAQ
+// question variants faqs, and what each stands for.
+func planIndex(tc TokenCounter, docs, faqs []search.Doc, answerOf func(group string) string) ([]string, *semIndex) {
+	var texts []string
+	ids := map[string]int32{}
+	id := func(text string) int32 {
+		if strings.TrimSpace(text) == "" {
+			return -1 // nothing to mean; some endpoints refuse empty input
+		}
+		i, ok := ids[text]
+		if !ok {
+			i = int32(len(texts))
+			ids[text] = i
+			texts = append(texts, text)
+		}
+		return i
+	}
+	p := &semIndex{docLead: make([]int32, len(docs)), docPassages: make([][]passage, len(docs))}
+	window := tc.Window()
+	for i, d := range docs {
+		lead, _ := Cut(strings.TrimSpace(d.Title+"\n"+d.Body), maxEmbedRunes)
+		p.docLead[i] = id(lead)
+		for _, sp := range splitPassages(d.Body, tc.Tokens, window) {
+			if v := id(d.Body[sp.start:sp.end]); v >= 0 {
+				p.docPassages[i] = append(p.docPassages[i], passage{vec: v, start: int32(sp.start), end: int32(sp.end)})
+			}
+		}
+	}
+	groups := map[string]int32{}
+	p.faqQuestion = make([]int32, len(faqs))
+	p.faqGroup = make([]int32, len(faqs))
+	for i, f := range faqs {
+		p.faqQuestion[i] = id(f.Title)
+		g, ok := groups[f.Group]
+		if !ok {
+			g = int32(len(groups))
+			groups[f.Group] = g
+			p.groupAnswer = append(p.groupAnswer, id(answerOf(f.Group)))
+		}
+		p.faqGroup[i] = g
+	}
+	p.groups = len(groups)
+	return texts, p
 }
 
 // startLocked starts a build; s.mu is held.
@@ -114,12 +214,13 @@ func (s *semantic) startLocked() {
 		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 		defer cancel()
 		start := time.Now()
-		docs, faqs, err := s.build(ctx)
+		index, err := s.build(ctx)
 		if err != nil {
 			s.log.Warn("embedding the app's content failed; search and FAQ answers are lexical until it succeeds",
 				"err", err, "retry_after", retryAfter)
 		} else {
-			s.log.Info("embedded the app's content", "documents", docs.Len(), "faq_questions", faqs.Len(), "took", time.Since(start))
+			s.log.Info("embedded the app's content", "documents", len(index.docLead), "faq_questions", len(index.faqQuestion),
+				"texts", index.vecs.Len(), "took", time.Since(start))
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -128,51 +229,54 @@ func (s *semantic) startLocked() {
 			s.err, s.next = err, time.Now().Add(retryAfter)
 			return
 		}
-		s.docs, s.faqs, s.err = docs, faqs, nil
-		s.docTexts, s.faqTexts = nil, nil // needed no more
+		s.index, s.err = index, nil
+		s.texts = nil // needed no more
 	}()
 }
 
-func (s *semantic) build(ctx context.Context) (docs, faqs *embeddings.Vectors, err error) {
-	texts := append(append([]string{}, s.docTexts...), s.faqTexts...)
-	vs := make([][]float32, 0, len(texts))
+func (s *semantic) build(ctx context.Context) (*semIndex, error) {
+	if s.plan == nil {
+		s.texts, s.plan = planIndex(s.counter, s.docs, s.faqs, s.answerOf)
+		s.docs, s.faqs, s.answerOf = nil, nil, nil // needed no more
+	}
+	vs := make([][]float32, 0, len(s.texts))
 	// In parts, so that a cache behind the embedder keeps each part as it
 	// comes: a build that fails part way resumes there when tried again.
-	for from := 0; from < len(texts); from += buildChunk {
-		part := texts[from:min(from+buildChunk, len(texts))]
+	for from := 0; from < len(s.texts); from += buildChunk {
+		part := s.texts[from:min(from+buildChunk, len(s.texts))]
 		got, err := s.emb.Embed(ctx, part)
 		if err != nil {
-			return nil, nil, fmt.Errorf("embed the app's content (texts %d to %d of %d): %w", from+1, from+len(part), len(texts), err)
+			return nil, fmt.Errorf("embed the app's content (texts %d to %d of %d): %w", from+1, from+len(part), len(s.texts), err)
 		}
 		if len(got) != len(part) {
-			return nil, nil, fmt.Errorf("embed the app's content: %d vectors for %d texts", len(got), len(part))
+			return nil, fmt.Errorf("embed the app's content: %d vectors for %d texts", len(got), len(part))
 		}
 		vs = append(vs, got...)
 	}
-	if docs, err = embeddings.NewVectors(vs[:len(s.docTexts)]); err != nil {
-		return nil, nil, fmt.Errorf("document vectors: %w", err)
+	vecs, err := embeddings.NewVectors(vs)
+	if err != nil {
+		return nil, fmt.Errorf("content vectors: %w", err)
 	}
-	if faqs, err = embeddings.NewVectors(vs[len(s.docTexts):]); err != nil {
-		return nil, nil, fmt.Errorf("FAQ vectors: %w", err)
-	}
-	return docs, faqs, nil
+	index := *s.plan
+	index.vecs = vecs
+	return &index, nil
 }
 
 // vectors are the content's vectors, or why there are none yet; a failed
 // build is tried again once retryAfter has passed.
-func (s *semantic) vectors() (docs, faqs *embeddings.Vectors, err error) {
+func (s *semantic) vectors() (*semIndex, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.docs != nil {
-		return s.docs, s.faqs, nil
+	if s.index != nil {
+		return s.index, nil
 	}
 	if s.building == nil && !time.Now().Before(s.next) {
 		s.startLocked()
 	}
 	if s.building == nil && s.err != nil {
-		return nil, nil, s.err
+		return nil, s.err
 	}
-	return nil, nil, ErrIndexing
+	return nil, ErrIndexing
 }
 
 // wait waits for the running build, if any, and reports how the last one
@@ -194,36 +298,52 @@ func (s *semantic) wait(ctx context.Context) error {
 }
 
 // Query is a question as a Base understands it: its text and, when
-// semantic retrieval is configured and answers, its vector.
+// semantic retrieval is configured and answers, its similarity to each
+// text of the content.
 type Query struct {
 	Text          string
-	vec           []float32
-	docs, faqs    *embeddings.Vectors
+	sem           *semIndex
+	sims          []float32 // by vector of sem
 	minSimilarity float64
 	// Fallback, when not nil, says why the question is answered lexically
 	// alone although semantic retrieval is configured.
 	Fallback error
+	// mode ranks by one side alone, for measuring each.
+	mode rankMode
 }
+
+// rankMode is what a ranking uses.
+type rankMode int
+
+const (
+	rankHybrid rankMode = iota
+	rankLexical
+	rankVector
+)
 
 // Semantic reports whether the base combines lexical with semantic
 // retrieval (an embedder is configured).
 func (b *Base) Semantic() bool { return b.sem != nil }
 
 // Understand prepares question for Search and FAQs: with an embedder
-// configured, it embeds the question (bounded by the query timeout).
+// configured, it embeds the question (bounded by the query timeout) and
+// measures its similarity to the content.
 func (b *Base) Understand(ctx context.Context, question string) Query {
 	q := Query{Text: question}
-	if b.sem == nil {
-		return q
+	if b.sem == nil || strings.TrimSpace(question) == "" {
+		return q // nothing to mean; some endpoints refuse empty input
 	}
-	docs, faqs, err := b.sem.vectors()
+	index, err := b.sem.vectors()
 	if err != nil {
 		q.Fallback = err
 		return q
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.sem.queryTimeout)
 	defer cancel()
-	vs, err := b.sem.emb.Embed(ctx, []string{question})
+	// A model reads no more than its window; the start says what the
+	// question is about, and endpoints bound their input.
+	text, _ := Cut(question, maxEmbedRunes)
+	vs, err := b.sem.emb.Embed(ctx, []string{text})
 	if err == nil && len(vs) != 1 {
 		err = fmt.Errorf("%d vectors for one question", len(vs))
 	}
@@ -231,7 +351,12 @@ func (b *Base) Understand(ctx context.Context, question string) Query {
 		q.Fallback = fmt.Errorf("embed the question: %w", err)
 		return q
 	}
-	q.vec, q.docs, q.faqs, q.minSimilarity = vs[0], docs, faqs, b.sem.minSimilarity
+	sims := index.vecs.Similarities(vs[0], nil)
+	if sims == nil && index.vecs.Len() > 0 {
+		q.Fallback = fmt.Errorf("the question's vector (%d dimensions) does not compare with the content's (%d)", len(vs[0]), index.vecs.Dim())
+		return q
+	}
+	q.sem, q.sims, q.minSimilarity = index, sims, b.sem.minSimilarity
 	return q
 }
 
@@ -245,38 +370,93 @@ func (b *Base) WaitSemantic(ctx context.Context) error {
 	return b.sem.wait(ctx)
 }
 
-// fuse combines a lexical ranking with the nearest items of q's vector
-// among vs, by reciprocal rank fusion, grouping items by group (each
-// group counts once, by its best item). It returns the best items, at
-// most limit, with their fused scores.
-func fuse(q Query, vs *embeddings.Vectors, lexical []search.Result, group func(i int) string, keep func(i int) bool, limit int) []embeddings.Fused {
-	ids := map[string]int{} // group -> its representative item
-	rank := func(items []int) []int {
-		out := make([]int, 0, len(items))
-		seen := map[string]bool{}
-		for _, i := range items {
-			g := group(i)
-			if seen[g] {
-				continue
-			}
-			seen[g] = true
-			if _, ok := ids[g]; !ok {
-				ids[g] = i
-			}
-			out = append(out, ids[g])
+// semantic reports whether q is ranked by meaning: it has the
+// question's similarities and is not held to lexical ranking.
+func (q Query) semantic() bool { return q.sims != nil && q.mode != rankLexical }
+
+// floor is the least similarity an item found by meaning alone needs.
+func (q Query) floor() float64 {
+	if q.minSimilarity == 0 {
+		return math.Inf(-1) // the nearest, whatever they are
+	}
+	return q.minSimilarity
+}
+
+// sim is the question's similarity to vector v, 0 for none (-1).
+func (q Query) sim(v int32) float64 {
+	if v < 0 || int(v) >= len(q.sims) {
+		return 0
+	}
+	return float64(q.sims[v])
+}
+
+// docSimilarity is how near document i means to the question: its lead
+// and its best passage, weighed by leadWeight; and that passage (-1 for
+// none).
+func (q Query) docSimilarity(i int) (float64, int) {
+	lead := q.sim(q.sem.docLead[i])
+	best, at := math.Inf(-1), -1
+	for j, p := range q.sem.docPassages[i] {
+		if s := q.sim(p.vec); s > best {
+			best, at = s, j
 		}
-		return out
 	}
-	lex := make([]int, 0, len(lexical))
-	for _, r := range lexical {
-		lex = append(lex, r.Index)
+	if at < 0 {
+		return lead, -1
 	}
-	var near []int
-	for _, h := range vs.Nearest(q.vec, fuseDepth, keep) {
-		if float64(h.Score) < q.minSimilarity {
-			break // best first
+	if q.sem.docLead[i] < 0 {
+		return best, at
+	}
+	return leadWeight*lead + (1-leadWeight)*best, at
+}
+
+// faqSimilarities are how near each FAQ means to the question, by group
+// number: its best question variant's similarity plus answerWeight times
+// its answer's; and that variant (an item of Base.faqs).
+func (q Query) faqSimilarities() (sims []float64, best []int) {
+	sims = make([]float64, q.sem.groups)
+	best = make([]int, q.sem.groups)
+	for g := range sims {
+		sims[g], best[g] = math.Inf(-1), -1
+	}
+	for i, v := range q.sem.faqQuestion {
+		g := q.sem.faqGroup[i]
+		if v < 0 {
+			continue
 		}
-		near = append(near, h.Index)
+		if s := q.sim(v); s > sims[g] {
+			sims[g], best[g] = s, i
+		}
 	}
-	return embeddings.Fuse(embeddings.DefaultRRFK, limit, []embeddings.Ranking{{Items: rank(lex), Weight: 1}, {Items: rank(near), Weight: 1}})
+	for g := range sims {
+		if best[g] >= 0 {
+			sims[g] += answerWeight * q.sim(q.sem.groupAnswer[g])
+		}
+	}
+	return sims, best
+}
+
+// nearest are the k items of n with the highest scores, best first (ties
+// by lower item), among those keep accepts (nil keeps all) and scoring at
+// least floor.
+func nearest(n, k int, score func(i int) float64, keep func(i int) bool, floor float64) []int {
+	var out []int
+	for i := range n {
+		s := score(i)
+		if math.IsInf(s, -1) || s < floor || (keep != nil && !keep(i)) {
+			continue
+		}
+		if len(out) == k && s <= score(out[k-1]) {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(out, s, func(j int, s float64) int { return cmp.Compare(s, score(j)) })
+		for at < len(out) && score(out[at]) == s {
+			at++ // equal scores keep the lower item first
+		}
+		out = slices.Insert(out, at, i)
+		if len(out) > k {
+			out = out[:k]
+		}
+	}
+	return out
 }

@@ -137,16 +137,18 @@ func TestSemanticCacheByContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := srv.Inputs()
-	if first != 4 { // two documents, two FAQ questions
-		t.Fatalf("first build embedded %d texts, want 4", first)
+	// Two documents' leads and passages (each document is one passage),
+	// two FAQ questions and their answers.
+	if first != 8 {
+		t.Fatalf("first build embedded %d texts, want 8", first)
 	}
 	changed := append([]content.Record{}, semanticDocs...)
 	changed[1] = rec(content.KindDocument, "chain", `{"title":"Chain care","uri":"u2","document":"Clean the chain every week."}`)
 	if err := semanticBase(t, srv, cache, changed).WaitSemantic(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := srv.Inputs() - first; got != 1 {
-		t.Errorf("the next revision embedded %d texts, want the 1 that changed", got)
+	if got := srv.Inputs() - first; got != 2 {
+		t.Errorf("the next revision embedded %d texts, want the 2 that changed (the lead and passage of the document)", got)
 	}
 }
 
