@@ -172,7 +172,11 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		if *embMinSim < -1 || *embMinSim > 1 {
 			return fmt.Errorf("serve: -embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) %v: want -1 to 1", *embMinSim)
 		}
+		// Questions through the cache in memory; the content through the
+		// content database, so a restart or a replica embeds only what no
+		// one has.
 		apiCfg.Knowledge.Embedder = embeddings.Cached{Cache: embeddings.NewCache(*embCache), Embedder: emb}
+		apiCfg.Knowledge.ContentEmbedder = embeddings.NewStored(store, emb, log)
 		apiCfg.Knowledge.QueryTimeout = *embQueryTimeout
 		apiCfg.Knowledge.MinSimilarity = *embMinSim
 	}

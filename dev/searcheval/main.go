@@ -2,16 +2,18 @@
 // the labelled evaluation set:
 //
 //	go run ./dev/searcheval [-content FILE] [-questions FILE] [-misses] [-wordnet DIR] [-first N]
-//	    [-embeddings-url URL -embeddings-model M [-embeddings-min-similarity S] [-embeddings-timeout D]]
+//	    [-encoder DIR|off] [-embeddings-url URL -embeddings-model M [-embeddings-timeout D]]
+//	    [-embeddings-min-similarity S]
 //
 // It builds the knowledge base of the bundle's app exactly as the api
 // does and reports MRR and nDCG@5 for search and for FAQ matching, in all
 // and for the first N questions and the rest apart, and MRR per question
-// style. With an embeddings endpoint it ranks three ways on the same base
-// and prints them side by side: by words alone (lexical), by meaning
+// style. With the built-in sentence encoder (the api's default, read
+// from -encoder) or an embeddings endpoint in its place, it ranks three
+// ways on the same base and prints them side by side: by words alone (lexical), by meaning
 // alone (vectors alone: documents by their lead and best passage, FAQs by
 // their best question and answer), and by both as the api does (hybrid,
-// see embeddings.Combine); without one, lexical only.
+// see embeddings.Combine); with -encoder off, lexical only.
 //
 // RAG figures are for /cms/rag without a generator, over every labelled
 // question: right when the answer's first source is a relevant item of
@@ -39,6 +41,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
+	"github.com/assistantcms/cms/pkg/content/encoder"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/content/lexicon"
 )
@@ -48,7 +51,8 @@ func main() {
 	questionsPath := flag.String("questions", "pkg/content/knowledge/testdata/eval/questions.json", "labelled questions")
 	misses := flag.Bool("misses", false, "list the questions with no relevant result in the top 10")
 	wordnet := flag.String("wordnet", lexicon.DefaultDir, "WordNet database `dir` for related words; empty for none")
-	embURL := flag.String("embeddings-url", "", "OpenAI-compatible API root (…/v1) to rank with lexical and vector ranks fused; empty for lexical only")
+	encDir := flag.String("encoder", encoder.DefaultDir, "the sentence encoder's model `dir`; \"off\" for lexical ranking only")
+	embURL := flag.String("embeddings-url", "", "OpenAI-compatible API root (…/v1) of an embedding model to use in the encoder's place")
 	embModel := flag.String("embeddings-model", "", "embedding model name")
 	embKey := flag.String("embeddings-api-key", os.Getenv("EMBEDDINGS_API_KEY"), "bearer key for the embeddings endpoint")
 	embMinSim := flag.Float64("embeddings-min-similarity", 0, "least similarity for an item found by meaning alone (0: the nearest, however far)")
@@ -64,13 +68,25 @@ func main() {
 		}
 		o.Lexicon = wn
 	}
-	if *embURL != "" {
+	var emb embeddings.Embedder
+	switch {
+	case *embURL != "":
 		client, err := embeddings.New(embeddings.Config{URL: *embURL, Model: *embModel, APIKey: *embKey, Timeout: *embTimeout}, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "searcheval:", err)
 			os.Exit(1)
 		}
-		o.Embedder = embeddings.Cached{Cache: embeddings.NewCache(0), Embedder: client}
+		emb = client
+	case *encDir != "off":
+		enc, err := encoder.Load(*encDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "searcheval:", err)
+			os.Exit(1)
+		}
+		emb = enc
+	}
+	if emb != nil {
+		o.Embedder = embeddings.Cached{Cache: embeddings.NewCache(0), Embedder: emb}
 		o.QueryTimeout = time.Minute
 		o.MinSimilarity = *embMinSim
 	}

@@ -77,6 +77,11 @@ type Options struct {
 	// base is built (in the background) and each question when asked;
 	// search and FAQ matching then fuse lexical and vector ranks.
 	Embedder Embedder
+	// ContentEmbedder, when set, embeds the content in Embedder's place,
+	// which then embeds only questions: a store of the content's vectors
+	// that outlives the process goes here, and questions never reach it.
+	// It must give the vectors Embedder would.
+	ContentEmbedder Embedder
 	// QueryTimeout bounds the embedding of a question; zero means
 	// DefaultQueryTimeout.
 	QueryTimeout time.Duration

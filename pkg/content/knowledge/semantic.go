@@ -82,7 +82,8 @@ var (
 // when the base is built, and again after a failure when a question asks
 // for them.
 type semantic struct {
-	emb           Embedder
+	emb           Embedder // of questions
+	contentEmb    Embedder // of the content
 	queryTimeout  time.Duration
 	minSimilarity float64
 	log           *slog.Logger
@@ -142,10 +143,18 @@ func tokenCounter(e Embedder) TokenCounter {
 	return wordCounter{}
 }
 
+// forApp is e embedding for app, apart from every other app when e can.
+func forApp(e Embedder, app string) Embedder {
+	if ae, ok := e.(AppEmbedder); ok {
+		return appEmbedder{app: app, emb: ae}
+	}
+	return e
+}
+
 func newSemantic(o Options, docs, faqs []search.Doc, answerOf func(group string) string) *semantic {
-	s := &semantic{emb: o.Embedder, queryTimeout: o.QueryTimeout, minSimilarity: o.MinSimilarity, log: o.Log}
-	if ae, ok := o.Embedder.(AppEmbedder); ok {
-		s.emb = appEmbedder{app: o.App, emb: ae}
+	s := &semantic{emb: forApp(o.Embedder, o.App), contentEmb: forApp(o.ContentEmbedder, o.App), queryTimeout: o.QueryTimeout, minSimilarity: o.MinSimilarity, log: o.Log}
+	if o.ContentEmbedder == nil {
+		s.contentEmb = s.emb
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -244,7 +253,7 @@ func (s *semantic) build(ctx context.Context) (*semIndex, error) {
 	// comes: a build that fails part way resumes there when tried again.
 	for from := 0; from < len(s.texts); from += buildChunk {
 		part := s.texts[from:min(from+buildChunk, len(s.texts))]
-		got, err := s.emb.Embed(ctx, part)
+		got, err := s.contentEmb.Embed(ctx, part)
 		if err != nil {
 			return nil, fmt.Errorf("embed the app's content (texts %d to %d of %d): %w", from+1, from+len(part), len(s.texts), err)
 		}
