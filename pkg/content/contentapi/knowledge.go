@@ -65,14 +65,20 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 		if o.Log == nil {
 			o.Log = a.log.With("app_id", appID)
 		}
+		// Who changed the content pays for the index, or else the
+		// request that needed it. Taken before the build, so that a change
+		// made while it runs is owed by the next build, not paid by this
+		// one and then by the request that needs the next.
+		tok, ok := a.owed.LoadAndDelete(appID)
 		start := time.Now()
 		b, err := knowledge.New(src, o)
 		if err != nil {
+			if ok {
+				a.owed.LoadOrStore(appID, tok) // still owed, unless a newer change is
+			}
 			return nil, err
 		}
-		// Who changed the content pays for the index, or else the
-		// request that needed it.
-		if tok, ok := a.owed.LoadAndDelete(appID); ok {
+		if ok {
 			a.limiter.Charge(tok.(string), float64(time.Since(start))/float64(WorkPerRequest))
 		} else {
 			charge(ctx, time.Since(start))
