@@ -13,37 +13,11 @@ import (
 // the token keeps every scope it had in effect, and no more.
 func TestTokensBeforeScopesKeepWhatTheyCouldDo(t *testing.T) {
 	ctx := t.Context()
-	dsn := server.NewDatabase(t)
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, createMigrationsTable); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range migrations() {
-		if m.version > 2 {
-			break
-		}
-		for _, stmt := range m.stmts {
-			if _, err := pool.Exec(ctx, stmt); err != nil {
-				t.Fatalf("migration %d: %v", m.version, err)
-			}
-		}
-		if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, stmt := range []string{
+	dsn := databaseAt(t, 2,
 		`INSERT INTO organizations (id, name, created_at) VALUES ('org', 'Org', now())`,
 		`INSERT INTO apps (id, organization_id, name, created_at, updated_at) VALUES ('app', 'org', 'App', now(), now())`,
 		`INSERT INTO tokens (id, hash, organization_id, app_id, name, created_at) VALUES ('old', '\x01', 'org', 'app', 'web', now())`,
-	} {
-		if _, err := pool.Exec(ctx, stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 
 	s := openDSN(t, dsn)
 	tok, err := s.Token(ctx, "old")
@@ -64,38 +38,12 @@ func TestTokensBeforeScopesKeepWhatTheyCouldDo(t *testing.T) {
 // else changes, and the app's vectors can be saved and loaded.
 func TestStoredVectorsUpgradeKeepsData(t *testing.T) {
 	ctx := t.Context()
-	dsn := server.NewDatabase(t)
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, createMigrationsTable); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range migrations() {
-		if m.version > 3 {
-			break
-		}
-		for _, stmt := range m.stmts {
-			if _, err := pool.Exec(ctx, stmt); err != nil {
-				t.Fatalf("migration %d: %v", m.version, err)
-			}
-		}
-		if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, stmt := range []string{
+	dsn := databaseAt(t, 3,
 		`INSERT INTO organizations (id, name, created_at) VALUES ('org', 'Org', now())`,
 		`INSERT INTO apps (id, organization_id, name, created_at, updated_at, revision) VALUES ('app', 'org', 'App', now(), now(), 7)`,
 		`INSERT INTO tokens (id, hash, organization_id, app_id, name, scopes, created_at) VALUES ('tok', '\x01', 'org', 'app', 'web', 'content:read', now())`,
 		`INSERT INTO records (app_id, kind, id, doc, created_at, updated_at) VALUES ('app', 'intent', 'Hours', '{"intentId":"Hours"}', now(), now())`,
-	} {
-		if _, err := pool.Exec(ctx, stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 
 	s := openDSN(t, dsn)
 	if v, err := s.SchemaVersion(ctx); err != nil || v != 4 {
@@ -117,4 +65,39 @@ func TestStoredVectorsUpgradeKeepsData(t *testing.T) {
 	if got, err := s.LoadVectors(ctx, "app", "m", [][32]byte{h}); err != nil || len(got[h]) != 2 {
 		t.Errorf("LoadVectors after the upgrade = %v, %v", got, err)
 	}
+}
+
+// databaseAt makes a database as the release of migration version left
+// it, with rows inserted, and returns its DSN.
+func databaseAt(t *testing.T, version int, rows ...string) string {
+	t.Helper()
+	ctx := t.Context()
+	dsn := server.NewDatabase(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, createMigrationsTable); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations() {
+		if m.version > version {
+			break
+		}
+		for _, stmt := range m.stmts {
+			if _, err := pool.Exec(ctx, stmt); err != nil {
+				t.Fatalf("migration %d: %v", m.version, err)
+			}
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, stmt := range rows {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	return dsn
 }

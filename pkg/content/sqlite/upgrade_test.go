@@ -15,37 +15,11 @@ import (
 // the token keeps every scope it had in effect, and no more.
 func TestTokensBeforeScopesKeepWhatTheyCouldDo(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "content.db")
-	conn, err := sqlitedrv.NewConnector(dsn(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(conn)
-	for _, m := range migrations() {
-		if m.version > 2 {
-			break
-		}
-		for _, stmt := range append(m.stmts, createMigrationsTable) {
-			if _, err := db.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("migration %d: %v", m.version, err)
-			}
-		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, '2026-01-01T00:00:00Z')`, m.version); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, stmt := range []string{
+	path := databaseAt(t, 2,
 		`INSERT INTO organizations (id, name, created_at) VALUES ('org', 'Org', '2026-01-01T00:00:00Z')`,
 		`INSERT INTO apps (id, organization_id, name, created_at, updated_at) VALUES ('app', 'org', 'App', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')`,
 		`INSERT INTO tokens (id, hash, organization_id, app_id, name, created_at) VALUES ('old', x'01', 'org', 'app', 'web', '2026-01-01T00:00:00Z')`,
-	} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	)
 
 	s, err := Open(ctx, path)
 	if err != nil {
@@ -70,38 +44,12 @@ func TestTokensBeforeScopesKeepWhatTheyCouldDo(t *testing.T) {
 // else changes, and the app's vectors can be saved and loaded.
 func TestStoredVectorsUpgradeKeepsData(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "content.db")
-	conn, err := sqlitedrv.NewConnector(dsn(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(conn)
-	for _, m := range migrations() {
-		if m.version > 3 {
-			break
-		}
-		for _, stmt := range append(m.stmts, createMigrationsTable) {
-			if _, err := db.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("migration %d: %v", m.version, err)
-			}
-		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, '2026-01-01T00:00:00Z')`, m.version); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, stmt := range []string{
+	path := databaseAt(t, 3,
 		`INSERT INTO organizations (id, name, created_at) VALUES ('org', 'Org', '2026-01-01T00:00:00.000000000Z')`,
 		`INSERT INTO apps (id, organization_id, name, created_at, updated_at, revision) VALUES ('app', 'org', 'App', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z', 7)`,
 		`INSERT INTO tokens (id, hash, organization_id, app_id, name, scopes, created_at) VALUES ('tok', x'01', 'org', 'app', 'web', 'content:read', '2026-01-01T00:00:00.000000000Z')`,
 		`INSERT INTO records (app_id, kind, id, doc, created_at, updated_at) VALUES ('app', 'intent', 'Hours', '{"intentId":"Hours"}', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z')`,
-	} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	)
 
 	s, err := Open(ctx, path)
 	if err != nil {
@@ -127,4 +75,40 @@ func TestStoredVectorsUpgradeKeepsData(t *testing.T) {
 	if got, err := s.LoadVectors(ctx, "app", "m", [][32]byte{h}); err != nil || len(got[h]) != 2 {
 		t.Errorf("LoadVectors after the upgrade = %v, %v", got, err)
 	}
+}
+
+// databaseAt makes a database file as the release of migration version
+// left it, with rows inserted, and returns its path.
+func databaseAt(t *testing.T, version int, rows ...string) string {
+	t.Helper()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "content.db")
+	conn, err := sqlitedrv.NewConnector(dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	for _, m := range migrations() {
+		if m.version > version {
+			break
+		}
+		for _, stmt := range append(m.stmts, createMigrationsTable) {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("migration %d: %v", m.version, err)
+			}
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, '2026-01-01T00:00:00Z')`, m.version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, stmt := range rows {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
