@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -302,7 +303,8 @@ func runAdmin(ctx context.Context, t *testing.T, bin, db string, args ...string)
 	out, err := exec.CommandContext(ctx, bin, append([]string{"-content-db", db}, args...)...).Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		t.Fatalf("api %v: %v\n%s", args, err, stderr)
