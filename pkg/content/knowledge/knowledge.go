@@ -820,14 +820,3 @@ type QueryCount struct {
 	Query string
 	Asked uint64
 }
-
-// compareBool orders false before true.
-func compareBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
-}

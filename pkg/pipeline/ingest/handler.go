@@ -550,7 +550,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body exceeds %d bytes", h.cfg.MaxDecompressedBytes)
 	case err == nil:
 		return 0, ""
-	case gz && (wire.err == nil || wire.err == io.EOF):
+	case gz && (wire.err == nil || errors.Is(wire.err, io.EOF)):
 		// The wire was read cleanly, so the fault is in the gzip stream.
 		return http.StatusBadRequest, "body is not valid gzip: " + err.Error()
 	default:
