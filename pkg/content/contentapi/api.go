@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/auth/authhttp"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
@@ -210,7 +211,7 @@ func (a *API) resolve(c *gin.Context, p auth.Principal, appID string) bool {
 func (a *API) authError(c *gin.Context, err error) {
 	var ae *auth.Error
 	if errors.As(err, &ae) {
-		status := httpserve.AuthStatus(ae.Kind)
+		status := authhttp.Status(ae.Kind)
 		if status >= 500 {
 			a.log.Error("authentication failed", "err", err, "request_id", c.GetString(requestIDKey))
 		}
