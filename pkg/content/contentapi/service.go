@@ -13,10 +13,10 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/graphql"
-	"github.com/assistantcms/cms/pkg/edge/analyticspage"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
-	"github.com/assistantcms/cms/pkg/edge/statuspage"
+	"github.com/assistantcms/cms/pkg/operator/analyticspage"
+	"github.com/assistantcms/cms/pkg/operator/statuspage"
 	"github.com/assistantcms/cms/pkg/ratelimit"
 	"github.com/assistantcms/cms/schemas/openapi"
 )
