@@ -1,6 +1,13 @@
 // Package contentapi serves the content of apps to assistant runtimes over
-// HTTP with Gin: handlers, app information and entities, with bearer-token
-// auth, ETags, per-token rate limits, request IDs and metrics.
+// HTTP with Gin: handlers, app information and entities, search, FAQ, RAG
+// and suggestions, and the GraphQL endpoint, with bearer-token auth,
+// ETags, per-token rate limits, request IDs and metrics.
+//
+// It serves the content routes only. What it reads beyond the content
+// database comes through interfaces defined here (History, for the past
+// queries HISTORICAL suggestions count), and the operator pages are
+// Pages the caller mounts: the api's command assembles the process, so
+// that this package imports no ClickHouse and no operator-page code.
 package contentapi
 
 import (

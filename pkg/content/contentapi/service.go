@@ -95,7 +95,7 @@ type RevisionWatcher interface {
 }
 
 // Service is a running api process: the content routes plus /metrics,
-// /healthz and /readyz.
+// /healthz, /readyz and the Pages of its configuration.
 type Service struct {
 	cfg     ServiceConfig
 	log     *slog.Logger
