@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/localstack"
-	"github.com/assistantcms/cms/pkg/edge/analyticspage"
+	"github.com/assistantcms/cms/pkg/operator/analyticspage"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 

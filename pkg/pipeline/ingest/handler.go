@@ -24,6 +24,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/auth/authhttp"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
@@ -445,7 +446,7 @@ func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := http.StatusInternalServerError, "authentication failed"
 	var ae *auth.Error
 	if errors.As(err, &ae) {
-		status, msg = httpserve.AuthStatus(ae.Kind), ae.Message
+		status, msg = authhttp.Status(ae.Kind), ae.Message
 	}
 	if status >= 500 {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))

@@ -3,6 +3,11 @@
 // outcomes over a range of days, read from the ClickHouse rollups and
 // drawn on the server as HTML with inline SVG, without scripts, so that
 // it shows in any browser and in a screenshot as served.
+//
+// It lives under pkg/operator, apart from the HTTP plumbing of pkg/edge:
+// it reads the pipeline's ClickHouse store, which neither the plumbing
+// nor the content API may import. The api's command mounts it beside the
+// content routes.
 package analyticspage
 
 import (
