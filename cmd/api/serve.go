@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,6 +76,10 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	}
 	reg := httpserve.NewRegistry()
 	status := f.status.sampler(reg, sources, log)
+	live, err := f.live.build(reg, log)
+	if err != nil {
+		return err
+	}
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
 		API:              apiCfg,
 		GraphQL:          gqlLimits,
@@ -86,14 +91,21 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		RateLimitBurst:   *f.rateBurst,
 		ShutdownTimeout:  settings.ShutdownTimeout,
 		Registry:         reg,
-		Pages:            operatorPages(status, analyticspage.New(ch.analytics, log)),
+		Pages:            append(operatorPages(status, analyticspage.New(ch.analytics, log)), live.pages...),
+		Authorized:       []contentapi.AuthorizedRoute{live.route},
 		CORS:             settings.CORS,
 		HTTP:             settings.HTTP,
 	}, store, log)
 	if err != nil {
 		return err
 	}
-	return settings.Serve(ctx, alongside(svc.Serve, status.Run))
+	tasks := []func(context.Context){status.Run}
+	if live.hub != nil {
+		// Ends the streams as shutdown begins, so that the drain waits
+		// for none of them.
+		tasks = append(tasks, live.hub.Run)
+	}
+	return settings.Serve(ctx, alongside(svc.Serve, tasks...))
 }
 
 // serveFlags are the settings of api serve, read once its flag set has
@@ -117,6 +129,7 @@ type serveFlags struct {
 	wordnet      *string
 	ranking      rankingFlags
 	status       statusFlags
+	live         liveFlags
 }
 
 // defineServeFlags defines every flag of api serve on fs; logLevel is the
@@ -147,6 +160,7 @@ func defineServeFlags(fs *envflag.Set, logLevel *string) *serveFlags {
 	f.wordnet = fs.String("wordnet-dir", "WORDNET_DIR", lexicon.DefaultDir, "WordNet 3.0 database (Debian's wordnet-base) whose related words expand search queries; \"off\" for none")
 	f.ranking = defineRankingFlags(fs)
 	f.status = defineStatusFlags(fs)
+	f.live = defineLiveFlags(fs)
 	return f
 }
 
@@ -158,6 +172,9 @@ func (f *serveFlags) check() ([]netip.Prefix, graphql.Limits, error) {
 		return nil, graphql.Limits{}, fmt.Errorf("-trusted-proxies (TRUSTED_PROXIES): %w", err)
 	}
 	if err := f.history.check(); err != nil {
+		return nil, graphql.Limits{}, err
+	}
+	if err := f.live.check(); err != nil {
 		return nil, graphql.Limits{}, err
 	}
 	limits, err := f.graphql.limits()
@@ -392,18 +409,17 @@ func operatorPages(status *statuspage.Sampler, analytics *analyticspage.Handler)
 	}
 }
 
-// alongside serves with serve while task runs in the background; task's
-// context ends, and task returns, before the serving function does, so
-// the status page's last scrape is over once the api has stopped.
-func alongside(serve func(context.Context, net.Listener) error, task func(context.Context)) func(context.Context, net.Listener) error {
+// alongside serves with serve while tasks run in the background; their
+// context ends, and they return, before the serving function does, so
+// that the status page's last scrape is over once the api has stopped.
+func alongside(serve func(context.Context, net.Listener) error, tasks ...func(context.Context)) func(context.Context, net.Listener) error {
 	return func(ctx context.Context, ln net.Listener) error {
 		tctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			task(tctx)
-		}()
-		defer func() { stop(); <-done }()
+		var wg sync.WaitGroup
+		for _, task := range tasks {
+			wg.Go(func() { task(tctx) })
+		}
+		defer func() { stop(); wg.Wait() }()
 		return serve(ctx, ln)
 	}
 }

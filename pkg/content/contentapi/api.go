@@ -177,9 +177,15 @@ func (a *API) authenticate(c *gin.Context) {
 	a.resolve(c, p, appID)
 }
 
-// principal checks the token and the token's rate limit; on failure it
-// has answered.
+// principal checks the token, the token's rate limit and the
+// content:read scope; on failure it has answered.
 func (a *API) principal(c *gin.Context) (auth.Principal, bool) {
+	return a.principalFor(c, content.ContentRead, "reading content")
+}
+
+// principalFor checks the token, the token's rate limit and the scope
+// want, which need says what for; on failure it has answered.
+func (a *API) principalFor(c *gin.Context, want content.Scopes, need string) (auth.Principal, bool) {
 	p, err := a.authn.Authenticate(c.Request.Context(), c.Request.Header)
 	if err != nil {
 		a.authError(c, err)
@@ -192,7 +198,7 @@ func (a *API) principal(c *gin.Context) (auth.Principal, bool) {
 			return p, false
 		}
 	}
-	if err := p.Require(content.ContentRead, "reading content"); err != nil {
+	if err := p.Require(want, need); err != nil {
 		a.authError(c, err)
 		return p, false
 	}

@@ -43,6 +43,11 @@ type ServiceConfig struct {
 	// the api builds, so that this package knows nothing of what they
 	// read. Operator paths answer on the operator address only.
 	Pages []Page
+	// Authorized are more GET routes served beside the content routes,
+	// each needing a scope of its own, whose handlers the process builds
+	// (the live view of events); the service checks their tokens as it
+	// checks the content routes'.
+	Authorized []AuthorizedRoute
 	// HTTP bounds what one client connection may cost; zero fields take
 	// httpserve's defaults.
 	HTTP httpserve.Limits
@@ -159,6 +164,9 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.GET(openapi.Path, gin.WrapH(openapi.Handler()))
 	for _, p := range cfg.Pages {
 		engine.GET(p.Path, gin.WrapH(p.Handler))
+	}
+	for _, rt := range cfg.Authorized {
+		engine.GET(rt.Path, api.authorized(rt))
 	}
 
 	handler := cfg.CORS.Handler(engine)

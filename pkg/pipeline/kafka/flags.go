@@ -79,7 +79,7 @@ func (r Role) help() flagHelp {
 // fs has been parsed.
 func DefineFlags(fs *envflag.Set, role Role) func() Settings {
 	help := role.help()
-	brokers := fs.String("brokers", "KAFKA_BROKERS", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
+	cluster := defineClusterFlags(fs, "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
 	events := fs.String("events-topic", "EVENTS_TOPIC", "cms.events", help.eventsTopic)
 	quarantine := fs.String("quarantine-topic", "QUARANTINE_TOPIC", "cms.events.quarantine", help.quarantineTopic)
 	partitions := fs.Int("topic-partitions", "TOPIC_PARTITIONS", 6, help.partitions)
@@ -88,6 +88,25 @@ func DefineFlags(fs *envflag.Set, role Role) func() Settings {
 	retention := fs.Duration("topic-retention", "TOPIC_RETENTION", DefaultTopicRetention, "retention.ms of topics created at start-up (0: the brokers' default)")
 	minInsync := fs.Int("topic-min-insync-replicas", "TOPIC_MIN_INSYNC_REPLICAS", 0,
 		"min.insync.replicas of topics created at start-up: replicas that must hold a record before the broker acknowledges it (0: replication-1, at least 1)")
+	return func() Settings {
+		return Settings{
+			Cluster:                cluster(),
+			EventsTopic:            *events,
+			QuarantineTopic:        *quarantine,
+			TopicPartitions:        *partitions,
+			TopicReplication:       *replication,
+			MaxMessageBytes:        *maxMessage,
+			TopicRetention:         *retention,
+			TopicMinInsyncReplicas: *minInsync,
+		}
+	}
+}
+
+// defineClusterFlags defines the flags of the connection to the brokers
+// (-brokers, TLS, SASL) on fs; the function it returns reads them once fs
+// has been parsed.
+func defineClusterFlags(fs *envflag.Set, brokersDefault, brokersHelp string) func() Cluster {
+	brokers := fs.String("brokers", "KAFKA_BROKERS", brokersDefault, brokersHelp)
 	useTLS := fs.Bool("kafka-tls", "KAFKA_TLS", false, "connect to the brokers over TLS (implied by any -kafka-tls-* setting)")
 	caFile := fs.String("kafka-tls-ca-file", "KAFKA_TLS_CA_FILE", "", "PEM file of the authorities that sign the brokers' certificates (empty: the system's)")
 	certFile := fs.String("kafka-tls-cert-file", "KAFKA_TLS_CERT_FILE", "", "PEM client certificate, for brokers that authenticate clients by certificate (with -kafka-tls-key-file)")
@@ -96,20 +115,11 @@ func DefineFlags(fs *envflag.Set, role Role) func() Settings {
 	mechanism := fs.String("kafka-sasl-mechanism", "KAFKA_SASL_MECHANISM", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: no SASL)")
 	username := fs.String("kafka-sasl-username", "KAFKA_SASL_USERNAME", "", "SASL username")
 	password := fs.Secret("kafka-sasl-password", "KAFKA_SASL_PASSWORD", "", "SASL password")
-	return func() Settings {
-		return Settings{
-			Cluster: Cluster{
-				Brokers: envflag.List(*brokers),
-				TLS:     TLS{Enabled: *useTLS, CAFile: *caFile, CertFile: *certFile, KeyFile: *keyFile, ServerName: *serverName},
-				SASL:    SASL{Mechanism: *mechanism, Username: *username, Password: *password},
-			},
-			EventsTopic:            *events,
-			QuarantineTopic:        *quarantine,
-			TopicPartitions:        *partitions,
-			TopicReplication:       *replication,
-			MaxMessageBytes:        *maxMessage,
-			TopicRetention:         *retention,
-			TopicMinInsyncReplicas: *minInsync,
+	return func() Cluster {
+		return Cluster{
+			Brokers: envflag.List(*brokers),
+			TLS:     TLS{Enabled: *useTLS, CAFile: *caFile, CertFile: *certFile, KeyFile: *keyFile, ServerName: *serverName},
+			SASL:    SASL{Mechanism: *mechanism, Username: *username, Password: *password},
 		}
 	}
 }
