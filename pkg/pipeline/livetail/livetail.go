@@ -177,6 +177,7 @@ type Hub struct {
 	src     Source
 	log     *slog.Logger
 	metrics *metrics
+	now     func() time.Time
 
 	mu     sync.Mutex
 	groups map[string]*group
@@ -196,7 +197,7 @@ type Hub struct {
 
 // NewHub returns a hub reading src, registering its metrics with reg.
 func NewHub(cfg Config, src Source, reg prometheus.Registerer, log *slog.Logger) *Hub {
-	h := &Hub{cfg: cfg.withDefaults(), src: src, log: log, metrics: newMetrics(reg),
+	h := &Hub{cfg: cfg.withDefaults(), src: src, log: log, metrics: newMetrics(reg), now: time.Now,
 		groups: map[string]*group{}, perOrg: map[string]int{}}
 	h.view.Store(&map[string]*group{})
 	return h
@@ -253,7 +254,7 @@ func (h *Hub) Watch(orgID, appID string, f Filter) (*Watcher, error) {
 		h.publish()
 	}
 	w := &Watcher{hub: h, g: g, orgID: orgID, filter: f, items: make(chan Item, h.cfg.QueueLength),
-		done: make(chan struct{}), tokens: h.cfg.EventsPerSecond, last: time.Now()}
+		done: make(chan struct{}), tokens: h.cfg.EventsPerSecond, last: h.now()}
 	g.mu.Lock()
 	g.watchers = append(g.watchers, w)
 	g.mu.Unlock()
@@ -433,7 +434,7 @@ func (g *group) size() int {
 // decoded at most once, and only when a watcher's filter needs its
 // fields or a watcher has room for it.
 func (g *group) offer(h *Hub, m kafka.Message, quarantined bool) {
-	now := time.Now()
+	now := h.now()
 	var (
 		fl      fields
 		scanned bool
