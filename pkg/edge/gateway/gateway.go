@@ -97,6 +97,9 @@ type Gateway struct {
 	handler  http.Handler
 	server   *http.Server
 	log      *slog.Logger
+	// stopping is closed when the server begins to shut down: streams
+	// passing through end then, since they would outlast any drain.
+	stopping chan struct{}
 }
 
 // New returns a gateway to the upstreams in cfg.
@@ -156,6 +159,8 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	g.mux.Handle("/", http.HandlerFunc(g.route))
 	g.handler = cfg.CORS.Handler(g.mux)
 	g.server = httpserve.NewServer(g.handler, cfg.HTTP, log)
+	g.stopping = make(chan struct{})
+	g.server.RegisterOnShutdown(func() { close(g.stopping) })
 	return g, nil
 }
 
@@ -181,6 +186,11 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 				// second Access-Control-Allow-Origin would make the
 				// browser refuse the answer.
 				cors.Strip(resp.Header)
+			}
+			if isEventStream(resp.Header.Get("Content-Type")) {
+				if sw, ok := resp.Request.Context().Value(streamKey{}).(*statusWriter); ok {
+					sw.stream(g.stopping)
+				}
 			}
 			if body, ok := resp.Request.Context().Value(clientBodyKey{}).(*clientBody); ok {
 				if err := body.failure(); err != nil {
@@ -236,10 +246,43 @@ func upstreamReady(rt http.RoundTripper, readyURL string) httpserve.Check {
 	}
 }
 
-// statusWriter remembers the status code written.
+// statusWriter remembers the status code written. For a stream of
+// events (text/event-stream), which lasts as long as its client and the
+// upstream keep it, each write gets the write timeout of its own, rather
+// than the whole answer, and the gateway's shutdown ends it.
 type statusWriter struct {
 	http.ResponseWriter
 	code int
+	// writeTimeout bounds one write of a stream.
+	writeTimeout time.Duration
+	// ctx is the request's upstream; cancel ends it.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	streaming bool
+}
+
+type streamKey struct{}
+
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// stream makes the answer a stream: no read deadline (it would end the
+// request's context as net/http reads on for the client going away), a
+// write deadline per write, and an end when stopping closes.
+func (s *statusWriter) stream(stopping <-chan struct{}) {
+	s.streaming = true
+	_ = http.NewResponseController(s.ResponseWriter).SetReadDeadline(time.Time{})
+	ctx, cancel := s.ctx, s.cancel
+	go func() {
+		select {
+		case <-stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -252,6 +295,9 @@ func (s *statusWriter) WriteHeader(code int) {
 func (s *statusWriter) Write(b []byte) (int, error) {
 	if s.code == 0 {
 		s.code = http.StatusOK
+	}
+	if s.streaming {
+		_ = http.NewResponseController(s.ResponseWriter).SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	}
 	return s.ResponseWriter.Write(b)
 }
@@ -328,7 +374,10 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), clientBodyKey{}, body))
 		r.Body = body
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	sw := &statusWriter{ResponseWriter: w, writeTimeout: g.cfg.HTTP.WriteTimeout, ctx: ctx, cancel: cancel}
+	r = r.WithContext(context.WithValue(ctx, streamKey{}, sw))
 	proxy.ServeHTTP(sw, r)
 	g.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
 	g.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
