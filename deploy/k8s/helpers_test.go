@@ -34,8 +34,9 @@ func TestReadEnv(t *testing.T) {
 			notWant: []string{"INGEST_ADDR", "CONTENT_DB", "CORS_ALLOWED_ORIGINS"},
 			former:  map[string]string{}},
 		{cmd: apiBin,
-			want:    []string{"CONTENT_DB", "LOG_LEVEL", "API_ADDR", "RAG_LLM_API_KEY", "GRAPHQL_MAX_BODY_BYTES", "HTTP_READ_HEADER_TIMEOUT"},
-			notWant: []string{"GATEWAY_ADDR", "INGEST_URL", "KAFKA_BROKERS"},
+			want: []string{"CONTENT_DB", "LOG_LEVEL", "API_ADDR", "RAG_LLM_API_KEY", "GRAPHQL_MAX_BODY_BYTES", "HTTP_READ_HEADER_TIMEOUT",
+				"KAFKA_BROKERS", "EVENTS_TOPIC", "KAFKA_SASL_PASSWORD", "LIVE_MAX_WATCHERS"},
+			notWant: []string{"GATEWAY_ADDR", "INGEST_URL", "TOPIC_PARTITIONS", "TOPIC_REPLICATION"},
 			former:  map[string]string{}},
 	}
 	for _, tc := range cases {

@@ -54,6 +54,8 @@ type Config struct {
 	PayloadBytes int
 	// QueueLength is the number of messages a watcher may have waiting to
 	// be written; a watcher whose queue is full is dropped as too slow.
+	// Zero means a second of events (EventsPerSecond), at least
+	// MinQueueLength and at most MaxQueueLength.
 	QueueLength int
 }
 
@@ -63,7 +65,8 @@ const (
 	DefaultMaxWatchersPerApp = 10
 	DefaultEventsPerSecond   = 50
 	DefaultPayloadBytes      = 4096
-	DefaultQueueLength       = 64
+	MinQueueLength           = 64
+	MaxQueueLength           = 1024
 )
 
 func (c Config) withDefaults() Config {
@@ -83,7 +86,7 @@ func (c Config) withDefaults() Config {
 		c.PayloadBytes = DefaultPayloadBytes
 	}
 	if c.QueueLength <= 0 {
-		c.QueueLength = DefaultQueueLength
+		c.QueueLength = min(max(int(c.EventsPerSecond), MinQueueLength), MaxQueueLength)
 	}
 	return c
 }
