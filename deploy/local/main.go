@@ -91,6 +91,10 @@ Send events:
 Send realistic conversations (live progress; Ctrl-C stops):
   go run ./dev/demo -token %s
 
+Watch them arrive, stored or quarantined with their reasons (needs the management token):
+  in a browser: %s/cms/app/events/live   (paste the token into the page)
+  curl -N %s/cms/app/events/live -H 'Authorization: Bearer %s'
+
 Read content:
   curl %s/cms/handler/OpeningHours -H 'Authorization: Bearer %s'
   curl %s/cms/app -H 'Authorization: Bearer %s'
@@ -105,7 +109,7 @@ Change content (needs the management token):
 Press Ctrl-C to stop everything.
 `, one, st.Broker, st.BrokerData, st.ClickHouse, st.ClickHouseDir, op(st.APIOperator), op(st.APIOperator),
 		base, base, op(st.IngestOperator), op(st.IngestOperator), st.Consumer, op(st.ConsumerOperator), op(st.ConsumerOperator),
-		apiBase, apiBase, op(st.APIOperator), op(st.APIOperator), one, one, op(st.GatewayOperator), op(st.GatewayOperator), st.DB, *demoContent, st.Token, st.ManagementToken, one, st.Token, st.Token, one, st.Token, one, st.Token, *clickhousePort, one, st.ManagementToken)
+		apiBase, apiBase, op(st.APIOperator), op(st.APIOperator), one, one, op(st.GatewayOperator), op(st.GatewayOperator), st.DB, *demoContent, st.Token, st.ManagementToken, one, st.Token, st.Token, one, one, st.ManagementToken, one, st.Token, one, st.Token, *clickhousePort, one, st.ManagementToken)
 
 	select {
 	case <-ctx.Done():

@@ -280,7 +280,7 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 			"TRUSTED_PROXIES=127.0.0.0/8,::1/128"}},
 		{ConsumerName, "consumer", s.Consumer, s.ConsumerOperator, nil, []string{"CONSUMER_ADDR=" + s.Consumer, "KAFKA_BROKERS=" + s.Broker, "CLICKHOUSE_ADDR=" + s.ClickHouse}},
 		{APIName, "api", s.API, s.APIOperator, []string{"serve"}, []string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources,
-			"HISTORY_MIN_SOURCES=1"}},
+			"HISTORY_MIN_SOURCES=1", "KAFKA_BROKERS=" + s.Broker}},
 		{GatewayName, "api", s.Gateway, s.GatewayOperator, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API}},
 	} {
 		svc.env = append(svc.env, "OPERATOR_ADDR="+svc.operator)

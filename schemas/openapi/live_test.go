@@ -139,6 +139,13 @@ func TestLiveStackMatchesContract(t *testing.T) {
 		{name: "graphiql", method: "GET", target: "/cms/graphql", header: http.Header{"Accept": {"text/html"}}, status: 200},
 		{name: "graphiql asset", method: "GET", target: "/cms/graphql/assets/graphiql.min.css", status: 200},
 
+		{name: "live events page", method: "GET", target: "/cms/app/events/live", header: http.Header{"Accept": {"text/html"}}, status: 200, contains: "<title>Live events"},
+		{name: "live events page's script", method: "GET", target: "/cms/app/events/live/page.js", status: 200},
+		{name: "live events, runtime token", method: "GET", target: "/cms/app/events/live", header: app, status: 403, contains: "events:read"},
+		{name: "live events, organization token without appId", method: "GET", target: "/cms/app/events/live", header: org, status: 400},
+		{name: "live events, no token", method: "GET", target: "/cms/app/events/live", status: 401, offContract: true},
+		{name: "live events, bad limit", method: "GET", target: "/cms/app/events/live?limit=0", header: manage, status: 400, offContract: true},
+
 		{name: "healthz", method: "GET", target: "/healthz", status: 200},
 		{name: "readyz", method: "GET", target: "/readyz", status: 200},
 		{name: "metrics", operator: true, method: "GET", target: "/metrics", status: 200},

@@ -18,6 +18,7 @@ import (
 	"github.com/assistantcms/cms/pkg/operator/analyticspage"
 	"github.com/assistantcms/cms/pkg/operator/statuspage"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	"github.com/assistantcms/cms/pkg/pipeline/livetail/livehttp"
 
 	"github.com/assistantcms/cms/schemas/openapi"
 )
@@ -53,6 +54,16 @@ func registered(t *testing.T, documented map[string]operation) map[string]string
 	// them answered by the running api.
 	for _, path := range []string{statuspage.Path, statuspage.DataPath, analyticspage.Path, analyticspage.DataPath} {
 		routes[route(http.MethodGet, path)] = "api"
+	}
+	// The live view of events, which the api's command mounts too
+	// (ServiceConfig.Authorized, and its page's files as Pages).
+	routes[route(http.MethodGet, livehttp.Path)] = "api"
+	for _, path := range []string{livehttp.ScriptPath, livehttp.StylePath} {
+		if key, ok := documentedRoute(documented, http.MethodGet, path); ok {
+			routes[key] = "api"
+		} else {
+			routes[route(http.MethodGet, path)] = "api"
+		}
 	}
 	httpserve.Mount(func(path string, _ http.Handler) { routes[route(http.MethodGet, path)] = "every service" },
 		prometheus.NewRegistry(), httpserve.NewChecker())
