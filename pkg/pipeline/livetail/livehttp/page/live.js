@@ -89,7 +89,7 @@ function draw(ev) {
   cell(tr, ev.channel);
   cell(tr, ev.platform);
   cell(tr, ev.selectedHandler);
-  cell(tr, ev.runtimeTime);
+  cell(tr, timeOf(ev.runtimeTime)).title = ev.runtimeTime || "";
   detail(cell(tr, "", "detail"), ev);
   const rows = $("rows");
   rows.insertBefore(tr, rows.firstChild);
