@@ -24,6 +24,13 @@
 //
 // -sweep 8,16,32,64 instead runs one ingest max and one ceiling per
 // concurrency, to choose -concurrency.
+//
+// -watchers 10 instead measures what people watching the app's events
+// live cost ingest: it starts api serve on the same broker too, and runs
+// ingest max -runs times without watchers and -runs times with that many
+// streams of GET /cms/app/events/live open on the app, alternating, then
+// prints the medians, their ratio and the api's CPU per event it read and
+// per event it streamed (watchers/main.go).
 package main
 
 import (
@@ -74,6 +81,7 @@ type options struct {
 	seed        uint64
 	sweep       string
 	keep        bool
+	watchers    int
 }
 
 func main() {
@@ -88,6 +96,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the generated bodies")
 	flag.StringVar(&o.sweep, "sweep", "", "comma-separated concurrencies: run ingest max and ceiling once at each instead of the benchmark")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, logs, database)")
+	flag.IntVar(&o.watchers, "watchers", 0, "instead of the benchmark, compare ingest max without and with this many live watchers of the app (api serve reading the topics)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -115,13 +124,18 @@ type stack struct {
 	url        string
 	token      string
 	env        []string // ingest settings from the environment that the ceiling mirrors
+	// api serves the live view of events in -watchers runs.
+	api             *exec.Cmd
+	apiDone         chan struct{}
+	apiURL          string
+	managementToken string
 }
 
 func run(ctx context.Context, log *slog.Logger, o options) (err error) {
 	if o.runs <= 0 || o.concurrency <= 0 || o.duration <= 0 {
 		return errors.New("-runs, -concurrency and -duration must be positive")
 	}
-	s, err := start(ctx, log, o.keep)
+	s, err := start(ctx, log, o.keep, o.watchers)
 	defer s.close()
 	defer func() {
 		if err != nil && ctx.Err() == nil {
@@ -151,12 +165,15 @@ func run(ctx context.Context, log *slog.Logger, o options) (err error) {
 	if o.sweep != "" {
 		return b.sweep(ctx, conc)
 	}
+	if o.watchers > 0 {
+		return b.watched(ctx)
+	}
 	return b.benchmark(ctx)
 }
 
 // start builds the binaries and brings up broker and ingest. The returned
 // stack is never nil and must be closed, even with an error.
-func start(ctx context.Context, log *slog.Logger, keep bool) (*stack, error) {
+func start(ctx context.Context, log *slog.Logger, keep bool, watchers int) (*stack, error) {
 	s := &stack{log: log, keep: keep, bins: map[string]string{}}
 	dir, err := os.MkdirTemp("", "cms-bench-")
 	if err != nil {
@@ -233,6 +250,11 @@ func start(ctx context.Context, log *slog.Logger, keep bool) (*stack, error) {
 		return s, err
 	}
 	log.Info("ingest ready", "url", s.url, "pid", cmd.Process.Pid)
+	if watchers > 0 {
+		if err := s.startAPI(ctx, db, watchers); err != nil {
+			return s, err
+		}
+	}
 	return s, nil
 }
 
@@ -275,6 +297,15 @@ func (s *stack) dumpIngestLog() {
 }
 
 func (s *stack) close() {
+	if s.api != nil {
+		_ = s.api.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.apiDone:
+		case <-time.After(15 * time.Second):
+			_ = s.api.Process.Kill()
+			<-s.apiDone
+		}
+	}
 	if s.ingest != nil {
 		_ = s.ingest.Process.Signal(syscall.SIGTERM)
 		select {

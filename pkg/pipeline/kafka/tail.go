@@ -16,8 +16,12 @@ type TailConfig struct {
 	// MaxMessageBytes is the largest record the topics take; every fetch
 	// has room for at least one of them. Zero means DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	// MaxWait bounds how long one fetch waits for new records.
+	// MaxWait bounds how long one fetch waits for new records: how late a
+	// record may be handed on when few are written.
 	MaxWait time.Duration
+	// MinBytes is how much a fetch waits for, within MaxWait: fewer,
+	// larger fetches cost less per record when many are written.
+	MinBytes int
 	// RetryWait is the first wait before reaching a partition again after
 	// a failure; it doubles on each failure up to MaxRetryWait.
 	RetryWait time.Duration
@@ -25,6 +29,8 @@ type TailConfig struct {
 
 // Defaults for TailConfig.
 const (
+	DefaultTailMaxWait   = 250 * time.Millisecond
+	DefaultTailMinBytes  = 512 << 10
 	DefaultTailRetryWait = 250 * time.Millisecond
 	// MaxRetryWait bounds the wait between attempts, so that a tail finds
 	// a broker that is back within seconds.
@@ -38,8 +44,9 @@ const (
 // goroutine per partition, concurrently; Interrupted and Reading are
 // called one at a time, in the order the changes happened.
 type TailHandler interface {
-	// Message is one record just read; the handler may keep it.
-	Message(m Message)
+	// Messages are the records of one fetch of one partition, in order;
+	// the handler may keep them.
+	Messages(ms []Message)
 	// Interrupted says a partition stopped being read, and why; the tail
 	// tries again until its context ends. It is called once per
 	// interruption, however many partitions it hit.
@@ -83,7 +90,10 @@ func (c Cluster) NewTail(tc TailConfig) (*Tail, error) {
 		tc.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if tc.MaxWait <= 0 {
-		tc.MaxWait = DefaultMaxWait
+		tc.MaxWait = DefaultTailMaxWait
+	}
+	if tc.MinBytes <= 0 {
+		tc.MinBytes = DefaultTailMinBytes
 	}
 	if tc.RetryWait <= 0 {
 		tc.RetryWait = DefaultTailRetryWait
@@ -206,12 +216,15 @@ func (t *Tail) read(ctx context.Context, conn *kafkago.Conn, next *int64, h Tail
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	maxBytes := max(16<<20, t.cfg.MaxMessageBytes+1<<20)
+	minBytes := min(t.cfg.MinBytes, maxBytes)
+	var ms []Message
 	for {
 		if _, err := conn.Seek(*next, kafkago.SeekAbsolute|kafkago.SeekDontCheck); err != nil {
 			return err
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(t.cfg.MaxWait + fetchSlack))
-		b := conn.ReadBatchWith(kafkago.ReadBatchConfig{MinBytes: 1, MaxBytes: maxBytes, MaxWait: t.cfg.MaxWait})
+		b := conn.ReadBatchWith(kafkago.ReadBatchConfig{MinBytes: minBytes, MaxBytes: maxBytes, MaxWait: t.cfg.MaxWait})
+		ms = ms[:0]
 		for {
 			m, err := b.ReadMessage()
 			if err != nil {
@@ -225,7 +238,11 @@ func (t *Tail) read(ctx context.Context, conn *kafkago.Conn, next *int64, h Tail
 					out.Headers[i] = Header{Key: hd.Key, Value: hd.Value}
 				}
 			}
-			h.Message(out)
+			ms = append(ms, out)
+		}
+		if len(ms) > 0 {
+			h.Messages(ms)
+			clear(ms) // the handler keeps what it wants; this slice is reused
 		}
 		// An empty fetch (nothing new within MaxWait) ends the batch with
 		// RequestTimedOut; anything else ends the connection.

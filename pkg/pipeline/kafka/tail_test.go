@@ -29,11 +29,13 @@ func newTailRecorder() *tailRecorder {
 	return &tailRecorder{changed: make(chan struct{}, 100), received: make(chan struct{}, 100_000)}
 }
 
-func (r *tailRecorder) Message(m Message) {
-	r.mu.Lock()
-	r.values = append(r.values, m.Topic+":"+string(m.Value))
-	r.mu.Unlock()
-	r.received <- struct{}{}
+func (r *tailRecorder) Messages(ms []Message) {
+	for _, m := range ms {
+		r.mu.Lock()
+		r.values = append(r.values, m.Topic+":"+string(m.Value))
+		r.mu.Unlock()
+		r.received <- struct{}{}
+	}
 }
 
 func (r *tailRecorder) Interrupted(err error) {
@@ -136,7 +138,7 @@ func expected(topic, prefix string, n int) []string {
 
 func runTail(t *testing.T, cl Cluster, topics ...string) *tailRecorder {
 	t.Helper()
-	tail, err := cl.NewTail(TailConfig{Topics: topics, MaxWait: 50 * time.Millisecond, RetryWait: 20 * time.Millisecond})
+	tail, err := cl.NewTail(TailConfig{Topics: topics, MaxWait: 50 * time.Millisecond, MinBytes: 1, RetryWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

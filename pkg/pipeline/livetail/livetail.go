@@ -317,6 +317,7 @@ func (h *Hub) leave(w *Watcher) {
 	g := w.g
 	g.mu.Lock()
 	w.end(0)
+	w.takeCounts()
 	left := !w.left
 	w.left = true
 	g.watchers = slices.DeleteFunc(g.watchers, func(x *Watcher) bool { return x == w })
@@ -365,15 +366,28 @@ func (h *Hub) Close() {
 	}
 }
 
-// Message implements kafka.TailHandler: the record goes to the watchers
-// of its app.
+// Messages implements kafka.TailHandler: each record goes to the
+// watchers of its app.
+func (h *Hub) Messages(ms []kafka.Message) {
+	h.metrics.read.Add(float64(len(ms)))
+	view := *h.view.Load()
+	for _, m := range ms {
+		h.message(view, m)
+	}
+}
+
+// Message hands one record to the watchers of its app.
 func (h *Hub) Message(m kafka.Message) {
 	h.metrics.read.Inc()
+	h.message(*h.view.Load(), m)
+}
+
+func (h *Hub) message(view map[string]*group, m kafka.Message) {
 	quarantined := m.Topic == h.cfg.QuarantineTopic
 	if !quarantined && m.Topic != h.cfg.EventsTopic {
 		return
 	}
-	g := (*h.view.Load())[string(appOfKey(m.Key, quarantined))]
+	g := view[string(appOfKey(m.Key, quarantined))]
 	if g == nil {
 		return
 	}
@@ -467,7 +481,6 @@ func (g *group) offer(h *Hub, m kafka.Message, quarantined bool) {
 		w.seen++
 		if !w.take(now, h.cfg.EventsPerSecond) {
 			w.skipped++
-			h.metrics.skipped.Inc()
 			continue
 		}
 		if !decoded {
@@ -481,7 +494,6 @@ func (g *group) offer(h *Hub, m kafka.Message, quarantined bool) {
 		select {
 		case w.items <- *item:
 			w.shown++
-			h.metrics.sent.Inc()
 		default:
 			w.end(EndSlow)
 		}
@@ -556,8 +568,17 @@ type Counts struct {
 func (w *Watcher) TakeCounts() Counts {
 	w.g.mu.Lock()
 	defer w.g.mu.Unlock()
+	return w.takeCounts()
+}
+
+// takeCounts returns and resets the counts, adding them to the metrics
+// (counted here rather than per record, which every partition's reader
+// would contend for); g.mu is held.
+func (w *Watcher) takeCounts() Counts {
 	c := Counts{Seen: w.seen, Shown: w.shown, Skipped: w.skipped}
 	w.seen, w.shown, w.skipped = 0, 0, 0
+	w.hub.metrics.sent.Add(float64(c.Shown))
+	w.hub.metrics.skipped.Add(float64(c.Skipped))
 	return c
 }
 
