@@ -229,21 +229,9 @@ func collect(t *testing.T, name string, st *livewatch.Stream, want map[string]bo
 		}
 	}
 	// The summaries have counted every event of the app, and nothing more.
-	for limit := time.Now().Add(30 * time.Second); ; {
-		m, err := st.Skip("summary", time.Until(limit), "event", "state")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var sum livewatch.Summary
-		if err := m.Decode(&sum); err != nil {
-			t.Fatal(err)
-		}
-		if sum.Total.Seen > uint64(len(want)) || sum.Total.Skipped > 0 {
-			t.Fatalf("%s: summary %+v, want %d events seen and none skipped", name, sum, len(want))
-		}
-		if sum.Total.Seen == uint64(len(want)) {
-			return
-		}
+	sum, err := st.WaitSummary(30*time.Second, func(s livewatch.Summary) bool { return s.Total.Seen >= uint64(len(want)) })
+	if err != nil || sum.Total.Seen != uint64(len(want)) || sum.Total.Skipped > 0 {
+		t.Fatalf("%s: summary %+v (%v), want %d events seen and none skipped", name, sum, err, len(want))
 	}
 }
 

@@ -147,21 +147,8 @@ func TestLiveViewOfTheRuntime(t *testing.T) {
 		}
 	}
 	// Nothing else: the summaries count these events alone.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		msg, err := watcher.Skip("summary", time.Until(deadline), "event", "state")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sum livewatch.Summary
-		if err := msg.Decode(&sum); err != nil {
-			t.Fatal(err)
-		}
-		if sum.Total.Seen > uint64(total) {
-			t.Fatalf("summary %+v: more events than the %d sent", sum, total)
-		}
-		if sum.Total.Seen == uint64(total) {
-			break
-		}
+	if sum, err := watcher.WaitSummary(30*time.Second, func(s livewatch.Summary) bool { return s.Total.Seen >= uint64(total) }); err != nil || sum.Total.Seen != uint64(total) {
+		t.Errorf("summary %+v (%v), want %d events seen", sum, err, total)
 	}
 
 	// The page: a row per event, quarantined rows marked with their

@@ -34,7 +34,14 @@ type Stream struct {
 	Bytes atomic.Int64
 	// Events counts the event messages read.
 	Events atomic.Int64
+	// last is the latest summary message read.
+	last atomic.Pointer[Summary]
 }
+
+// LastSummary is the latest summary the stream sent, nil before the
+// first: read on its own, since a caller waiting for events passes over
+// summaries.
+func (s *Stream) LastSummary() *Summary { return s.last.Load() }
 
 // Refused is a stream the server did not open: its status and body.
 type Refused struct {
@@ -88,8 +95,14 @@ func (s *Stream) read() {
 		switch {
 		case line == "":
 			if m.Kind != "" {
-				if m.Kind == "event" {
+				switch m.Kind {
+				case "event":
 					s.Events.Add(1)
+				case "summary":
+					var sum Summary
+					if m.Decode(&sum) == nil {
+						s.last.Store(&sum)
+					}
 				}
 				s.c <- m
 			}
@@ -194,6 +207,24 @@ type State struct {
 type Summary struct {
 	Seen, Shown, Skipped uint64
 	Total                struct{ Seen, Shown, Skipped uint64 }
+}
+
+// WaitSummary waits until the latest summary's total satisfies ok.
+func (s *Stream) WaitSummary(limit time.Duration, ok func(Summary) bool) (Summary, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		if sum := s.LastSummary(); sum != nil && ok(*sum) {
+			return *sum, nil
+		}
+		if time.Now().After(deadline) {
+			last := s.LastSummary()
+			if last == nil {
+				return Summary{}, fmt.Errorf("no summary within %s", limit)
+			}
+			return *last, fmt.Errorf("the latest summary %+v is not the one awaited within %s", *last, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Decode reads a message's data into v.

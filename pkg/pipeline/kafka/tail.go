@@ -140,6 +140,8 @@ func (t *Tail) partitions(ctx context.Context, attempt int) ([]kafkago.Partition
 		return nil, err
 	}
 	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
 	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
 	parts, err := conn.ReadPartitions(t.cfg.Topics...)
 	if err != nil {
@@ -191,6 +193,8 @@ func (t *Tail) position(ctx context.Context, topic string, partition, attempt in
 	if err != nil {
 		return nil, false, err
 	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
 	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
 	first, last, err := conn.ReadOffsets()
 	if err != nil {
