@@ -24,8 +24,8 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
-	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
@@ -56,9 +56,9 @@ func run(args []string) error {
 	batchBytes := fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes")
 	flushInterval := fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message")
 	retryMax := fs.Duration("retry-max", "RETRY_MAX", consumer.DefaultRetryMax, "longest wait between retries of a failed insert")
-	maxFuture := fs.Duration("event-time-max-future", "EVENT_TIME_MAX_FUTURE", event.DefaultMaxFuture,
+	maxFuture := fs.Duration("event-time-max-future", "EVENT_TIME_MAX_FUTURE", columns.DefaultMaxFuture,
 		"how far after ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)")
-	maxPast := fs.Duration("event-time-max-past", "EVENT_TIME_MAX_PAST", event.DefaultMaxPast,
+	maxPast := fs.Duration("event-time-max-past", "EVENT_TIME_MAX_PAST", columns.DefaultMaxPast,
 		"how far before ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -113,7 +113,7 @@ func run(args []string) error {
 		ClickHouse: chCfg, Schema: schemaMode,
 		Consumer: consumer.Config{BatchRows: *batchRows, BatchBytes: *batchBytes, FlushInterval: *flushInterval,
 			RetryMax: *retryMax, ShutdownTimeout: settings.ShutdownTimeout,
-			EventTimes: event.TimeWindow{MaxFuture: *maxFuture, MaxPast: *maxPast}},
+			EventTimes: columns.TimeWindow{MaxFuture: *maxFuture, MaxPast: *maxPast}},
 		Producer: kafka.ProducerConfig{},
 		HTTP:     settings.HTTP,
 	}, log)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
-	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
@@ -55,7 +55,7 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// EventTimes bounds the runtime times that become events' times;
 	// zero fields take event's defaults.
-	EventTimes event.TimeWindow
+	EventTimes columns.TimeWindow
 }
 
 // Defaults: ClickHouse prefers thousands of rows per insert and about one
@@ -100,7 +100,7 @@ type Consumer struct {
 	dlq     DeadLetters
 	metrics *Metrics
 	log     *slog.Logger
-	dec     event.Decoder
+	dec     columns.Decoder
 
 	// sinkOK is false while inserts fail, for readiness.
 	sinkOK atomic.Bool

@@ -34,7 +34,7 @@ import (
 // Publisher stores records durably; it returns nil only once the broker has
 // acknowledged all of them.
 type Publisher interface {
-	Publish(ctx context.Context, accepted, quarantined []event.Message) error
+	Publish(ctx context.Context, accepted, quarantined []event.Record) error
 }
 
 // Authenticator checks tokens and decides which app a request acts for.

@@ -26,7 +26,7 @@ type Store interface {
 
 // Publisher stores accepted records durably.
 type Publisher interface {
-	Publish(ctx context.Context, accepted, quarantined []event.Message) error
+	Publish(ctx context.Context, accepted, quarantined []event.Record) error
 }
 
 // Filter chooses the quarantined events to resubmit; zero fields choose all.
@@ -129,7 +129,7 @@ func resubmitChunk(ctx context.Context, store Store, v *event.Validator, pub Pub
 	if err != nil {
 		return err
 	}
-	var accepted []event.Message
+	var accepted []event.Record
 	var results []*event.Result
 	defer func() {
 		for _, r := range results {

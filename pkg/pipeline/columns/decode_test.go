@@ -1,7 +1,9 @@
-package event
+package columns
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,7 +11,42 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
+
+var testMeta = event.Meta{AppID: "app-1", OrganizationID: "org-1", ReceivedAt: time.Date(2026, 11, 21, 10, 0, 0, 123e6, time.UTC), IDSeed: "seed"}
+
+// benchBody is a batch of n REQUEST_RESPONSE events of about 1 KB each,
+// as event's validator benchmark sends.
+func benchBody(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"events":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","appId":"app-1","sessionId":"session-%d","userId":"user-%d","channel":"web-chat","platform":"stentor-web","selectedHandler":"OrderStatusHandler","currentHandler":"OrderStatusHandler","environment":"production","isoTime":"2026-11-21T10:00:00.000Z","payload":{"request":{"type":"INTENT_REQUEST","intentId":"OrderStatus","rawQuery":"where is my order number %d, it should have arrived yesterday","sessionId":"session-%d","userId":"user-%d","matchConfidence":0.87},"response":{"outputSpeech":{"displayText":"Your order %d shipped yesterday and should arrive tomorrow before noon.","ssml":"<speak>Your order %d shipped yesterday and should arrive tomorrow before noon.</speak>"},"displays":[{"type":"LIST","title":"Orders","items":[{"title":"Order %d","token":"order-%d","description":"Shipped, arriving tomorrow"},{"title":"Order %d","token":"order-%d","description":"Delivered last week"}]}]},"tag":"order-status"}}`,
+			i%7, i, i, i%7, i, i, i, i, i, i+1, i+1)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// acceptedIDs reads the event ID of each accepted record from its envelope.
+func acceptedIDs(t testing.TB, res *event.Result) []string {
+	t.Helper()
+	ids := make([]string, len(res.Accepted))
+	for i, m := range res.Accepted {
+		var env struct {
+			EventID string `json:"eventId"`
+		}
+		if err := json.Unmarshal(m.Value, &env); err != nil {
+			t.Fatalf("envelope %d: %v\n%s", i, err, m.Value)
+		}
+		ids[i] = env.EventID
+	}
+	return ids
+}
 
 // row is one row of a batch, gathered for comparisons.
 type row struct {
@@ -54,7 +91,7 @@ func decodeRow(d *Decoder, value []byte) (row, error) {
 }
 
 func TestDecodeRoundTrip(t *testing.T) {
-	v := NewValidator(Limits{})
+	v := event.NewValidator(event.Limits{})
 	body := `{"events":[
 	 {"type":"REQUEST","name":"LAUNCH_REQUEST","sessionId":"s1","userId":"u1","channel":"web","platform":"stentor","selectedHandler":"Launch","currentHandler":"Launch","environment":"prod","isoTime":"2026-11-20T08:30:00.250Z","isNewSession":true,"custom":{"a":[1,"x"]},"n\u00e9":"\u00e9"},
 	 {"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","eventId":"e-2","sessionId":"s1","payload":"{\"request\":{\"type\":\"INTENT_REQUEST\",\"intentId\":\"OrderStatus\",\"rawQuery\":\"where is it\",\"matchConfidence\":0.875},\"response\":{\"outputSpeech\":{\"displayText\":\"Today.\",\"ssml\":\"<speak>Today.</speak>\"},\"displays\":[{\"items\":[]},{}]},\"tag\":\"orders\"}"},
@@ -127,7 +164,7 @@ func BenchmarkDecode(b *testing.B) {
 	// As ingest writes them: with the sender.
 	meta := testMeta
 	meta.TokenID, meta.ClientNetwork = "0123456789abcdef", "203.0.113.0/24"
-	res, err := NewValidator(Limits{}).ProcessBatch(benchBody(50), meta)
+	res, err := event.NewValidator(event.Limits{}).ProcessBatch(benchBody(50), meta)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,7 +216,7 @@ func TestDecodeClientEvents(t *testing.T) {
 			row{ErrorMessage: "it failed", Message: "it failed"}},
 		{"unknown type", `{"type":"Custom","name":"n","payload":{"message":"not an error"}}`, row{}},
 	}
-	v := NewValidator(DefaultLimits())
+	v := event.NewValidator(event.DefaultLimits())
 	var d Decoder
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -206,10 +243,12 @@ func TestDecodeClientEvents(t *testing.T) {
 }
 
 func TestDecodeQuarantine(t *testing.T) {
-	v := NewValidator(Limits{MaxEventBytes: 200, MaxRecordBytes: 2000})
+	v := event.NewValidator(event.Limits{MaxEventBytes: 200, MaxRecordBytes: 2000})
 	big := strings.Repeat("x", 3000)
 	body := `{"events":[{"type":"REQUEST","name":"ok"},{"type":"REQUEST","name":7,"sessionId":1},{"type":"REQUEST","name":"big","pad":"` + big + `"},42]}`
-	res, err := v.ProcessBatch([]byte(body), testMeta)
+	meta := testMeta
+	meta.EventIDs = []string{"", "given-1"} // as a resubmission gives them
+	res, err := v.ProcessBatch([]byte(body), meta)
 	if err != nil || len(res.Quarantined) != 3 {
 		t.Fatalf("%v, %d quarantined", err, len(res.Quarantined))
 	}
@@ -224,17 +263,17 @@ func TestDecodeQuarantine(t *testing.T) {
 	}
 	bad := got[0]
 	if bad.AppID != "app-1" || bad.OrganizationID != "org-1" || !bad.ReceivedAt.Equal(testMeta.ReceivedAt) || bad.Index != 1 ||
-		bad.EventID != string(deriveID(nil, &testMeta, 1)) || bad.Reason != ReasonWrongType || bad.Field != "name" ||
+		bad.EventID != "given-1" || bad.Reason != event.ReasonWrongType || bad.Field != "name" ||
 		bad.Message != "must be a string, got number" || bad.Event != `{"type":"REQUEST","name":7,"sessionId":1}` ||
 		bad.EventBytes != len(bad.Event) || bad.Truncated || !strings.Contains(bad.Errors, `"field":"sessionId"`) {
 		t.Errorf("invalid event's row %+v", bad)
 	}
 	cut := got[1]
-	if !cut.Truncated || cut.Reason != ReasonTooLarge || cut.EventBytes != len(big)+len(`{"type":"REQUEST","name":"big","pad":""}`) ||
+	if !cut.Truncated || cut.Reason != event.ReasonTooLarge || cut.EventBytes != len(big)+len(`{"type":"REQUEST","name":"big","pad":""}`) ||
 		!strings.HasPrefix(cut.Event, `{"type":"REQUEST","name":"big","pad":"xxx`) || len(cut.Event) >= cut.EventBytes {
 		t.Errorf("cut event's row: truncated %v reason %q bytes %d, event of %d bytes", cut.Truncated, cut.Reason, cut.EventBytes, len(cut.Event))
 	}
-	if got[2].Event != "42" || got[2].Reason != ReasonNotObject || got[2].Field != "" {
+	if got[2].Event != "42" || got[2].Reason != event.ReasonNotObject || got[2].Field != "" {
 		t.Errorf("non-object's row %+v", got[2])
 	}
 	for name, in := range map[string]string{
@@ -254,7 +293,7 @@ func TestDecodeQuarantine(t *testing.T) {
 // blocks holds, twice into one batch reset in between, and checks that
 // every row keeps its own values.
 func TestDecodeBatchOfManyRows(t *testing.T) {
-	v := NewValidator(DefaultLimits())
+	v := event.NewValidator(event.DefaultLimits())
 	pad := strings.Repeat("p", 2000)
 	var values [][]byte
 	for i := range 1500 { // about 3 MB of envelopes
@@ -323,7 +362,7 @@ func TestDecodeClampsEventTime(t *testing.T) {
 		{"a number", `1764000000`, TimeWindow{}, at, chstore.TimeSourceReceived, nil, `1764000000`},
 		{"null", `null`, TimeWindow{}, at, chstore.TimeSourceReceived, nil, ""},
 	}
-	v := NewValidator(DefaultLimits())
+	v := event.NewValidator(event.DefaultLimits())
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev := `{"type":"REQUEST","name":"LAUNCH_REQUEST"`
@@ -365,7 +404,7 @@ func ptr[T any](v T) *T { return &v }
 // TestDecodeSender reads who sent a batch from its envelopes, and decodes
 // envelopes written before ingest recorded it.
 func TestDecodeSender(t *testing.T) {
-	v := NewValidator(DefaultLimits())
+	v := event.NewValidator(event.DefaultLimits())
 	meta := testMeta
 	meta.TokenID, meta.ClientNetwork = "0123456789abcdef", "2001:db8:1::/48"
 	res, err := v.ProcessBatch([]byte(`{"events":[{"type":"REQUEST","name":"LAUNCH_REQUEST"}]}`), meta)

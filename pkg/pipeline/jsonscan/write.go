@@ -1,4 +1,4 @@
-package event
+package jsonscan
 
 import (
 	"encoding/binary"
@@ -7,9 +7,9 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD so
+// AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD so
 // the output is always valid JSON, whatever an escape sequence decoded to.
-func appendString(dst []byte, s []byte) []byte {
+func AppendString(dst []byte, s []byte) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -55,6 +55,8 @@ func appendString(dst []byte, s []byte) []byte {
 	return append(dst, '"')
 }
 
+// Masks of the lowest and the highest bit of each byte of a word, for
+// looking at eight bytes at a time.
 const (
 	lsb = 0x0101010101010101
 	msb = 0x8080808080808080

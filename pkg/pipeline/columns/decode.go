@@ -1,4 +1,10 @@
-package event
+// Package columns turns the records of the events and quarantine topics
+// into rows of their ClickHouse tables: the consumer's side of the
+// envelopes that package event writes. What the event model means stays in
+// event; which columns a field fills, and which time an event is dated by,
+// is decided here, so that changing the tables touches neither the model
+// nor ingest.
+package columns
 
 import (
 	"errors"
@@ -7,6 +13,8 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/jsonscan"
 )
 
 // Decoder decodes the records of the events and quarantine topics into
@@ -17,7 +25,7 @@ type Decoder struct {
 	// fields take their defaults.
 	Times TimeWindow
 
-	ct      containers
+	x       jsonscan.Index
 	scratch []byte
 	extra   []byte
 	tags    [][]byte
@@ -108,18 +116,18 @@ type recordHeader struct {
 // open checks that value is a JSON object, looks up keys in it (the first
 // four being eventId, appId, organizationId and receivedAt) and reads the
 // header they give.
-func (d *Decoder) open(value []byte, keys []string, vals [][]byte) (walker, recordHeader, error) {
+func (d *Decoder) open(value []byte, keys []string, vals [][]byte) (jsonscan.Walker, recordHeader, error) {
 	var h recordHeader
 	d.scratch = d.scratch[:0]
-	w := walker{&d.ct, &d.scratch}
-	if err := strictJSON(value, &d.ct); err != nil {
+	w := jsonscan.Walker{Index: &d.x, Scratch: &d.scratch}
+	if err := jsonscan.Check(value, &d.x); err != nil {
 		return w, h, envelopeErr("not JSON: %v", err)
 	}
-	root := value[skipWS(value, 0):]
+	root := value[jsonscan.SkipWS(value, 0):]
 	if root[0] != '{' {
 		return w, h, envelopeErr("not a JSON object")
 	}
-	if dup := w.fields(root, keys, vals); dup != "" {
+	if dup := w.Fields(root, keys, vals); dup != "" {
 		return w, h, envelopeErr("%s appears twice", dup)
 	}
 	var err error
@@ -180,7 +188,7 @@ type rowWriter struct {
 	d    *Decoder
 	rows *chstore.EventBatch
 	i    int
-	w    walker
+	w    jsonscan.Walker
 }
 
 // str returns b as a string kept with the batch.
@@ -196,9 +204,9 @@ func (r rowWriter) field(v []byte, label bool) string {
 	case v[0] != '"':
 		return r.str(v)
 	case label:
-		return r.d.intern(stringValue(v, r.w.sc))
+		return r.d.intern(r.w.String(v))
 	}
-	return r.str(stringValue(v, r.w.sc))
+	return r.str(r.w.String(v))
 }
 
 // text returns the content of a JSON string value, or "" for any other.
@@ -206,7 +214,7 @@ func (r rowWriter) text(v []byte) string {
 	if v == nil || v[0] != '"' {
 		return ""
 	}
-	return r.str(stringValue(v, r.w.sc))
+	return r.str(r.w.String(v))
 }
 
 // label is text for the value of a low-cardinality column.
@@ -214,12 +222,12 @@ func (r rowWriter) label(v []byte) string {
 	if v == nil || v[0] != '"' {
 		return ""
 	}
-	return r.d.intern(stringValue(v, r.w.sc))
+	return r.d.intern(r.w.String(v))
 }
 
 // text returns the decoded content of a string value; absent and null give
 // nil, or an error when required.
-func (d *Decoder) text(w walker, name string, v []byte, required bool) ([]byte, error) {
+func (d *Decoder) text(w jsonscan.Walker, name string, v []byte, required bool) ([]byte, error) {
 	if v == nil || v[0] == 'n' {
 		if required {
 			return nil, envelopeErr("%s is missing", name)
@@ -227,9 +235,9 @@ func (d *Decoder) text(w walker, name string, v []byte, required bool) ([]byte, 
 		return nil, nil
 	}
 	if v[0] != '"' {
-		return nil, envelopeErr("%s is a %s, not a string", name, typeName(v))
+		return nil, envelopeErr("%s is a %s, not a string", name, jsonscan.TypeName(v))
 	}
-	return stringValue(v, w.sc), nil
+	return w.String(v), nil
 }
 
 // eventColumns are the event's top-level fields with columns of their own;
@@ -276,13 +284,13 @@ func (d *Decoder) decodeEvent(r rowWriter, ev []byte) {
 	var cols [12][]byte
 	var tag []byte
 	d.extra = append(d.extra[:0], '{')
-	m := newMembers(w.ct, ev)
+	m := w.Members(ev)
 	for {
-		raw, start, end, ok := m.next()
+		raw, start, end, ok := m.Next()
 		if !ok {
 			break
 		}
-		k := keyName(raw, w.sc)
+		k := jsonscan.KeyName(raw, w.Scratch)
 		c := eventColumn(k)
 		if c < 0 {
 			if string(k) == "tag" { // kept in extra as well, as sent
@@ -335,7 +343,7 @@ func (d *Decoder) setTimes(r rowWriter, v []byte) bool {
 	if v[0] != '"' {
 		return false
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(stringValue(v, r.w.sc)))
+	t, err := time.Parse(time.RFC3339Nano, string(r.w.String(v)))
 	if err != nil {
 		return false
 	}
@@ -364,13 +372,13 @@ func (d *Decoder) decodePayload(r rowWriter, p []byte, noTopTag bool) {
 			rows.ErrorMessage[i] = rows.Message[i]
 		}
 	case p[0] != '{':
-	case rows.Name[i] == nameRequestResponse:
+	case rows.Name[i] == event.NameRequestResponse:
 		d.decodeRequestResponse(r, p, noTopTag)
 	case typ == typeRequest:
 		d.decodeRequest(r, p)
 	case typ == typeError:
 		var e [2][]byte
-		w.fields(p, []string{"message", "stack"}, e[:])
+		w.Fields(p, []string{"message", "stack"}, e[:])
 		rows.ErrorMessage[i] = r.text(e[0])
 		if s := e[1]; s != nil && s[0] != 'n' {
 			rows.ErrorStack[i] = r.str(s)
@@ -392,23 +400,23 @@ func (d *Decoder) setTags(r rowWriter) {
 
 // appendTags adds the tags a tag value holds: a string is one tag, an
 // array's strings are tags; other values keep their JSON text.
-func (d *Decoder) appendTags(dst [][]byte, v []byte, w walker) [][]byte {
+func (d *Decoder) appendTags(dst [][]byte, v []byte, w jsonscan.Walker) [][]byte {
 	switch {
 	case v == nil || v[0] == 'n':
 		return dst
 	case v[0] == '"':
-		return append(dst, stringValue(v, w.sc))
+		return append(dst, w.String(v))
 	case v[0] != '[':
 		return append(dst, v)
 	}
-	e := newElements(w.ct, v)
+	e := w.Elements(v)
 	for {
-		start, end, ok := e.next()
+		start, end, ok := e.Next()
 		if !ok {
 			return dst
 		}
 		if el := v[start:end]; el[0] == '"' {
-			dst = append(dst, stringValue(el, w.sc))
+			dst = append(dst, w.String(el))
 		} else if el[0] != 'n' {
 			dst = append(dst, el)
 		}
@@ -422,7 +430,7 @@ func (d *Decoder) appendTags(dst [][]byte, v []byte, w walker) [][]byte {
 func (d *Decoder) decodeRequest(r rowWriter, p []byte) {
 	rows, i, w := r.rows, r.i, r.w
 	var top [4][]byte
-	w.fields(p, []string{"request", "intent", "rawQuery", "matchConfidence"}, top[:])
+	w.Fields(p, []string{"request", "intent", "rawQuery", "matchConfidence"}, top[:])
 	if req := top[0]; req != nil && req[0] == '{' {
 		d.decodeRequestObject(r, req)
 	}
@@ -442,7 +450,7 @@ func (d *Decoder) decodeRequest(r rowWriter, p []byte) {
 func (d *Decoder) decodeRequestObject(r rowWriter, req []byte) {
 	rows, i, w := r.rows, r.i, r.w
 	var f [5][]byte
-	w.fields(req, []string{"type", "intentId", "rawQuery", "matchConfidence", "knowledgeBaseResult"}, f[:])
+	w.Fields(req, []string{"type", "intentId", "rawQuery", "matchConfidence", "knowledgeBaseResult"}, f[:])
 	if f[0] != nil && f[0][0] == '"' {
 		rows.RequestType[i] = r.label(f[0])
 	}
@@ -453,7 +461,7 @@ func (d *Decoder) decodeRequestObject(r rowWriter, req []byte) {
 	if kb := f[4]; kb != nil && kb[0] == '{' {
 		rows.KBUsed[i] = 1
 		var parts [3][]byte
-		w.fields(kb, []string{"documents", "suggested", "faqs"}, parts[:])
+		w.Fields(kb, []string{"documents", "suggested", "faqs"}, parts[:])
 		rows.KBDocuments[i] = clamp16(count(parts[0], w) + count(parts[1], w))
 		rows.KBFAQs[i] = clamp16(count(parts[2], w))
 	}
@@ -464,7 +472,7 @@ func clamp16(n int) uint16 { return uint16(min(n, 1<<16-1)) }
 
 // confidence reads a match confidence that a 32-bit float holds.
 func confidence(c []byte) (float32, bool) {
-	if c == nil || !isNumber(c) {
+	if c == nil || !jsonscan.IsNumber(c) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(c), 32)
@@ -475,13 +483,13 @@ func confidence(c []byte) (float32, bool) {
 }
 
 // count returns the number of elements of an array value, 0 for others.
-func count(v []byte, w walker) int {
+func count(v []byte, w jsonscan.Walker) int {
 	if v == nil || v[0] != '[' {
 		return 0
 	}
 	n := 0
-	for e := newElements(w.ct, v); ; n++ {
-		if _, _, ok := e.next(); !ok {
+	for e := w.Elements(v); ; n++ {
+		if _, _, ok := e.Next(); !ok {
 			return n
 		}
 	}
@@ -493,7 +501,7 @@ func count(v []byte, w walker) int {
 func (d *Decoder) decodeRequestResponse(r rowWriter, p []byte, payloadTag bool) {
 	rows, i, w := r.rows, r.i, r.w
 	var top [3][]byte
-	w.fields(p, []string{"request", "response", "tag"}, top[:])
+	w.Fields(p, []string{"request", "response", "tag"}, top[:])
 	if payloadTag {
 		d.tags = d.appendTags(d.tags, top[2], w)
 	}
@@ -502,14 +510,14 @@ func (d *Decoder) decodeRequestResponse(r rowWriter, p []byte, payloadTag bool) 
 	}
 	if resp := top[1]; resp != nil && resp[0] == '{' {
 		var f [2][]byte
-		w.fields(resp, []string{"outputSpeech", "displays"}, f[:])
+		w.Fields(resp, []string{"outputSpeech", "displays"}, f[:])
 		switch s := f[0]; {
 		case s == nil:
 		case s[0] == '"':
 			rows.DisplayText[i] = r.text(s)
 		case s[0] == '{':
 			var sp [2][]byte
-			w.fields(s, []string{"displayText", "ssml"}, sp[:])
+			w.Fields(s, []string{"displayText", "ssml"}, sp[:])
 			rows.DisplayText[i], rows.SSML[i] = r.text(sp[0]), r.text(sp[1])
 		}
 		rows.DisplayCount[i] = clamp16(count(f[1], w))
@@ -538,11 +546,11 @@ func (d *Decoder) DecodeQuarantine(value []byte) (chstore.QuarantineRow, error) 
 		return out, envelopeErr("errors is missing or not an array")
 	}
 	out.Errors = string(errs)
-	elems := newElements(w.ct, errs)
-	if start, end, ok := elems.next(); ok {
+	elems := w.Elements(errs)
+	if start, end, ok := elems.Next(); ok {
 		var f [3][]byte
 		if first := errs[start:end]; first[0] == '{' {
-			w.fields(first, []string{"reason", "field", "message"}, f[:])
+			w.Fields(first, []string{"reason", "field", "message"}, f[:])
 			out.Reason, out.Field, out.Message = quarantineText(f[0], w), quarantineText(f[1], w), quarantineText(f[2], w)
 		}
 	}
@@ -563,9 +571,9 @@ func (d *Decoder) DecodeQuarantine(value []byte) (chstore.QuarantineRow, error) 
 
 // quarantineText returns the content of a JSON string value, or "" for any
 // other.
-func quarantineText(v []byte, w walker) string {
+func quarantineText(v []byte, w jsonscan.Walker) string {
 	if v == nil || v[0] != '"' {
 		return ""
 	}
-	return string(stringValue(v, w.sc))
+	return string(w.String(v))
 }
