@@ -233,20 +233,42 @@ func recordRoom(meta *Meta, tail []byte) int {
 	return 2*len(meta.AppID) + len(tail) + 160
 }
 
+// buildRecords checks each event and writes its record: the envelopes of
+// valid events first, in batch order, then the quarantine records of the
+// others.
 func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, meta *Meta) *Result {
 	res := &Result{pool: &v.outs}
 	st.recs = st.recs[:0]
-	var rejected []int // indexes of invalid events, quarantined after the valid ones
 	var shared, sender [256]byte
 	tail := envelopeTail(shared[:0], meta)
 	// Event envelopes end with the sender, quarantine records do not.
 	evTail := senderTail(append(sender[:0], tail...), meta)
-	var idBuf [36]byte
 
 	// Records are written straight into the buffer the Result owns until
 	// Release, each key followed by its value; records slice into it.
 	res.out = v.outBuf(len(body) + len(spans)*recordRoom(meta, evTail))
-	buf := (*res.out)[:0]
+	buf, rejected := v.appendEnvelopes(st, res, (*res.out)[:0], body, spans, meta, evTail)
+	nAccepted := len(st.recs)
+	buf = v.appendQuarantined(st, res, buf, body, spans, rejected, meta, tail)
+	*res.out = buf
+
+	recs := make([]Record, len(st.recs))
+	from := 0
+	for n, s := range st.recs {
+		recs[n] = Record{Key: buf[from:s.keyEnd:s.keyEnd], Value: buf[s.keyEnd:s.valEnd:s.valEnd]}
+		from = s.valEnd
+	}
+	res.Accepted = recs[:nAccepted:nAccepted]
+	res.Quarantined = recs[nAccepted:]
+	return res
+}
+
+// appendEnvelopes checks each event and appends the record of each valid
+// one to buf, noting its span in st.recs; it returns the indexes of the
+// invalid events, whose errors it adds to res.
+func (v *Validator) appendEnvelopes(st *batchState, res *Result, buf, body []byte, spans [][2]int, meta *Meta, evTail []byte) ([]byte, []int) {
+	var rejected []int
+	var idBuf [36]byte
 	for i, sp := range spans {
 		ev := body[sp[0]:sp[1]]
 		p := &st.problems
@@ -287,8 +309,13 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 		buf = append(buf, '}')
 		st.recs = append(st.recs, span{keyEnd: keyEnd, valEnd: len(buf)})
 	}
-	nAccepted := len(st.recs)
+	return buf, rejected
+}
 
+// appendQuarantined appends the quarantine record of each rejected event
+// to buf, with the errors res holds for it, noting its span in st.recs.
+func (v *Validator) appendQuarantined(st *batchState, res *Result, buf, body []byte, spans [][2]int, rejected []int, meta *Meta, tail []byte) []byte {
+	var idBuf [36]byte
 	e := 0
 	for _, i := range rejected {
 		start := e
@@ -302,17 +329,7 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 			jsonscan.Walker{Index: &st.bodyIndex, Scratch: &st.scratch}, v.limits.MaxRecordBytes)
 		st.recs = append(st.recs, span{keyEnd: keyEnd, valEnd: len(buf)})
 	}
-	*res.out = buf
-
-	msgs := make([]Record, len(st.recs))
-	from := 0
-	for n, s := range st.recs {
-		msgs[n] = Record{Key: buf[from:s.keyEnd:s.keyEnd], Value: buf[s.keyEnd:s.valEnd:s.valEnd]}
-		from = s.valEnd
-	}
-	res.Accepted = msgs[:nAccepted:nAccepted]
-	res.Quarantined = msgs[nAccepted:]
-	return res
+	return buf
 }
 
 // appendEvent writes the event as sent, with appId added right after the
