@@ -25,7 +25,7 @@ type Decoder struct {
 	// fields take their defaults.
 	Times TimeWindow
 
-	x       jsonscan.Index
+	index   jsonscan.Index // of the record being decoded
 	scratch []byte
 	extra   []byte
 	tags    [][]byte
@@ -119,8 +119,8 @@ type recordHeader struct {
 func (d *Decoder) open(value []byte, keys []string, vals [][]byte) (jsonscan.Walker, recordHeader, error) {
 	var h recordHeader
 	d.scratch = d.scratch[:0]
-	w := jsonscan.Walker{Index: &d.x, Scratch: &d.scratch}
-	if err := jsonscan.Check(value, &d.x); err != nil {
+	w := jsonscan.Walker{Index: &d.index, Scratch: &d.scratch}
+	if err := jsonscan.Check(value, &d.index); err != nil {
 		return w, h, envelopeErr("not JSON: %v", err)
 	}
 	root := value[jsonscan.SkipWS(value, 0):]
