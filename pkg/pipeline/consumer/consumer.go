@@ -1,7 +1,8 @@
 // Package consumer moves events from the Kafka events topic, and the
 // events ingest refused from the quarantine topic, into ClickHouse: a
-// consumer group member that inserts large batches and commits offsets
-// only after ClickHouse has accepted them.
+// consumer group member that decodes each record into a row (package
+// columns), inserts large batches and commits offsets only after
+// ClickHouse has accepted them.
 package consumer
 
 import (
@@ -54,7 +55,7 @@ type Config struct {
 	// ShutdownTimeout bounds the final flush after the context ends.
 	ShutdownTimeout time.Duration
 	// EventTimes bounds the runtime times that become events' times;
-	// zero fields take event's defaults.
+	// zero fields take the defaults of package columns.
 	EventTimes columns.TimeWindow
 }
 
