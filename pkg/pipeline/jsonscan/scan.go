@@ -128,63 +128,91 @@ func (s *scanner) ws(i int) int {
 	return i
 }
 
-// run scans the document: a value, then what follows it, until the root
-// value ends.
+// run scans the document in one loop, which stays in one function as it
+// runs once for every value: a value, then what follows it, until the
+// root value ends.
 func (s *scanner) run() error {
+	b := s.b
 	i := s.ws(0)
-	if i == len(s.b) {
+	if i == len(b) {
 		return errors.New("no JSON value")
 	}
 	for {
-		end, inside, err := s.value(i)
+		// A value starts at i.
+		if i >= len(b) {
+			return syntaxErr("unexpected end of input", i)
+		}
+		if s.rec && s.depth > 0 {
+			s.childStart(i)
+		}
+		if s.want {
+			s.noteStart(i)
+		}
+		var err error
+		switch c := b[i]; c {
+		case '{', '[':
+			var inside bool
+			if i, inside, err = s.open(i, c); err != nil {
+				return err
+			}
+			if inside {
+				continue // at the container's first value
+			}
+		case '"':
+			i, err = s.str(i)
+		case 't':
+			i, err = s.literal(i, "true")
+		case 'f':
+			i, err = s.literal(i, "false")
+		case 'n':
+			i, err = s.literal(i, "null")
+		default:
+			i, err = s.number(i)
+		}
 		if err != nil {
 			return err
 		}
-		if inside {
-			i = end // at the first value of a container just opened
-			continue
-		}
-		var done bool
-		if i, done, err = s.next(end); err != nil || done {
-			return err
-		}
-	}
-}
 
-// value reads the value starting at i. It returns the index past it, or,
-// for a container it opened and left open (inside), the index of the
-// container's first value.
-func (s *scanner) value(i int) (end int, inside bool, err error) {
-	b := s.b
-	if i >= len(b) {
-		return i, false, syntaxErr("unexpected end of input", i)
+		// After a value: close containers or move to the next element.
+		for {
+			if s.rec && !s.full && s.depth > 0 {
+				s.elems[s.last[s.depth-1]].end = int32(i)
+			}
+			if s.want {
+				s.noteEnd(i)
+			}
+			i = s.ws(i)
+			if s.depth == 0 {
+				if i != len(b) {
+					return syntaxErr("unexpected data after the JSON value", i)
+				}
+				return nil
+			}
+			if i >= len(b) {
+				return syntaxErr("unexpected end of input", i)
+			}
+			top := s.stack[s.depth-1]
+			if b[i] == ',' {
+				i = s.ws(i + 1)
+				if top == '{' {
+					if i, err = s.key(i); err != nil {
+						return err
+					}
+				}
+				break
+			}
+			if b[i] != top+2 {
+				return s.unexpected(i, top)
+			}
+			s.close(i)
+			i++
+		}
 	}
-	if s.rec && s.depth > 0 {
-		s.childStart(i)
-	}
-	if s.want {
-		s.noteStart(i)
-	}
-	switch c := b[i]; c {
-	case '{', '[':
-		return s.open(i, c)
-	case '"':
-		end, err = s.str(i)
-	case 't':
-		end, err = s.literal(i, "true")
-	case 'f':
-		end, err = s.literal(i, "false")
-	case 'n':
-		end, err = s.literal(i, "null")
-	default:
-		end, err = s.number(i)
-	}
-	return end, false, err
 }
 
 // open reads the opening bracket c of a container at i. An empty
-// container is read whole; otherwise the scan goes inside, past the first
-// key of an object.
+// container is read whole; otherwise the scan goes inside (inside is
+// set), past the first key of an object.
 func (s *scanner) open(i int, c byte) (end int, inside bool, err error) {
 	b := s.b
 	if s.depth == MaxDepth {
@@ -197,15 +225,8 @@ func (s *scanner) open(i int, c byte) (end int, inside bool, err error) {
 	s.depth++
 	i = s.ws(i + 1)
 	if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
-		s.depth--
-		i++
-		if s.rec {
-			s.closed(i)
-		}
-		if s.depth == 1 {
-			s.inArray = false // an empty array of the name
-		}
-		return i, false, nil
+		s.close(i)
+		return i + 1, false, nil
 	}
 	if c == '{' {
 		i, err = s.key(i)
@@ -213,51 +234,24 @@ func (s *scanner) open(i int, c byte) (end int, inside bool, err error) {
 	return i, true, err
 }
 
-// next moves on from a value that ended at i: it closes the containers
-// that end there and returns where the next value starts, or done once
-// the root value has ended.
-func (s *scanner) next(i int) (start int, done bool, err error) {
-	b := s.b
-	for {
-		if s.rec && !s.full && s.depth > 0 {
-			s.elems[s.last[s.depth-1]].end = int32(i)
-		}
-		if s.want {
-			s.noteEnd(i)
-		}
-		i = s.ws(i)
-		if s.depth == 0 {
-			if i != len(b) {
-				return i, true, syntaxErr("unexpected data after the JSON value", i)
-			}
-			return i, true, nil
-		}
-		if i >= len(b) {
-			return i, true, syntaxErr("unexpected end of input", i)
-		}
-		top := s.stack[s.depth-1]
-		if b[i] == ',' {
-			i = s.ws(i + 1)
-			if top == '{' {
-				i, err = s.key(i)
-			}
-			return i, err != nil, err
-		}
-		if b[i] != top+2 {
-			if top == '{' {
-				return i, true, syntaxErr("expected , or } after an object value, found "+strconv.QuoteRune(rune(b[i])), i)
-			}
-			return i, true, syntaxErr("expected , or ] after an array element, found "+strconv.QuoteRune(rune(b[i])), i)
-		}
-		s.depth--
-		i++
-		if s.rec {
-			s.closed(i)
-		}
-		if s.depth == 1 && s.inArray {
-			s.inArray = false // the array of the name closed
-		}
+// close closes the innermost container, whose closing bracket is at i.
+func (s *scanner) close(i int) {
+	s.depth--
+	if s.rec {
+		s.closed(i + 1)
 	}
+	if s.depth == 1 {
+		s.inArray = false // the array of the name closed, if it was open
+	}
+}
+
+// unexpected reports the byte at i, which neither continues nor closes
+// the container top opened.
+func (s *scanner) unexpected(i int, top byte) error {
+	if top == '{' {
+		return syntaxErr("expected , or } after an object value, found "+strconv.QuoteRune(rune(s.b[i])), i)
+	}
+	return syntaxErr("expected , or ] after an array element, found "+strconv.QuoteRune(rune(s.b[i])), i)
 }
 
 // opened records a container opening at i, at s.depth.
