@@ -160,12 +160,8 @@ func (s *scanner) run() error {
 			}
 		case '"':
 			i, err = s.str(i)
-		case 't':
-			i, err = s.literal(i, "true")
-		case 'f':
-			i, err = s.literal(i, "false")
-		case 'n':
-			i, err = s.literal(i, "null")
+		case 't', 'f', 'n':
+			i, err = s.literal(i)
 		default:
 			i, err = s.number(i)
 		}
@@ -183,10 +179,7 @@ func (s *scanner) run() error {
 			}
 			i = s.ws(i)
 			if s.depth == 0 {
-				if i != len(b) {
-					return syntaxErr("unexpected data after the JSON value", i)
-				}
-				return nil
+				return s.end(i)
 			}
 			if i >= len(b) {
 				return syntaxErr("unexpected end of input", i)
@@ -204,8 +197,16 @@ func (s *scanner) run() error {
 			if b[i] != top+2 {
 				return s.unexpected(i, top)
 			}
-			s.close(i)
+			// What close does, written out: close is too large for the
+			// compiler to inline here, where it runs for every container.
+			s.depth--
 			i++
+			if s.rec {
+				s.closed(i)
+			}
+			if s.depth == 1 {
+				s.inArray = false // the array of the name closed, if it was open
+			}
 		}
 	}
 }
@@ -243,6 +244,15 @@ func (s *scanner) close(i int) {
 	if s.depth == 1 {
 		s.inArray = false // the array of the name closed, if it was open
 	}
+}
+
+// end checks that nothing but whitespace follows the root value; i is
+// past the whitespace.
+func (s *scanner) end(i int) error {
+	if i != len(s.b) {
+		return syntaxErr("unexpected data after the JSON value", i)
+	}
+	return nil
 }
 
 // unexpected reports the byte at i, which neither continues nor closes
@@ -425,7 +435,15 @@ func isHex(c byte) bool {
 	return c-'0' < 10 || (c|0x20)-'a' < 6
 }
 
-func (s *scanner) literal(i int, lit string) (int, error) {
+// literal reads true, false or null, as the byte at i says.
+func (s *scanner) literal(i int) (int, error) {
+	lit := "null"
+	switch s.b[i] {
+	case 't':
+		lit = "true"
+	case 'f':
+		lit = "false"
+	}
 	if len(s.b)-i < len(lit) || string(s.b[i:i+len(lit)]) != lit {
 		return i, syntaxErr("invalid literal", i)
 	}
