@@ -25,6 +25,7 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/statuspage"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -56,7 +57,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	gqlAnswer := fs.Int64("graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", graphql.DefaultMaxAnswerBytes, "largest GraphQL answer, counted while it is resolved")
 	clickhouse := chstore.DefineFlags(fs, chstore.History)
 	historyRefresh := fs.Duration("history-refresh", "HISTORY_REFRESH", contentapi.DefaultHistoryRefresh, "how long past queries are kept before being read again")
-	historyUsers := fs.Int("history-min-users", "HISTORY_MIN_USERS", chstore.DefaultMinUsers, "distinct user IDs, and as many session IDs, that must have asked a query before it is suggested as HISTORICAL")
+	historyUsers := fs.Int("history-min-users", "HISTORY_MIN_USERS", queryhistory.DefaultMinUsers, "distinct user IDs, and as many session IDs, that must have asked a query before it is suggested as HISTORICAL")
 	historySources := fs.Int("history-min-sources", "HISTORY_MIN_SOURCES", 0, "distinct sources (access token and client network, as the server saw them) that must have asked a query before it is suggested as HISTORICAL (0: as many as -history-min-users)")
 	historyDays := fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days of past queries HISTORICAL suggestions count, ending today")
 	llmURL := fs.String("rag-llm-url", "RAG_LLM_URL", "", "OpenAI-compatible API root (…/v1) that writes RAG answers; empty: extractive answers")
@@ -128,7 +129,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		if err := chCfg.Check(); err != nil {
 			return err
 		}
-		h := contentapi.NewClickHouseHistory(chCfg, chstore.Suggestable{MinUsers: *historyUsers, MinSources: *historySources, Days: *historyDays})
+		h := contentapi.NewClickHouseHistory(chCfg, queryhistory.Suggestable{MinUsers: *historyUsers, MinSources: *historySources, Days: *historyDays})
 		defer h.Close()
 		apiCfg.History = h
 		a := analyticspage.NewClickHouse(chCfg)

@@ -19,6 +19,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 )
 
 func TestSearchEndpoint(t *testing.T) {
@@ -418,7 +419,7 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 	if err := s.InsertEvents(ctx, &rows); err != nil {
 		t.Fatal(err)
 	}
-	hist := NewClickHouseHistory(chstore.Config{Addrs: []string{srv.Addr()}, Database: "hist"}, chstore.Suggestable{})
+	hist := NewClickHouseHistory(chstore.Config{Addrs: []string{srv.Addr()}, Database: "hist"}, queryhistory.Suggestable{})
 	defer hist.Close()
 	e := newEnv(t, ServiceConfig{API: Config{History: hist, HistoryRefresh: time.Millisecond}})
 	var body struct{ Suggestions []knowledge.Suggestion }
@@ -444,7 +445,7 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 	}
 	// An operator blocks a text: the suggestions leave it out once the
 	// cache reads the channel again (HistoryRefresh).
-	if _, err := s.BlockSuggestion(ctx, "app-1", "", "Where is the riverside store", true); err != nil {
+	if _, err := queryhistory.BlockSuggestion(ctx, s, "app-1", "", "Where is the riverside store", true); err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(10 * time.Second)
