@@ -26,7 +26,9 @@ import (
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/forgetuser"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -194,7 +196,7 @@ func forgetUser(ctx context.Context, cfg chstore.Config, args []string, out io.W
 		return err
 	}
 	defer s.Close()
-	f, err := s.ForgetUser(ctx, chstore.Forget{AppID: *app, UserID: *user, DryRun: *dryRun}, log)
+	f, err := forgetuser.Forget(ctx, s, forgetuser.Request{AppID: *app, UserID: *user, DryRun: *dryRun}, log)
 	if err != nil {
 		return err
 	}
@@ -220,7 +222,7 @@ func blockSuggestion(ctx context.Context, cfg chstore.Config, command string, ar
 	}
 	defer s.Close()
 	blocked := command == "block-suggestion"
-	b, err := s.BlockSuggestion(ctx, *app, *channel, *query, blocked)
+	b, err := queryhistory.BlockSuggestion(ctx, s, *app, *channel, *query, blocked)
 	if err != nil {
 		return err
 	}
@@ -253,7 +255,7 @@ func blockedSuggestions(ctx context.Context, cfg chstore.Config, args []string, 
 		return err
 	}
 	defer s.Close()
-	blocks, err := s.BlockedSuggestions(ctx, *app)
+	blocks, err := queryhistory.BlockedSuggestions(ctx, s, *app)
 	if err != nil {
 		return err
 	}
