@@ -14,7 +14,6 @@ import (
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
-
 // stringColumns sizes the String columns of this package's inserts, as
 // the consumer's are sized; it is installed before the tests run.
 var stringColumns = chstore.InstallStringColumns()
