@@ -29,8 +29,8 @@ import (
 	"github.com/assistantcms/cms/internal/headless"
 	"github.com/assistantcms/cms/internal/localstack"
 	"github.com/assistantcms/cms/pkg/content/bundle"
-	"github.com/assistantcms/cms/pkg/edge/analyticspage"
-	"github.com/assistantcms/cms/pkg/edge/statuspage"
+	"github.com/assistantcms/cms/pkg/operator/analyticspage"
+	"github.com/assistantcms/cms/pkg/operator/statuspage"
 )
 
 // query is one PromQL expression of a dashboard panel or an alert.

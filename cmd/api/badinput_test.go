@@ -92,6 +92,20 @@ func TestBadInputOverHTTP(t *testing.T) {
 	}
 	api := start("api", []string{"serve"}, "CONTENT_DB="+dsn, "RATE_LIMIT_RPS=0", "GRAPHQL_MAX_BODY_BYTES="+strconv.Itoa(testGraphQLMaxBody),
 		"GRAPHQL_MAX_COST=5000", "GRAPHQL_LIST_SIZE=50", "GRAPHQL_MAX_ANSWER_BYTES=65536")
+	// The app's content is embedded before the cases: a first search
+	// waits for it, which on a loaded machine outlasts the limits the
+	// cases hold (the gateway's 3 s response timeout, the api's 5 s
+	// write timeout).
+	waitUntil(t, 3*time.Minute, "a search ranked by meaning", func() bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+api.addr+"/cms/search?question=opening+hours", nil)
+		req.Header.Set("Authorization", "Bearer "+appToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && resp.Header.Get("X-Retrieval") == "hybrid"
+	})
 	// Ingest is not running: nothing here goes to it.
 	ingestPort, err := devbroker.FreePort()
 	if err != nil {

@@ -6,9 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/contentapi"
@@ -18,100 +23,40 @@ import (
 	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/content/lexicon"
-	"github.com/assistantcms/cms/pkg/edge/analyticspage"
 	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/launch"
-	"github.com/assistantcms/cms/pkg/edge/statuspage"
 	"github.com/assistantcms/cms/pkg/envflag"
+	"github.com/assistantcms/cms/pkg/operator/analyticspage"
+	"github.com/assistantcms/cms/pkg/operator/statuspage"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
-// serve runs the content API until ctx ends.
+// serve runs the content API until ctx ends. This is where the api
+// process is assembled: the content API, the ClickHouse readers of past
+// queries and of the rollups, and the operator pages.
 func serve(ctx context.Context, args []string, lookupEnv func(string) (string, bool), contentDB, logLevel string, stderr io.Writer) error {
 	fs := envflag.New(flag.NewFlagSet("api serve", flag.ContinueOnError), lookupEnv)
 	fs.SetOutput(stderr)
-	svcFlags := launch.Define(fs, launch.Options{
-		AddrEnv: "API_ADDR", Addr: ":8080", AddrHelp: "HTTP listen address",
-		ShutdownTimeout: 10 * time.Second, ShutdownHelp: "time allowed to drain requests on SIGTERM",
-		LogLevel: &logLevel, CORS: true,
-		HTTP: httpserve.DefaultLimits(),
-	})
-	tokenTTL := fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
-	rateRPS := fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
-	rateBurst := fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
-	authFailures := auth.DefineFailureFlags(fs)
-	trusted := fs.String("trusted-proxies", "TRUSTED_PROXIES", clientnet.DefaultTrusted,
-		"comma-separated networks (CIDR) or addresses of the proxies in front of the api (the gateway), whose X-Forwarded-For names the client whose failed authentications are counted (empty: none, the connection's peer is the client)")
-	refresh := fs.Duration("refresh-interval", "CONTENT_REFRESH_INTERVAL", contentapi.DefaultRefreshInterval, "longest time before changes written by other processes show")
-	grace := fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", contentapi.DefaultOutageGrace, "how long cached answers are served while the content database cannot be reached (negative: not at all)")
-	maxAge := fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
-	gqlBody := fs.Int64("graphql-max-body-bytes", "GRAPHQL_MAX_BODY_BYTES", graphql.DefaultMaxBodyBytes, "largest GraphQL request body")
-	gqlDepth := fs.Int("graphql-max-depth", "GRAPHQL_MAX_DEPTH", graphql.DefaultMaxDepth, "deepest nesting of fields in a GraphQL request")
-	gqlIntroDepth := fs.Int("graphql-max-introspection-depth", "GRAPHQL_MAX_INTROSPECTION_DEPTH", graphql.DefaultMaxIntrospectionDepth, "deepest nesting of introspection fields (under __schema and __type) in a GraphQL request; GraphiQL's own query nests 15 deep")
-	gqlFields := fs.Int("graphql-max-fields", "GRAPHQL_MAX_FIELDS", graphql.DefaultMaxFields, "most fields one GraphQL request may select, fragments spread")
-	gqlCost := fs.Int("graphql-max-cost", "GRAPHQL_MAX_COST", graphql.DefaultMaxCost, "most fields one GraphQL answer may hold: estimated before the request runs (lists counted as -graphql-list-size items, introspection exactly) and counted while it is resolved")
-	gqlListSize := fs.Int("graphql-list-size", "GRAPHQL_LIST_SIZE", graphql.DefaultListSize, "items the GraphQL cost estimate assumes a list of records, or of objects within a record, returns")
-	gqlAnswer := fs.Int64("graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", graphql.DefaultMaxAnswerBytes, "largest GraphQL answer, counted while it is resolved")
-	clickhouse := chstore.DefineFlags(fs, chstore.History)
-	historyRefresh := fs.Duration("history-refresh", "HISTORY_REFRESH", contentapi.DefaultHistoryRefresh, "how long past queries are kept before being read again")
-	historyUsers := fs.Int("history-min-users", "HISTORY_MIN_USERS", chstore.DefaultMinUsers, "distinct user IDs, and as many session IDs, that must have asked a query before it is suggested as HISTORICAL")
-	historySources := fs.Int("history-min-sources", "HISTORY_MIN_SOURCES", 0, "distinct sources (access token and client network, as the server saw them) that must have asked a query before it is suggested as HISTORICAL (0: as many as -history-min-users)")
-	historyDays := fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days of past queries HISTORICAL suggestions count, ending today")
-	llmURL := fs.String("rag-llm-url", "RAG_LLM_URL", "", "OpenAI-compatible API root (…/v1) that writes RAG answers; empty: extractive answers")
-	llmModel := fs.String("rag-llm-model", "RAG_LLM_MODEL", "", "model name sent to the RAG generator")
-	llmKey := fs.Secret("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
-	wordnet := fs.String("wordnet-dir", "WORDNET_DIR", lexicon.DefaultDir, "WordNet 3.0 database (Debian's wordnet-base) whose related words expand search queries; \"off\" for none")
-	encDir := fs.String("encoder-dir", "ENCODER_DIR", encoder.DefaultDir, "the sentence encoder's model files (deploy/install-encoder installs them), with which search, FAQ matching and RAG rank by meaning as well as by words; \"off\": by words only; -embeddings-url replaces it")
-	embURL := fs.String("embeddings-url", "EMBEDDINGS_URL", "", "OpenAI-compatible API root (…/v1) whose /embeddings endpoint replaces the built-in sentence encoder; empty: the encoder")
-	embModel := fs.String("embeddings-model", "EMBEDDINGS_MODEL", "", "embedding model name (required with -embeddings-url)")
-	embKey := fs.Secret("embeddings-api-key", "EMBEDDINGS_API_KEY", "", "bearer key for the embeddings endpoint")
-	embTimeout := fs.Duration("embeddings-timeout", "EMBEDDINGS_TIMEOUT", 30*time.Second, "bound on one request embedding the apps' content")
-	embQueryTimeout := fs.Duration("embeddings-query-timeout", "EMBEDDINGS_QUERY_TIMEOUT", knowledge.DefaultQueryTimeout, "bound on embedding one question; past it the lexical answer is served")
-	embMinSim := fs.Float64("embeddings-min-similarity", "EMBEDDINGS_MIN_SIMILARITY", 0, "least cosine similarity to the question for an item to be ranked by meaning (0: the 50 nearest, however far; what is unrelated depends on the model)")
-	embCache := fs.Int("embeddings-cache-entries", "EMBEDDINGS_CACHE_ENTRIES", embeddings.DefaultCacheEntries, "vectors kept by content hash, so a new revision embeds only what changed")
-	statusSources := fs.String("status-sources", "STATUS_SOURCES", "", "other services charted on /status, as name=metrics-URL,... (the api's own metrics are always there)")
-	statusInterval := fs.Duration("status-interval", "STATUS_INTERVAL", contentapi.DefaultStatusInterval, "how often /status reads its sources")
+	f := defineServeFlags(fs, &logLevel)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	trustedProxies, err := clientnet.ParseTrusted(*trusted)
+	trustedProxies, gqlLimits, err := f.check()
 	if err != nil {
-		return fmt.Errorf("-trusted-proxies (TRUSTED_PROXIES): %w", err)
+		return err
 	}
-	if *historyUsers < 1 {
-		return fmt.Errorf("serve: -history-min-users (HISTORY_MIN_USERS) %d: want 1 or more", *historyUsers)
-	}
-	if *historySources < 0 {
-		return fmt.Errorf("serve: -history-min-sources (HISTORY_MIN_SOURCES) %d: want 1 or more (0: as many as users)", *historySources)
-	}
-	if *historyDays < 1 {
-		return fmt.Errorf("serve: -history-days (HISTORY_DAYS) %d: want 1 or more", *historyDays)
-	}
-	for _, l := range []struct {
-		flag, env string
-		v         int64
-	}{
-		{"graphql-max-introspection-depth", "GRAPHQL_MAX_INTROSPECTION_DEPTH", int64(*gqlIntroDepth)},
-		{"graphql-max-cost", "GRAPHQL_MAX_COST", int64(*gqlCost)},
-		{"graphql-list-size", "GRAPHQL_LIST_SIZE", int64(*gqlListSize)},
-		{"graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", *gqlAnswer},
-	} {
-		if l.v < 1 {
-			// Zero would not switch the limit off but fall back to the default.
-			return fmt.Errorf("serve: -%s (%s) %d: want 1 or more", l.flag, l.env, l.v)
-		}
-	}
-	settings, err := svcFlags.Start(stderr)
+	settings, err := f.service.Start(stderr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	log := settings.Log
-	sources, err := statuspage.ParseSources(*statusSources, &http.Client{Timeout: 10 * time.Second})
+	sources, err := statuspage.ParseSources(*f.status.sources, &http.Client{Timeout: 10 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -120,91 +65,348 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		return err
 	}
 	defer store.Close()
-	apiCfg := contentapi.Config{RefreshInterval: *refresh, OutageGrace: *grace, CacheMaxAge: *maxAge, HistoryRefresh: *historyRefresh}
-	var analytics analyticspage.Source
-	if chCfg := clickhouse(); len(chCfg.Addrs) > 0 {
-		// History and the analytics page connect on first use; bad
-		// settings fail the start.
-		if err := chCfg.Check(); err != nil {
-			return err
-		}
-		h := contentapi.NewClickHouseHistory(chCfg, chstore.Suggestable{MinUsers: *historyUsers, MinSources: *historySources, Days: *historyDays})
-		defer h.Close()
-		apiCfg.History = h
-		a := analyticspage.NewClickHouse(chCfg)
-		defer a.Close()
-		analytics = a
-	} else {
-		log.Info("no ClickHouse configured: no HISTORICAL suggestions, and " + analyticspage.Path + " answers 503")
-	}
-	switch wn, err := loadWordNet(*wordnet); {
-	case err != nil:
+	ch, err := openClickHouseReaders(f.clickhouse(), f.history.rules(), log)
+	if err != nil {
 		return err
-	case wn != nil:
-		apiCfg.Knowledge.Lexicon = wn
-		log.Info("search expands queries with WordNet", "dir", *wordnet)
-	default:
-		log.Info("no WordNet: search expands queries only with the apps' own synonyms", "dir", *wordnet)
 	}
-	var emb embeddings.Embedder
-	if *embURL != "" {
-		if *embModel == "" {
-			return fmt.Errorf("serve: -embeddings-model (EMBEDDINGS_MODEL) is required with -embeddings-url (EMBEDDINGS_URL)")
-		}
-		client, err := embeddings.New(embeddings.Config{URL: *embURL, Model: *embModel, APIKey: *embKey, Timeout: *embTimeout}, nil)
-		if err != nil {
-			return fmt.Errorf("serve: -embeddings-url (EMBEDDINGS_URL): %w", err)
-		}
-		emb = client
-		log.Info("ranking by meaning through an embeddings endpoint", "url", *embURL, "model", *embModel)
-	} else if *encDir != "off" {
-		start := time.Now()
-		enc, err := encoder.Load(*encDir)
-		if err != nil {
-			return fmt.Errorf("serve: -encoder-dir (ENCODER_DIR): %w; install the model with deploy/install-encoder %s, or set ENCODER_DIR=off to rank by words only", err, *encDir)
-		}
-		emb = enc
-		log.Info("ranking by meaning with the built-in sentence encoder", "dir", *encDir, "model", enc.Model(), "loaded_in", time.Since(start).Round(time.Millisecond))
-	} else {
-		log.Info("ranking by words only (ENCODER_DIR=off)")
+	defer ch.close()
+	apiCfg, err := f.apiConfig(store, ch.history, log)
+	if err != nil {
+		return err
 	}
-	if emb != nil {
-		if *embMinSim < -1 || *embMinSim > 1 {
-			return fmt.Errorf("serve: -embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) %v: want -1 to 1", *embMinSim)
-		}
-		// Questions through the cache in memory; the content through the
-		// content database, so a restart or a replica embeds only what no
-		// one has.
-		apiCfg.Knowledge.Embedder = embeddings.Cached{Cache: embeddings.NewCache(*embCache), Embedder: emb}
-		apiCfg.Knowledge.ContentEmbedder = embeddings.NewStored(store, emb, log)
-		apiCfg.Knowledge.QueryTimeout = *embQueryTimeout
-		apiCfg.Knowledge.MinSimilarity = *embMinSim
-	}
-	if *llmURL != "" {
-		apiCfg.Generator = &knowledge.OpenAI{BaseURL: *llmURL, Model: *llmModel, APIKey: *llmKey}
-	}
-	gqlLimits := graphql.Limits{MaxBodyBytes: *gqlBody, MaxDepth: *gqlDepth, MaxIntrospectionDepth: *gqlIntroDepth, MaxFields: *gqlFields,
-		MaxCost: *gqlCost, ListSize: *gqlListSize, MaxAnswerBytes: *gqlAnswer}
+	reg := httpserve.NewRegistry()
+	status := f.status.sampler(reg, sources, log)
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
 		API:              apiCfg,
 		GraphQL:          gqlLimits,
-		TokenCacheTTL:    *tokenTTL,
-		AuthFailureRate:  authFailures.Rate(),
-		AuthFailureBurst: authFailures.Burst(),
+		TokenCacheTTL:    *f.tokenTTL,
+		AuthFailureRate:  f.authFailures.Rate(),
+		AuthFailureBurst: f.authFailures.Burst(),
 		TrustedProxies:   trustedProxies,
-		RateLimitRPS:     *rateRPS,
-		RateLimitBurst:   *rateBurst,
+		RateLimitRPS:     *f.rateRPS,
+		RateLimitBurst:   *f.rateBurst,
 		ShutdownTimeout:  settings.ShutdownTimeout,
-		StatusSources:    sources,
-		StatusInterval:   *statusInterval,
-		Analytics:        analytics,
+		Registry:         reg,
+		Pages:            operatorPages(status, analyticspage.New(ch.analytics, log)),
 		CORS:             settings.CORS,
 		HTTP:             settings.HTTP,
 	}, store, log)
 	if err != nil {
 		return err
 	}
-	return settings.Serve(ctx, svc.Serve)
+	return settings.Serve(ctx, alongside(svc.Serve, status.Run))
+}
+
+// serveFlags are the settings of api serve, read once its flag set has
+// been parsed.
+type serveFlags struct {
+	service      *launch.Flags
+	tokenTTL     *time.Duration
+	rateRPS      *float64
+	rateBurst    *int
+	authFailures auth.FailureFlags
+	trusted      *string
+	refresh      *time.Duration
+	grace        *time.Duration
+	maxAge       *time.Duration
+	graphql      graphqlFlags
+	clickhouse   func() chstore.Config
+	history      historyFlags
+	llmURL       *string
+	llmModel     *string
+	llmKey       *string
+	wordnet      *string
+	ranking      rankingFlags
+	status       statusFlags
+}
+
+// defineServeFlags defines every flag of api serve on fs; logLevel is the
+// global flag's value, which -log-level of serve may override.
+func defineServeFlags(fs *envflag.Set, logLevel *string) *serveFlags {
+	f := &serveFlags{}
+	f.service = launch.Define(fs, launch.Options{
+		AddrEnv: "API_ADDR", Addr: ":8080", AddrHelp: "HTTP listen address",
+		ShutdownTimeout: 10 * time.Second, ShutdownHelp: "time allowed to drain requests on SIGTERM",
+		LogLevel: logLevel, CORS: true,
+		HTTP: httpserve.DefaultLimits(),
+	})
+	f.tokenTTL = fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
+	f.rateRPS = fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
+	f.rateBurst = fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
+	f.authFailures = auth.DefineFailureFlags(fs)
+	f.trusted = fs.String("trusted-proxies", "TRUSTED_PROXIES", clientnet.DefaultTrusted,
+		"comma-separated networks (CIDR) or addresses of the proxies in front of the api (the gateway), whose X-Forwarded-For names the client whose failed authentications are counted (empty: none, the connection's peer is the client)")
+	f.refresh = fs.Duration("refresh-interval", "CONTENT_REFRESH_INTERVAL", contentapi.DefaultRefreshInterval, "longest time before changes written by other processes show")
+	f.grace = fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", contentapi.DefaultOutageGrace, "how long cached answers are served while the content database cannot be reached (negative: not at all)")
+	f.maxAge = fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
+	f.graphql = defineGraphQLFlags(fs)
+	f.clickhouse = chstore.DefineFlags(fs, chstore.History)
+	f.history = defineHistoryFlags(fs)
+	f.llmURL = fs.String("rag-llm-url", "RAG_LLM_URL", "", "OpenAI-compatible API root (…/v1) that writes RAG answers; empty: extractive answers")
+	f.llmModel = fs.String("rag-llm-model", "RAG_LLM_MODEL", "", "model name sent to the RAG generator")
+	f.llmKey = fs.Secret("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
+	f.wordnet = fs.String("wordnet-dir", "WORDNET_DIR", lexicon.DefaultDir, "WordNet 3.0 database (Debian's wordnet-base) whose related words expand search queries; \"off\" for none")
+	f.ranking = defineRankingFlags(fs)
+	f.status = defineStatusFlags(fs)
+	return f
+}
+
+// check validates the settings that need no service to be running, and
+// returns the trusted proxies and GraphQL limits they give.
+func (f *serveFlags) check() ([]netip.Prefix, graphql.Limits, error) {
+	trustedProxies, err := clientnet.ParseTrusted(*f.trusted)
+	if err != nil {
+		return nil, graphql.Limits{}, fmt.Errorf("-trusted-proxies (TRUSTED_PROXIES): %w", err)
+	}
+	if err := f.history.check(); err != nil {
+		return nil, graphql.Limits{}, err
+	}
+	limits, err := f.graphql.limits()
+	if err != nil {
+		return nil, graphql.Limits{}, err
+	}
+	return trustedProxies, limits, nil
+}
+
+// apiConfig is the content API's configuration: caching, past queries
+// from history, and what search, FAQ and RAG know beyond the content.
+func (f *serveFlags) apiConfig(store contentdb.Store, history contentapi.History, log *slog.Logger) (contentapi.Config, error) {
+	cfg := contentapi.Config{RefreshInterval: *f.refresh, OutageGrace: *f.grace, CacheMaxAge: *f.maxAge,
+		History: history, HistoryRefresh: *f.history.refresh}
+	switch wn, err := loadWordNet(*f.wordnet); {
+	case err != nil:
+		return contentapi.Config{}, err
+	case wn != nil:
+		cfg.Knowledge.Lexicon = wn
+		log.Info("search expands queries with WordNet", "dir", *f.wordnet)
+	default:
+		log.Info("no WordNet: search expands queries only with the apps' own synonyms", "dir", *f.wordnet)
+	}
+	if err := f.ranking.apply(&cfg.Knowledge, store, log); err != nil {
+		return contentapi.Config{}, err
+	}
+	if *f.llmURL != "" {
+		cfg.Generator = &knowledge.OpenAI{BaseURL: *f.llmURL, Model: *f.llmModel, APIKey: *f.llmKey}
+	}
+	return cfg, nil
+}
+
+// graphqlFlags bound what one GraphQL request may cost.
+type graphqlFlags struct {
+	body, answer                              *int64
+	depth, introDepth, fields, cost, listSize *int
+}
+
+func defineGraphQLFlags(fs *envflag.Set) graphqlFlags {
+	return graphqlFlags{
+		body:       fs.Int64("graphql-max-body-bytes", "GRAPHQL_MAX_BODY_BYTES", graphql.DefaultMaxBodyBytes, "largest GraphQL request body"),
+		depth:      fs.Int("graphql-max-depth", "GRAPHQL_MAX_DEPTH", graphql.DefaultMaxDepth, "deepest nesting of fields in a GraphQL request"),
+		introDepth: fs.Int("graphql-max-introspection-depth", "GRAPHQL_MAX_INTROSPECTION_DEPTH", graphql.DefaultMaxIntrospectionDepth, "deepest nesting of introspection fields (under __schema and __type) in a GraphQL request; GraphiQL's own query nests 15 deep"),
+		fields:     fs.Int("graphql-max-fields", "GRAPHQL_MAX_FIELDS", graphql.DefaultMaxFields, "most fields one GraphQL request may select, fragments spread"),
+		cost:       fs.Int("graphql-max-cost", "GRAPHQL_MAX_COST", graphql.DefaultMaxCost, "most fields one GraphQL answer may hold: estimated before the request runs (lists counted as -graphql-list-size items, introspection exactly) and counted while it is resolved"),
+		listSize:   fs.Int("graphql-list-size", "GRAPHQL_LIST_SIZE", graphql.DefaultListSize, "items the GraphQL cost estimate assumes a list of records, or of objects within a record, returns"),
+		answer:     fs.Int64("graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", graphql.DefaultMaxAnswerBytes, "largest GraphQL answer, counted while it is resolved"),
+	}
+}
+
+// limits checks the limits that must be set and returns them all.
+func (f graphqlFlags) limits() (graphql.Limits, error) {
+	for _, l := range []struct {
+		flag, env string
+		v         int64
+	}{
+		{"graphql-max-introspection-depth", "GRAPHQL_MAX_INTROSPECTION_DEPTH", int64(*f.introDepth)},
+		{"graphql-max-cost", "GRAPHQL_MAX_COST", int64(*f.cost)},
+		{"graphql-list-size", "GRAPHQL_LIST_SIZE", int64(*f.listSize)},
+		{"graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", *f.answer},
+	} {
+		if l.v < 1 {
+			// Zero would not switch the limit off but fall back to the default.
+			return graphql.Limits{}, fmt.Errorf("serve: -%s (%s) %d: want 1 or more", l.flag, l.env, l.v)
+		}
+	}
+	return graphql.Limits{MaxBodyBytes: *f.body, MaxDepth: *f.depth, MaxIntrospectionDepth: *f.introDepth, MaxFields: *f.fields,
+		MaxCost: *f.cost, ListSize: *f.listSize, MaxAnswerBytes: *f.answer}, nil
+}
+
+// historyFlags decide which past queries are suggested as HISTORICAL.
+type historyFlags struct {
+	refresh              *time.Duration
+	users, sources, days *int
+}
+
+func defineHistoryFlags(fs *envflag.Set) historyFlags {
+	return historyFlags{
+		refresh: fs.Duration("history-refresh", "HISTORY_REFRESH", contentapi.DefaultHistoryRefresh, "how long past queries are kept before being read again"),
+		users:   fs.Int("history-min-users", "HISTORY_MIN_USERS", queryhistory.DefaultMinUsers, "distinct user IDs, and as many session IDs, that must have asked a query before it is suggested as HISTORICAL"),
+		sources: fs.Int("history-min-sources", "HISTORY_MIN_SOURCES", 0, "distinct sources (access token and client network, as the server saw them) that must have asked a query before it is suggested as HISTORICAL (0: as many as -history-min-users)"),
+		days:    fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days of past queries HISTORICAL suggestions count, ending today"),
+	}
+}
+
+func (f historyFlags) check() error {
+	if *f.users < 1 {
+		return fmt.Errorf("serve: -history-min-users (HISTORY_MIN_USERS) %d: want 1 or more", *f.users)
+	}
+	if *f.sources < 0 {
+		return fmt.Errorf("serve: -history-min-sources (HISTORY_MIN_SOURCES) %d: want 1 or more (0: as many as users)", *f.sources)
+	}
+	if *f.days < 1 {
+		return fmt.Errorf("serve: -history-days (HISTORY_DAYS) %d: want 1 or more", *f.days)
+	}
+	return nil
+}
+
+func (f historyFlags) rules() queryhistory.Suggestable {
+	return queryhistory.Suggestable{MinUsers: *f.users, MinSources: *f.sources, Days: *f.days}
+}
+
+// clickHouseReaders are what the api reads from ClickHouse: past queries
+// for HISTORICAL suggestions, and the rollups the analytics page draws.
+// Without ClickHouse both are nil: no HISTORICAL suggestions, and the
+// page answers 503, saying why.
+type clickHouseReaders struct {
+	history   contentapi.History
+	analytics analyticspage.Source
+	close     func()
+}
+
+// openClickHouseReaders returns the readers of the database in cfg. They
+// connect on first use, so that the api starts and serves while
+// ClickHouse is down; bad settings fail the start.
+func openClickHouseReaders(cfg chstore.Config, rules queryhistory.Suggestable, log *slog.Logger) (clickHouseReaders, error) {
+	if len(cfg.Addrs) == 0 {
+		log.Info("no ClickHouse configured: no HISTORICAL suggestions, and " + analyticspage.Path + " answers 503")
+		return clickHouseReaders{close: func() {}}, nil
+	}
+	if err := cfg.Check(); err != nil {
+		return clickHouseReaders{}, err
+	}
+	h := newClickHouseHistory(cfg, rules)
+	a := analyticspage.NewClickHouse(cfg)
+	return clickHouseReaders{history: h, analytics: a, close: func() { _ = h.Close(); _ = a.Close() }}, nil
+}
+
+// rankingFlags choose how search, FAQ and RAG rank by meaning: the
+// built-in sentence encoder, an embeddings endpoint, or not at all.
+type rankingFlags struct {
+	encDir, url, model, key *string
+	timeout, queryTimeout   *time.Duration
+	minSim                  *float64
+	cacheEntries            *int
+}
+
+func defineRankingFlags(fs *envflag.Set) rankingFlags {
+	return rankingFlags{
+		encDir:       fs.String("encoder-dir", "ENCODER_DIR", encoder.DefaultDir, "the sentence encoder's model files (deploy/install-encoder installs them), with which search, FAQ matching and RAG rank by meaning as well as by words; \"off\": by words only; -embeddings-url replaces it"),
+		url:          fs.String("embeddings-url", "EMBEDDINGS_URL", "", "OpenAI-compatible API root (…/v1) whose /embeddings endpoint replaces the built-in sentence encoder; empty: the encoder"),
+		model:        fs.String("embeddings-model", "EMBEDDINGS_MODEL", "", "embedding model name (required with -embeddings-url)"),
+		key:          fs.Secret("embeddings-api-key", "EMBEDDINGS_API_KEY", "", "bearer key for the embeddings endpoint"),
+		timeout:      fs.Duration("embeddings-timeout", "EMBEDDINGS_TIMEOUT", 30*time.Second, "bound on one request embedding the apps' content"),
+		queryTimeout: fs.Duration("embeddings-query-timeout", "EMBEDDINGS_QUERY_TIMEOUT", knowledge.DefaultQueryTimeout, "bound on embedding one question; past it the lexical answer is served"),
+		minSim:       fs.Float64("embeddings-min-similarity", "EMBEDDINGS_MIN_SIMILARITY", 0, "least cosine similarity to the question for an item to be ranked by meaning (0: the 50 nearest, however far; what is unrelated depends on the model)"),
+		cacheEntries: fs.Int("embeddings-cache-entries", "EMBEDDINGS_CACHE_ENTRIES", embeddings.DefaultCacheEntries, "vectors kept by content hash, so a new revision embeds only what changed"),
+	}
+}
+
+// embedder is the embeddings endpoint when one is set, else the built-in
+// encoder unless it is off; nil ranks by words only.
+func (f rankingFlags) embedder(log *slog.Logger) (embeddings.Embedder, error) {
+	switch {
+	case *f.url != "":
+		if *f.model == "" {
+			return nil, fmt.Errorf("serve: -embeddings-model (EMBEDDINGS_MODEL) is required with -embeddings-url (EMBEDDINGS_URL)")
+		}
+		client, err := embeddings.New(embeddings.Config{URL: *f.url, Model: *f.model, APIKey: *f.key, Timeout: *f.timeout}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("serve: -embeddings-url (EMBEDDINGS_URL): %w", err)
+		}
+		log.Info("ranking by meaning through an embeddings endpoint", "url", *f.url, "model", *f.model)
+		return client, nil
+	case *f.encDir != "off":
+		start := time.Now()
+		enc, err := encoder.Load(*f.encDir)
+		if err != nil {
+			return nil, fmt.Errorf("serve: -encoder-dir (ENCODER_DIR): %w; install the model with deploy/install-encoder %s, or set ENCODER_DIR=off to rank by words only", err, *f.encDir)
+		}
+		log.Info("ranking by meaning with the built-in sentence encoder", "dir", *f.encDir, "model", enc.Model(), "loaded_in", time.Since(start).Round(time.Millisecond))
+		return enc, nil
+	}
+	log.Info("ranking by words only (ENCODER_DIR=off)")
+	return nil, nil
+}
+
+// apply sets how opts rank by meaning, leaving them ranking by words
+// only when there is no embedder.
+func (f rankingFlags) apply(opts *knowledge.Options, store embeddings.VectorStore, log *slog.Logger) error {
+	emb, err := f.embedder(log)
+	if err != nil || emb == nil {
+		return err
+	}
+	if *f.minSim < -1 || *f.minSim > 1 {
+		return fmt.Errorf("serve: -embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) %v: want -1 to 1", *f.minSim)
+	}
+	// Questions through the cache in memory; the content through the
+	// content database, so a restart or a replica embeds only what no
+	// one has.
+	opts.Embedder = embeddings.Cached{Cache: embeddings.NewCache(*f.cacheEntries), Embedder: emb}
+	opts.ContentEmbedder = embeddings.NewStored(store, emb, log)
+	opts.QueryTimeout = *f.queryTimeout
+	opts.MinSimilarity = *f.minSim
+	return nil
+}
+
+// statusFlags are what the status page charts and how often it reads
+// them.
+type statusFlags struct {
+	sources  *string
+	interval *time.Duration
+}
+
+func defineStatusFlags(fs *envflag.Set) statusFlags {
+	return statusFlags{
+		sources:  fs.String("status-sources", "STATUS_SOURCES", "", "other services charted on /status, as name=metrics-URL,... (the api's own metrics are always there)"),
+		interval: fs.Duration("status-interval", "STATUS_INTERVAL", statuspage.DefaultInterval, "how often /status reads its sources"),
+	}
+}
+
+// sampler reads the api's own metrics in reg and the other services'
+// sources for the status page.
+func (f statusFlags) sampler(reg *prometheus.Registry, sources []statuspage.Source, log *slog.Logger) *statuspage.Sampler {
+	interval := *f.interval
+	if interval <= 0 {
+		interval = statuspage.DefaultInterval
+	}
+	// Five minutes of history, so the charts have data as the page opens.
+	return statuspage.NewSampler(append([]statuspage.Source{statuspage.Local("api", reg)}, sources...),
+		interval, int(5*time.Minute/interval)+1, log)
+}
+
+// operatorPages are the status and analytics pages, which the api serves
+// beside the content routes, on its operator address.
+func operatorPages(status *statuspage.Sampler, analytics *analyticspage.Handler) []contentapi.Page {
+	return []contentapi.Page{
+		{Path: statuspage.Path, Handler: statuspage.PageHandler()},
+		{Path: statuspage.DataPath, Handler: status.DataHandler()},
+		{Path: analyticspage.Path, Handler: analytics.PageHandler()},
+		{Path: analyticspage.DataPath, Handler: analytics.DataHandler()},
+	}
+}
+
+// alongside serves with serve while task runs in the background; task's
+// context ends, and task returns, before the serving function does, so
+// the status page's last scrape is over once the api has stopped.
+func alongside(serve func(context.Context, net.Listener) error, task func(context.Context)) func(context.Context, net.Listener) error {
+	return func(ctx context.Context, ln net.Listener) error {
+		tctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			task(tctx)
+		}()
+		defer func() { stop(); <-done }()
+		return serve(ctx, ln)
+	}
 }
 
 // loadWordNet reads the WordNet database in dir. The default directory

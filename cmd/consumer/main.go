@@ -26,7 +26,9 @@ import (
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
+	"github.com/assistantcms/cms/pkg/pipeline/forgetuser"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -37,6 +39,7 @@ func main() {
 	}
 }
 
+// run is the command: flags, then the consumer or one of its commands.
 func run(args []string) error {
 	fs := envflag.New(flag.NewFlagSet("consumer", flag.ContinueOnError), nil)
 	svcFlags := launch.Define(fs, launch.Options{
@@ -52,19 +55,12 @@ func run(args []string) error {
 	schema := fs.String("clickhouse-schema", "CLICKHOUSE_SCHEMA", "apply", "apply: apply missing migrations at start; wait: wait until \"consumer migrate\" has applied them")
 	retention := fs.Int("retention-days", "RETENTION_DAYS", 0, "drop events older than this many days (servers with TTL); 0 keeps them")
 	historyDays := fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days query_sources keeps asked queries for HISTORICAL suggestions, never more than -retention-days (servers with TTL; set when the table is created)")
-	batchRows := fs.Int("batch-rows", "BATCH_ROWS", consumer.DefaultBatchRows, "insert once a batch holds this many messages")
-	batchBytes := fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes")
-	flushInterval := fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message")
-	retryMax := fs.Duration("retry-max", "RETRY_MAX", consumer.DefaultRetryMax, "longest wait between retries of a failed insert")
-	maxFuture := fs.Duration("event-time-max-future", "EVENT_TIME_MAX_FUTURE", columns.DefaultMaxFuture,
-		"how far after ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)")
-	maxPast := fs.Duration("event-time-max-past", "EVENT_TIME_MAX_PAST", columns.DefaultMaxPast,
-		"how far before ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)")
+	writing := defineWritingFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *maxFuture <= 0 || *maxPast <= 0 {
-		return fmt.Errorf("-event-time-max-future (EVENT_TIME_MAX_FUTURE) %s and -event-time-max-past (EVENT_TIME_MAX_PAST) %s: want both positive", *maxFuture, *maxPast)
+	if err := writing.check(); err != nil {
+		return err
 	}
 	settings, err := svcFlags.Start(os.Stderr)
 	if errors.Is(err, launch.ErrVersionPrinted) {
@@ -83,17 +79,8 @@ func run(args []string) error {
 		return fmt.Errorf("-history-days (HISTORY_DAYS) %d: want 1 or more", *historyDays)
 	}
 	chCfg.HistoryDays = *historyDays
-	switch rest := fs.Args(); {
-	case len(rest) == 1 && rest[0] == "migrate":
-		return migrate(ctx, chCfg, log)
-	case len(rest) > 0 && rest[0] == "forget-user":
-		return forgetUser(ctx, chCfg, rest[1:], os.Stdout, log)
-	case len(rest) > 0 && (rest[0] == "block-suggestion" || rest[0] == "unblock-suggestion"):
-		return blockSuggestion(ctx, chCfg, rest[0], rest[1:], os.Stdout, log)
-	case len(rest) > 0 && rest[0] == "blocked-suggestions":
-		return blockedSuggestions(ctx, chCfg, rest[1:], os.Stdout)
-	case len(rest) > 0:
-		return fmt.Errorf("unknown command %q; the commands are migrate, forget-user, block-suggestion, unblock-suggestion and blocked-suggestions", strings.Join(rest, " "))
+	if rest := fs.Args(); len(rest) > 0 {
+		return command(ctx, chCfg, rest, log)
 	}
 
 	schemaMode, err := consumer.ParseSchema(*schema)
@@ -111,9 +98,7 @@ func run(args []string) error {
 		TopicPartitions: ks.TopicPartitions, TopicReplication: ks.TopicReplication, MaxMessageBytes: ks.MaxMessageBytes, SessionTimeout: *sessionTimeout,
 		TopicRetention: ks.TopicRetention, TopicMinInsyncReplicas: ks.TopicMinInsyncReplicas,
 		ClickHouse: chCfg, Schema: schemaMode,
-		Consumer: consumer.Config{BatchRows: *batchRows, BatchBytes: *batchBytes, FlushInterval: *flushInterval,
-			RetryMax: *retryMax, ShutdownTimeout: settings.ShutdownTimeout,
-			EventTimes: columns.TimeWindow{MaxFuture: *maxFuture, MaxPast: *maxPast}},
+		Consumer: writing.config(settings.ShutdownTimeout),
 		Producer: kafka.ProducerConfig{},
 		HTTP:     settings.HTTP,
 	}, log)
@@ -121,6 +106,58 @@ func run(args []string) error {
 		return err
 	}
 	return settings.Serve(ctx, svc.Run)
+}
+
+// command runs one of the consumer's commands (rest is the command and
+// its arguments) instead of the consumer.
+func command(ctx context.Context, chCfg chstore.Config, rest []string, log *slog.Logger) error {
+	switch {
+	case len(rest) == 1 && rest[0] == "migrate":
+		return migrate(ctx, chCfg, log)
+	case rest[0] == "forget-user":
+		return forgetUser(ctx, chCfg, rest[1:], os.Stdout, log)
+	case rest[0] == "block-suggestion" || rest[0] == "unblock-suggestion":
+		return blockSuggestion(ctx, chCfg, rest[0], rest[1:], os.Stdout, log)
+	case rest[0] == "blocked-suggestions":
+		return blockedSuggestions(ctx, chCfg, rest[1:], os.Stdout)
+	}
+	return fmt.Errorf("unknown command %q; the commands are migrate, forget-user, block-suggestion, unblock-suggestion and blocked-suggestions", strings.Join(rest, " "))
+}
+
+// writingFlags are how the consumer batches and retries its inserts, and
+// which event times it believes.
+type writingFlags struct {
+	batchRows, batchBytes   *int
+	flushInterval, retryMax *time.Duration
+	maxFuture, maxPast      *time.Duration
+}
+
+func defineWritingFlags(fs *envflag.Set) writingFlags {
+	return writingFlags{
+		batchRows:     fs.Int("batch-rows", "BATCH_ROWS", consumer.DefaultBatchRows, "insert once a batch holds this many messages"),
+		batchBytes:    fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes"),
+		flushInterval: fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message"),
+		retryMax:      fs.Duration("retry-max", "RETRY_MAX", consumer.DefaultRetryMax, "longest wait between retries of a failed insert"),
+		maxFuture: fs.Duration("event-time-max-future", "EVENT_TIME_MAX_FUTURE", columns.DefaultMaxFuture,
+			"how far after ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)"),
+		maxPast: fs.Duration("event-time-max-past", "EVENT_TIME_MAX_PAST", columns.DefaultMaxPast,
+			"how far before ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)"),
+	}
+}
+
+func (f writingFlags) check() error {
+	if *f.maxFuture <= 0 || *f.maxPast <= 0 {
+		return fmt.Errorf("-event-time-max-future (EVENT_TIME_MAX_FUTURE) %s and -event-time-max-past (EVENT_TIME_MAX_PAST) %s: want both positive", *f.maxFuture, *f.maxPast)
+	}
+	return nil
+}
+
+// config is the consumer's configuration from the flags; shutdown bounds
+// its final flush.
+func (f writingFlags) config(shutdown time.Duration) consumer.Config {
+	return consumer.Config{BatchRows: *f.batchRows, BatchBytes: *f.batchBytes, FlushInterval: *f.flushInterval,
+		RetryMax: *f.retryMax, ShutdownTimeout: shutdown,
+		EventTimes: columns.TimeWindow{MaxFuture: *f.maxFuture, MaxPast: *f.maxPast}}
 }
 
 func migrate(ctx context.Context, cfg chstore.Config, log *slog.Logger) error {
@@ -159,7 +196,7 @@ func forgetUser(ctx context.Context, cfg chstore.Config, args []string, out io.W
 		return err
 	}
 	defer s.Close()
-	f, err := s.ForgetUser(ctx, chstore.Forget{AppID: *app, UserID: *user, DryRun: *dryRun}, log)
+	f, err := forgetuser.Forget(ctx, s, forgetuser.Request{AppID: *app, UserID: *user, DryRun: *dryRun}, log)
 	if err != nil {
 		return err
 	}
@@ -185,7 +222,7 @@ func blockSuggestion(ctx context.Context, cfg chstore.Config, command string, ar
 	}
 	defer s.Close()
 	blocked := command == "block-suggestion"
-	b, err := s.BlockSuggestion(ctx, *app, *channel, *query, blocked)
+	b, err := queryhistory.BlockSuggestion(ctx, s, *app, *channel, *query, blocked)
 	if err != nil {
 		return err
 	}
@@ -218,7 +255,7 @@ func blockedSuggestions(ctx context.Context, cfg chstore.Config, args []string, 
 		return err
 	}
 	defer s.Close()
-	blocks, err := s.BlockedSuggestions(ctx, *app)
+	blocks, err := queryhistory.BlockedSuggestions(ctx, s, *app)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func TestSecuredKafkaEndToEnd(t *testing.T) {
 			}
 		}
 		logs := p.logs.String()
-		if exit == nil || !strings.Contains(logs, `Kafka authentication failed: the brokers refused SASL SCRAM-SHA-256 user "cms"`) {
+		if exit == nil || !strings.Contains(logs, `authentication to Kafka failed: the brokers refused SASL SCRAM-SHA-256 user "cms"`) {
 			t.Errorf("exit %v; want a failure naming the authentication:\n%s", exit, logs)
 		}
 		noSecrets(t, logs)

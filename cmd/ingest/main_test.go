@@ -249,7 +249,7 @@ func TestBadConfigurationFails(t *testing.T) {
 			"MAX_BODY_MEMORY_PER_ORG 40000000 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216"},
 		{"a share that is not a number", nil, "MAX_IN_FLIGHT_PER_ORG=half", "MAX_IN_FLIGHT_PER_ORG"},
 		{"SASL without a password", []string{"-kafka-sasl-mechanism", "SCRAM-SHA-256", "-kafka-sasl-username", "u"}, "",
-			"Kafka SASL mechanism SCRAM-SHA-256 needs a password (KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE)"},
+			"the Kafka SASL mechanism SCRAM-SHA-256 needs a password (KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE)"},
 		{"SASL password file missing", []string{"-kafka-sasl-mechanism", "PLAIN"}, "KAFKA_SASL_PASSWORD_FILE=/nonexistent/password",
 			`KAFKA_SASL_PASSWORD_FILE="/nonexistent/password": read the secret file: no such file or directory`},
 		{"TLS certificate without its key", []string{"-kafka-tls-cert-file", "/etc/client.pem"}, "",

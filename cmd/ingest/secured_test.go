@@ -66,7 +66,7 @@ func TestSecuredKafka(t *testing.T) {
 		}
 		logs := p.logs.String()
 		t.Logf("exit %v:\n%s", p.err, logs)
-		if p.err == nil || !strings.Contains(logs, `Kafka authentication failed: the brokers refused SASL SCRAM-SHA-512 user "ingest"`) {
+		if p.err == nil || !strings.Contains(logs, `authentication to Kafka failed: the brokers refused SASL SCRAM-SHA-512 user "ingest"`) {
 			t.Errorf("exit %v; want a failure naming the authentication:\n%s", p.err, logs)
 		}
 		noSecrets(t, logs)
@@ -112,7 +112,7 @@ func TestSecuredKafka(t *testing.T) {
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				last = string(b)
-				if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(last, "Kafka authentication failed") {
+				if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(last, "authentication to Kafka failed") {
 					break
 				}
 			}

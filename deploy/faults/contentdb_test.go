@@ -156,9 +156,11 @@ func TestContentDatabaseLocked(t *testing.T) {
 		t.Errorf("only %d reads answered while the tables were locked: %v", counts[http.StatusOK], counts)
 	}
 	// A read waits for a blocked revision read at most checkWait (100 ms)
-	// in the api; a second allows for a loaded machine.
-	if s := slowest(in); s > time.Second {
-		t.Errorf("a read took %s while the tables were locked", s)
+	// in the api, which contentapi's cache tests check by the order of
+	// events. Here no read may have waited for the lock itself: half its
+	// length is a bound a loaded machine keeps; the slowest is logged.
+	if s, held := slowest(in), unlocked.Sub(locked); s > held/2 {
+		t.Errorf("a read took %s while the tables were locked for %s", s, held.Round(time.Second))
 	}
 	after, inAfter := r.between(unlocked, time.Now())
 	checkStatuses(t, inAfter, false)

@@ -266,7 +266,7 @@ func run(ctx context.Context, log *slog.Logger, s suite, d time.Duration, runs, 
 		return err
 	}
 	if out, err := exec.CommandContext(ctx, bin, "-content-db", db, "import", bundlePath).CombinedOutput(); err != nil {
-		return fmt.Errorf("import: %v: %s", err, out)
+		return fmt.Errorf("import: %w: %s", err, out)
 	}
 	out, err := exec.CommandContext(ctx, bin, "-content-db", db, "token", "create", "--app", s.app, "--quiet").Output()
 	if err != nil {

@@ -247,6 +247,7 @@ func (s *stack) waitReady(ctx context.Context, limit time.Duration) error {
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
+			err = fmt.Errorf("/readyz answered %s", resp.Status)
 		}
 		select {
 		case <-s.ingestDone:
@@ -256,7 +257,7 @@ func (s *stack) waitReady(ctx context.Context, limit time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ingest not ready after %s (last: %v)", limit, err)
+			return fmt.Errorf("ingest not ready after %s: %w", limit, err)
 		}
 	}
 }
@@ -404,8 +405,11 @@ func (b *bench) ceilingRun(ctx context.Context, name string, conc int) (*phase, 
 		return nil, fmt.Errorf("%s: loadgen: %w\n%s", name, err, stderr.Bytes())
 	}
 	var res loadgen.Result
-	if err := json.Unmarshal(out, &res); err != nil || res.Report == nil {
-		return nil, fmt.Errorf("%s: read loadgen result: %v\n%s%s", name, err, out, stderr.Bytes())
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("%s: read loadgen result: %w\n%s%s", name, err, out, stderr.Bytes())
+	}
+	if res.Report == nil {
+		return nil, fmt.Errorf("%s: loadgen result without a report\n%s%s", name, out, stderr.Bytes())
 	}
 	if err := b.deleteCeilingTopic(ctx); err != nil {
 		b.log.Warn("delete ceiling topic", "err", err)

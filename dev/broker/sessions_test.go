@@ -141,7 +141,7 @@ func TestMemberWhoseJoinAnswerIsLost(t *testing.T) {
 	if w.removed.Load() != 1 {
 		t.Errorf("the watch removed %d members, want 1", w.removed.Load())
 	}
-	produceToEach(t, ctx, addr, topic, partitions)
+	produceToEach(ctx, t, addr, topic, partitions)
 	got := map[int]bool{}
 	for len(got) < partitions {
 		select {
@@ -176,7 +176,7 @@ func joinAndHangUp(t *testing.T, addr, group, topic string, session time.Duratio
 	}
 }
 
-func produceToEach(t *testing.T, ctx context.Context, addr, topic string, partitions int) {
+func produceToEach(ctx context.Context, t *testing.T, addr, topic string, partitions int) {
 	t.Helper()
 	w := &kafka.Writer{
 		Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,

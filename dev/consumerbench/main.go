@@ -171,8 +171,11 @@ func (r *rig) prefill(ctx context.Context, n, batchRows int) ([]*chstore.EventBa
 		for i, body := range bodies {
 			res, err := v.ProcessBatch(body, event.Meta{AppID: "demo-app", OrganizationID: "demo-org", ReceivedAt: time.Now(),
 				IDSeed: "bench-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)})
-			if err != nil || len(res.Errors) > 0 {
-				return nil, fmt.Errorf("build records: %v %v", err, res.Errors)
+			if err != nil {
+				return nil, fmt.Errorf("build records: %w", err)
+			}
+			if len(res.Errors) > 0 {
+				return nil, fmt.Errorf("build records: %v", res.Errors)
 			}
 			for _, m := range res.Accepted {
 				if decoded%batchRows == 0 {

@@ -29,7 +29,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/delivery"
 	"github.com/assistantcms/cms/internal/localstack"
-	"github.com/assistantcms/cms/pkg/edge/statuspage"
+	"github.com/assistantcms/cms/pkg/operator/statuspage"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	dto "github.com/prometheus/client_model/go"
 )

@@ -26,6 +26,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -111,7 +112,8 @@ func main() {
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
-			if exit, ok := err.(*exec.ExitError); ok {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
 				os.Exit(exit.ExitCode())
 			}
 			fmt.Fprintln(os.Stderr, "test:", err)

@@ -52,7 +52,10 @@ func (l *Load) WaitStored(ctx context.Context, conn driver.Conn, database string
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("wait for %d events in ClickHouse (have %d, last error %v): %w", want, have, err, ctx.Err())
+			if err != nil {
+				return fmt.Errorf("wait for %d events in ClickHouse (have %d): %w (last query: %w)", want, have, ctx.Err(), err)
+			}
+			return fmt.Errorf("wait for %d events in ClickHouse (have %d): %w", want, have, ctx.Err())
 		}
 	}
 }

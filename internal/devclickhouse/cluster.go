@@ -307,17 +307,14 @@ func (c *Cluster) Stop() error {
 }
 
 // StartClusterForTest starts a 2×2 cluster for one test and stops it when
-// the test ends. Without clickhouse-server or ZooKeeper the test is
-// skipped with the reason, except in CI (CI set), where it fails.
+// the test ends. Without clickhouse-server or ZooKeeper the test fails, as
+// every test must run; go run ./dev/test installs them.
 func StartClusterForTest(t testing.TB) *Cluster {
 	t.Helper()
 	_, err1 := Binary()
 	_, err2 := zooKeeperFind()
 	if err := errors.Join(err1, err2); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must have ClickHouse and ZooKeeper: %v", err)
-		}
-		t.Skip(err)
+		t.Fatalf("%v; go run ./dev/test installs them", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

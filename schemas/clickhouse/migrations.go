@@ -304,7 +304,39 @@ func Render(f Features, o Options) ([]Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := params{DB: l.db, Time: "DateTime('UTC')", OnCluster: l.onCluster(), Cluster: l.cluster != ""}
+	p, ttl, err := renderParams(f, o, l)
+	if err != nil {
+		return nil, err
+	}
+	names, err := files.ReadDir(".")
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var out []Migration
+	for _, e := range names {
+		if path.Ext(e.Name()) != ".sql" {
+			continue
+		}
+		m, err := renderFile(e.Name(), l, p, ttl)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i := 1; i < len(out); i++ {
+		if out[i].Version == out[i-1].Version {
+			return nil, fmt.Errorf("two migrations have version %d", out[i].Version)
+		}
+	}
+	return out, nil
+}
+
+// renderParams are the values the migrations' templates read for the
+// features and options, and ttl, which gives the TTL clause of a table
+// by its time column ("" when rows are kept).
+func renderParams(f Features, o Options, l layout) (p params, ttl func(column string) string, err error) {
+	p = params{DB: l.db, Time: "DateTime('UTC')", OnCluster: l.onCluster(), Cluster: l.cluster != ""}
 	if f.DateTime64 {
 		p.Time = "DateTime64(3, 'UTC')"
 	}
@@ -312,7 +344,7 @@ func Render(f Features, o Options) ([]Migration, error) {
 		p.Codec = " CODEC(ZSTD(3))"
 	}
 	// ttl drops rows whose time column is older than the retention.
-	ttl := func(column string) string {
+	ttl = func(column string) string {
 		if !f.TTL || o.RetentionDays <= 0 {
 			return ""
 		}
@@ -320,7 +352,7 @@ func Render(f Features, o Options) ([]Migration, error) {
 	}
 	p.TTL = ttl("event_time")
 	if o.HistoryDays < 0 {
-		return nil, fmt.Errorf("query history of %d days: want 0 (the default, %d) or more", o.HistoryDays, DefaultHistoryDays)
+		return params{}, nil, fmt.Errorf("query history of %d days: want 0 (the default, %d) or more", o.HistoryDays, DefaultHistoryDays)
 	}
 	if f.TTL {
 		// Asked queries never outlive the events they come from.
@@ -344,51 +376,38 @@ func Render(f Features, o Options) ([]Migration, error) {
 	if f.AddColumnIfNotExists {
 		p.IfNotExists = " IF NOT EXISTS"
 	}
-	names, err := files.ReadDir(".")
+	return p, ttl, nil
+}
+
+// renderFile renders the migration file name (NNNN_name.sql) with p.
+func renderFile(name string, l layout, p params, ttl func(string) string) (Migration, error) {
+	num, rest, ok := strings.Cut(strings.TrimSuffix(name, ".sql"), "_")
+	v, err := strconv.Atoi(num)
+	if !ok || err != nil {
+		return Migration{}, fmt.Errorf("migration file %s: want NNNN_name.sql", name)
+	}
+	src, err := files.ReadFile(name)
 	if err != nil {
-		return nil, fmt.Errorf("read migrations: %w", err)
+		return Migration{}, err
 	}
-	var out []Migration
-	for _, e := range names {
-		name := e.Name()
-		if path.Ext(name) != ".sql" {
-			continue
-		}
-		num, rest, ok := strings.Cut(strings.TrimSuffix(name, ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration file %s: want NNNN_name.sql", name)
-		}
-		src, err := files.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
-			"ttl": ttl, "table": l.table, "engine": l.engine, "distributed": l.distributed,
-			"countEveryInsert": l.countEveryInsert,
-			"turn":             func() string { return turnCondition },
-			"fallback":         func() string { return fallbackCondition },
-			"lowConfidence":    func() string { return lowConfidenceCondition },
-			"failure":          func() string { return failureCondition },
-			"eventRank":        func() string { return eventRank },
-		}).Parse(string(src))
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: %w", name, err)
-		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, p); err != nil {
-			return nil, fmt.Errorf("render migration %s: %w", name, err)
-		}
-		sql := strings.TrimSpace(stripComments(b.String()))
-		out = append(out, Migration{Version: v, Name: rest, SQL: sql, Statements: statements(sql)})
+	t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
+		"ttl": ttl, "table": l.table, "engine": l.engine, "distributed": l.distributed,
+		"countEveryInsert": l.countEveryInsert,
+		"turn":             func() string { return turnCondition },
+		"fallback":         func() string { return fallbackCondition },
+		"lowConfidence":    func() string { return lowConfidenceCondition },
+		"failure":          func() string { return failureCondition },
+		"eventRank":        func() string { return eventRank },
+	}).Parse(string(src))
+	if err != nil {
+		return Migration{}, fmt.Errorf("migration %s: %w", name, err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	for i := 1; i < len(out); i++ {
-		if out[i].Version == out[i-1].Version {
-			return nil, fmt.Errorf("two migrations have version %d", out[i].Version)
-		}
+	var b bytes.Buffer
+	if err := t.Execute(&b, p); err != nil {
+		return Migration{}, fmt.Errorf("render migration %s: %w", name, err)
 	}
-	return out, nil
+	sql := strings.TrimSpace(stripComments(b.String()))
+	return Migration{Version: v, Name: rest, SQL: sql, Statements: statements(sql)}, nil
 }
 
 // statements splits a migration at the semicolons that end its lines.

@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -28,25 +29,15 @@ const DefaultHistoryDays = 90
 func PrivatePattern() string { return `(?i)` + strings.Join(privateAlternatives(), "|") }
 
 // privateAlternatives are the kinds of personal data PrivatePattern
-// refuses, one alternative each.
+// refuses, one alternative each, in the order the pattern has held them
+// since its migration (the views hold the pattern as written).
 func privateAlternatives() []string {
-	// A word that is not one of the words that come after a house
-	// number without making it one ("3 hour road trip", "2 shops on
-	// oxford street").
-	streetWord := notWord(
-		"a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "from", "for", "by", "near", "off", "with", "per",
-		"more", "less", "free", "extra", "x", "am", "pm",
-		"hour*", "hr", "hrs", "minut*", "min", "mins", "mile*", "km", "kms", "day", "days", "week*", "month*", "year*",
-		"night*", "time*", "lane*", "way*", "people", "person*", "star*")
-	streetKind := `(?:street|st|str|strasse|road|rd|avenue|ave|lane|ln|boulevard|blvd|crescent|way)\b`
-	// A word that is not one of the words that follow "my name is" or
-	// "i'm called" when no name does ("my name is misspelled", "i'm
-	// called every day").
-	nameWord := notWord(
-		"a", "the", "my", "no", "not", "now", "still", "also", "already", "too", "on", "in", "at", "by", "for", "from",
-		"about", "all", "being", "same", "back", "every", "there",
-		"wrong*", "incorrect*", "correct*", "right", "invalid*", "missing", "misspel*", "spel*", "show*", "display*",
-		"print*", "writ*", "changed", "differ*", "blank", "empty", "cut", "locked", "taken", "used")
+	return slices.Concat(contactAlternatives(), addressAlternatives(), dateAlternatives(), nameAlternatives(), ownNumberAlternatives())
+}
+
+// contactAlternatives: email addresses, domains, long numbers, phone
+// numbers and URLs.
+func contactAlternatives() []string {
 	return []string{
 		// Anything shaped like an email address.
 		`[^\s@]+@[^\s@]+`,
@@ -73,6 +64,21 @@ func privateAlternatives() []string {
 		`[a-z][a-z0-9+.-]*://`,
 		`\bwww\.`,
 		`\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b`,
+	}
+}
+
+// addressAlternatives: street addresses and where someone lives.
+func addressAlternatives() []string {
+	// A word that is not one of the words that come after a house
+	// number without making it one ("3 hour road trip", "2 shops on
+	// oxford street").
+	streetWord := notWord(
+		"a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "from", "for", "by", "near", "off", "with", "per",
+		"more", "less", "free", "extra", "x", "am", "pm",
+		"hour*", "hr", "hrs", "minut*", "min", "mins", "mile*", "km", "kms", "day", "days", "week*", "month*", "year*",
+		"night*", "time*", "lane*", "way*", "people", "person*", "star*")
+	streetKind := `(?:street|st|str|strasse|road|rd|avenue|ave|lane|ln|boulevard|blvd|crescent|way)\b`
+	return []string{
 		// A street address: a house number, one to three words of its
 		// name and a kind of street ("12 baker street", "221b baker
 		// st"), a number and a street named after it ("7 rue de la
@@ -82,6 +88,12 @@ func privateAlternatives() []string {
 		`\b[a-z]+(?:strasse|str|weg|gasse|allee)\.?\s+\d{1,4}[a-z]?\b`,
 		`\bi live at\s+(?:` + notWord("home") + `\b|[^a-z\s])`,
 		`\bi live on\s+(?:[a-z]+\s+){1,2}` + streetKind,
+	}
+}
+
+// dateAlternatives: whole dates, dates of birth and birthdays.
+func dateAlternatives() []string {
+	return []string{
 		// A date with its day, month and year, which may be one of
 		// birth: "12/03/1985", "1985-03-12", "12.03.85", "3rd of march
 		// 1990", "march 3, 1990"; not a version ("1.2.30").
@@ -95,12 +107,33 @@ func privateAlternatives() []string {
 		// 3rd", "dob 1985", "my birthday is in march".
 		`\b(?:born|date of birth|birth ?date|dob|d\.o\.b)\b[^0-9]{0,20}(?:\d|` + months + `)`,
 		`\bmy (?:birthday|bday|b-day)\b[^0-9]{0,12}(?:\d|` + months + `)`,
+	}
+}
+
+// nameAlternatives: a name given as such.
+func nameAlternatives() []string {
+	// A word that is not one of the words that follow "my name is" or
+	// "i'm called" when no name does ("my name is misspelled", "i'm
+	// called every day").
+	nameWord := notWord(
+		"a", "the", "my", "no", "not", "now", "still", "also", "already", "too", "on", "in", "at", "by", "for", "from",
+		"about", "all", "being", "same", "back", "every", "there",
+		"wrong*", "incorrect*", "correct*", "right", "invalid*", "missing", "misspel*", "spel*", "show*", "display*",
+		"print*", "writ*", "changed", "differ*", "blank", "empty", "cut", "locked", "taken", "used")
+	return []string{
 		// A name given as such: "my name is jane", "my name's o'brien",
 		// "i'm called jane", "this is jane speaking". A name beginning
 		// with a letter beyond ASCII counts too.
 		`\b(?:my (?:[a-z]+ )?(?:name|surname|forename|username|user name|nickname)(?:(?: is| was|` + apostrophe + `s)\s+|\s*:\s*)` +
 			`|(?:i am|i` + apostrophe + `?m) called\s+)(?:` + nameWord + `\b|[^\x00-\x7f])`,
 		`\bthis is [a-z]+ speaking\b`,
+	}
+}
+
+// ownNumberAlternatives: a number, a code or an address given as one's
+// own, with its value.
+func ownNumberAlternatives() []string {
+	return []string{
 		// A number, a code or an address given as one's own, with its
 		// value: "my phone number is 555 ...", "my order number is
 		// #12345", "my postcode is sw1a 1aa", "my address is 5 main

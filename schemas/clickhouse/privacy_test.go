@@ -232,7 +232,9 @@ func TestIsPrivate(t *testing.T) {
 	if !IsPrivate(long) || IsPrivate(long[:MaxCheckedQuery-1]) {
 		t.Errorf("IsPrivate of %d and %d bytes of an ordinary question", len(long), MaxCheckedQuery-1)
 	}
-	if took := time.Since(start); took > 100*time.Millisecond {
+	// Read by the pattern, it would take seconds; refused unread, it
+	// takes microseconds. A second is a bound a loaded machine keeps.
+	if took := time.Since(start); took > time.Second {
 		t.Errorf("IsPrivate of a long query took %s", took)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/edge/gateway"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
+	"github.com/assistantcms/cms/pkg/operator/analyticspage"
+	"github.com/assistantcms/cms/pkg/operator/statuspage"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 
 	"github.com/assistantcms/cms/schemas/openapi"
@@ -22,7 +24,8 @@ import (
 
 // registered returns every route the services register, by route, with
 // the service that answers it, read from the services' own code: the
-// content API's Gin engine as contentapi builds it, the endpoints
+// content API's Gin engine as contentapi builds it, the operator pages
+// the api mounts on it, the endpoints
 // httpserve mounts on every service, and ingest's mux probed at the
 // documented paths (a ServeMux cannot list its patterns).
 func registered(t *testing.T, documented map[string]operation) map[string]string {
@@ -44,6 +47,12 @@ func registered(t *testing.T, documented map[string]operation) map[string]string
 	routes := map[string]string{}
 	for _, r := range engine.Routes() {
 		routes[route(r.Method, r.Path)] = "api"
+	}
+	// The operator pages, which the api's command mounts beside the
+	// content routes (contentapi.ServiceConfig.Pages); live_test.go sees
+	// them answered by the running api.
+	for _, path := range []string{statuspage.Path, statuspage.DataPath, analyticspage.Path, analyticspage.DataPath} {
+		routes[route(http.MethodGet, path)] = "api"
 	}
 	httpserve.Mount(func(path string, _ http.Handler) { routes[route(http.MethodGet, path)] = "every service" },
 		prometheus.NewRegistry(), httpserve.NewChecker())

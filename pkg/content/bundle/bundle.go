@@ -119,82 +119,120 @@ func Read(r io.Reader, f Format) (*File, error) {
 	if !ok {
 		return nil, fmt.Errorf("a bundle must be an object with lists organizations, apps, %s", strings.Join(recordKeys(), ", "))
 	}
-	var out File
-	var bad Error
-	for key := range root {
+	b := reader{root: root, seen: map[string]string{}}
+	b.checkLists()
+	b.organizations()
+	b.apps()
+	b.records()
+	b.tokens()
+	if len(b.bad.Problems) > 0 {
+		return nil, &b.bad
+	}
+	return &b.out, nil
+}
+
+// reader reads the lists of a decoded bundle into out, gathering every
+// problem in bad.
+type reader struct {
+	root map[string]any
+	out  File
+	bad  Error
+	// seen names where each identifier was first read, by kind and ID.
+	seen map[string]string
+}
+
+// checkLists reports the lists a bundle does not have.
+func (b *reader) checkLists() {
+	for key := range b.root {
 		if key != "organizations" && key != "apps" && key != "tokens" && !isRecordKey(key) {
-			bad.add(fmt.Sprintf("%s: unknown list (expected organizations, apps, %s, tokens)", key, strings.Join(recordKeys(), ", ")))
+			b.bad.add(fmt.Sprintf("%s: unknown list (expected organizations, apps, %s, tokens)", key, strings.Join(recordKeys(), ", ")))
 		}
 	}
-	each := func(key string, fn func(v any, path string)) {
-		v, present := root[key]
-		if !present || v == nil {
-			return
-		}
-		list, ok := v.([]any)
-		if !ok {
-			bad.add(key + ": must be a list")
-			return
-		}
-		for i, item := range list {
-			fn(item, fmt.Sprintf("%s[%d]", key, i))
-		}
+}
+
+// each calls fn with each item of the list key and its path; a missing
+// or null list has none.
+func (b *reader) each(key string, fn func(v any, path string)) {
+	v, present := b.root[key]
+	if !present || v == nil {
+		return
 	}
-	report := func(src string, problems []content.Problem) {
-		for _, p := range problems {
-			bad.add(src + ": " + p.Error())
-		}
+	list, ok := v.([]any)
+	if !ok {
+		b.bad.add(key + ": must be a list")
+		return
 	}
-	seen := map[string]string{}
-	unique := func(key, src string) bool {
-		if first, dup := seen[key]; dup {
-			bad.add(fmt.Sprintf("%s: same identifier as %s", src, first))
-			return false
-		}
-		seen[key] = src
-		return true
+	for i, item := range list {
+		fn(item, fmt.Sprintf("%s[%d]", key, i))
 	}
-	each("organizations", func(v any, path string) {
+}
+
+// report adds the problems of the item at src.
+func (b *reader) report(src string, problems []content.Problem) {
+	for _, p := range problems {
+		b.bad.add(src + ": " + p.Error())
+	}
+}
+
+// unique reports whether key was not read before, and reports src as a
+// duplicate when it was.
+func (b *reader) unique(key, src string) bool {
+	if first, dup := b.seen[key]; dup {
+		b.bad.add(fmt.Sprintf("%s: same identifier as %s", src, first))
+		return false
+	}
+	b.seen[key] = src
+	return true
+}
+
+func (b *reader) organizations() {
+	b.each("organizations", func(v any, path string) {
 		src := name(path, v, "id")
 		o, problems := content.ParseOrganization(v, "")
-		report(src, problems)
-		if len(problems) == 0 && unique("org\x00"+o.ID, src) {
-			out.Bundle.Organizations = append(out.Bundle.Organizations, o)
-			out.orgSrc = append(out.orgSrc, src)
+		b.report(src, problems)
+		if len(problems) == 0 && b.unique("org\x00"+o.ID, src) {
+			b.out.Bundle.Organizations = append(b.out.Bundle.Organizations, o)
+			b.out.orgSrc = append(b.out.orgSrc, src)
 		}
 	})
-	each("apps", func(v any, path string) {
+}
+
+func (b *reader) apps() {
+	b.each("apps", func(v any, path string) {
 		src := name(path, v, "appId")
 		a, problems := content.ParseApp(v, "")
-		report(src, problems)
-		if len(problems) == 0 && unique("app\x00"+a.ID, src) {
-			out.Bundle.Apps = append(out.Bundle.Apps, a)
-			out.appSrc = append(out.appSrc, src)
+		b.report(src, problems)
+		if len(problems) == 0 && b.unique("app\x00"+a.ID, src) {
+			b.out.Bundle.Apps = append(b.out.Bundle.Apps, a)
+			b.out.appSrc = append(b.out.appSrc, src)
 		}
 	})
+}
+
+// records reads the lists of every kind of content record.
+func (b *reader) records() {
 	for _, l := range recordLists {
-		each(l.key, func(v any, path string) {
+		b.each(l.key, func(v any, path string) {
 			src := name(path, v, l.kind.IDField())
 			rec, problems := content.ParseRecord(l.kind, v, "", "")
-			report(src, problems)
-			if len(problems) == 0 && unique(string(l.kind)+"\x00"+rec.AppID+"\x00"+rec.ID, src) {
-				out.Bundle.Records = append(out.Bundle.Records, rec)
-				out.recSrc = append(out.recSrc, src)
+			b.report(src, problems)
+			if len(problems) == 0 && b.unique(string(l.kind)+"\x00"+rec.AppID+"\x00"+rec.ID, src) {
+				b.out.Bundle.Records = append(b.out.Bundle.Records, rec)
+				b.out.recSrc = append(b.out.recSrc, src)
 			}
 		})
 	}
-	each("tokens", func(v any, path string) {
+}
+
+func (b *reader) tokens() {
+	b.each("tokens", func(v any, path string) {
 		src := name(path, v, "id")
 		tok, problems := content.ParseToken(v, "")
-		report(src, problems)
-		if len(problems) == 0 && unique("token\x00"+tok.ID, src) {
-			out.Bundle.Tokens = append(out.Bundle.Tokens, tok)
+		b.report(src, problems)
+		if len(problems) == 0 && b.unique("token\x00"+tok.ID, src) {
+			b.out.Bundle.Tokens = append(b.out.Bundle.Tokens, tok)
 		}
 	})
-	if len(bad.Problems) > 0 {
-		return nil, &bad
-	}
-	return &out, nil
 }
 
 func recordKeys() []string {

@@ -82,8 +82,8 @@ func TestManyProblemsAreCapped(t *testing.T) {
 	}
 	sb.WriteString(`]}`)
 	_, err := Read(strings.NewReader(sb.String()), JSON)
-	e, ok := err.(*Error)
-	if !ok || len(e.Problems) != maxProblems || e.More != 3*120-maxProblems {
+	var e *Error
+	if !errors.As(err, &e) || len(e.Problems) != maxProblems || e.More != 3*120-maxProblems {
 		t.Fatalf("err %v", err)
 	}
 	if !strings.Contains(e.Error(), "and 310 more") {

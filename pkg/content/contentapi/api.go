@@ -1,6 +1,13 @@
 // Package contentapi serves the content of apps to assistant runtimes over
-// HTTP with Gin: handlers, app information and entities, with bearer-token
-// auth, ETags, per-token rate limits, request IDs and metrics.
+// HTTP with Gin: handlers, app information and entities, search, FAQ, RAG
+// and suggestions, and the GraphQL endpoint, with bearer-token auth,
+// ETags, per-token rate limits, request IDs and metrics.
+//
+// It serves the content routes only. What it reads beyond the content
+// database comes through interfaces defined here (History, for the past
+// queries HISTORICAL suggestions count), and the operator pages are
+// Pages the caller mounts: the api's command assembles the process, so
+// that this package imports no ClickHouse and no operator-page code.
 package contentapi
 
 import (
@@ -19,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/auth/authhttp"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
@@ -210,7 +218,7 @@ func (a *API) resolve(c *gin.Context, p auth.Principal, appID string) bool {
 func (a *API) authError(c *gin.Context, err error) {
 	var ae *auth.Error
 	if errors.As(err, &ae) {
-		status := httpserve.AuthStatus(ae.Kind)
+		status := authhttp.Status(ae.Kind)
 		if status >= 500 {
 			a.log.Error("authentication failed", "err", err, "request_id", c.GetString(requestIDKey))
 		}

@@ -10,13 +10,12 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/graphql"
-	"github.com/assistantcms/cms/pkg/edge/analyticspage"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
-	"github.com/assistantcms/cms/pkg/edge/statuspage"
 	"github.com/assistantcms/cms/pkg/ratelimit"
 	"github.com/assistantcms/cms/schemas/openapi"
 )
@@ -35,13 +34,15 @@ type ServiceConfig struct {
 	RateLimitRPS     float64
 	RateLimitBurst   int
 	ShutdownTimeout  time.Duration
-	// StatusSources are the other services charted on the status page,
-	// beside the api itself; StatusInterval is how often they are read.
-	StatusSources  []statuspage.Source
-	StatusInterval time.Duration
-	// Analytics reads the ClickHouse rollups the /analytics page draws;
-	// nil (no ClickHouse) answers the page 503, saying so.
-	Analytics analyticspage.Source
+	// Registry collects the service's metrics, which /metrics serves;
+	// nil: a new one (httpserve.NewRegistry). The process that starts the
+	// api passes its own to read them too (the status page charts them).
+	Registry *prometheus.Registry
+	// Pages are more GET routes served beside the content routes: the
+	// operator pages (/status, /analytics), which the process that starts
+	// the api builds, so that this package knows nothing of what they
+	// read. Operator paths answer on the operator address only.
+	Pages []Page
 	// HTTP bounds what one client connection may cost; zero fields take
 	// httpserve's defaults.
 	HTTP httpserve.Limits
@@ -49,6 +50,12 @@ type ServiceConfig struct {
 	// none. It wraps the engine, so that preflights of every route are
 	// answered before Gin's routing would refuse OPTIONS with 405.
 	CORS *cors.Policy
+}
+
+// Page is a GET route the service serves beside the content routes.
+type Page struct {
+	Path    string
+	Handler http.Handler
 }
 
 // pingWithin fails readiness only once the store has not answered for
@@ -72,9 +79,6 @@ func pingWithin(ping func(context.Context) error, grace time.Duration, now func(
 	}
 }
 
-// DefaultStatusInterval is how often the status page's sources are read.
-const DefaultStatusInterval = 2 * time.Second
-
 // ServiceStore is what the service needs from the content database.
 type ServiceStore interface {
 	Store
@@ -91,7 +95,7 @@ type RevisionWatcher interface {
 }
 
 // Service is a running api process: the content routes plus /metrics,
-// /healthz and /readyz.
+// /healthz, /readyz and the Pages of its configuration.
 type Service struct {
 	cfg     ServiceConfig
 	log     *slog.Logger
@@ -101,7 +105,6 @@ type Service struct {
 	engine  *gin.Engine
 	handler http.Handler
 	graphql *graphql.Handler
-	status  *statuspage.Sampler
 	watcher RevisionWatcher
 }
 
@@ -125,7 +128,10 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 		return nil, err
 	}
 	limiter := ratelimit.Optional(cfg.RateLimitRPS, cfg.RateLimitBurst)
-	reg := httpserve.NewRegistry()
+	reg := cfg.Registry
+	if reg == nil {
+		reg = httpserve.NewRegistry()
+	}
 	metrics := NewMetrics(reg)
 
 	checker := httpserve.NewChecker()
@@ -150,23 +156,14 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.GET("/cms/graphql", gin.WrapH(gh))
 	engine.GET(graphql.AssetsPath+"*file", gin.WrapH(graphql.Assets()))
 	httpserve.Mount(func(path string, h http.Handler) { engine.GET(path, gin.WrapH(h)) }, reg, checker)
-	interval := cfg.StatusInterval
-	if interval <= 0 {
-		interval = DefaultStatusInterval
-	}
-	// Five minutes of history, so the charts have data as the page opens.
-	status := statuspage.NewSampler(append([]statuspage.Source{statuspage.Local("api", reg)}, cfg.StatusSources...),
-		interval, int(5*time.Minute/interval)+1, log)
-	engine.GET(statuspage.Path, gin.WrapH(statuspage.PageHandler()))
 	engine.GET(openapi.Path, gin.WrapH(openapi.Handler()))
-	engine.GET(statuspage.DataPath, gin.WrapH(status.DataHandler()))
-	analytics := analyticspage.New(cfg.Analytics, log)
-	engine.GET(analyticspage.Path, gin.WrapH(analytics.PageHandler()))
-	engine.GET(analyticspage.DataPath, gin.WrapH(analytics.DataHandler()))
+	for _, p := range cfg.Pages {
+		engine.GET(p.Path, gin.WrapH(p.Handler))
+	}
 
 	handler := cfg.CORS.Handler(engine)
 	srv := httpserve.NewServer(handler, cfg.HTTP.Or(httpserve.DefaultLimits()), log)
-	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, handler: handler, graphql: gh, status: status}
+	svc := &Service{cfg: cfg, log: log, server: srv, checker: checker, api: api, engine: engine, handler: handler, graphql: gh}
 	if w, ok := store.(RevisionWatcher); ok {
 		svc.watcher = w
 	}
@@ -190,7 +187,6 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	sctx, stop := context.WithCancel(ctx)
 	var bg sync.WaitGroup
-	bg.Go(func() { s.status.Run(sctx) })
 	if s.watcher != nil {
 		bg.Go(func() {
 			failed := func(err error) {
@@ -201,7 +197,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		})
 	}
-	// The sampler's last scrape and the watcher end before Serve returns.
+	// The watcher ends before Serve returns.
 	defer func() { stop(); bg.Wait() }()
 	if err := httpserve.Serve(ctx, s.log, "api", s.server, ln, s.checker, timeout); err != nil {
 		return err

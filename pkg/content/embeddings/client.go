@@ -239,7 +239,7 @@ func (c *Client) embedBatch(ctx context.Context, texts []string, out [][]float32
 		if err2.Error() == err.Error() {
 			return fmt.Errorf("%w (also on retry)", err2)
 		}
-		return fmt.Errorf("%w (on retry; first attempt: %v)", err2, err)
+		return fmt.Errorf("%w (on retry; first attempt: %w)", err2, err)
 	}
 	return nil
 }

@@ -398,31 +398,61 @@ func (w *costWalk) namedTypes(f *ast.Field) []any {
 // typ) answers, as graphql-go's introspection resolvers answer it, and
 // the type of those parts.
 func (w *costWalk) metaChildren(typ *gql.Object, f *ast.Field, v any) (*gql.Object, []any) {
-	name := f.Name.Value
+	key := typ.Name() + "." + f.Name.Value
+	if obj, out, ok := schemaChildren(key, v); ok {
+		return obj, out
+	}
+	if obj, out, ok := w.typeChildren(key, f, v); ok {
+		return obj, out
+	}
+	if obj, out, ok := definitionChildren(key, v); ok {
+		return obj, out
+	}
+	// An object field of introspection not known here (graphql-go has
+	// none): counted as answered once.
+	obj, _ := fieldType(typ, f.Name.Value)
+	if obj == nil {
+		return nil, nil
+	}
+	return obj, []any{v}
+}
+
+// schemaChildren answers the fields of __Schema (key is type.field);
+// false for any other key.
+func schemaChildren(key string, v any) (*gql.Object, []any, bool) {
 	var out []any
-	switch typ.Name() + "." + name {
+	switch key {
 	case "__Schema.types":
 		for _, t := range v.(*gql.Schema).TypeMap() {
 			out = append(out, t)
 		}
-		return gql.TypeType, out
+		return gql.TypeType, out, true
 	case "__Schema.queryType":
-		return gql.TypeType, []any{v.(*gql.Schema).QueryType()}
+		return gql.TypeType, []any{v.(*gql.Schema).QueryType()}, true
 	case "__Schema.mutationType":
 		if t := v.(*gql.Schema).MutationType(); t != nil {
 			out = append(out, t)
 		}
-		return gql.TypeType, out
+		return gql.TypeType, out, true
 	case "__Schema.subscriptionType":
 		if t := v.(*gql.Schema).SubscriptionType(); t != nil {
 			out = append(out, t)
 		}
-		return gql.TypeType, out
+		return gql.TypeType, out, true
 	case "__Schema.directives":
 		for _, d := range v.(*gql.Schema).Directives() {
 			out = append(out, d)
 		}
-		return gql.DirectiveType, out
+		return gql.DirectiveType, out, true
+	}
+	return nil, nil, false
+}
+
+// typeChildren answers the list fields of __Type (key is type.field),
+// deprecated members only when f asks for them; false for any other key.
+func (w *costWalk) typeChildren(key string, f *ast.Field, v any) (*gql.Object, []any, bool) {
+	var out []any
+	switch key {
 	case "__Type.fields":
 		var defs gql.FieldDefinitionMap
 		switch t := v.(type) {
@@ -437,21 +467,21 @@ func (w *costWalk) metaChildren(typ *gql.Object, f *ast.Field, v any) (*gql.Obje
 				out = append(out, d)
 			}
 		}
-		return gql.FieldType, out
+		return gql.FieldType, out, true
 	case "__Type.interfaces":
 		if t, ok := v.(*gql.Object); ok {
 			for _, i := range t.Interfaces() {
 				out = append(out, i)
 			}
 		}
-		return gql.TypeType, out
+		return gql.TypeType, out, true
 	case "__Type.possibleTypes":
 		if t, ok := v.(gql.Abstract); ok {
 			for _, p := range w.m.schema.PossibleTypes(t) {
 				out = append(out, p)
 			}
 		}
-		return gql.TypeType, out
+		return gql.TypeType, out, true
 	case "__Type.enumValues":
 		if t, ok := v.(*gql.Enum); ok {
 			all := allowsDeprecated(f)
@@ -461,14 +491,14 @@ func (w *costWalk) metaChildren(typ *gql.Object, f *ast.Field, v any) (*gql.Obje
 				}
 			}
 		}
-		return gql.EnumValueType, out
+		return gql.EnumValueType, out, true
 	case "__Type.inputFields":
 		if t, ok := v.(*gql.InputObject); ok {
 			for _, f := range t.Fields() {
 				out = append(out, f)
 			}
 		}
-		return gql.InputValueType, out
+		return gql.InputValueType, out, true
 	case "__Type.ofType":
 		switch t := v.(type) {
 		case *gql.List:
@@ -476,14 +506,23 @@ func (w *costWalk) metaChildren(typ *gql.Object, f *ast.Field, v any) (*gql.Obje
 		case *gql.NonNull:
 			out = append(out, t.OfType)
 		}
-		return gql.TypeType, out
+		return gql.TypeType, out, true
+	}
+	return nil, nil, false
+}
+
+// definitionChildren answers the fields of __Field, __InputValue and
+// __Directive (key is type.field); false for any other key.
+func definitionChildren(key string, v any) (*gql.Object, []any, bool) {
+	var out []any
+	switch key {
 	case "__Field.args":
 		for _, a := range v.(*gql.FieldDefinition).Args {
 			out = append(out, a)
 		}
-		return gql.InputValueType, out
+		return gql.InputValueType, out, true
 	case "__Field.type":
-		return gql.TypeType, []any{v.(*gql.FieldDefinition).Type}
+		return gql.TypeType, []any{v.(*gql.FieldDefinition).Type}, true
 	case "__InputValue.type":
 		switch a := v.(type) {
 		case *gql.Argument:
@@ -491,20 +530,14 @@ func (w *costWalk) metaChildren(typ *gql.Object, f *ast.Field, v any) (*gql.Obje
 		case *gql.InputObjectField:
 			out = append(out, a.Type)
 		}
-		return gql.TypeType, out
+		return gql.TypeType, out, true
 	case "__Directive.args":
 		for _, a := range v.(*gql.Directive).Args {
 			out = append(out, a)
 		}
-		return gql.InputValueType, out
+		return gql.InputValueType, out, true
 	}
-	// An object field of introspection not known here (graphql-go has
-	// none): counted as answered once.
-	obj, _ := fieldType(typ, name)
-	if obj == nil {
-		return nil, nil
-	}
-	return obj, []any{v}
+	return nil, nil, false
 }
 
 // allowsDeprecated reports whether a fields or enumValues selection may

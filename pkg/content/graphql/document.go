@@ -94,7 +94,8 @@ func parseQuery(query string, limits Limits, log *slog.Logger) (*document, *requ
 	doc, err := parse(body, log)
 	if err != nil {
 		desc, pos := err.Error(), len(body)
-		if ge, ok := err.(*gqlerrors.Error); ok {
+		var ge *gqlerrors.Error
+		if errors.As(err, &ge) {
 			if len(ge.Positions) > 0 {
 				pos = ge.Positions[0]
 			}
@@ -443,8 +444,8 @@ func (d *document) locate(pos int) location.SourceLocation {
 // relocate places errors graphql-go made in the query.
 func (d *document) relocate(errs []gqlerrors.FormattedError) {
 	for i, fe := range errs {
-		ge, ok := fe.OriginalError().(*gqlerrors.Error)
-		if !ok || len(ge.Positions) == 0 {
+		var ge *gqlerrors.Error
+		if !errors.As(fe.OriginalError(), &ge) || len(ge.Positions) == 0 {
 			continue
 		}
 		locs := make([]location.SourceLocation, 0, len(ge.Positions))

@@ -106,7 +106,8 @@ func expand(errs []gqlerrors.FormattedError) []gqlerrors.FormattedError {
 	out := make([]gqlerrors.FormattedError, 0, len(errs))
 	for _, fe := range errs {
 		var ps problems
-		if ge, ok := fe.OriginalError().(*gqlerrors.Error); ok && errors.As(ge.OriginalError, &ps) && len(ps) > 1 {
+		var ge *gqlerrors.Error
+		if errors.As(fe.OriginalError(), &ge) && errors.As(ge.OriginalError, &ps) && len(ps) > 1 {
 			for _, p := range ps {
 				e := fe
 				e.Message, e.Extensions = p.Error(), p.Extensions()
@@ -129,8 +130,8 @@ func expand(errs []gqlerrors.FormattedError) []gqlerrors.FormattedError {
 func variableErrors(errs []gqlerrors.FormattedError) bool {
 	names := make([]string, len(errs))
 	for i, fe := range errs {
-		ge, ok := fe.OriginalError().(*gqlerrors.Error)
-		if !ok || len(ge.Nodes) == 0 {
+		var ge *gqlerrors.Error
+		if !errors.As(fe.OriginalError(), &ge) || len(ge.Nodes) == 0 {
 			return false
 		}
 		v, ok := ge.Nodes[0].(*ast.VariableDefinition)

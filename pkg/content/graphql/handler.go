@@ -82,41 +82,57 @@ func writeError(w http.ResponseWriter, status int, e *codedError) {
 	writeResult(w, status, result{Errors: []gqlerrors.FormattedError{{Message: e.msg, Extensions: e.Extensions()}}})
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. A request goes through named steps,
+// each of which answers and stops it when it fails: admit (method, token,
+// rate, scopes), parse (body, document, the operation's scope,
+// validation), choose (the operation), bound (depth, fields, cost) and
+// execute.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, ok := h.admit(w, r)
+	if !ok {
+		return
+	}
+	req, d, ok := h.parse(w, r, p)
+	if !ok {
+		return
+	}
+	op, ok := h.choose(w, r, d.ast, req.OperationName)
+	if !ok {
+		return
+	}
+	root, ok := h.bound(w, d, op, req.Variables)
+	if !ok {
+		return
+	}
+	h.execute(w, r, p, d, req, root)
+}
+
+// admit checks the method, the token, its rate and that it may use
+// GraphQL at all, before the request is read. GraphiQL's page is served
+// here too, to a browser asking for it.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
 	switch r.Method {
 	case http.MethodGet:
 		if r.URL.Query().Get("query") == "" && strings.Contains(r.Header.Get("Accept"), "text/html") {
 			serveGraphiQL(w, r)
-			return
+			return auth.Principal{}, false
 		}
 	case http.MethodPost:
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		writeError(w, http.StatusMethodNotAllowed, errorf(CodeBadRequest, "", "use POST (or GET for queries)"))
-		return
+		return auth.Principal{}, false
 	}
 	p, err := h.authn.Authenticate(r.Context(), r.Header)
 	if err != nil {
-		var ae *auth.Error
-		if errors.As(err, &ae) && ae.Kind == auth.Unauthenticated {
-			writeError(w, http.StatusUnauthorized, errorf(CodeUnauthenticated, "", "Unauthorized"))
-			return
-		}
-		if ae != nil && ae.Kind == auth.Throttled {
-			httpserve.RetryAfter(w, ae.RetryAfter.Seconds())
-			writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "%s", ae.Message))
-			return
-		}
-		h.log.Error("authentication failed", "err", err)
-		writeError(w, http.StatusServiceUnavailable, errorf(CodeUnavailable, "", "the token store is unavailable; try again later"))
-		return
+		h.authFailed(w, err)
+		return auth.Principal{}, false
 	}
 	if h.limiter != nil {
 		if ok, wait := h.limiter.Allow(p.TokenID); !ok {
 			httpserve.RetryAfter(w, wait.Seconds())
 			writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "too many requests for this token; retry after the time in Retry-After"))
-			return
+			return auth.Principal{}, false
 		}
 	}
 	// A token that can neither read nor write content is refused before
@@ -124,77 +140,112 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// once it is known.
 	if p.Scopes&(content.ContentRead|content.ContentWrite) == 0 {
 		writeScopeError(w, p.Require(content.ContentRead, "GraphQL queries"))
+		return auth.Principal{}, false
+	}
+	return p, true
+}
+
+// authFailed answers a request whose token could not be authenticated.
+func (h *Handler) authFailed(w http.ResponseWriter, err error) {
+	var ae *auth.Error
+	if errors.As(err, &ae) && ae.Kind == auth.Unauthenticated {
+		writeError(w, http.StatusUnauthorized, errorf(CodeUnauthenticated, "", "Unauthorized"))
 		return
 	}
+	if ae != nil && ae.Kind == auth.Throttled {
+		httpserve.RetryAfter(w, ae.RetryAfter.Seconds())
+		writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "%s", ae.Message))
+		return
+	}
+	h.log.Error("authentication failed", "err", err)
+	writeError(w, http.StatusServiceUnavailable, errorf(CodeUnavailable, "", "the token store is unavailable; try again later"))
+}
+
+// parse reads the request and its document, checks that p may run the
+// operation it names, and validates the document against the schema.
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request, p auth.Principal) (request, *document, bool) {
 	req, status, cerr := h.read(w, r)
 	if cerr != nil {
 		writeError(w, status, cerr)
-		return
+		return request{}, nil, false
 	}
 	d, rerr := parseQuery(req.Query, h.limits, h.log)
 	if rerr != nil {
 		writeResult(w, rerr.status, result{Errors: rerr.errs})
-		return
+		return request{}, nil, false
 	}
-	doc := d.ast
 	// Scopes are checked before the document is validated, so that a token
 	// learns nothing of the operations it may not run.
-	if op := operation(doc, req.OperationName); op != nil {
+	if op := operation(d.ast, req.OperationName); op != nil {
 		need, what := content.ContentRead, "GraphQL queries"
 		if op.Operation == ast.OperationTypeMutation {
 			need, what = content.ContentWrite, "GraphQL mutations"
 		}
 		if err := p.Require(need, what); err != nil {
 			writeScopeError(w, err)
-			return
+			return request{}, nil, false
 		}
 	}
-	if v := h.validate(doc); !v.IsValid {
+	if v := h.validate(d.ast); !v.IsValid {
 		d.relocate(v.Errors)
 		for i := range v.Errors {
 			v.Errors[i].Extensions = map[string]any{"code": CodeValidationFailed}
 		}
 		writeResult(w, http.StatusBadRequest, result{Errors: v.Errors})
-		return
+		return request{}, nil, false
 	}
 	if errs := d.mergeable(); len(errs) > 0 {
 		writeResult(w, http.StatusBadRequest, result{Errors: errs})
-		return
+		return request{}, nil, false
 	}
-	op := operation(doc, req.OperationName)
+	return req, d, true
+}
+
+// choose picks the operation to run: the one named, or the only one. A
+// subscription is refused, and so is a mutation sent by GET.
+func (h *Handler) choose(w http.ResponseWriter, r *http.Request, doc *ast.Document, name string) (*ast.OperationDefinition, bool) {
+	op := operation(doc, name)
 	if op == nil {
 		msg := "the request has several operations; name one in operationName"
-		if req.OperationName != "" {
-			msg = fmt.Sprintf("no operation named %q", req.OperationName)
+		if name != "" {
+			msg = fmt.Sprintf("no operation named %q", name)
 		}
 		writeError(w, http.StatusBadRequest, errorf(CodeBadRequest, "operationName", "%s", msg))
-		return
+		return nil, false
 	}
 	if op.Operation == ast.OperationTypeSubscription {
 		writeError(w, http.StatusBadRequest, errorf(CodeValidationFailed, "", "subscriptions are not supported; use a query or a mutation"))
-		return
+		return nil, false
 	}
 	if r.Method == http.MethodGet && op.Operation == ast.OperationTypeMutation {
 		w.Header().Set("Allow", "POST")
 		writeError(w, http.StatusMethodNotAllowed, errorf(CodeMutationNotAllowed, "", "mutations need POST; GET may only run queries"))
-		return
+		return nil, false
 	}
+	return op, true
+}
+
+// bound refuses an operation that nests too deep, selects too many fields
+// or costs too much, before anything runs; it returns the weight of the
+// operation's root, from which execution counts what it makes.
+func (h *Handler) bound(w http.ResponseWriter, d *document, op *ast.OperationDefinition, vars map[string]any) (weight, bool) {
+	doc := d.ast
 	switch sh := measure(doc, op, h.limits.MaxFields); {
 	case sh.depth > h.limits.MaxDepth:
 		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooDeep, "", "the request nests fields %d deep; at most %d is allowed", sh.depth, h.limits.MaxDepth))
-		return
+		return weight{}, false
 	case sh.metaDepth > h.limits.MaxIntrospectionDepth:
 		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooDeep, "", "the request nests introspection fields %d deep; at most %d is allowed (GRAPHQL_MAX_INTROSPECTION_DEPTH)",
 			sh.metaDepth, h.limits.MaxIntrospectionDepth))
-		return
+		return weight{}, false
 	case sh.fields > h.limits.MaxFields:
 		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooComplex, "", "the request selects more than %d fields", h.limits.MaxFields))
-		return
+		return weight{}, false
 	}
-	c := h.cost.measure(doc, op, req.Variables, h.limits.MaxCost)
+	c := h.cost.measure(doc, op, vars, h.limits.MaxCost)
 	if c.cost > int64(h.limits.MaxCost) {
 		writeResult(w, http.StatusBadRequest, result{Errors: []gqlerrors.FormattedError{h.tooCostly(d, c)}})
-		return
+		return weight{}, false
 	}
 	// Introspection was counted exactly; the fields of content are
 	// counted again as their objects are made, those of the root here.
@@ -216,12 +267,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			msg += fmt.Sprintf(", and introspection costing %d", c.meta)
 		}
 		writeError(w, http.StatusBadRequest, errorf(CodeQueryTooComplex, "", "%s: more than the %d allowed (GRAPHQL_MAX_COST)", msg, h.limits.MaxCost))
-		return
+		return weight{}, false
 	}
 	root.fields = addCost(root.fields, c.meta)
+	return root, true
+}
+
+// execute runs the operation, charges p's token for the answer's size
+// and answers, unless the answer grew past what the limits allow.
+func (h *Handler) execute(w http.ResponseWriter, r *http.Request, p auth.Principal, d *document, req request, root weight) {
 	x := newExecution(h.limits, root)
 	res := gql.Execute(gql.ExecuteParams{
-		Schema: h.schema, AST: doc, OperationName: req.OperationName, Args: req.Variables,
+		Schema: h.schema, AST: d.ast, OperationName: req.OperationName, Args: req.Variables,
 		Context: withExecution(withPrincipal(r.Context(), p), x),
 	})
 	// The answer's size is its work: the token pays for it beyond the one

@@ -149,8 +149,37 @@ type types struct {
 	intent, handler, entity *gql.Object
 }
 
+// buildTypes makes the schema's object types and the inputs of its
+// mutations, by name.
 func buildTypes() (types, map[string]*gql.InputObject) {
 	jsonScalar := newJSONScalar()
+	slot, slotInput := slotTypes(jsonScalar)
+	handlerOnly, handlerOnlyInput := handlerOnlyFields(jsonScalar)
+	value, valueInput := entityValueTypes(jsonScalar)
+	entityInput := entityInputFields(jsonScalar, valueInput)
+	t := types{
+		intent: gql.NewObject(gql.ObjectConfig{Name: "Intent", Description: "An intent of the app's model.", Fields: metered(intentFields(jsonScalar, slot))}),
+		handler: gql.NewObject(gql.ObjectConfig{Name: "Handler", Description: "An intent plus how to respond to it.",
+			Fields: metered(merge(intentFields(jsonScalar, slot), handlerOnly))}),
+		entity: entityType(jsonScalar, value),
+	}
+	inputs := map[string]*gql.InputObject{
+		"AddIntentInput":     gql.NewInputObject(gql.InputObjectConfig{Name: "AddIntentInput", Fields: intentInputFields(jsonScalar, slotInput, true)}),
+		"UpdateIntentInput":  gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateIntentInput", Description: "Fields given replace the stored ones; others stay.", Fields: intentInputFields(jsonScalar, slotInput, false)}),
+		"AddHandlerInput":    gql.NewInputObject(gql.InputObjectConfig{Name: "AddHandlerInput", Fields: mergeInput(intentInputFields(jsonScalar, slotInput, true), handlerOnlyInput)}),
+		"UpdateHandlerInput": gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateHandlerInput", Description: "Fields given replace the stored ones; others stay.", Fields: mergeInput(intentInputFields(jsonScalar, slotInput, false), handlerOnlyInput)}),
+		"AddEntityInput": gql.NewInputObject(gql.InputObjectConfig{Name: "AddEntityInput", Fields: mergeInput(entityInput, gql.InputObjectConfigFieldMap{
+			"appId":    input(gql.ID, "The app; may be left out with an app token."),
+			"entityId": input(nonNull(gql.ID), ""),
+		})}),
+		"UpdateEntityInput": gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateEntityInput", Description: "Fields given replace the stored ones; others stay.", Fields: entityInput}),
+		"EntityValueInput":  valueInput,
+	}
+	return t, inputs
+}
+
+// slotTypes are an intent's slot, as answered and as given.
+func slotTypes(jsonScalar *gql.Scalar) (*gql.Object, *gql.InputObject) {
 	slot := gql.NewObject(gql.ObjectConfig{Name: "Slot", Fields: metered(gql.Fields{
 		"name":   field(nonNull(gql.String), ""),
 		"type":   field(nonNull(gql.String), "An entityId of the app or a built-in type."),
@@ -163,6 +192,13 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 		"isList": input(gql.Boolean, ""),
 		"nlu":    input(jsonScalar, ""),
 	}})
+	return slot, slotInput
+}
+
+// handlerOnlyFields are what a handler has beyond its intent's fields:
+// its content, forward and redirect maps (each a list of keys) and its
+// data, as answered and as given.
+func handlerOnlyFields(jsonScalar *gql.Scalar) (gql.Fields, gql.InputObjectConfigFieldMap) {
 	contentEntry := gql.NewObject(gql.ObjectConfig{Name: "ContentEntry", Description: "One key of a handler's content map.",
 		Fields: metered(gql.Fields{
 			"key":             field(nonNull(gql.String), ""),
@@ -181,7 +217,7 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 		"key":   input(nonNull(gql.String), ""),
 		"paths": input(listOf(jsonScalar), ""),
 	}})
-	handlerOnly := gql.Fields{
+	fields := gql.Fields{
 		"type":        field(gql.String, "For example InSessionIntent or ConversationHandler."),
 		"content":     field(listOf(contentEntry), "The content map as a list of keys."),
 		"forward":     field(listOf(pathsEntry), "The forward map as a list of keys."),
@@ -189,7 +225,7 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 		"data":        field(jsonScalar, ""),
 		"permissions": field(jsonScalar, ""),
 	}
-	handlerOnlyInput := gql.InputObjectConfigFieldMap{
+	inputs := gql.InputObjectConfigFieldMap{
 		"type":        input(gql.String, ""),
 		"content":     input(gql.NewList(gql.NewNonNull(contentEntryInput)), "Replaces the whole content map; keys must be unique."),
 		"forward":     input(gql.NewList(gql.NewNonNull(pathsEntryInput)), "Replaces the whole forward map; keys must be unique."),
@@ -197,6 +233,11 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 		"data":        input(jsonScalar, ""),
 		"permissions": input(jsonScalar, ""),
 	}
+	return fields, inputs
+}
+
+// entityValueTypes are a value of an entity, as answered and as given.
+func entityValueTypes(jsonScalar *gql.Scalar) (*gql.Object, *gql.InputObject) {
 	value := gql.NewObject(gql.ObjectConfig{Name: "EntityValue", Fields: metered(gql.Fields{
 		"name":        field(nonNull(gql.String), ""),
 		"canonicalId": field(gql.String, ""),
@@ -208,19 +249,23 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 		"synonyms":    input(gql.NewList(gql.NewNonNull(gql.String)), ""),
 		"extra":       input(jsonScalar, "Further fields of the value, as a JSON object."),
 	}})
-	entityInput := gql.InputObjectConfigFieldMap{
+	return value, valueInput
+}
+
+// entityInputFields are the fields an entity is added or updated with.
+func entityInputFields(jsonScalar *gql.Scalar, valueInput *gql.InputObject) gql.InputObjectConfigFieldMap {
+	return gql.InputObjectConfigFieldMap{
 		"displayName": input(gql.String, ""),
 		"type":        input(gql.String, "REGEX or VALUE_SYNONYMS."),
 		"values":      input(gql.NewList(gql.NewNonNull(valueInput)), "Replaces all values."),
 		"nlu":         input(jsonScalar, ""),
 		"extra":       input(jsonScalar, "Further fields of the record, as a JSON object; kept as they are."),
 	}
+}
 
-	t := types{}
-	t.intent = gql.NewObject(gql.ObjectConfig{Name: "Intent", Description: "An intent of the app's model.", Fields: metered(intentFields(jsonScalar, slot))})
-	t.handler = gql.NewObject(gql.ObjectConfig{Name: "Handler", Description: "An intent plus how to respond to it.",
-		Fields: metered(merge(intentFields(jsonScalar, slot), handlerOnly))})
-	t.entity = gql.NewObject(gql.ObjectConfig{Name: "Entity", Description: "An entity of the app's model.", Fields: metered(gql.Fields{
+// entityType is an entity as answered.
+func entityType(jsonScalar *gql.Scalar, value *gql.Object) *gql.Object {
+	return gql.NewObject(gql.ObjectConfig{Name: "Entity", Description: "An entity of the app's model.", Fields: metered(gql.Fields{
 		"appId":          field(nonNull(gql.ID), ""),
 		"organizationId": field(nonNull(gql.ID), ""),
 		"entityId":       field(nonNull(gql.ID), ""),
@@ -232,17 +277,4 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 		"updatedAt":      field(nonNull(gql.String), ""),
 		"document":       field(nonNull(jsonScalar), "The whole record as stored, every field included, as REST answers it."),
 	})})
-	inputs := map[string]*gql.InputObject{
-		"AddIntentInput":     gql.NewInputObject(gql.InputObjectConfig{Name: "AddIntentInput", Fields: intentInputFields(jsonScalar, slotInput, true)}),
-		"UpdateIntentInput":  gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateIntentInput", Description: "Fields given replace the stored ones; others stay.", Fields: intentInputFields(jsonScalar, slotInput, false)}),
-		"AddHandlerInput":    gql.NewInputObject(gql.InputObjectConfig{Name: "AddHandlerInput", Fields: mergeInput(intentInputFields(jsonScalar, slotInput, true), handlerOnlyInput)}),
-		"UpdateHandlerInput": gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateHandlerInput", Description: "Fields given replace the stored ones; others stay.", Fields: mergeInput(intentInputFields(jsonScalar, slotInput, false), handlerOnlyInput)}),
-		"AddEntityInput": gql.NewInputObject(gql.InputObjectConfig{Name: "AddEntityInput", Fields: mergeInput(entityInput, gql.InputObjectConfigFieldMap{
-			"appId":    input(gql.ID, "The app; may be left out with an app token."),
-			"entityId": input(nonNull(gql.ID), ""),
-		})}),
-		"UpdateEntityInput": gql.NewInputObject(gql.InputObjectConfig{Name: "UpdateEntityInput", Description: "Fields given replace the stored ones; others stay.", Fields: entityInput}),
-		"EntityValueInput":  valueInput,
-	}
-	return t, inputs
 }

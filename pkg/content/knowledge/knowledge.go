@@ -368,14 +368,7 @@ func (b *Base) docRanking(q Query, location string, limit int) []rankedDoc {
 	if location != "" {
 		keep = func(i int) bool { return b.docs.Item(i).Doc.Location == location }
 	}
-	sims := make([]float64, b.docs.Len())
-	best := make([]int, b.docs.Len())
-	for i := range sims {
-		sims[i], best[i] = q.docSimilarity(i)
-		if q.sem.docLead[i] < 0 && len(q.sem.docPassages[i]) == 0 {
-			sims[i] = math.Inf(-1) // nothing to mean
-		}
-	}
+	sims, best := q.docSimilarities()
 	near := nearest(len(sims), max(limit, fuseDepth), func(i int) float64 { return sims[i] }, keep, q.floor())
 	if q.mode == rankVector {
 		out := make([]rankedDoc, 0, min(limit, len(near)))
@@ -826,15 +819,4 @@ func History(queries []QueryCount) *search.Suggester {
 type QueryCount struct {
 	Query string
 	Asked uint64
-}
-
-// compareBool orders false before true.
-func compareBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }

@@ -84,9 +84,7 @@ func splitPassages(body string, count func(string) int, budget int) []span {
 			cur = p
 			continue
 		}
-		for _, s := range fitPieces(body, p, count, budget) {
-			out = append(out, s)
-		}
+		out = append(out, fitPieces(body, p, count, budget)...)
 	}
 	flush()
 	return out

@@ -113,6 +113,9 @@ type semIndex struct {
 	// document; docPassages are its passages, in order.
 	docLead     []int32
 	docPassages [][]passage
+	// docTexts is how many texts, the first of all, are the documents':
+	// a search measures them all at once.
+	docTexts int32
 	// faqQuestion is the vector of each FAQ question variant (an item of
 	// Base.faqs), faqGroup the number of its FAQ, and groupAnswer the
 	// vector of each FAQ's answer (-1 for none).
@@ -197,6 +200,7 @@ func planIndex(tc TokenCounter, docs, faqs []search.Doc, answerOf func(group str
 			}
 		}
 	}
+	p.docTexts = int32(len(texts))
 	groups := map[string]int32{}
 	p.faqQuestion = make([]int32, len(faqs))
 	p.faqGroup = make([]int32, len(faqs))
@@ -307,12 +311,14 @@ func (s *semantic) wait(ctx context.Context) error {
 }
 
 // Query is a question as a Base understands it: its text and, when
-// semantic retrieval is configured and answers, its similarity to each
-// text of the content.
+// semantic retrieval is configured and answers, its vector, whose
+// similarity to a text of the content is measured when a ranking first
+// reads it. One goroutine uses a Query at a time.
 type Query struct {
 	Text          string
 	sem           *semIndex
-	sims          []float32 // by vector of sem
+	probe         embeddings.Probe // the question's vector
+	sims          []float32        // by vector of sem; NaN until measured
 	minSimilarity float64
 	// Fallback, when not nil, says why the question is answered lexically
 	// alone although semantic retrieval is configured.
@@ -360,12 +366,21 @@ func (b *Base) Understand(ctx context.Context, question string) Query {
 		q.Fallback = fmt.Errorf("embed the question: %w", err)
 		return q
 	}
-	sims := index.vecs.Similarities(vs[0], nil)
-	if sims == nil && index.vecs.Len() > 0 {
-		q.Fallback = fmt.Errorf("the question's vector (%d dimensions) does not compare with the content's (%d)", len(vs[0]), index.vecs.Dim())
-		return q
+	var probe embeddings.Probe
+	var sims []float32 // none for content with nothing to mean
+	if index.vecs.Len() > 0 {
+		var ok bool
+		if probe, ok = index.vecs.Probe(vs[0]); !ok {
+			q.Fallback = fmt.Errorf("the question's vector (%d dimensions) does not compare with the content's (%d)", len(vs[0]), index.vecs.Dim())
+			return q
+		}
+		sims = make([]float32, index.vecs.Len())
+		nan := float32(math.NaN())
+		for i := range sims {
+			sims[i] = nan
+		}
 	}
-	q.sem, q.sims, q.minSimilarity = index, sims, b.sem.minSimilarity
+	q.sem, q.probe, q.sims, q.minSimilarity = index, probe, sims, b.sem.minSimilarity
 	return q
 }
 
@@ -396,27 +411,49 @@ func (q Query) sim(v int32) float64 {
 	if v < 0 || int(v) >= len(q.sims) {
 		return 0
 	}
-	return float64(q.sims[v])
+	s := q.sims[v]
+	if s != s { // not measured yet
+		s = q.sem.vecs.Similarity(int(v), q.probe)
+		q.sims[v] = s
+	}
+	return float64(s)
 }
 
-// docSimilarity is how near document i means to the question: its lead
-// and its best passage, weighed by leadWeight; and that passage (-1 for
-// none).
-func (q Query) docSimilarity(i int) (float64, int) {
-	lead := q.sim(q.sem.docLead[i])
-	best, at := math.Inf(-1), -1
-	for j, p := range q.sem.docPassages[i] {
-		if s := q.sim(p.vec); s > best {
-			best, at = s, j
+// docSimilarities are how near each document means to the question:
+// its lead and its best passage, weighed by leadWeight, or -Inf when it
+// has nothing to mean; and that passage (-1 for none). Ranking documents
+// reads them all, so every text of the documents is measured in one
+// pass first.
+func (q Query) docSimilarities() (sims []float64, best []int) {
+	sem := q.sem
+	n := len(sem.docLead)
+	sims, best = make([]float64, n), make([]int, n)
+	measured := q.sims[:sem.docTexts]
+	sem.vecs.SimilaritiesTo(q.probe, 0, len(measured), measured)
+	for i, lead := range sem.docLead {
+		var leadSim float64
+		if lead >= 0 {
+			leadSim = float64(measured[lead])
 		}
+		top, at := math.Inf(-1), -1
+		for j, p := range sem.docPassages[i] {
+			if s := float64(measured[p.vec]); s > top {
+				top, at = s, j
+			}
+		}
+		switch {
+		case at < 0 && lead < 0:
+			sims[i] = math.Inf(-1) // nothing to mean
+		case at < 0:
+			sims[i] = leadSim
+		case lead < 0:
+			sims[i] = top
+		default:
+			sims[i] = leadWeight*leadSim + (1-leadWeight)*top
+		}
+		best[i] = at
 	}
-	if at < 0 {
-		return lead, -1
-	}
-	if q.sem.docLead[i] < 0 {
-		return best, at
-	}
-	return leadWeight*lead + (1-leadWeight)*best, at
+	return sims, best
 }
 
 // faqSimilarities are how near each FAQ means to the question, by group

@@ -334,81 +334,9 @@ func (w *WordNet) parseData(name string, data []byte, pos int) ([]uint32, error)
 		if n := len(offsets); n > 0 && off <= offsets[n-1] {
 			return fmt.Errorf("synset offset %08d out of order", off)
 		}
-		if _, err := f.number("lex_filenum", 10); err != nil {
-			return err
-		}
-		tok, err := f.word("ss_type")
+		s, err := w.parseSynset(&f, pos, &scratch)
 		if err != nil {
 			return err
-		}
-		if p, ok := posOf(tok); !ok || p != pos {
-			return fmt.Errorf("bad ss_type %q", tok)
-		}
-		wcnt, err := f.number("w_cnt", 16)
-		if err != nil {
-			return err
-		}
-		if wcnt == 0 || wcnt > 255 {
-			return fmt.Errorf("bad w_cnt %d", wcnt)
-		}
-		s := synset{pos: uint8(pos), words: span{off: uint32(len(w.synWords)), n: uint16(wcnt)}}
-		for range wcnt {
-			word, err := f.word("word")
-			if err != nil {
-				return err
-			}
-			if _, err := f.number("lex_id", 16); err != nil {
-				return err
-			}
-			w.synWords = append(w.synWords, w.intern(word, &scratch))
-		}
-		pcnt, err := f.number("p_cnt", 10)
-		if err != nil {
-			return err
-		}
-		s.ptrs.off = uint32(len(w.ptrs))
-		for range pcnt {
-			sym, err := f.word("pointer symbol")
-			if err != nil {
-				return err
-			}
-			target, err := f.number("pointer offset", 10)
-			if err != nil {
-				return err
-			}
-			tok, err := f.word("pointer pos")
-			if err != nil {
-				return err
-			}
-			tpos, ok := posOf(tok)
-			if !ok {
-				return fmt.Errorf("bad pointer pos %q", tok)
-			}
-			st, err := f.number("pointer source/target", 16)
-			if err != nil {
-				return err
-			}
-			if st > 0xffff {
-				return fmt.Errorf("bad pointer source/target %04x", st)
-			}
-			var kind uint8
-			switch string(sym) {
-			case "@", "@i":
-				kind = ptrHypernym
-			case "~", "~i":
-				kind = ptrHyponym
-			case "&":
-				kind = ptrSimilar
-			case "+":
-				kind = ptrDerived
-			default:
-				continue
-			}
-			w.ptrs = append(w.ptrs, pointer{
-				target: target, sym: kind, pos: uint8(tpos),
-				src: uint8(st >> 8), dst: uint8(st),
-			})
-			s.ptrs.n++
 		}
 		// Verb frames follow; they are not needed.
 		offsets = append(offsets, off)
@@ -416,6 +344,97 @@ func (w *WordNet) parseData(name string, data []byte, pos int) ([]uint32, error)
 		return nil
 	})
 	return offsets, err
+}
+
+// parseSynset reads a synset of part of speech pos from f, past its
+// offset: its words, interned into w, and the pointers w keeps.
+func (w *WordNet) parseSynset(f *fields, pos int, scratch *[]byte) (synset, error) {
+	if _, err := f.number("lex_filenum", 10); err != nil {
+		return synset{}, err
+	}
+	tok, err := f.word("ss_type")
+	if err != nil {
+		return synset{}, err
+	}
+	if p, ok := posOf(tok); !ok || p != pos {
+		return synset{}, fmt.Errorf("bad ss_type %q", tok)
+	}
+	wcnt, err := f.number("w_cnt", 16)
+	if err != nil {
+		return synset{}, err
+	}
+	if wcnt == 0 || wcnt > 255 {
+		return synset{}, fmt.Errorf("bad w_cnt %d", wcnt)
+	}
+	s := synset{pos: uint8(pos), words: span{off: uint32(len(w.synWords)), n: uint16(wcnt)}}
+	for range wcnt {
+		word, err := f.word("word")
+		if err != nil {
+			return synset{}, err
+		}
+		if _, err := f.number("lex_id", 16); err != nil {
+			return synset{}, err
+		}
+		w.synWords = append(w.synWords, w.intern(word, scratch))
+	}
+	pcnt, err := f.number("p_cnt", 10)
+	if err != nil {
+		return synset{}, err
+	}
+	s.ptrs.off = uint32(len(w.ptrs))
+	for range pcnt {
+		p, keep, err := parsePointer(f)
+		if err != nil {
+			return synset{}, err
+		}
+		if keep {
+			w.ptrs = append(w.ptrs, p)
+			s.ptrs.n++
+		}
+	}
+	return s, nil
+}
+
+// parsePointer reads one pointer, "symbol offset pos source/target";
+// keep is false for the kinds of pointer related words do not follow.
+func parsePointer(f *fields) (p pointer, keep bool, err error) {
+	sym, err := f.word("pointer symbol")
+	if err != nil {
+		return pointer{}, false, err
+	}
+	target, err := f.number("pointer offset", 10)
+	if err != nil {
+		return pointer{}, false, err
+	}
+	tok, err := f.word("pointer pos")
+	if err != nil {
+		return pointer{}, false, err
+	}
+	tpos, ok := posOf(tok)
+	if !ok {
+		return pointer{}, false, fmt.Errorf("bad pointer pos %q", tok)
+	}
+	st, err := f.number("pointer source/target", 16)
+	if err != nil {
+		return pointer{}, false, err
+	}
+	if st > 0xffff {
+		return pointer{}, false, fmt.Errorf("bad pointer source/target %04x", st)
+	}
+	var kind uint8
+	switch string(sym) {
+	case "@", "@i":
+		kind = ptrHypernym
+	case "~", "~i":
+		kind = ptrHyponym
+	case "&":
+		kind = ptrSimilar
+	case "+":
+		kind = ptrDerived
+	default:
+		return pointer{}, false, nil
+	}
+	return pointer{target: target, sym: kind, pos: uint8(tpos), src: uint8(st >> 8), dst: uint8(st)}, true, nil
 }
 
 // parseIndex reads an index.* file: one lemma a line, "lemma pos

@@ -102,22 +102,32 @@ func (w *WordNet) Related(word string, visit func(related string, weight float64
 	if len(lems) == 0 {
 		return
 	}
-
-	// Words never yielded: word, its regular lemmas, and the irregular
-	// inflections of all its lemmas.
 	var xbuf [32]uint32
-	excluded := xbuf[:0]
+	excluded := w.excluded(word, lems, xbuf[:0])
+	c := collector{excluded: excluded}
+	w.gather(&c, lems)
+	w.yield(&c, excluded, visit)
+}
+
+// excluded appends to buf the words never yielded: word, its regular
+// lemmas, and the irregular inflections of all its lemmas.
+func (w *WordNet) excluded(word string, lems []lemma, buf []uint32) []uint32 {
 	if id, ok := w.ids[word]; ok {
-		excluded = append(excluded, id)
+		buf = append(buf, id)
 	}
 	for _, l := range lems {
 		if !l.irregular {
-			excluded = append(excluded, l.id)
+			buf = append(buf, l.id)
 		}
-		excluded = append(excluded, w.infl[l.pos][l.id]...)
+		buf = append(buf, w.infl[l.pos][l.id]...)
 	}
+	return buf
+}
 
-	c := collector{excluded: excluded}
+// gather collects the related words of lems into c: irregular lemmas at
+// weight 1, then the words of each sense's synset, then its pointers,
+// then the neighbours of first senses.
+func (w *WordNet) gather(c *collector, lems []lemma) {
 	for _, l := range lems {
 		if l.irregular {
 			c.add(l.id, l.pos, 1)
@@ -137,18 +147,23 @@ func (w *WordNet) Related(word string, visit func(related string, weight float64
 				s := w.synsets[w.senseSyn[sp.off+uint32(rank)]]
 				switch phase {
 				case 0:
-					w.addWords(&c, s, 0, weight)
+					w.addWords(c, s, 0, weight)
 				case 1:
-					w.addPointers(&c, s, l.id, weight)
+					w.addPointers(c, s, l.id, weight)
 				case 2:
 					if rank == 0 {
-						w.addNeighbours(&c, s, weight)
+						w.addNeighbours(c, s, weight)
 					}
 				}
 			}
 		}
 	}
+}
 
+// yield visits c's candidates by falling weight, each followed by its
+// irregular inflections, leaving out the excluded words and repeats, until
+// MaxRelated words have been visited.
+func (w *WordNet) yield(c *collector, excluded []uint32, visit func(related string, weight float64)) {
 	// Stable insertion sort by falling weight; the list is short.
 	cs := c.cands[:c.n]
 	for i := 1; i < len(cs); i++ {

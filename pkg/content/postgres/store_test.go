@@ -445,8 +445,12 @@ func TestWatchRevisions(t *testing.T) {
 			if _, err := writer.CreateRecord(ctx, intent); err != nil {
 				return err
 			}
-			if _, err := writer.CreateRecord(ctx, intent); !errors.Is(err, content.ErrConflict) {
-				return fmt.Errorf("second create = %v, want a conflict", err)
+			_, err := writer.CreateRecord(ctx, intent)
+			if err == nil {
+				return errors.New("second create succeeded, want a conflict")
+			}
+			if !errors.Is(err, content.ErrConflict) {
+				return fmt.Errorf("second create: %w; want a conflict", err)
 			}
 			return nil
 		}, "app-b"}, // the first create only

@@ -3,6 +3,10 @@
 // /healthz and /readyz endpoints, readiness checks, JSON answers in the
 // product's error shape, the profiling listener, and serving until a
 // signal with a graceful drain.
+//
+// It is plumbing and imports no package of the product's domains: a
+// service maps its own failures to statuses (pkg/auth/authhttp for
+// tokens) and hands httpserve only handlers, checks and limits.
 package httpserve
 
 import (

@@ -88,7 +88,7 @@ const (
 // one host never contend for it.
 const DefaultOperatorAddr = "127.0.0.1:0"
 
-// OnListenAddr, as the operator address, serves the operator endpoints on
+// OnListenAddr as the operator address serves the operator endpoints on
 // the listen address, as earlier releases did by default; so does an empty
 // -operator-addr.
 const OnListenAddr = "listen"

@@ -20,7 +20,7 @@ import (
 func BenchmarkInsertEvents(b *testing.B) {
 	srv := devclickhouse.StartForTest(b)
 	ctx := context.Background()
-	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "bench", StringColumns: chstore.TestStringColumns})
+	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "bench", StringColumns: stringColumns})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func BenchmarkClusterInsert(b *testing.B) {
 	c := devclickhouse.StartClusterForTest(b)
 	ctx := context.Background()
 	open := func(addrs []string, cluster string) *chstore.Store {
-		s, err := chstore.Open(ctx, chstore.Config{Addrs: addrs, Database: "bench", Cluster: cluster, StringColumns: chstore.TestStringColumns})
+		s, err := chstore.Open(ctx, chstore.Config{Addrs: addrs, Database: "bench", Cluster: cluster, StringColumns: stringColumns})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func BenchmarkClusterInsert(b *testing.B) {
 			if _, err := dec.Decode(m.Value, &all); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := dec.Decode(m.Value, &parts[chstore.ShardOf(all.EventID[all.Len()-1], len(parts))]); err != nil {
+			if _, err := dec.Decode(m.Value, &parts[shardOf(all.EventID[all.Len()-1], len(parts))]); err != nil {
 				b.Fatal(err)
 			}
 		}

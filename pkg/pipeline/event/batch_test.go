@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -41,8 +42,8 @@ func TestProcessBatchBatchErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := v.ProcessBatch([]byte(tc.body), testMeta)
-			be, ok := err.(*BatchError)
-			if !ok {
+			var be *BatchError
+			if !errors.As(err, &be) {
 				t.Fatalf("err = %v (%T), want *BatchError", err, err)
 			}
 			if be.Kind != tc.kind || be.Field != tc.field || !strings.Contains(be.Message, tc.inMsg) {
@@ -537,8 +538,8 @@ func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 		`{"events":[{"type":"REQUEST","name":"x","p":` + strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat("}", 200) + `}]}`,
 	} {
 		_, err := v.ProcessBatch([]byte(body), testMeta)
-		be, ok := err.(*BatchError)
-		if !ok || be.Kind != BatchInvalid || !strings.Contains(be.Message, "deeper than 128 levels") {
+		var be *BatchError
+		if !errors.As(err, &be) || be.Kind != BatchInvalid || !strings.Contains(be.Message, "deeper than 128 levels") {
 			t.Errorf("deep body: %v", err)
 		}
 	}
@@ -604,7 +605,8 @@ func TestEscapedKeysAndSplicedPayload(t *testing.T) {
 	}
 	// Two events keys, one escaped, are refused like two plain ones.
 	_, err = v.ProcessBatch([]byte(`{"events":[{}],"\u0065vents":[{}]}`), testMeta)
-	if be, ok := err.(*BatchError); !ok || !strings.Contains(be.Message, "more than once") {
+	var be *BatchError
+	if !errors.As(err, &be) || !strings.Contains(be.Message, "more than once") {
 		t.Errorf("escaped second events key: %v", err)
 	}
 }

@@ -343,7 +343,7 @@ func checkRequestResponse(p *problems, payload []byte, w jsonscan.Walker, inner 
 // beyond it would be lost there silently.
 func fitsFloat32(v []byte) bool {
 	// Short plain numbers, the usual case, cannot overflow; skip the parse.
-	if len(v) < 39 && bytes.IndexAny(v, "eE") < 0 {
+	if len(v) < 39 && !bytes.ContainsAny(v, "eE") {
 		return true
 	}
 	_, err := strconv.ParseFloat(string(v), 32)

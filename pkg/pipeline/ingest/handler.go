@@ -24,6 +24,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/auth/authhttp"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
@@ -501,7 +502,7 @@ func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := http.StatusInternalServerError, "authentication failed"
 	var ae *auth.Error
 	if errors.As(err, &ae) {
-		status, msg = httpserve.AuthStatus(ae.Kind), ae.Message
+		status, msg = authhttp.Status(ae.Kind), ae.Message
 	}
 	if status >= 500 {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))
@@ -606,7 +607,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body exceeds %d bytes", h.cfg.MaxDecompressedBytes)
 	case err == nil:
 		return 0, ""
-	case gz && (wire.err == nil || wire.err == io.EOF):
+	case gz && (wire.err == nil || errors.Is(wire.err, io.EOF)):
 		// The wire was read cleanly, so the fault is in the gzip stream.
 		return http.StatusBadRequest, "body is not valid gzip: " + err.Error()
 	default:

@@ -380,7 +380,6 @@ type refusalCase struct {
 	budget  string
 	msg     string // the whole message, or
 	inMsg   []string
-	cut     bool // the refusal came mid-body: the connection is closed
 	took    [2]time.Duration
 	passes  *sent // sent after the refusal, beside the held requests
 	stall   bool  // the refused request stalls after its body

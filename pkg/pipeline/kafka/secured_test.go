@@ -181,15 +181,15 @@ func TestSecuredClientsRefused(t *testing.T) {
 		sasl    SASL
 		wantErr string
 	}{
-		{"wrong PLAIN password", good, wrong(SASLPlain), "Kafka authentication failed: the brokers refused SASL PLAIN user \"plain-user\""},
-		{"wrong SCRAM-SHA-256 password", good, wrong(SASLScramSHA256), "Kafka authentication failed: the brokers refused SASL SCRAM-SHA-256 user \"scram256-user\""},
-		{"wrong SCRAM-SHA-512 password", good, wrong(SASLScramSHA512), "Kafka authentication failed: the brokers refused SASL SCRAM-SHA-512 user \"scram512-user\""},
-		{"a user of another mechanism", good, SASL{Mechanism: SASLScramSHA512, Username: "plain-user", Password: "plain-s3cret"}, "Kafka authentication failed"},
+		{"wrong PLAIN password", good, wrong(SASLPlain), "authentication to Kafka failed: the brokers refused SASL PLAIN user \"plain-user\""},
+		{"wrong SCRAM-SHA-256 password", good, wrong(SASLScramSHA256), "authentication to Kafka failed: the brokers refused SASL SCRAM-SHA-256 user \"scram256-user\""},
+		{"wrong SCRAM-SHA-512 password", good, wrong(SASLScramSHA512), "authentication to Kafka failed: the brokers refused SASL SCRAM-SHA-512 user \"scram512-user\""},
+		{"a user of another mechanism", good, SASL{Mechanism: SASLScramSHA512, Username: "plain-user", Password: "plain-s3cret"}, "authentication to Kafka failed"},
 		{"an authority that did not sign the broker", TLS{CAFile: other.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey}, users[SASLPlain],
 			"the brokers' certificate is not signed by an authority trusted (KAFKA_TLS_CA_FILE)"},
 		{"no TLS", TLS{}, users[SASLPlain], "closed the connection without answering a first request: it may take TLS only (KAFKA_TLS)"},
 		{"no client certificate", TLS{CAFile: certs.CA}, users[SASLPlain],
-			"Kafka TLS: the brokers refused the connection; they may require a client certificate they trust (KAFKA_TLS_CERT_FILE, KAFKA_TLS_KEY_FILE)"},
+			"TLS to Kafka: the brokers refused the connection; they may require a client certificate they trust (KAFKA_TLS_CERT_FILE, KAFKA_TLS_KEY_FILE)"},
 		{"no SASL", good, SASL{}, "closed the connection at a metadata request: it may require SASL authentication (KAFKA_SASL_MECHANISM)"},
 		{"a server name the certificate lacks", TLS{CAFile: certs.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey, ServerName: "other.test"}, users[SASLPlain],
 			"the brokers' certificate is not valid for the name expected (KAFKA_TLS_SERVER_NAME)"},

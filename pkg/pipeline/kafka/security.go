@@ -127,7 +127,7 @@ func (s SASL) build() (sasl.Mechanism, error) {
 		missing = append(missing, "a password (KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE)")
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("Kafka SASL mechanism %s needs %s", mech, strings.Join(missing, " and "))
+		return nil, fmt.Errorf("the Kafka SASL mechanism %s needs %s", mech, strings.Join(missing, " and "))
 	}
 	if mech == SASLPlain {
 		return plain.Mechanism{Username: s.Username, Password: s.Password}, nil
@@ -140,14 +140,14 @@ func (s SASL) build() (sasl.Mechanism, error) {
 	if err != nil {
 		// Not wrapped: SASLprep's error quotes the character it refused,
 		// which may be the password's.
-		return nil, fmt.Errorf("Kafka SASL %s for user %q: the username or password holds a character SCRAM does not allow (SASLprep, RFC 4013)", mech, s.Username)
+		return nil, fmt.Errorf("SASL %s for Kafka user %q: the username or password holds a character SCRAM does not allow (SASLprep, RFC 4013)", mech, s.Username)
 	}
 	return m, nil
 }
 
 // ErrAuthenticationFailed marks errors of connections the brokers refused
 // to authenticate (SASL).
-var ErrAuthenticationFailed = errors.New("Kafka authentication failed")
+var ErrAuthenticationFailed = errors.New("authentication to Kafka failed")
 
 // explain adds to an error of a request to the brokers what the likely
 // cause is, when it is the connection's security. Some refusals reach
@@ -168,7 +168,7 @@ func (c Cluster) explain(ctx context.Context, err error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialTimeout)
 	defer cancel()
 	if cause := c.diagnose(ctx); cause != nil {
-		return fmt.Errorf("%w (%v)", cause, err)
+		return fmt.Errorf("%w (%w)", cause, err)
 	}
 	return err
 }
@@ -187,16 +187,16 @@ func (c Cluster) explainKnown(err error) error {
 	var record tls.RecordHeaderError
 	switch {
 	case errors.As(err, &unknownAuthority):
-		return fmt.Errorf("Kafka TLS: the brokers' certificate is not signed by an authority trusted (KAFKA_TLS_CA_FILE): %w", err)
+		return fmt.Errorf("TLS to Kafka: the brokers' certificate is not signed by an authority trusted (KAFKA_TLS_CA_FILE): %w", err)
 	case errors.As(err, &hostname):
-		return fmt.Errorf("Kafka TLS: the brokers' certificate is not valid for the name expected (KAFKA_TLS_SERVER_NAME): %w", err)
+		return fmt.Errorf("TLS to Kafka: the brokers' certificate is not valid for the name expected (KAFKA_TLS_SERVER_NAME): %w", err)
 	case errors.As(err, &invalid):
-		return fmt.Errorf("Kafka TLS: the brokers' certificate is not valid: %w", err)
+		return fmt.Errorf("TLS to Kafka: the brokers' certificate is not valid: %w", err)
 	case errors.As(err, &record):
-		return fmt.Errorf("Kafka TLS: the brokers do not speak TLS on %v (unset KAFKA_TLS?): %w", c.Brokers, err)
+		return fmt.Errorf("TLS to Kafka: the brokers do not speak TLS on %v (unset KAFKA_TLS?): %w", c.Brokers, err)
 	case strings.Contains(err.Error(), "remote error: tls: "):
 		// The broker's TLS alert, which crypto/tls reports by text only.
-		return fmt.Errorf("Kafka TLS: the brokers refused the connection; they may require a client certificate they trust (KAFKA_TLS_CERT_FILE, KAFKA_TLS_KEY_FILE): %w", err)
+		return fmt.Errorf("TLS to Kafka: the brokers refused the connection; they may require a client certificate they trust (KAFKA_TLS_CERT_FILE, KAFKA_TLS_KEY_FILE): %w", err)
 	}
 	return nil
 }

@@ -48,15 +48,15 @@ func TestClusterCheck(t *testing.T) {
 		{"unknown mechanism", Cluster{Brokers: brokers, SASL: SASL{Mechanism: "GSSAPI", Username: "u", Password: "s3cret"}},
 			`unknown Kafka SASL mechanism "GSSAPI" (KAFKA_SASL_MECHANISM); use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`},
 		{"mechanism without credentials", Cluster{Brokers: brokers, SASL: SASL{Mechanism: "PLAIN"}},
-			"Kafka SASL mechanism PLAIN needs a username (KAFKA_SASL_USERNAME) and a password (KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE)"},
+			"the Kafka SASL mechanism PLAIN needs a username (KAFKA_SASL_USERNAME) and a password (KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE)"},
 		{"mechanism without password", Cluster{Brokers: brokers, SASL: SASL{Mechanism: "SCRAM-SHA-256", Username: "u"}},
-			"Kafka SASL mechanism SCRAM-SHA-256 needs a password (KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE)"},
+			"the Kafka SASL mechanism SCRAM-SHA-256 needs a password (KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE)"},
 		{"credentials without mechanism", Cluster{Brokers: brokers, SASL: SASL{Username: "u", Password: "s3cret"}},
 			"a Kafka SASL username or password is set without a mechanism"},
 		{"a character SCRAM refuses", Cluster{Brokers: brokers, SASL: SASL{Mechanism: "SCRAM-SHA-256", Username: "u", Password: "s3cret\u0007"}},
-			`Kafka SASL SCRAM-SHA-256 for user "u": the username or password holds a character SCRAM does not allow`},
+			`SASL SCRAM-SHA-256 for Kafka user "u": the username or password holds a character SCRAM does not allow`},
 		{"both at once", Cluster{Brokers: brokers, TLS: TLS{CertFile: certs.ClientCert}, SASL: SASL{Mechanism: "PLAIN"}},
-			"needs its key (KAFKA_TLS_KEY_FILE)\nKafka SASL mechanism PLAIN needs"},
+			"needs its key (KAFKA_TLS_KEY_FILE)\nthe Kafka SASL mechanism PLAIN needs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

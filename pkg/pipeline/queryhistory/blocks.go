@@ -1,4 +1,4 @@
-package chstore
+package queryhistory
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
 // SuggestionBlock is a text operators keep out of an app's HISTORICAL
@@ -15,7 +18,7 @@ type SuggestionBlock struct {
 	// Channel is the channel the block holds on; "" is every channel of
 	// the app.
 	Channel string
-	// Query is the text in normal form (see NormalizeQuery), as
+	// Query is the text in normal form (see chschema.NormalizeQuery), as
 	// suggestions are counted.
 	Query string
 	// ChangedAt is when it was blocked.
@@ -35,8 +38,8 @@ const MaxBlockedQueryBytes = 1024
 // Blocks are rows of suggestion_blocks, the latest per app, channel and
 // query deciding. On a cluster they are written to the connected
 // server's shard-local table and read through the Distributed one.
-func (s *Store) BlockSuggestion(ctx context.Context, appID, channel, query string, blocked bool) (SuggestionBlock, error) {
-	b := SuggestionBlock{AppID: appID, Channel: channel, Query: NormalizeQuery(query)}
+func BlockSuggestion(ctx context.Context, s *chstore.Store, appID, channel, query string, blocked bool) (SuggestionBlock, error) {
+	b := SuggestionBlock{AppID: appID, Channel: channel, Query: chschema.NormalizeQuery(query)}
 	switch {
 	case !utf8.ValidString(query):
 		return b, errors.New("block a suggestion: the query is not valid UTF-8")
@@ -50,13 +53,13 @@ func (s *Store) BlockSuggestion(ctx context.Context, appID, channel, query strin
 	now := time.Now().UTC()
 	b.ChangedAt = now.Truncate(time.Second)
 	ctx = s.Context(ctx)
-	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+s.local("suggestion_blocks")+" (app_id, channel, query, blocked, version, changed_at)")
+	batch, err := s.Conn().PrepareBatch(ctx, "INSERT INTO "+s.LocalTable("suggestion_blocks")+" (app_id, channel, query, blocked, version, changed_at)")
 	if err != nil {
 		return b, fmt.Errorf("prepare the block of %q in app %s: %w", b.Query, appID, err)
 	}
 	// The version orders the changes of one text; nanoseconds keep a
 	// block and an unblock in the same second apart.
-	if err := batch.Append(appID, channel, b.Query, boolByte(blocked), uint64(now.UnixNano()), b.ChangedAt); err != nil {
+	if err := batch.Append(appID, channel, b.Query, blockedByte(blocked), uint64(now.UnixNano()), b.ChangedAt); err != nil {
 		_ = batch.Abort()
 		return b, fmt.Errorf("encode the block of %q in app %s: %w", b.Query, appID, err)
 	}
@@ -68,12 +71,12 @@ func (s *Store) BlockSuggestion(ctx context.Context, appID, channel, query strin
 
 // BlockedSuggestions lists the texts blocked now, of one app or, with an
 // empty appID, of every app, by app, channel and text.
-func (s *Store) BlockedSuggestions(ctx context.Context, appID string) ([]SuggestionBlock, error) {
+func BlockedSuggestions(ctx context.Context, s *chstore.Store, appID string) ([]SuggestionBlock, error) {
 	where, args := "", []any{}
 	if appID != "" {
 		where, args = "WHERE app_id = ? ", append(args, appID)
 	}
-	rows, err := s.conn.Query(s.Context(ctx), "SELECT app_id, channel, query, argMax(changed_at, version) FROM "+s.table("suggestion_blocks")+" "+
+	rows, err := s.Conn().Query(s.Context(ctx), "SELECT app_id, channel, query, argMax(changed_at, version) FROM "+s.Table("suggestion_blocks")+" "+
 		where+"GROUP BY app_id, channel, query HAVING argMax(blocked, version) = 1 ORDER BY app_id, channel, query", args...)
 	if err != nil {
 		return nil, fmt.Errorf("read the blocked suggestions: %w", err)
@@ -91,4 +94,12 @@ func (s *Store) BlockedSuggestions(ctx context.Context, appID string) ([]Suggest
 		return nil, fmt.Errorf("read the blocked suggestions: %w", err)
 	}
 	return out, nil
+}
+
+// blockedByte is blocked as suggestion_blocks.blocked holds it.
+func blockedByte(blocked bool) uint8 {
+	if blocked {
+		return 1
+	}
+	return 0
 }

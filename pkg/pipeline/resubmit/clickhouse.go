@@ -1,4 +1,4 @@
-package chstore
+package resubmit
 
 import (
 	"context"
@@ -8,10 +8,13 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
-// QuarantineFilter chooses quarantined events; zero fields choose all.
-type QuarantineFilter struct {
+// Filter chooses the quarantined events to resubmit; zero fields choose
+// all.
+type Filter struct {
 	AppID, Reason string
 	// Since and Until bound when the events were received: Since <= t < Until.
 	Since, Until time.Time
@@ -30,10 +33,17 @@ type QuarantineKey struct {
 // EventKey identifies an event across apps.
 type EventKey struct{ AppID, EventID string }
 
+// ClickHouse is the Store of the pipeline's ClickHouse tables: the
+// quarantine table, and the events table to look stored events up in.
+type ClickHouse struct{ store *chstore.Store }
+
+// NewClickHouse returns the Store reading the tables of s.
+func NewClickHouse(s *chstore.Store) *ClickHouse { return &ClickHouse{store: s} }
+
 // QuarantineKeys lists the quarantined events the filter chooses, oldest
 // first. Only keys are read, so that the events themselves can be read a
 // few at a time.
-func (s *Store) QuarantineKeys(ctx context.Context, f QuarantineFilter) ([]QuarantineKey, error) {
+func (c *ClickHouse) QuarantineKeys(ctx context.Context, f Filter) ([]QuarantineKey, error) {
 	var where []string
 	var args []any
 	if f.AppID != "" {
@@ -49,7 +59,7 @@ func (s *Store) QuarantineKeys(ctx context.Context, f QuarantineFilter) ([]Quara
 	if !f.Until.IsZero() {
 		where, args = append(where, "received_at < toDateTime(?)"), append(args, f.Until.Unix())
 	}
-	q := "SELECT app_id, organization_id, event_id, received_at, truncated FROM `" + s.cfg.Database + "`.quarantine FINAL"
+	q := "SELECT app_id, organization_id, event_id, received_at, truncated FROM " + c.store.Table("quarantine") + " FINAL"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -57,7 +67,7 @@ func (s *Store) QuarantineKeys(ctx context.Context, f QuarantineFilter) ([]Quara
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	rows, err := s.conn.Query(s.Context(ctx), q, args...)
+	rows, err := c.store.Conn().Query(c.store.Context(ctx), q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list quarantined events: %w", err)
 	}
@@ -75,9 +85,10 @@ func (s *Store) QuarantineKeys(ctx context.Context, f QuarantineFilter) ([]Quara
 	return out, rows.Err()
 }
 
-// set renders values as ('a', 'b'), which every server takes after IN; a
-// plain slice renders as an array, which old servers refuse there.
-func set(values []string) clickhouse.GroupSet {
+// inTuple renders values as the tuple ('a', 'b'), which every server
+// takes after IN; a plain slice renders as an array, which old servers
+// refuse there.
+func inTuple(values []string) clickhouse.GroupSet {
 	s := clickhouse.GroupSet{Value: make([]any, len(values))}
 	for i, v := range values {
 		s.Value[i] = v
@@ -86,9 +97,9 @@ func set(values []string) clickhouse.GroupSet {
 }
 
 // StoredEventIDs returns which of the events the events table holds.
-func (s *Store) StoredEventIDs(ctx context.Context, keys []QuarantineKey) (map[EventKey]bool, error) {
+func (c *ClickHouse) StoredEventIDs(ctx context.Context, keys []QuarantineKey) (map[EventKey]bool, error) {
 	out := map[EventKey]bool{}
-	err := s.perApp(ctx, keys, "look up events", "SELECT DISTINCT event_id FROM `"+s.cfg.Database+"`.events WHERE app_id = ? AND event_id IN ?",
+	err := c.perApp(ctx, keys, "look up events", "SELECT DISTINCT event_id FROM "+c.store.Table("events")+" WHERE app_id = ? AND event_id IN ?",
 		func(app string, rows driver.Rows) error {
 			var id string
 			err := rows.Scan(&id)
@@ -99,9 +110,9 @@ func (s *Store) StoredEventIDs(ctx context.Context, keys []QuarantineKey) (map[E
 }
 
 // QuarantinedEvents reads the events, as sent, of the keys.
-func (s *Store) QuarantinedEvents(ctx context.Context, keys []QuarantineKey) (map[EventKey]string, error) {
+func (c *ClickHouse) QuarantinedEvents(ctx context.Context, keys []QuarantineKey) (map[EventKey]string, error) {
 	out := make(map[EventKey]string, len(keys))
-	err := s.perApp(ctx, keys, "read quarantined events", "SELECT event_id, any(event) FROM `"+s.cfg.Database+"`.quarantine WHERE app_id = ? AND event_id IN ? GROUP BY event_id",
+	err := c.perApp(ctx, keys, "read quarantined events", "SELECT event_id, any(event) FROM "+c.store.Table("quarantine")+" WHERE app_id = ? AND event_id IN ? GROUP BY event_id",
 		func(app string, rows driver.Rows) error {
 			var id, ev string
 			err := rows.Scan(&id, &ev)
@@ -114,13 +125,13 @@ func (s *Store) QuarantinedEvents(ctx context.Context, keys []QuarantineKey) (ma
 // perApp runs query, which takes an app and a set of event IDs, once per
 // app of keys, so that it reads along the tables' order, and hands each
 // row to scan.
-func (s *Store) perApp(ctx context.Context, keys []QuarantineKey, what, query string, scan func(app string, rows driver.Rows) error) error {
+func (c *ClickHouse) perApp(ctx context.Context, keys []QuarantineKey, what, query string, scan func(app string, rows driver.Rows) error) error {
 	ids := map[string][]string{}
 	for _, k := range keys {
 		ids[k.AppID] = append(ids[k.AppID], k.EventID)
 	}
 	for app, appIDs := range ids {
-		rows, err := s.conn.Query(s.Context(ctx), query, app, set(appIDs))
+		rows, err := c.store.Conn().Query(c.store.Context(ctx), query, app, inTuple(appIDs))
 		if err != nil {
 			return fmt.Errorf("%s: %d of app %s: %w", what, len(appIDs), app, err)
 		}

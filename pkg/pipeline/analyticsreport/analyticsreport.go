@@ -1,4 +1,7 @@
-package chstore
+// Package analyticsreport reads what the analytics rollups (app_daily,
+// intent_daily, unanswered_daily, sessions) say about one app over a
+// range of days: the figures the analytics page draws.
+package analyticsreport
 
 import (
 	"cmp"
@@ -8,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -108,17 +112,17 @@ type SessionOutcomes struct {
 
 // How many rows of each list a report keeps.
 const (
-	ReportIntents    = 20
-	ReportUnanswered = 50
-	ReportEndings    = 10
+	MaxIntents    = 20
+	MaxUnanswered = 50
+	MaxEndings    = 10
 )
 
 // dayLayout is how days are written in reports and bound to queries.
 const dayLayout = "2006-01-02"
 
-// Report reads the rollups of appID for the days from..to (UTC dates,
-// both included).
-func (s *Store) Report(ctx context.Context, appID string, from, to time.Time) (Report, error) {
+// Read reads the rollups of appID for the days from..to (UTC dates, both
+// included).
+func Read(ctx context.Context, s *chstore.Store, appID string, from, to time.Time) (Report, error) {
 	from, to = utcDay(from), utcDay(to)
 	if to.Before(from) {
 		return Report{}, fmt.Errorf("report of %s: the range ends (%s) before it starts (%s)", appID, to.Format(dayLayout), from.Format(dayLayout))
@@ -127,27 +131,27 @@ func (s *Store) Report(ctx context.Context, appID string, from, to time.Time) (R
 	r := Report{AppID: appID, From: from.Format(dayLayout), To: to.Format(dayLayout)}
 	steps := []struct {
 		what string
-		read func(context.Context, *Report) error
+		read func(context.Context, *chstore.Store, *Report) error
 	}{
-		{"days", s.reportDays},
-		{"totals", s.reportTotals},
-		{"intents", s.reportIntents},
-		{"unanswered questions", s.reportUnanswered},
-		{"session outcomes", s.reportSessions},
+		{"days", readDays},
+		{"totals", readTotals},
+		{"intents", readIntents},
+		{"unanswered questions", readUnanswered},
+		{"session outcomes", readSessions},
 	}
 	for _, st := range steps {
-		if err := st.read(ctx, &r); err != nil {
+		if err := st.read(ctx, s, &r); err != nil {
 			return Report{}, fmt.Errorf("report of %s, %s to %s: read %s: %w", appID, r.From, r.To, st.what, err)
 		}
 	}
 	return r, nil
 }
 
-// ReportApps lists the apps with rollup rows for the days from..to, in
-// order, at most limit of them.
-func (s *Store) ReportApps(ctx context.Context, from, to time.Time, limit int) ([]string, error) {
+// Apps lists the apps with rollup rows for the days from..to, in order,
+// at most limit of them.
+func Apps(ctx context.Context, s *chstore.Store, from, to time.Time, limit int) ([]string, error) {
 	from, to = utcDay(from), utcDay(to)
-	rows, err := s.conn.Query(s.Context(ctx), "SELECT app_id FROM "+s.table("app_daily")+
+	rows, err := s.Conn().Query(s.Context(ctx), "SELECT app_id FROM "+s.Table("app_daily")+
 		" WHERE day >= toDate(?) AND day <= toDate(?) GROUP BY app_id ORDER BY app_id LIMIT ?",
 		from.Format(dayLayout), to.Format(dayLayout), limit)
 	if err != nil {
@@ -180,9 +184,9 @@ const rangeWhere = " WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?)"
 
 func rangeArgs(r *Report) []any { return []any{r.AppID, r.From, r.To} }
 
-func (s *Store) reportDays(ctx context.Context, r *Report) error {
-	rows, err := s.conn.Query(ctx, "SELECT day, uniqIfMerge(conversations), uniqIfMerge(users), uniqIfMerge(turns), "+
-		"uniqIfMerge(fallback_turns), uniqIfMerge(knowledge_base_turns), uniqIfMerge(errors) FROM "+s.table("app_daily")+
+func readDays(ctx context.Context, s *chstore.Store, r *Report) error {
+	rows, err := s.Conn().Query(ctx, "SELECT day, uniqIfMerge(conversations), uniqIfMerge(users), uniqIfMerge(turns), "+
+		"uniqIfMerge(fallback_turns), uniqIfMerge(knowledge_base_turns), uniqIfMerge(errors) FROM "+s.Table("app_daily")+
 		rangeWhere+" GROUP BY day ORDER BY day", rangeArgs(r)...)
 	if err != nil {
 		return err
@@ -213,12 +217,12 @@ func (s *Store) reportDays(ctx context.Context, r *Report) error {
 	return nil
 }
 
-func (s *Store) reportTotals(ctx context.Context, r *Report) error {
+func readTotals(ctx context.Context, s *chstore.Store, r *Report) error {
 	// Grouped by the app, so that a range without rows has no row rather
 	// than one of empty states.
-	rows, err := s.conn.Query(ctx, "SELECT uniqIfMerge(conversations), uniqIfMerge(users), uniqIfMerge(turns), "+
+	rows, err := s.Conn().Query(ctx, "SELECT uniqIfMerge(conversations), uniqIfMerge(users), uniqIfMerge(turns), "+
 		"uniqIfMerge(fallback_turns), uniqIfMerge(knowledge_base_turns), uniqIfMerge(errors), avgIfMerge(confidence) FROM "+
-		s.table("app_daily")+rangeWhere+" GROUP BY app_id", rangeArgs(r)...)
+		s.Table("app_daily")+rangeWhere+" GROUP BY app_id", rangeArgs(r)...)
 	if err != nil {
 		return err
 	}
@@ -229,7 +233,7 @@ func (s *Store) reportTotals(ctx context.Context, r *Report) error {
 		if err := rows.Scan(&t.Conversations, &t.Users, &t.Turns, &t.FallbackTurns, &t.KnowledgeBaseTurns, &t.Errors, &confidence); err != nil {
 			return err
 		}
-		t.MeanConfidence = known(confidence)
+		t.MeanConfidence = meanOrNil(confidence)
 	}
 	if err := rows.Err(); err != nil {
 		return err
@@ -241,19 +245,19 @@ func (s *Store) reportTotals(ctx context.Context, r *Report) error {
 	return nil
 }
 
-// known is a mean as a pointer: nil for the NaN of a mean over nothing,
-// which JSON cannot carry.
-func known(mean float64) *float64 {
+// meanOrNil is a mean as a pointer: nil for the NaN of a mean over
+// nothing, which JSON cannot carry.
+func meanOrNil(mean float64) *float64 {
 	if math.IsNaN(mean) || math.IsInf(mean, 0) {
 		return nil
 	}
 	return &mean
 }
 
-func (s *Store) reportIntents(ctx context.Context, r *Report) error {
-	rows, err := s.conn.Query(ctx, "SELECT intent_id, uniqMerge(turns) AS matched, uniqIfMerge(low_confidence_turns), "+
-		"avgIfMerge(confidence) FROM "+s.table("intent_daily")+rangeWhere+
-		" GROUP BY intent_id ORDER BY matched DESC, intent_id LIMIT ?", append(rangeArgs(r), ReportIntents)...)
+func readIntents(ctx context.Context, s *chstore.Store, r *Report) error {
+	rows, err := s.Conn().Query(ctx, "SELECT intent_id, uniqMerge(turns) AS matched, uniqIfMerge(low_confidence_turns), "+
+		"avgIfMerge(confidence) FROM "+s.Table("intent_daily")+rangeWhere+
+		" GROUP BY intent_id ORDER BY matched DESC, intent_id LIMIT ?", append(rangeArgs(r), MaxIntents)...)
 	if err != nil {
 		return err
 	}
@@ -264,16 +268,16 @@ func (s *Store) reportIntents(ctx context.Context, r *Report) error {
 		if err := rows.Scan(&f.Intent, &f.Matched, &f.LowConfidence, &confidence); err != nil {
 			return err
 		}
-		f.MeanConfidence = known(confidence)
+		f.MeanConfidence = meanOrNil(confidence)
 		r.Intents = append(r.Intents, f)
 	}
 	return rows.Err()
 }
 
-func (s *Store) reportUnanswered(ctx context.Context, r *Report) error {
-	rows, err := s.conn.Query(ctx, "SELECT query, uniqMerge(asked) AS times, uniqIfMerge(users) FROM "+
-		s.table("unanswered_daily")+rangeWhere+" GROUP BY query ORDER BY times DESC, query LIMIT ?",
-		append(rangeArgs(r), ReportUnanswered)...)
+func readUnanswered(ctx context.Context, s *chstore.Store, r *Report) error {
+	rows, err := s.Conn().Query(ctx, "SELECT query, uniqMerge(asked) AS times, uniqIfMerge(users) FROM "+
+		s.Table("unanswered_daily")+rangeWhere+" GROUP BY query ORDER BY times DESC, query LIMIT ?",
+		append(rangeArgs(r), MaxUnanswered)...)
 	if err != nil {
 		return err
 	}
@@ -292,11 +296,11 @@ func (s *Store) reportUnanswered(ctx context.Context, r *Report) error {
 	return rows.Err()
 }
 
-func (s *Store) reportSessions(ctx context.Context, r *Report) error {
+func readSessions(ctx context.Context, s *chstore.Store, r *Report) error {
 	// A session's rows (one per day it was active) merge into one before
 	// its last handler and outcome are read.
-	rows, err := s.conn.Query(ctx, "SELECT left_at, ended_with, count() FROM (SELECT session_id, "+
-		"argMaxIfMerge(last_handler) AS left_at, argMaxIfMerge(outcome) AS ended_with FROM "+s.table("sessions")+
+	rows, err := s.Conn().Query(ctx, "SELECT left_at, ended_with, count() FROM (SELECT session_id, "+
+		"argMaxIfMerge(last_handler) AS left_at, argMaxIfMerge(outcome) AS ended_with FROM "+s.Table("sessions")+
 		rangeWhere+" GROUP BY session_id) GROUP BY left_at, ended_with", rangeArgs(r)...)
 	if err != nil {
 		return err
@@ -326,8 +330,8 @@ func (s *Store) reportSessions(ctx context.Context, r *Report) error {
 	slices.SortFunc(r.Sessions.Endings, func(a, b Ending) int {
 		return cmp.Or(cmp.Compare(b.Sessions, a.Sessions), cmp.Compare(a.Handler, b.Handler))
 	})
-	if len(r.Sessions.Endings) > ReportEndings {
-		r.Sessions.Endings = r.Sessions.Endings[:ReportEndings]
+	if len(r.Sessions.Endings) > MaxEndings {
+		r.Sessions.Endings = r.Sessions.Endings[:MaxEndings]
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"net/http"
+	"time"
 )
 
 //go:embed status.html
@@ -25,6 +26,10 @@ const (
 	Path     = "/status"
 	DataPath = "/status/data"
 )
+
+// DefaultInterval is how often the sampler reads its sources when nothing
+// else is configured.
+const DefaultInterval = 2 * time.Second
 
 // DataHandler serves the snapshot the page polls.
 func (s *Sampler) DataHandler() http.Handler {

@@ -1,4 +1,4 @@
-package chstore
+package analyticsreport
 
 import (
 	"context"
@@ -8,27 +8,30 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/assistantcms/cms/internal/chfixture"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
 // reportRows are the analysts' rows (today) with more around them: a
 // session of theirs that began yesterday, two more sessions yesterday
 // (one low-confidence turn, one launch alone), a turn three days ago,
 // outside the range the test reads, and another app's turn today.
-func reportRows(t0 time.Time) *EventBatch {
-	ev := func(id, app, session, user, name, handler string, at time.Duration) fixture {
-		f := fixture{EventID: id, AppID: app, OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
+func reportRows(t0 time.Time) *chstore.EventBatch {
+	ev := func(id, app, session, user, name, handler string, at time.Duration) chfixture.Event {
+		f := chfixture.Event{EventID: id, AppID: app, OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
 			Type: "AnalyticsEvent", Name: name, SessionID: session, UserID: user, Channel: "web", SelectedHandler: handler, Extra: "{}"}
 		if name == "LAUNCH_REQUEST" {
 			f.Type = "REQUEST"
 		}
 		return f
 	}
-	turn := func(f fixture, intent, query string, confidence float32) fixture {
-		f.RequestType, f.IntentID, f.RawQuery, f.MatchConfidence = "INTENT_REQUEST", intent, query, conf(confidence)
+	turn := func(f chfixture.Event, intent, query string, confidence float32) chfixture.Event {
+		f.RequestType, f.IntentID, f.RawQuery, f.MatchConfidence = "INTENT_REQUEST", intent, query, chfixture.Confidence(confidence)
 		return f
 	}
-	b := &EventBatch{}
-	for i, f := range []fixture{
+	b := &chstore.EventBatch{}
+	for i, f := range []chfixture.Event{
 		turn(ev("y1", "demo-app", "session-1", "u1", "REQUEST_RESPONSE", "OpeningHours", -2*time.Hour), "OpeningHours", "When are you open", 0.8),
 		turn(ev("y2", "demo-app", "session-3", "u3", "REQUEST_RESPONSE", "OpeningHours", -3*time.Hour), "OpeningHours", "Opening  times", 0.3),
 		ev("y3", "demo-app", "session-4", "u4", "LAUNCH_REQUEST", "LaunchRequest", -4*time.Hour),
@@ -36,15 +39,15 @@ func reportRows(t0 time.Time) *EventBatch {
 		turn(ev("x1", "other-app", "session-x", "ux", "REQUEST_RESPONSE", "Other", time.Minute), "Other", "other", 0.2),
 	} {
 		f.Offset = uint64(100 + i)
-		f.addTo(b)
+		f.AddTo(b)
 	}
 	return b
 }
 
-func TestReport(t *testing.T) {
-	s := migrated(t)
+func TestRead(t *testing.T) {
+	s := chfixture.Migrated(t, nil)
 	ctx := context.Background()
-	t0, batches, _ := analystRows()
+	t0, batches, _ := chfixture.AnalystRows()
 	for _, b := range append(batches, reportRows(t0)) {
 		if err := s.InsertEvents(ctx, b); err != nil {
 			t.Fatal(err)
@@ -59,7 +62,7 @@ func TestReport(t *testing.T) {
 
 	today := t0.Truncate(24 * time.Hour)
 	day := func(n int) string { return today.AddDate(0, 0, n).Format("2006-01-02") }
-	got, err := s.Report(ctx, "demo-app", today.AddDate(0, 0, -2), today.Add(23*time.Hour))
+	got, err := Read(ctx, s, "demo-app", today.AddDate(0, 0, -2), today.Add(23*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +107,7 @@ func TestReport(t *testing.T) {
 	}
 
 	t.Run("one day", func(t *testing.T) {
-		r, err := s.Report(ctx, "demo-app", today, today)
+		r, err := Read(ctx, s, "demo-app", today, today)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +118,7 @@ func TestReport(t *testing.T) {
 
 	t.Run("an app without rows", func(t *testing.T) {
 		// Quotes in the app ID are data, bound rather than spliced in.
-		r, err := s.Report(ctx, "demo-app' OR '1' = '1", today.AddDate(0, 0, -1), today)
+		r, err := Read(ctx, s, "demo-app' OR '1' = '1", today.AddDate(0, 0, -1), today)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,18 +134,18 @@ func TestReport(t *testing.T) {
 	})
 
 	t.Run("apps", func(t *testing.T) {
-		apps, err := s.ReportApps(ctx, today.AddDate(0, 0, -2), today, 10)
+		apps, err := Apps(ctx, s, today.AddDate(0, 0, -2), today, 10)
 		if err != nil || !reflect.DeepEqual(apps, []string{"demo-app", "other-app"}) {
 			t.Errorf("apps %v, %v", apps, err)
 		}
-		apps, err = s.ReportApps(ctx, today.AddDate(0, 0, -30), today.AddDate(0, 0, -5), 10)
+		apps, err = Apps(ctx, s, today.AddDate(0, 0, -30), today.AddDate(0, 0, -5), 10)
 		if err != nil || len(apps) != 0 {
 			t.Errorf("apps a month ago %v, %v", apps, err)
 		}
 	})
 
 	t.Run("a range that ends before it starts", func(t *testing.T) {
-		if _, err := s.Report(ctx, "demo-app", today, today.AddDate(0, 0, -1)); err == nil {
+		if _, err := Read(ctx, s, "demo-app", today, today.AddDate(0, 0, -1)); err == nil {
 			t.Error("no error")
 		}
 	})

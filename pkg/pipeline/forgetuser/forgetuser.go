@@ -1,4 +1,8 @@
-package chstore
+// Package forgetuser deletes one user's rows of one app from every
+// ClickHouse table of the pipeline holding them (events, quarantine,
+// sessions and the tables of asked queries), on one server or every
+// replica of a cluster, and reports what it found and deleted.
+package forgetuser
 
 import (
 	"context"
@@ -11,23 +15,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
-// Forget names the user ForgetUser deletes, and how.
-type Forget struct {
+// Request names the user Forget deletes, and how.
+type Request struct {
 	AppID, UserID string
 	// DryRun counts what would be deleted and deletes nothing.
 	DryRun bool
 	// Poll is how often the mutations and the rows left are checked; 0
-	// means DefaultForgetPoll.
+	// means DefaultPoll.
 	Poll time.Duration
 }
 
-// DefaultForgetPoll is the default of Forget.Poll.
-const DefaultForgetPoll = 250 * time.Millisecond
+// DefaultPoll is the default of Request.Poll.
+const DefaultPoll = 250 * time.Millisecond
 
-// Forgotten is what ForgetUser found, and deleted unless DryRun.
+// Forgotten is what Forget found, and deleted unless DryRun.
 type Forgotten struct {
 	AppID, UserID string
 	DryRun        bool
@@ -151,48 +156,41 @@ func quoteLiteral(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
 }
 
-// ForgetUser deletes one user's rows of one app from every table holding
+// Forget deletes one user's rows of one app from every table of s holding
 // them, with ALTER TABLE ... DELETE mutations, and returns once the
 // mutations are done and the rows are gone from every server, or when
 // ctx ends. See docs/operating.md, "Forgetting a user", for what is
-// deleted and what stays. With f.DryRun it only counts.
+// deleted and what stays. With r.DryRun it only counts.
 //
 // On a cluster the rows are in the shard-local tables. The mutations are
 // issued on one replica of each shard, not ON CLUSTER (which 18.x servers
 // have aborted on), and replicate to its partners; then every replica is
 // waited on.
-func (s *Store) ForgetUser(ctx context.Context, f Forget, log *slog.Logger) (Forgotten, error) {
+func Forget(ctx context.Context, s *chstore.Store, r Request, log *slog.Logger) (Forgotten, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if f.AppID == "" || f.UserID == "" {
+	if r.AppID == "" || r.UserID == "" {
 		return Forgotten{}, errors.New("forget a user: want an app ID and a user ID")
 	}
-	if f.Poll <= 0 {
-		f.Poll = DefaultForgetPoll
+	if r.Poll <= 0 {
+		r.Poll = DefaultPoll
 	}
-	p, err := s.planForget(ctx, f.AppID, f.UserID)
+	p, err := planForget(ctx, s, r.AppID, r.UserID)
 	if err != nil {
 		return Forgotten{}, err
 	}
-	out := Forgotten{AppID: f.AppID, UserID: f.UserID, DryRun: f.DryRun, Sessions: len(p.sessions), Queries: len(p.queries), Quarantined: len(p.quarantined)}
-	var dels []deletion
-	for _, d := range p.deletions() {
-		n, err := s.countRows(ctx, s, s.table(d.table), d.wheres)
-		if err != nil {
-			return out, err
-		}
-		if n > 0 {
-			out.Rows = append(out.Rows, TableRows{Table: d.table, Rows: n})
-			dels = append(dels, d)
-		}
+	out := Forgotten{AppID: r.AppID, UserID: r.UserID, DryRun: r.DryRun, Sessions: len(p.sessions), Queries: len(p.queries), Quarantined: len(p.quarantined)}
+	dels, err := countDeletions(ctx, s, p, &out)
+	if err != nil {
+		return out, err
 	}
-	log.Info("user's rows found", "app", f.AppID, "sessions", out.Sessions, "queries", out.Queries,
-		"quarantined", out.Quarantined, "tables", len(dels), "dry_run", f.DryRun)
-	if f.DryRun || len(dels) == 0 {
+	log.Info("user's rows found", "app", r.AppID, "sessions", out.Sessions, "queries", out.Queries,
+		"quarantined", out.Quarantined, "tables", len(dels), "dry_run", r.DryRun)
+	if r.DryRun || len(dels) == 0 {
 		return out, nil
 	}
-	shards, err := s.shards(ctx)
+	shards, err := shardsOf(ctx, s)
 	if err != nil {
 		return out, err
 	}
@@ -201,48 +199,93 @@ func (s *Store) ForgetUser(ctx context.Context, f Forget, log *slog.Logger) (For
 	}
 	// Each shard's replicas, connected once for the mutations and the
 	// wait; a replica that cannot be reached yet is tried again.
-	conns := make([][]*Store, len(shards))
-	defer func() {
-		for _, shard := range conns {
-			for _, c := range shard {
-				if c != nil && c != s {
-					c.Close()
-				}
-			}
-		}
-	}()
-	// ids[shard][table] are the mutations issued there.
-	ids := make([]map[string][]string, len(shards))
-	for i, shard := range shards {
-		conns[i] = make([]*Store, len(shard))
-		var issuer *Store
-		var errs []error
-		for j, addr := range shard {
-			c, err := s.replica(ctx, addr)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			conns[i][j] = c
-			if issuer == nil {
-				issuer = c
-			}
-		}
-		if issuer == nil {
-			return out, fmt.Errorf("forget user: no replica of shard %d answers: %w", i+1, errors.Join(errs...))
-		}
-		ids[i] = map[string][]string{}
-		for _, d := range dels {
-			if ids[i][d.table], err = s.mutate(ctx, issuer, d, f.Poll); err != nil {
-				return out, err
-			}
-			log.Info("mutation issued", "server", issuer.cfg.Addrs, "table", s.local(d.table), "statements", len(d.wheres), "mutations", ids[i][d.table])
-		}
+	conns := make(replicas, len(shards))
+	defer conns.close(s)
+	ids, err := issueDeletions(ctx, s, shards, conns, dels, r.Poll, log)
+	if err != nil {
+		return out, err
 	}
-	if err := s.waitForgotten(ctx, shards, conns, ids, dels, f.Poll, log); err != nil {
+	if err := waitForgotten(ctx, s, shards, conns, ids, dels, r.Poll, log); err != nil {
 		return out, err
 	}
 	return out, nil
+}
+
+// countDeletions counts, through the tables every server or shard is read
+// by, the rows each deletion of the plan matches, adds them to out and
+// returns the deletions that match any.
+func countDeletions(ctx context.Context, s *chstore.Store, p forgetPlan, out *Forgotten) ([]deletion, error) {
+	var dels []deletion
+	for _, d := range p.deletions() {
+		n, err := countRows(ctx, s, s.Table(d.table), d.wheres)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			out.Rows = append(out.Rows, TableRows{Table: d.table, Rows: n})
+			dels = append(dels, d)
+		}
+	}
+	return dels, nil
+}
+
+// replicas are the connections to each shard's replicas, by shard and
+// replica, nil where a replica has not been reached (yet).
+type replicas [][]*chstore.Store
+
+// close closes the connections, all but s itself.
+func (rs replicas) close(s *chstore.Store) {
+	for _, shard := range rs {
+		for _, c := range shard {
+			if c != nil && c != s {
+				c.Close()
+			}
+		}
+	}
+}
+
+// issueDeletions connects every replica of every shard it can and issues
+// the deletions' mutations on one replica of each shard. It returns, per
+// shard and table, the IDs of the mutations issued there.
+func issueDeletions(ctx context.Context, s *chstore.Store, shards [][]string, conns replicas, dels []deletion, poll time.Duration, log *slog.Logger) ([]map[string][]string, error) {
+	ids := make([]map[string][]string, len(shards))
+	for i, shard := range shards {
+		conns[i] = make([]*chstore.Store, len(shard))
+		issuer, err := connectShard(ctx, s, shard, conns[i])
+		if err != nil {
+			return nil, fmt.Errorf("forget user: no replica of shard %d answers: %w", i+1, err)
+		}
+		ids[i] = map[string][]string{}
+		for _, d := range dels {
+			if ids[i][d.table], err = mutate(ctx, s, issuer, d, poll); err != nil {
+				return nil, err
+			}
+			log.Info("mutation issued", "server", issuer.Addrs(), "table", s.LocalTable(d.table), "statements", len(d.wheres), "mutations", ids[i][d.table])
+		}
+	}
+	return ids, nil
+}
+
+// connectShard connects the replicas of one shard into conns, those it
+// can, and returns the first connected; an error only when none answers.
+func connectShard(ctx context.Context, s *chstore.Store, shard []string, conns []*chstore.Store) (*chstore.Store, error) {
+	var first *chstore.Store
+	var errs []error
+	for j, addr := range shard {
+		c, err := s.OpenReplica(ctx, addr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		conns[j] = c
+		if first == nil {
+			first = c
+		}
+	}
+	if first == nil {
+		return nil, errors.Join(errs...)
+	}
+	return first, nil
 }
 
 // planForget finds the user's sessions, their own queries and their
@@ -250,19 +293,19 @@ func (s *Store) ForgetUser(ctx context.Context, f Forget, log *slog.Logger) (For
 // by. Sessions are found in events and in the sessions rollup, queries in
 // events and in user_queries, which keeps them as long as the tables of
 // queries do: those of expired events are found too.
-func (s *Store) planForget(ctx context.Context, app, user string) (forgetPlan, error) {
+func planForget(ctx context.Context, s *chstore.Store, app, user string) (forgetPlan, error) {
 	p := forgetPlan{app: app, user: user}
 	var err error
 	// The sessions rollup names each session's user, so that sessions of
 	// expired events are found too.
-	sessions, err := s.stringColumn(ctx, "SELECT DISTINCT session_id FROM "+s.table("events")+" WHERE app_id = ? AND user_id = ? AND session_id != '' "+
-		"UNION ALL SELECT session_id FROM "+s.table("sessions")+" WHERE app_id = ? GROUP BY session_id HAVING anyIfMerge(user_id) = ?", app, user, app, user)
+	sessions, err := stringColumn(ctx, s, "SELECT DISTINCT session_id FROM "+s.Table("events")+" WHERE app_id = ? AND user_id = ? AND session_id != '' "+
+		"UNION ALL SELECT session_id FROM "+s.Table("sessions")+" WHERE app_id = ? GROUP BY session_id HAVING anyIfMerge(user_id) = ?", app, user, app, user)
 	if err != nil {
 		return p, fmt.Errorf("read the sessions of user %s of app %s: %w", user, app, err)
 	}
 	p.sessions = unique(sessions)
-	asked, err := s.stringColumn(ctx, "SELECT DISTINCT query_normalized FROM "+s.table("events")+" WHERE app_id = ? AND user_id = ? AND query_normalized != '' "+
-		"UNION ALL SELECT DISTINCT query FROM "+s.table("user_queries")+" WHERE app_id = ? AND user_id = ?", app, user, app, user)
+	asked, err := stringColumn(ctx, s, "SELECT DISTINCT query_normalized FROM "+s.Table("events")+" WHERE app_id = ? AND user_id = ? AND query_normalized != '' "+
+		"UNION ALL SELECT DISTINCT query FROM "+s.Table("user_queries")+" WHERE app_id = ? AND user_id = ?", app, user, app, user)
 	if err != nil {
 		return p, fmt.Errorf("read the queries of user %s of app %s: %w", user, app, err)
 	}
@@ -271,9 +314,9 @@ func (s *Store) planForget(ctx context.Context, app, user string) (forgetPlan, e
 	for _, in := range inLists(" IN ", asked) {
 		// Literals only: with parameters, the driver turns "\?" into "?"
 		// even inside a literal, and a query text may hold that.
-		others, err := s.stringColumn(ctx, "SELECT DISTINCT query_normalized FROM "+s.table("events")+" WHERE app_id = "+quoteLiteral(app)+
+		others, err := stringColumn(ctx, s, "SELECT DISTINCT query_normalized FROM "+s.Table("events")+" WHERE app_id = "+quoteLiteral(app)+
 			" AND user_id != "+quoteLiteral(user)+" AND query_normalized"+in+
-			" UNION ALL SELECT DISTINCT query FROM "+s.table("user_queries")+" WHERE app_id = "+quoteLiteral(app)+
+			" UNION ALL SELECT DISTINCT query FROM "+s.Table("user_queries")+" WHERE app_id = "+quoteLiteral(app)+
 			" AND user_id != "+quoteLiteral(user)+" AND query"+in)
 		if err != nil {
 			return p, fmt.Errorf("read which queries of user %s other users of app %s asked: %w", user, app, err)
@@ -287,7 +330,7 @@ func (s *Store) planForget(ctx context.Context, app, user string) (forgetPlan, e
 			p.queries = append(p.queries, q)
 		}
 	}
-	if p.quarantined, err = s.quarantinedOf(ctx, app, user); err != nil {
+	if p.quarantined, err = quarantinedOf(ctx, s, app, user); err != nil {
 		return p, err
 	}
 	sort.Strings(p.sessions)
@@ -301,12 +344,12 @@ func (s *Store) planForget(ctx context.Context, app, user string) (forgetPlan, e
 // and none followed by a space, so the server only narrows the rows to
 // those holding the ID's JSON text (or an escape that may spell it
 // differently) and the events are read here.
-func (s *Store) quarantinedOf(ctx context.Context, app, user string) ([]string, error) {
-	q, err := quarantineCandidates(s.table("quarantine"), app, user)
+func quarantinedOf(ctx context.Context, s *chstore.Store, app, user string) ([]string, error) {
+	q, err := quarantineCandidates(s.Table("quarantine"), app, user)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.conn.Query(s.Context(ctx), q)
+	rows, err := s.Conn().Query(s.Context(ctx), q)
 	if err != nil {
 		return nil, fmt.Errorf("read the quarantined events of app %s: %w", app, err)
 	}
@@ -393,8 +436,8 @@ func unique(vs []string) []string {
 }
 
 // stringColumn runs a query of one String column and returns its values.
-func (s *Store) stringColumn(ctx context.Context, query string, args ...any) ([]string, error) {
-	rows, err := s.conn.Query(s.Context(ctx), query, args...)
+func stringColumn(ctx context.Context, s *chstore.Store, query string, args ...any) ([]string, error) {
+	rows, err := s.Conn().Query(s.Context(ctx), query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -412,38 +455,28 @@ func (s *Store) stringColumn(ctx context.Context, query string, args ...any) ([]
 
 // countRows counts the rows of table, on server c, that match any of
 // wheres (which match disjoint rows).
-func (s *Store) countRows(ctx context.Context, c *Store, table string, wheres []string) (uint64, error) {
+func countRows(ctx context.Context, c *chstore.Store, table string, wheres []string) (uint64, error) {
 	var total uint64
 	for _, w := range wheres {
 		var n uint64
-		if err := c.conn.QueryRow(c.Context(ctx), "SELECT count() FROM "+table+" WHERE "+w).Scan(&n); err != nil {
-			return 0, fmt.Errorf("count rows of %s on %v: %w", table, c.cfg.Addrs, err)
+		if err := c.Conn().QueryRow(c.Context(ctx), "SELECT count() FROM "+table+" WHERE "+w).Scan(&n); err != nil {
+			return 0, fmt.Errorf("count rows of %s on %v: %w", table, c.Addrs(), err)
 		}
 		total += n
 	}
 	return total, nil
 }
 
-// local is the name of the table holding a table's rows on one server:
-// the shard-local table in a cluster.
-func (s *Store) local(table string) string {
-	name := s.table(table)
-	if s.cfg.Cluster != "" {
-		name += chschema.LocalSuffix
-	}
-	return name
-}
-
-// shards lists the addresses of every shard's replicas, from the
+// shardsOf lists the addresses of every shard's replicas, from the
 // cluster's definition on the connected server: one shard of the
-// configured addresses without a cluster.
-func (s *Store) shards(ctx context.Context) ([][]string, error) {
-	if s.cfg.Cluster == "" {
+// configured addresses ("", the store itself) without a cluster.
+func shardsOf(ctx context.Context, s *chstore.Store) ([][]string, error) {
+	if s.Cluster() == "" {
 		return [][]string{{""}}, nil
 	}
-	rows, err := s.conn.Query(s.Context(ctx), "SELECT shard_num, host_name, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", s.cfg.Cluster)
+	rows, err := s.Conn().Query(s.Context(ctx), "SELECT shard_num, host_name, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", s.Cluster())
 	if err != nil {
-		return nil, fmt.Errorf("read the servers of cluster %s: %w", s.cfg.Cluster, err)
+		return nil, fmt.Errorf("read the servers of cluster %s: %w", s.Cluster(), err)
 	}
 	defer rows.Close()
 	var out [][]string
@@ -453,7 +486,7 @@ func (s *Store) shards(ctx context.Context) ([][]string, error) {
 		var host string
 		var port uint16
 		if err := rows.Scan(&shard, &host, &port); err != nil {
-			return nil, fmt.Errorf("read the servers of cluster %s: %w", s.cfg.Cluster, err)
+			return nil, fmt.Errorf("read the servers of cluster %s: %w", s.Cluster(), err)
 		}
 		if shard != last || len(out) == 0 {
 			out, last = append(out, nil), shard
@@ -461,41 +494,25 @@ func (s *Store) shards(ctx context.Context) ([][]string, error) {
 		out[len(out)-1] = append(out[len(out)-1], fmt.Sprintf("%s:%d", host, port))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the servers of cluster %s: %w", s.cfg.Cluster, err)
+		return nil, fmt.Errorf("read the servers of cluster %s: %w", s.Cluster(), err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("cluster %s has no servers", s.cfg.Cluster)
+		return nil, fmt.Errorf("cluster %s has no servers", s.Cluster())
 	}
 	return out, nil
 }
 
-// replica connects to one server of the cluster with the store's
-// credentials and TLS settings; an empty address is the store itself.
-func (s *Store) replica(ctx context.Context, addr string) (*Store, error) {
-	if addr == "" {
-		return s, nil
-	}
-	cfg := s.cfg
-	// The server itself, not the cluster: no Distributed inserts.
-	cfg.Addrs, cfg.Cluster = []string{addr}, ""
-	c, err := Open(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to replica %s of cluster %s: %w", addr, s.cfg.Cluster, err)
-	}
-	return c, nil
-}
-
 // mutate issues the deletion's statements on server c and returns the
 // IDs of the mutations they made.
-func (s *Store) mutate(ctx context.Context, c *Store, d deletion, poll time.Duration) ([]string, error) {
-	table := s.local(d.table)
-	before, err := s.mutations(ctx, c, d.table)
+func mutate(ctx context.Context, s, c *chstore.Store, d deletion, poll time.Duration) ([]string, error) {
+	table := s.LocalTable(d.table)
+	before, err := mutations(ctx, s, c, d.table)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range d.wheres {
-		if err := c.conn.Exec(c.Context(ctx), deleteStatement(table, w)); err != nil {
-			return nil, fmt.Errorf("delete the user's rows of %s on %v: %w", table, c.cfg.Addrs, err)
+		if err := c.Conn().Exec(c.Context(ctx), deleteStatement(table, w)); err != nil {
+			return nil, fmt.Errorf("delete the user's rows of %s on %v: %w", table, c.Addrs(), err)
 		}
 	}
 	// A replicated table lists a mutation once the server has read it back
@@ -505,7 +522,7 @@ func (s *Store) mutate(ctx context.Context, c *Store, d deletion, poll time.Dura
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		now, err := s.mutations(ctx, c, d.table)
+		now, err := mutations(ctx, s, c, d.table)
 		if err != nil {
 			return nil, err
 		}
@@ -521,22 +538,22 @@ func (s *Store) mutate(ctx context.Context, c *Store, d deletion, poll time.Dura
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("mutations of %s on %v not listed: %w", table, c.cfg.Addrs, ctx.Err())
+			return nil, fmt.Errorf("mutations of %s on %v not listed: %w", table, c.Addrs(), ctx.Err())
 		case <-t.C:
 		}
 	}
 }
 
-// mutations returns server c's mutations of a table, each with whether
-// it is done.
-func (s *Store) mutations(ctx context.Context, c *Store, table string) (map[string]bool, error) {
+// mutations returns server c's mutations of a table of s, each with
+// whether it is done.
+func mutations(ctx context.Context, s, c *chstore.Store, table string) (map[string]bool, error) {
 	local := table
-	if s.cfg.Cluster != "" {
+	if s.Cluster() != "" {
 		local += chschema.LocalSuffix
 	}
-	rows, err := c.conn.Query(c.Context(ctx), "SELECT mutation_id, is_done FROM system.mutations WHERE database = ? AND table = ?", s.cfg.Database, local)
+	rows, err := c.Conn().Query(c.Context(ctx), "SELECT mutation_id, is_done FROM system.mutations WHERE database = ? AND table = ?", s.Database(), local)
 	if err != nil {
-		return nil, fmt.Errorf("read the mutations of %s on %v: %w", local, c.cfg.Addrs, err)
+		return nil, fmt.Errorf("read the mutations of %s on %v: %w", local, c.Addrs(), err)
 	}
 	defer rows.Close()
 	out := map[string]bool{}
@@ -544,7 +561,7 @@ func (s *Store) mutations(ctx context.Context, c *Store, table string) (map[stri
 		var id string
 		var done uint8
 		if err := rows.Scan(&id, &done); err != nil {
-			return nil, fmt.Errorf("read the mutations of %s on %v: %w", local, c.cfg.Addrs, err)
+			return nil, fmt.Errorf("read the mutations of %s on %v: %w", local, c.Addrs(), err)
 		}
 		out[id] = done == 1
 	}
@@ -555,7 +572,7 @@ func (s *Store) mutations(ctx context.Context, c *Store, table string) (map[stri
 // mutations issued there are done and no row they delete is left. Both
 // are checked: a restarted 18.16 replica has reported a mutation done
 // before rewriting its parts.
-func (s *Store) waitForgotten(ctx context.Context, shards [][]string, conns [][]*Store, ids []map[string][]string, dels []deletion, poll time.Duration, log *slog.Logger) error {
+func waitForgotten(ctx context.Context, s *chstore.Store, shards [][]string, conns replicas, ids []map[string][]string, dels []deletion, poll time.Duration, log *slog.Logger) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	done := make([][]bool, len(shards))
@@ -570,7 +587,7 @@ func (s *Store) waitForgotten(ctx context.Context, shards [][]string, conns [][]
 				if done[i][j] {
 					continue
 				}
-				left, err := s.leftOn(ctx, &conns[i][j], addr, ids[i], dels)
+				left, err := leftOn(ctx, s, &conns[i][j], addr, ids[i], dels)
 				if err != nil {
 					if ctx.Err() != nil {
 						return fmt.Errorf("forget user: %w", err)
@@ -579,7 +596,7 @@ func (s *Store) waitForgotten(ctx context.Context, shards [][]string, conns [][]
 				}
 				if left == "" {
 					done[i][j] = true
-					log.Info("user's rows gone", "server", conns[i][j].cfg.Addrs)
+					log.Info("user's rows gone", "server", conns[i][j].Addrs())
 					continue
 				}
 				pending = append(pending, left)
@@ -599,9 +616,9 @@ func (s *Store) waitForgotten(ctx context.Context, shards [][]string, conns [][]
 // leftOn says what is not yet done on one replica, "" when nothing is.
 // The replica is connected first if it has not been yet, and again after
 // an error.
-func (s *Store) leftOn(ctx context.Context, conn **Store, addr string, ids map[string][]string, dels []deletion) (string, error) {
+func leftOn(ctx context.Context, s *chstore.Store, conn **chstore.Store, addr string, ids map[string][]string, dels []deletion) (string, error) {
 	if *conn == nil {
-		c, err := s.replica(ctx, addr)
+		c, err := s.OpenReplica(ctx, addr)
 		if err != nil {
 			return "", err
 		}
@@ -616,21 +633,21 @@ func (s *Store) leftOn(ctx context.Context, conn **Store, addr string, ids map[s
 		return "", err
 	}
 	for _, d := range dels {
-		ms, err := s.mutations(ctx, c, d.table)
+		ms, err := mutations(ctx, s, c, d.table)
 		if err != nil {
 			return fail(err)
 		}
 		for _, id := range ids[d.table] {
 			if !ms[id] {
-				return fmt.Sprintf("mutation %s of %s on %v", id, s.local(d.table), c.cfg.Addrs), nil
+				return fmt.Sprintf("mutation %s of %s on %v", id, s.LocalTable(d.table), c.Addrs()), nil
 			}
 		}
-		n, err := s.countRows(ctx, c, s.local(d.table), d.wheres)
+		n, err := countRows(ctx, c, s.LocalTable(d.table), d.wheres)
 		if err != nil {
 			return fail(err)
 		}
 		if n > 0 {
-			return fmt.Sprintf("%d rows of %s on %v", n, s.local(d.table), c.cfg.Addrs), nil
+			return fmt.Sprintf("%d rows of %s on %v", n, s.LocalTable(d.table), c.Addrs()), nil
 		}
 	}
 	return "", nil

@@ -1,4 +1,4 @@
-package chstore
+package clickhouse
 
 import "testing"
 
@@ -22,9 +22,37 @@ func TestNormalizeQuery(t *testing.T) {
 		if got := NormalizeQuery(tc.in); got != tc.want {
 			t.Errorf("NormalizeQuery(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+		// Appended after other text, the normal form is the same.
+		if got := string(AppendNormalQuery([]byte("x"), tc.in)); got != "x"+tc.want {
+			t.Errorf("AppendNormalQuery(%q) = %q, want %q", tc.in, got, "x"+tc.want)
+		}
 		// The ASCII path and the one for any text agree.
-		if got := string(appendNormalizedRunes([]byte("x"), tc.in)); got != "x"+tc.want {
-			t.Errorf("appendNormalizedRunes(%q) = %q, want %q", tc.in, got, "x"+tc.want)
+		if got := string(appendNormalRunes([]byte("x"), tc.in)); got != "x"+tc.want {
+			t.Errorf("appendNormalRunes(%q) = %q, want %q", tc.in, got, "x"+tc.want)
+		}
+	}
+}
+
+func TestIsNormalQuery(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"", true},
+		{"where is my order", true},
+		{"1 2 3?", true},
+		{"Where is my order", false},
+		{" where", false},
+		{"where ", false},
+		{"where  is", false},
+		{"where\tis", false},
+		{"été", false}, // normal, but beyond ASCII: not checked
+	} {
+		if got := IsNormalQuery(tc.in); got != tc.want {
+			t.Errorf("IsNormalQuery(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+		if tc.want && NormalizeQuery(tc.in) != tc.in {
+			t.Errorf("%q is reported normal but normalises to %q", tc.in, NormalizeQuery(tc.in))
 		}
 	}
 }

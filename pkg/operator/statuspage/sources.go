@@ -4,6 +4,11 @@
 // serves it at /status; a sampler reads every source at a fixed interval
 // and keeps a few minutes of history, so the page shows data as soon as it
 // opens.
+//
+// It lives under pkg/operator, apart from the HTTP plumbing of pkg/edge:
+// an operator page knows the product (which metrics matter, how to chart
+// them), while the plumbing every service serves with knows none of it.
+// The api's command mounts it beside the content routes.
 package statuspage
 
 import (

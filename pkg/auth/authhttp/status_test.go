@@ -1,4 +1,4 @@
-package httpserve
+package authhttp
 
 import (
 	"net/http"
@@ -7,20 +7,22 @@ import (
 	"github.com/assistantcms/cms/pkg/auth"
 )
 
-func TestAuthStatus(t *testing.T) {
+func TestStatus(t *testing.T) {
 	cases := []struct {
 		kind auth.Kind
 		want int
 	}{
 		{auth.Unauthenticated, http.StatusUnauthorized},
 		{auth.Forbidden, http.StatusForbidden},
+		{auth.ScopeMissing, http.StatusForbidden},
 		{auth.Invalid, http.StatusBadRequest},
 		{auth.Unavailable, http.StatusServiceUnavailable},
+		{auth.Throttled, http.StatusTooManyRequests},
 		{0, http.StatusInternalServerError},
 	}
 	for _, c := range cases {
-		if got := AuthStatus(c.kind); got != c.want {
-			t.Errorf("AuthStatus(%s) = %d, want %d", c.kind, got, c.want)
+		if got := Status(c.kind); got != c.want {
+			t.Errorf("Status(%s) = %d, want %d", c.kind, got, c.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package chstore
+package forgetuser
 
 import (
 	"context"
@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/chfixture"
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/modernch"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -19,23 +21,23 @@ import (
 // confidence, so it is also unanswered), each asked a query of their own
 // that was not understood, and each has quarantined events, one of them
 // cut short and one naming the first user only inside the payload.
-func forgetRows() (*EventBatch, []QuarantineRow) {
+func forgetRows() (*chstore.EventBatch, []chstore.QuarantineRow) {
 	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour)
-	ev := func(id, app, session, user string, at time.Duration) fixture {
-		return fixture{EventID: id, AppID: app, OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
+	ev := func(id, app, session, user string, at time.Duration) chfixture.Event {
+		return chfixture.Event{EventID: id, AppID: app, OrganizationID: "o", EventTime: t0.Add(at), ReceivedAt: t0.Add(at),
 			Type: "AnalyticsEvent", Name: "REQUEST_RESPONSE", SessionID: session, UserID: user, Channel: "web", Extra: "{}",
 			TokenID: "t-" + app, ClientNetwork: "192.0.2.0/24"}
 	}
-	turn := func(f fixture, query string, confidence float32) fixture {
-		f.RequestType, f.IntentID, f.RawQuery, f.MatchConfidence = "INTENT_REQUEST", "OrderStatus", query, conf(confidence)
+	turn := func(f chfixture.Event, query string, confidence float32) chfixture.Event {
+		f.RequestType, f.IntentID, f.RawQuery, f.MatchConfidence = "INTENT_REQUEST", "OrderStatus", query, chfixture.Confidence(confidence)
 		return f
 	}
-	unknown := func(f fixture, query string) fixture {
+	unknown := func(f chfixture.Event, query string) chfixture.Event {
 		f.RequestType, f.RawQuery = "INPUT_UNKNOWN_REQUEST", query
 		return f
 	}
-	b := &EventBatch{}
-	for i, f := range []fixture{
+	b := &chstore.EventBatch{}
+	for i, f := range []chfixture.Event{
 		turn(ev("a1", "shop", "s-a", "ann", 0), `Where is my order\?`, 0.4),
 		unknown(ev("a2", "shop", "s-a", "ann", time.Second), "My  secret   plan?"),
 		turn(ev("b1", "shop", "s-b", "bob", 2*time.Second), `where is my order\?`, 0.4),
@@ -43,13 +45,13 @@ func forgetRows() (*EventBatch, []QuarantineRow) {
 		unknown(ev("c1", "blog", "s-c", "ann", 4*time.Second), "my secret plan"),
 	} {
 		f.Offset = uint64(i)
-		f.addTo(b)
+		f.AddTo(b)
 	}
-	q := func(id, app, event string, truncated bool) QuarantineRow {
-		return QuarantineRow{EventID: id, AppID: app, OrganizationID: "o", ReceivedAt: t0, Reason: "r", Message: "m", Errors: "[]",
+	q := func(id, app, event string, truncated bool) chstore.QuarantineRow {
+		return chstore.QuarantineRow{EventID: id, AppID: app, OrganizationID: "o", ReceivedAt: t0, Reason: "r", Message: "m", Errors: "[]",
 			Event: event, EventBytes: len(event), Truncated: truncated}
 	}
-	return b, []QuarantineRow{
+	return b, []chstore.QuarantineRow{
 		// With a space after the colon, which visitParamExtractString misses.
 		q("qa1", "shop", `{"type":"X", "userId": "ann"}`, false),
 		q("qa2", "shop", `{"userId":"ann","payload":{"text":"aaaa`, true),
@@ -76,12 +78,12 @@ func forgetStateSQL() map[string]string {
 
 // forgetState lists, per table, the rows the forgetting tests look at, of
 // tables named with suffix.
-func forgetState(t *testing.T, s *Store, suffix string) map[string][]string {
+func forgetState(t *testing.T, s *chstore.Store, suffix string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for table, sql := range forgetStateSQL() {
 		var rows []string
-		for _, r := range query(t, s, fmt.Sprintf(sql, suffix)) {
+		for _, r := range chfixture.Query(t, s, fmt.Sprintf(sql, suffix)) {
 			rows = append(rows, r[0])
 		}
 		slices.Sort(rows)
@@ -140,7 +142,7 @@ func wantForgotten(dryRun bool) Forgotten {
 		Rows: []TableRows{{"events", 2}, {"quarantine", 2}, {"sessions", 1}, {"user_queries", 2}, {"query_counts_daily", 1}, {"query_sources", 1}, {"unanswered_daily", 1}}}
 }
 
-func writeForgetRows(t *testing.T, s *Store) {
+func writeForgetRows(t *testing.T, s *chstore.Store) {
 	t.Helper()
 	b, q := forgetRows()
 	if err := s.InsertEvents(context.Background(), b); err != nil {
@@ -152,7 +154,7 @@ func writeForgetRows(t *testing.T, s *Store) {
 }
 
 func TestForgetUser(t *testing.T) {
-	s := migrated(t)
+	s := chfixture.Migrated(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	writeForgetRows(t, s)
@@ -169,7 +171,7 @@ func TestForgetUser(t *testing.T) {
 		{"forget", false, after},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.ForgetUser(ctx, Forget{AppID: "shop", UserID: "ann", DryRun: tc.dryRun}, nil)
+			got, err := Forget(ctx, s, Request{AppID: "shop", UserID: "ann", DryRun: tc.dryRun}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,7 +188,7 @@ func TestForgetUser(t *testing.T) {
 		})
 	}
 	// Forgotten again, nothing is left to delete.
-	again, err := s.ForgetUser(ctx, Forget{AppID: "shop", UserID: "ann"}, nil)
+	again, err := Forget(ctx, s, Request{AppID: "shop", UserID: "ann"}, nil)
 	if err != nil || len(again.Rows) != 0 || again.Mutations != 0 {
 		t.Errorf("forgetting again: %+v, %v; want nothing to delete", again, err)
 	}
@@ -197,14 +199,14 @@ func TestForgetUser(t *testing.T) {
 // on servers without TTL) while the tables of queries and sessions still
 // hold days of them: those rows are found and deleted all the same.
 func TestForgetUserAfterEventsExpired(t *testing.T) {
-	s := migrated(t)
+	s := chfixture.Migrated(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	writeForgetRows(t, s)
 	dropEvents(t, s, "")
 	_, after := forgetWant()
 	after["events"] = nil
-	got, err := s.ForgetUser(ctx, Forget{AppID: "shop", UserID: "ann"}, nil)
+	got, err := Forget(ctx, s, Request{AppID: "shop", UserID: "ann"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,45 +221,45 @@ func TestForgetUserAfterEventsExpired(t *testing.T) {
 
 // dropEvents drops every partition of the events table (named with
 // suffix), as retention by hand does.
-func dropEvents(t *testing.T, s *Store, suffix string) {
+func dropEvents(t *testing.T, s *chstore.Store, suffix string) {
 	t.Helper()
-	for _, p := range query(t, s, "SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = 'events"+suffix+"' AND active") {
+	for _, p := range chfixture.Query(t, s, "SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = 'events"+suffix+"' AND active") {
 		if err := s.Conn().Exec(s.Context(context.Background()), "ALTER TABLE events"+suffix+" DROP PARTITION "+p[0]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := query(t, s, "SELECT count() FROM events"+suffix)[0][0]; n != "0" {
+	if n := chfixture.Query(t, s, "SELECT count() FROM events"+suffix)[0][0]; n != "0" {
 		t.Fatalf("%s events left after dropping their partitions", n)
 	}
 }
 
 func TestForgetUserRefusesNoUser(t *testing.T) {
-	s := migrated(t)
-	for _, f := range []Forget{{AppID: "shop"}, {UserID: "ann"}} {
-		if _, err := s.ForgetUser(context.Background(), f, nil); err == nil || !strings.Contains(err.Error(), "want an app ID and a user ID") {
+	s := chfixture.Migrated(t, nil)
+	for _, f := range []Request{{AppID: "shop"}, {UserID: "ann"}} {
+		if _, err := Forget(context.Background(), s, f, nil); err == nil || !strings.Contains(err.Error(), "want an app ID and a user ID") {
 			t.Errorf("forget %+v: %v", f, err)
 		}
 	}
 }
 
 func TestForgetUserSplitsLongLists(t *testing.T) {
-	s := migrated(t)
+	s := chfixture.Migrated(t, nil)
 	ctx := context.Background()
 	// More sessions than one statement's list holds, each with a query
 	// only this user asked.
-	b := &EventBatch{}
+	b := &chstore.EventBatch{}
 	at := time.Now().UTC()
 	const n = 6000
 	for i := range n {
-		f := fixture{EventID: fmt.Sprintf("e%d", i), AppID: "shop", EventTime: at, ReceivedAt: at, Name: "REQUEST_RESPONSE",
+		f := chfixture.Event{EventID: fmt.Sprintf("e%d", i), AppID: "shop", EventTime: at, ReceivedAt: at, Name: "REQUEST_RESPONSE",
 			SessionID: fmt.Sprintf("session-%04d-%s", i, strings.Repeat("x", 8)), UserID: "ann", Channel: "web",
 			RawQuery: fmt.Sprintf("it's query %d \\ of ann", i), Extra: "{}"}
-		f.addTo(b)
+		f.AddTo(b)
 	}
 	if err := s.InsertEvents(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ForgetUser(ctx, Forget{AppID: "shop", UserID: "ann"}, nil)
+	got, err := Forget(ctx, s, Request{AppID: "shop", UserID: "ann"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,6 +308,17 @@ func TestInLists(t *testing.T) {
 	}
 }
 
+// openOn opens a store on one server of a cluster.
+func openOn(t *testing.T, c *devclickhouse.Cluster, s *devclickhouse.Server, db string) *chstore.Store {
+	t.Helper()
+	st, err := chstore.Open(context.Background(), chstore.Config{Addrs: []string{s.Addr()}, Database: db, Cluster: c.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // TestForgetUserOnACluster forgets a user through the Distributed tables
 // of a 2×2 cluster: the rows go from every replica of every shard, the
 // other user's stay.
@@ -329,7 +342,7 @@ func TestForgetUserOnACluster(t *testing.T) {
 	if got := forgetState(t, cs, ""); !reflect.DeepEqual(got, before) {
 		t.Fatalf("rows written:\n%v\nwant\n%v", got, before)
 	}
-	got, err := cs.ForgetUser(ctx, Forget{AppID: "shop", UserID: "ann"}, nil)
+	got, err := Forget(ctx, cs, Request{AppID: "shop", UserID: "ann"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,27 +386,15 @@ func TestForgetUserOnACluster(t *testing.T) {
 func TestForgetUserOnModernClickHouse(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	old := migrated(t)
+	old := chfixture.Migrated(t, nil)
 	writeForgetRows(t, old)
-	p, err := old.planForget(ctx, "shop", "ann")
+	p, err := planForget(ctx, old, "shop", "ann")
 	if err != nil {
 		t.Fatal(err)
 	}
-	modern := modernMigrated(ctx, t, chschema.Options{Database: "default"})
+	modern := chfixture.ModernMigrated(ctx, t, chschema.Options{Database: "default"})
 	b, q := forgetRows()
-	rows, err := eventRows(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := modern.Insert(ctx, "default.events", strings.Split(eventColumns, ", "), "JSONCompactEachRow", rows); err != nil || n != b.Len() {
-		t.Fatalf("insert events: %d rows of %d, %v", n, b.Len(), err)
-	}
-	if rows, err = quarantineRows(q); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := modern.Insert(ctx, "default.quarantine", strings.Split(quarantineColumns, ", "), "JSONCompactEachRow", rows); err != nil || n != len(q) {
-		t.Fatalf("insert quarantine: %d rows of %d, %v", n, len(q), err)
-	}
+	chfixture.InsertModern(ctx, t, modern, "default", b, q)
 	before, after := forgetWant()
 	if got := modernForgetState(ctx, t, modern); !reflect.DeepEqual(got, before) {
 		t.Fatalf("rows written:\n%v\nwant\n%v", got, before)
