@@ -25,7 +25,6 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/auth/authhttp"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
@@ -375,7 +374,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (context.Con
 	ctx := auth.WithClientNetwork(r.Context(), req.network)
 	principal, err := h.auth.Authenticate(ctx, r.Header)
 	if err == nil {
-		err = principal.Require(content.EventsWrite, "sending events")
+		err = principal.Require(auth.EventsWrite, "sending events")
 	}
 	if err != nil {
 		h.authError(w, r, err)
