@@ -12,6 +12,7 @@ import (
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/loadgen"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
@@ -79,7 +80,7 @@ func BenchmarkClusterInsert(b *testing.B) {
 	const rows = 20000
 	var all chstore.EventBatch
 	parts := make([]chstore.EventBatch, len(c.Shards))
-	var dec event.Decoder
+	var dec columns.Decoder
 	for i := 0; all.Len() < rows; i++ {
 		for _, m := range recs[i%len(recs)] {
 			if _, err := dec.Decode(m.Value, &all); err != nil {
