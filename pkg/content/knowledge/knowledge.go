@@ -63,8 +63,9 @@ type faqFields struct {
 	Created   string   `json:"created"`
 }
 
-// Sources are the records of one app a Base is built from.
-type Sources struct {
+// Content is the records of one app a Base is built from: its documents,
+// FAQs, intents and entities.
+type Content struct {
 	Documents, FAQs, Intents, Entities []content.Record
 }
 
@@ -98,14 +99,14 @@ type Options struct {
 
 // Build indexes an app's documents, FAQs and intents.
 func Build(docs, faqs, intents []content.Record) (*Base, error) {
-	return New(Sources{Documents: docs, FAQs: faqs, Intents: intents}, Options{})
+	return New(Content{Documents: docs, FAQs: faqs, Intents: intents}, Options{})
 }
 
 // New indexes an app's content. Query words are expanded with synonyms
 // found in the app's own content (entity values and their synonyms, and
 // words used interchangeably across one FAQ's questions or one intent's
 // utterance patterns), then with related words of o.Lexicon.
-func New(src Sources, o Options) (*Base, error) {
+func New(src Content, o Options) (*Base, error) {
 	docs, faqs, intents := src.Documents, src.FAQs, src.Intents
 	b := &Base{faqList: make(map[string]faq, len(faqs)), groupOf: map[[2]string]string{}}
 	synonyms, err := synonymSets(faqs, intents, src.Entities)
