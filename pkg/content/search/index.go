@@ -480,12 +480,26 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 	if len(pq.terms) == 0 || len(ix.docs) == 0 {
 		return nil, 0
 	}
-	n := len(ix.docs)
 	// Dense per-item accumulators: cheaper than maps when common words
 	// match most items.
 	sc := ix.scratch.Get().(*scratch)
-	as := sc.acc
-	plans := make([]termPlan, len(pq.terms))
+	plans, total, rest := ix.plan(pq)
+	allExps, touched := ix.accumulate(sc, plans, rest, o, countAll)
+	out, matched := ix.rank(sc, touched, allExps, total, o.Limit)
+	// Clean only what this search touched before the next one. (A search
+	// that panicked does not return its scratch.)
+	for _, d := range touched {
+		sc.acc[d] = acc{}
+	}
+	ix.scratch.Put(sc)
+	return out, matched
+}
+
+// plan expands each query term and weighs it, best bound first; total is
+// the weight of the whole query, rest the sum of the terms' bounds.
+func (ix *Index) plan(pq query) (plans []termPlan, total, rest float64) {
+	n := len(ix.docs)
+	plans = make([]termPlan, len(pq.terms))
 	rare := false // some term is in at most half the items
 	for i, term := range pq.terms {
 		partial := ""
@@ -498,7 +512,6 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 			rare = rare || (!e.synonym && 2*len(ix.postings[e.term]) <= n)
 		}
 	}
-	var total, rest float64
 	for i, term := range pq.terms {
 		p := &plans[i]
 		p.weight = ix.idf(term)
@@ -523,9 +536,16 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		rest += p.bound
 	}
 	slices.SortStableFunc(plans, func(a, b termPlan) int { return cmp.Compare(b.bound, a.bound) })
+	return plans, total, rest
+}
 
-	var allExps []string
-	touched := sc.touched[:0]
+// accumulate adds each planned term's best expansion to the score of the
+// items it is in, and returns the expansions read, in order, and the items
+// touched. Once no new item can reach the results, only items already
+// touched are scored.
+func (ix *Index) accumulate(sc *scratch, plans []termPlan, rest float64, o Options, countAll bool) (allExps []string, touched []int32) {
+	as := sc.acc
+	touched = sc.touched[:0]
 	var maxScore float64
 	closed := false // no new item can reach the results
 	for _, p := range plans {
@@ -582,6 +602,13 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		sc.termDocs = termDocs
 	}
 	sc.touched = touched
+	return allExps, touched
+}
+
+// rank keeps the best item of each group among those touched, and returns
+// the limit best as results with the number of groups matched.
+func (ix *Index) rank(sc *scratch, touched []int32, allExps []string, total float64, limit int) ([]Result, int) {
+	as := sc.acc
 	top := ix.groupBests(sc, touched)
 	matched := len(top)
 	less := func(a, b int32) int {
@@ -593,7 +620,7 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		}
 		return strings.Compare(ix.docs[a].group(), ix.docs[b].group())
 	}
-	top = topK(top, o.Limit, func(d int32) float64 { return as[d].score }, less)
+	top = topK(top, limit, func(d int32) float64 { return as[d].score }, less)
 	out := make([]Result, 0, len(top))
 	for _, d := range top {
 		var terms []uint32
@@ -606,12 +633,6 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		}
 		out = append(out, Result{Index: int(d), Doc: &ix.docs[d], Score: as[d].score, Confidence: math.Min(1, as[d].covered/total), terms: terms})
 	}
-	// Clean only what this search touched before the next one. (A search
-	// that panicked does not return its scratch.)
-	for _, d := range touched {
-		as[d] = acc{}
-	}
-	ix.scratch.Put(sc)
 	return out, matched
 }
 
