@@ -132,7 +132,6 @@ func Build(docs []Doc) *Index { return BuildWith(docs, Config{}) }
 // BuildWith indexes docs with what cfg tells of words. Synonym sets are
 // resolved once here, so that a search only looks them up.
 func BuildWith(docs []Doc, cfg Config) *Index {
-	sets := cfg.Synonyms
 	memo := &stems{m: map[string]string{}}
 	ix := &Index{lexicon: cfg.Lexicon, docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
 		postings: map[string][]posting{}, maxW: map[string]float32{}, deletions: map[string][]string{},
@@ -140,40 +139,8 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 	words := map[string]string{}
 	var titleSum, bodySum int
 	for i := range docs {
-		counts := map[string]*posting{}
-		add := func(toks []token, title bool) {
-			for _, t := range toks {
-				words[t.word] = t.term
-				p := counts[t.term]
-				if p == nil {
-					p = &posting{doc: int32(i)}
-					counts[t.term] = p
-				}
-				if title {
-					p.title = min(p.title+1, math.MaxUint16)
-				} else {
-					p.body = min(p.body+1, math.MaxUint16)
-				}
-			}
-		}
-		tt, bt := tokensWith(docs[i].Title, memo), tokensWith(docs[i].Body, memo)
-		for _, t := range tt {
-			ix.termID(t.term) // so that title matches can be told (TitleHighlights)
-		}
-		spans := make([]tokSpan, 0, len(bt))
-		for _, t := range bt {
-			spans = append(spans, tokSpan{term: ix.termID(t.term), start: uint32(t.start), end: uint32(t.end)})
-		}
-		slices.SortStableFunc(spans, func(a, b tokSpan) int { return cmp.Compare(a.start, b.start) })
-		ix.bodySpans[i] = spans
-		ix.paras[i] = paragraphs(docs[i].Body)
-		add(tt, true)
-		add(bt, false)
-		ix.titleLen[i], ix.bodyLen[i] = uint16(min(len(tt), math.MaxUint16)), uint32(len(bt))
-		titleSum, bodySum = titleSum+len(tt), bodySum+len(bt)
-		for term, p := range counts {
-			ix.postings[term] = append(ix.postings[term], *p)
-		}
+		tl, bl := ix.indexDoc(i, memo, words)
+		titleSum, bodySum = titleSum+tl, bodySum+bl
 	}
 	if n := len(docs); n > 0 {
 		ix.avgTitle, ix.avgBody = math.Max(1, float64(titleSum)/float64(n)), math.Max(1, float64(bodySum)/float64(n))
@@ -182,6 +149,65 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 		ix.words = append(ix.words, wordStem{w, t})
 	}
 	ix.stems = &stems{m: words, readOnly: true}
+	ix.groupDocs()
+	ix.scratch.New = func() any {
+		n := len(docs)
+		gb := make([]int32, ix.groups)
+		for i := range gb {
+			gb[i] = -1
+		}
+		return &scratch{acc: make([]acc, n), groupBest: gb}
+	}
+	slices.SortFunc(ix.words, func(a, b wordStem) int { return strings.Compare(a.word, b.word) })
+	ix.weighPostings()
+	ix.linkTerms(cfg.Synonyms)
+	return ix
+}
+
+// indexDoc adds item i's words to the postings, records its spans and
+// paragraphs, and returns how many words its title and body have. words
+// maps each word seen to its term.
+func (ix *Index) indexDoc(i int, memo *stems, words map[string]string) (titleLen, bodyLen int) {
+	docs := ix.docs
+	counts := map[string]*posting{}
+	add := func(toks []token, title bool) {
+		for _, t := range toks {
+			words[t.word] = t.term
+			p := counts[t.term]
+			if p == nil {
+				p = &posting{doc: int32(i)}
+				counts[t.term] = p
+			}
+			if title {
+				p.title = min(p.title+1, math.MaxUint16)
+			} else {
+				p.body = min(p.body+1, math.MaxUint16)
+			}
+		}
+	}
+	tt, bt := tokensWith(docs[i].Title, memo), tokensWith(docs[i].Body, memo)
+	for _, t := range tt {
+		ix.termID(t.term) // so that title matches can be told (TitleHighlights)
+	}
+	spans := make([]tokSpan, 0, len(bt))
+	for _, t := range bt {
+		spans = append(spans, tokSpan{term: ix.termID(t.term), start: uint32(t.start), end: uint32(t.end)})
+	}
+	slices.SortStableFunc(spans, func(a, b tokSpan) int { return cmp.Compare(a.start, b.start) })
+	ix.bodySpans[i] = spans
+	ix.paras[i] = paragraphs(docs[i].Body)
+	add(tt, true)
+	add(bt, false)
+	ix.titleLen[i], ix.bodyLen[i] = uint16(min(len(tt), math.MaxUint16)), uint32(len(bt))
+	for term, p := range counts {
+		ix.postings[term] = append(ix.postings[term], *p)
+	}
+	return len(tt), len(bt)
+}
+
+// groupDocs numbers the groups of the items.
+func (ix *Index) groupDocs() {
+	docs := ix.docs
 	groupIDs := map[string]int32{}
 	ix.groupOf = make([]int32, len(docs))
 	for i := range docs {
@@ -194,15 +220,11 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 		ix.groupOf[i] = id
 	}
 	ix.groups = len(groupIDs)
-	ix.scratch.New = func() any {
-		n := len(docs)
-		gb := make([]int32, ix.groups)
-		for i := range gb {
-			gb[i] = -1
-		}
-		return &scratch{acc: make([]acc, n), groupBest: gb}
-	}
-	slices.SortFunc(ix.words, func(a, b wordStem) int { return strings.Compare(a.word, b.word) })
+}
+
+// weighPostings weighs each posting by BM25F and keeps each term's
+// greatest weight, the bound a search prunes by.
+func (ix *Index) weighPostings() {
 	for term, ps := range ix.postings {
 		var maxW float32
 		for i := range ps {
@@ -214,6 +236,11 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 		}
 		ix.maxW[term] = maxW
 	}
+}
+
+// linkTerms records the deletions of each term, for matching misspelt
+// words, and the synonyms of sets some item holds.
+func (ix *Index) linkTerms(sets [][]string) {
 	for term := range ix.postings {
 		for _, d := range deletes(term) {
 			ix.deletions[d] = append(ix.deletions[d], term)
@@ -229,7 +256,6 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 			ix.synonyms[term] = syn
 		}
 	}
-	return ix
 }
 
 // termID numbers term, the first time it is seen.
