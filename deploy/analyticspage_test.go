@@ -12,6 +12,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/localstack"
 	"github.com/assistantcms/cms/pkg/operator/analyticspage"
+	"github.com/assistantcms/cms/pkg/pipeline/analyticsreport"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
@@ -39,14 +40,14 @@ func rawFigures(ctx context.Context, t *testing.T, s *chstore.Store, appID, day 
 
 // analyticsData reads the page's report from base, the api's operator
 // address.
-func analyticsData(t *testing.T, base, appID string, days int) chstore.Report {
+func analyticsData(t *testing.T, base, appID string, days int) analyticsreport.Report {
 	t.Helper()
 	u := base + analyticspage.DataPath + "?app=" + appID + "&days=" + strconv.Itoa(days)
 	r := do(t, http.MethodGet, u, "", "")
 	if r.code != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", u, r.code, r.body)
 	}
-	var rep chstore.Report
+	var rep analyticsreport.Report
 	if err := json.Unmarshal([]byte(r.body), &rep); err != nil {
 		t.Fatalf("GET %s: %v\n%s", u, err, r.body)
 	}
@@ -66,7 +67,7 @@ func checkAnalyticsPage(ctx context.Context, t *testing.T, st *localstack.Stack,
 	}
 	defer store.Close()
 
-	var rep chstore.Report
+	var rep analyticsreport.Report
 	waitFor(t, 60*time.Second, "analytics data with turns", func() bool {
 		rep = analyticsData(t, base, app, 1)
 		return rep.Totals.Turns > 0
@@ -74,7 +75,7 @@ func checkAnalyticsPage(ctx context.Context, t *testing.T, st *localstack.Stack,
 	// Events may still be on their way to ClickHouse: the rollups are
 	// written with them, so once both are read after the last insert they
 	// agree.
-	var today chstore.DayFigures
+	var today analyticsreport.DayFigures
 	var raw rawDay
 	defer func() {
 		if t.Failed() {

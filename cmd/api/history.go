@@ -5,6 +5,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -20,29 +21,29 @@ import (
 // It lives here, where the api is assembled, so that neither the content
 // API nor the pipeline's store imports the other.
 type clickHouseHistory struct {
-	conn  *chstore.Lazy
-	rules chstore.Suggestable
+	conn  *chstore.Reconnecting
+	rules queryhistory.Suggestable
 }
 
 // newClickHouseHistory returns a History reading the database in cfg,
 // suggesting the queries rules allow; a zero field of rules takes its
-// default: chstore.DefaultMinUsers users, as many sessions and sources,
+// default: queryhistory.DefaultMinUsers users, as many sessions and sources,
 // over the schema's default days.
-func newClickHouseHistory(cfg chstore.Config, rules chstore.Suggestable) *clickHouseHistory {
+func newClickHouseHistory(cfg chstore.Config, rules queryhistory.Suggestable) *clickHouseHistory {
 	if rules.MinUsers == 0 {
-		rules.MinUsers = chstore.DefaultMinUsers
+		rules.MinUsers = queryhistory.DefaultMinUsers
 	}
 	if rules.Days == 0 {
 		rules.Days = chschema.DefaultHistoryDays
 	}
-	return &clickHouseHistory{conn: chstore.NewLazy(cfg), rules: rules}
+	return &clickHouseHistory{conn: chstore.NewReconnecting(cfg), rules: rules}
 }
 
 // TopQueries implements contentapi.History.
 func (h *clickHouseHistory) TopQueries(ctx context.Context, appID, channel string, limit int) ([]knowledge.QueryCount, error) {
-	var qs []chstore.QueryCount
+	var qs []queryhistory.QueryCount
 	if err := h.conn.Do(ctx, func(s *chstore.Store) (err error) {
-		qs, err = s.TopQueries(ctx, appID, channel, limit, h.rules)
+		qs, err = queryhistory.TopQueries(ctx, s, appID, channel, limit, h.rules)
 		return err
 	}); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 )
 
 // historyBundle is an app with a channel whose suggestions the tests ask
@@ -117,7 +118,7 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 	if err := s.InsertEvents(ctx, &rows); err != nil {
 		t.Fatal(err)
 	}
-	hist := newClickHouseHistory(chstore.Config{Addrs: []string{srv.Addr()}, Database: "hist"}, chstore.Suggestable{})
+	hist := newClickHouseHistory(chstore.Config{Addrs: []string{srv.Addr()}, Database: "hist"}, queryhistory.Suggestable{})
 	defer hist.Close()
 	get := serveHistory(t, hist)
 	var body struct{ Suggestions []knowledge.Suggestion }
@@ -143,7 +144,7 @@ func TestHistoricalSuggestionsFromClickHouse(t *testing.T) {
 	}
 	// An operator blocks a text: the suggestions leave it out once the
 	// cache reads the channel again (HistoryRefresh).
-	if _, err := s.BlockSuggestion(ctx, "app-1", "", "Where is the riverside store", true); err != nil {
+	if _, err := queryhistory.BlockSuggestion(ctx, s, "app-1", "", "Where is the riverside store", true); err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(10 * time.Second)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
@@ -104,7 +104,7 @@ func (f liveFlags) build(reg prometheus.Registerer, log *slog.Logger) (liveView,
 	page := livehttp.Page()
 	return liveView{
 		hub: hub,
-		route: contentapi.AuthorizedRoute{Path: livehttp.Path, Scope: content.EventsRead, Need: "watching events",
+		route: contentapi.AuthorizedRoute{Path: livehttp.Path, Scope: auth.EventsRead, Need: "watching events",
 			Serve: h.Stream, Page: page, WantsPage: livehttp.WantsPage},
 		pages: []contentapi.Page{{Path: livehttp.ScriptPath, Handler: page}, {Path: livehttp.StylePath, Handler: page}},
 	}, nil

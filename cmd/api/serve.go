@@ -31,6 +31,7 @@ import (
 	"github.com/assistantcms/cms/pkg/operator/analyticspage"
 	"github.com/assistantcms/cms/pkg/operator/statuspage"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -254,7 +255,7 @@ type historyFlags struct {
 func defineHistoryFlags(fs *envflag.Set) historyFlags {
 	return historyFlags{
 		refresh: fs.Duration("history-refresh", "HISTORY_REFRESH", contentapi.DefaultHistoryRefresh, "how long past queries are kept before being read again"),
-		users:   fs.Int("history-min-users", "HISTORY_MIN_USERS", chstore.DefaultMinUsers, "distinct user IDs, and as many session IDs, that must have asked a query before it is suggested as HISTORICAL"),
+		users:   fs.Int("history-min-users", "HISTORY_MIN_USERS", queryhistory.DefaultMinUsers, "distinct user IDs, and as many session IDs, that must have asked a query before it is suggested as HISTORICAL"),
 		sources: fs.Int("history-min-sources", "HISTORY_MIN_SOURCES", 0, "distinct sources (access token and client network, as the server saw them) that must have asked a query before it is suggested as HISTORICAL (0: as many as -history-min-users)"),
 		days:    fs.Int("history-days", "HISTORY_DAYS", chschema.DefaultHistoryDays, "days of past queries HISTORICAL suggestions count, ending today"),
 	}
@@ -273,8 +274,8 @@ func (f historyFlags) check() error {
 	return nil
 }
 
-func (f historyFlags) rules() chstore.Suggestable {
-	return chstore.Suggestable{MinUsers: *f.users, MinSources: *f.sources, Days: *f.days}
+func (f historyFlags) rules() queryhistory.Suggestable {
+	return queryhistory.Suggestable{MinUsers: *f.users, MinSources: *f.sources, Days: *f.days}
 }
 
 // clickHouseReaders are what the api reads from ClickHouse: past queries
@@ -290,7 +291,7 @@ type clickHouseReaders struct {
 // openClickHouseReaders returns the readers of the database in cfg. They
 // connect on first use, so that the api starts and serves while
 // ClickHouse is down; bad settings fail the start.
-func openClickHouseReaders(cfg chstore.Config, rules chstore.Suggestable, log *slog.Logger) (clickHouseReaders, error) {
+func openClickHouseReaders(cfg chstore.Config, rules queryhistory.Suggestable, log *slog.Logger) (clickHouseReaders, error) {
 	if len(cfg.Addrs) == 0 {
 		log.Info("no ClickHouse configured: no HISTORICAL suggestions, and " + analyticspage.Path + " answers 503")
 		return clickHouseReaders{close: func() {}}, nil

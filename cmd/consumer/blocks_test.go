@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 )
 
 // TestBlockSuggestionCommands keeps a planted text out of HISTORICAL
@@ -34,7 +35,7 @@ func TestBlockSuggestionCommands(t *testing.T) {
 	}
 	top := func() string {
 		t.Helper()
-		qs, err := s.TopQueries(ctx, "shop", "web", 10, chstore.Suggestable{MinUsers: 5, Days: 90})
+		qs, err := queryhistory.TopQueries(ctx, s, "shop", "web", 10, queryhistory.Suggestable{MinUsers: 5, Days: 90})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,8 +72,8 @@ func TestBlockSuggestionCommands(t *testing.T) {
 	}{
 		{"no query", []string{"block-suggestion", "-app", "shop"}, true, "block-suggestion: want -app A [-channel C] -query TEXT", ""},
 		{"no app", []string{"unblock-suggestion", "-query", "x"}, true, "unblock-suggestion: want -app A [-channel C] -query TEXT", ""},
-		{"too long", []string{"block-suggestion", "-app", "shop", "-query", strings.Repeat("x", chstore.MaxBlockedQueryBytes+1)}, true,
-			fmt.Sprintf("the query is %d bytes; at most %d are allowed", chstore.MaxBlockedQueryBytes+1, chstore.MaxBlockedQueryBytes), ""},
+		{"too long", []string{"block-suggestion", "-app", "shop", "-query", strings.Repeat("x", queryhistory.MaxBlockedQueryBytes+1)}, true,
+			fmt.Sprintf("the query is %d bytes; at most %d are allowed", queryhistory.MaxBlockedQueryBytes+1, queryhistory.MaxBlockedQueryBytes), ""},
 		{"block on every channel, as typed", []string{"block-suggestion", "-app", "shop", "-query", "  Opening hours are closed   forever visit EVIL shop "}, false,
 			`blocked "opening hours are closed forever visit evil shop" in app "shop" on every channel`, "where is my order"},
 		{"block on one channel", []string{"block-suggestion", "-app", "shop", "-channel", "web", "-query", "where is my order"}, false,

@@ -24,9 +24,11 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
-	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/forgetuser"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -136,9 +138,9 @@ func defineWritingFlags(fs *envflag.Set) writingFlags {
 		batchBytes:    fs.Int("batch-bytes", "BATCH_BYTES", consumer.DefaultBatchBytes, "insert once a batch's messages hold this many bytes"),
 		flushInterval: fs.Duration("flush-interval", "FLUSH_INTERVAL", consumer.DefaultFlushInterval, "insert a batch this long after its first message"),
 		retryMax:      fs.Duration("retry-max", "RETRY_MAX", consumer.DefaultRetryMax, "longest wait between retries of a failed insert"),
-		maxFuture: fs.Duration("event-time-max-future", "EVENT_TIME_MAX_FUTURE", event.DefaultMaxFuture,
+		maxFuture: fs.Duration("event-time-max-future", "EVENT_TIME_MAX_FUTURE", columns.DefaultMaxFuture,
 			"how far after ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)"),
-		maxPast: fs.Duration("event-time-max-past", "EVENT_TIME_MAX_PAST", event.DefaultMaxPast,
+		maxPast: fs.Duration("event-time-max-past", "EVENT_TIME_MAX_PAST", columns.DefaultMaxPast,
 			"how far before ingest received it an event's isoTime may lie and still be its event time (else the receipt is; the isoTime is kept in runtime_time)"),
 	}
 }
@@ -155,7 +157,7 @@ func (f writingFlags) check() error {
 func (f writingFlags) config(shutdown time.Duration) consumer.Config {
 	return consumer.Config{BatchRows: *f.batchRows, BatchBytes: *f.batchBytes, FlushInterval: *f.flushInterval,
 		RetryMax: *f.retryMax, ShutdownTimeout: shutdown,
-		EventTimes: event.TimeWindow{MaxFuture: *f.maxFuture, MaxPast: *f.maxPast}}
+		EventTimes: columns.TimeWindow{MaxFuture: *f.maxFuture, MaxPast: *f.maxPast}}
 }
 
 func migrate(ctx context.Context, cfg chstore.Config, log *slog.Logger) error {
@@ -194,7 +196,7 @@ func forgetUser(ctx context.Context, cfg chstore.Config, args []string, out io.W
 		return err
 	}
 	defer s.Close()
-	f, err := s.ForgetUser(ctx, chstore.Forget{AppID: *app, UserID: *user, DryRun: *dryRun}, log)
+	f, err := forgetuser.Forget(ctx, s, forgetuser.Request{AppID: *app, UserID: *user, DryRun: *dryRun}, log)
 	if err != nil {
 		return err
 	}
@@ -220,7 +222,7 @@ func blockSuggestion(ctx context.Context, cfg chstore.Config, command string, ar
 	}
 	defer s.Close()
 	blocked := command == "block-suggestion"
-	b, err := s.BlockSuggestion(ctx, *app, *channel, *query, blocked)
+	b, err := queryhistory.BlockSuggestion(ctx, s, *app, *channel, *query, blocked)
 	if err != nil {
 		return err
 	}
@@ -253,7 +255,7 @@ func blockedSuggestions(ctx context.Context, cfg chstore.Config, args []string, 
 		return err
 	}
 	defer s.Close()
-	blocks, err := s.BlockedSuggestions(ctx, *app)
+	blocks, err := queryhistory.BlockedSuggestions(ctx, s, *app)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func resubmitCommand(ctx context.Context, args []string, cfg ingest.ServiceConfi
 	if err != nil {
 		return err
 	}
-	counts, err := resubmit.Run(ctx, store, event.NewValidator(limits), pub, f,
+	counts, err := resubmit.Run(ctx, resubmit.NewClickHouse(store), event.NewValidator(limits), pub, f,
 		resubmit.Options{Chunk: *chunk, DryRun: *dryRun, Progress: func(c resubmit.Counts) { fmt.Fprintln(os.Stderr, c) }}, log)
 	if cerr := pub.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("flush producer: %w", cerr)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
@@ -46,7 +47,7 @@ func TestResubmitCommand(t *testing.T) {
 	}
 	// The quarantine record, written to its table as the consumer would.
 	rec := readOne(t, p.broker.Addr(), "bin-quarantine")
-	var d event.Decoder
+	var d columns.Decoder
 	q, err := d.DecodeQuarantine(rec.Value)
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,7 @@ import (
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/loadgen"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
@@ -162,11 +163,11 @@ func (r *rig) prefill(ctx context.Context, n, batchRows int) ([]*chstore.EventBa
 	defer w.Close()
 	bodies := loadgen.Bodies(loadgen.BodyOptions{AppID: "demo-app", Count: 200})
 	v := event.NewValidator(event.Limits{})
-	var dec event.Decoder
+	var dec columns.Decoder
 	var batches []*chstore.EventBatch
 	decoded := 0
 	for round := 0; decoded < n; round++ {
-		var recs []kafka.Record
+		var recs []event.Record
 		for i, body := range bodies {
 			res, err := v.ProcessBatch(body, event.Meta{AppID: "demo-app", OrganizationID: "demo-org", ReceivedAt: time.Now(),
 				IDSeed: "bench-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)})

@@ -276,6 +276,6 @@ func Load(path string, o knowledge.Options) (*knowledge.Base, int, int, []conten
 			lists[3] = append(lists[3], r)
 		}
 	}
-	b, err := knowledge.New(knowledge.Sources{Documents: lists[0], FAQs: lists[1], Intents: lists[2], Entities: lists[3]}, o)
+	b, err := knowledge.New(knowledge.Content{Documents: lists[0], FAQs: lists[1], Intents: lists[2], Entities: lists[3]}, o)
 	return b, len(lists[0]), len(lists[1]), lists[2], err
 }

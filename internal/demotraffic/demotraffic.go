@@ -26,7 +26,6 @@ import (
 
 	"github.com/assistantcms/cms/internal/loadgen"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -142,7 +141,7 @@ type TurnStats struct {
 // unanswered counts a question as the unanswered_daily rollup keeps it:
 // normalised, unless it looks like it holds personal data.
 func (t *TurnStats) unanswered(q string) {
-	if q = chstore.NormalizeQuery(q); !chschema.IsPrivate(q) {
+	if q = chschema.NormalizeQuery(q); !chschema.IsPrivate(q) {
 		t.Unanswered[q]++
 	}
 }

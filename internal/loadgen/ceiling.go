@@ -14,9 +14,9 @@ import (
 
 // Records turns each body into the Kafka records ingest would publish for
 // it, with the same validator. Every event must be accepted.
-func Records(bodies [][]byte, meta event.Meta) ([][]event.Message, error) {
+func Records(bodies [][]byte, meta event.Meta) ([][]event.Record, error) {
 	v := event.NewValidator(event.Limits{})
-	out := make([][]event.Message, len(bodies))
+	out := make([][]event.Record, len(bodies))
 	for i, b := range bodies {
 		m := meta
 		if m.IDSeed == "" {
@@ -44,7 +44,7 @@ type CeilingConfig struct {
 	Topic    string
 	// Records holds one slice per request body; each WriteMessages call
 	// sends one slice, as ingest does per request.
-	Records     [][]event.Message
+	Records     [][]event.Record
 	Concurrency int
 }
 

@@ -49,7 +49,7 @@ const (
 // once per revision.
 func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 	v, err := a.cache.getOrStale(ctx, appID, "knowledge", func(ctx context.Context) (any, error) {
-		var src knowledge.Sources
+		var src knowledge.Content
 		for _, k := range []struct {
 			kind content.Kind
 			to   *[]content.Record

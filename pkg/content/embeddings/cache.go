@@ -101,19 +101,45 @@ func (c *Cache) EmbedFor(ctx context.Context, tenant string, e Embedder, texts [
 	for i, t := range texts {
 		keys[i] = keyOf(tenant, model, t)
 	}
-
 	out := make([][]float32, len(texts))
-	var (
-		missing []string
-		missKey []cacheKey
-		mine    []*flight
-		// pending maps a missing key to the positions of missing and out
-		// it fills, so duplicates are embedded once.
-		pending map[cacheKey]int
-		// others are the texts other calls are embedding, by position.
-		others map[int]*flight
-	)
+	cl := c.claim(keys, texts, out)
+	if len(cl.missing) > 0 {
+		if err := c.embedClaimed(ctx, tenant, e, keys, cl, out); err != nil {
+			return nil, err
+		}
+	}
+	retry, err := awaitOthers(ctx, cl.others, out)
+	if err != nil {
+		return nil, err
+	}
+	if len(retry) > 0 {
+		if err := c.embedAgain(ctx, tenant, e, keys, texts, retry, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// claimed is what one call of EmbedFor found missing from the cache.
+type claimed struct {
+	// missing are the texts this call embeds, once each, with their keys
+	// and the flights other calls wait on.
+	missing []string
+	missKey []cacheKey
+	mine    []*flight
+	// pending maps a missing key to the positions of missing and out
+	// it fills, so duplicates are embedded once.
+	pending map[cacheKey]int
+	// others are the texts other calls are embedding, by position.
+	others map[int]*flight
+}
+
+// claim fills out with the vectors the cache holds, and claims the texts
+// no call is embedding yet for this one.
+func (c *Cache) claim(keys []cacheKey, texts []string, out [][]float32) claimed {
+	var cl claimed
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for i, k := range keys {
 		if el, ok := c.entries[k]; ok {
 			ent := el.Value.(*cacheEntry)
@@ -121,53 +147,60 @@ func (c *Cache) EmbedFor(ctx context.Context, tenant string, e Embedder, texts [
 			out[i] = ent.vec
 			continue
 		}
-		if _, ok := pending[k]; ok {
+		if _, ok := cl.pending[k]; ok {
 			continue
 		}
 		if f, ok := c.inflight[k]; ok {
-			if others == nil {
-				others = make(map[int]*flight)
+			if cl.others == nil {
+				cl.others = make(map[int]*flight)
 			}
-			others[i] = f
+			cl.others[i] = f
 			continue
 		}
-		if pending == nil {
-			pending = make(map[cacheKey]int)
+		if cl.pending == nil {
+			cl.pending = make(map[cacheKey]int)
 		}
 		f := &flight{done: make(chan struct{})}
 		c.inflight[k] = f
-		pending[k] = len(missing)
-		missing = append(missing, texts[i])
-		missKey = append(missKey, k)
-		mine = append(mine, f)
+		cl.pending[k] = len(cl.missing)
+		cl.missing = append(cl.missing, texts[i])
+		cl.missKey = append(cl.missKey, k)
+		cl.mine = append(cl.mine, f)
 	}
-	c.hits += uint64(len(texts) - len(missing))
-	c.misses += uint64(len(missing))
-	c.mu.Unlock()
+	c.hits += uint64(len(texts) - len(cl.missing))
+	c.misses += uint64(len(cl.missing))
+	return cl
+}
 
-	if len(missing) > 0 {
-		vecs, err := c.embedMissing(ctx, e, missing)
-		c.mu.Lock()
-		for j, k := range missKey {
-			if err == nil {
-				c.store(tenant, k, vecs[j])
-				mine[j].vec = vecs[j]
-			}
-			mine[j].err = err
-			delete(c.inflight, k)
-			close(mine[j].done)
+// embedClaimed embeds the texts cl claimed, stores them and hands them to
+// the calls waiting on them, then fills out with them.
+func (c *Cache) embedClaimed(ctx context.Context, tenant string, e Embedder, keys []cacheKey, cl claimed, out [][]float32) error {
+	vecs, err := c.embedMissing(ctx, e, cl.missing)
+	c.mu.Lock()
+	for j, k := range cl.missKey {
+		if err == nil {
+			c.store(tenant, k, vecs[j])
+			cl.mine[j].vec = vecs[j]
 		}
-		c.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		for i, k := range keys {
-			if j, ok := pending[k]; ok && out[i] == nil {
-				out[i] = vecs[j]
-			}
+		cl.mine[j].err = err
+		delete(c.inflight, k)
+		close(cl.mine[j].done)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for i, k := range keys {
+		if j, ok := cl.pending[k]; ok && out[i] == nil {
+			out[i] = vecs[j]
 		}
 	}
-	var retry []int // texts whose other call failed
+	return nil
+}
+
+// awaitOthers fills out with the texts other calls embed, and returns the
+// positions of those whose call failed.
+func awaitOthers(ctx context.Context, others map[int]*flight, out [][]float32) (retry []int, err error) {
 	for i, f := range others {
 		select {
 		case <-f.done:
@@ -180,27 +213,31 @@ func (c *Cache) EmbedFor(ctx context.Context, tenant string, e Embedder, texts [
 		}
 		out[i] = f.vec
 	}
-	if len(retry) > 0 {
-		var again []string
-		at := map[cacheKey]int{}
-		for _, i := range retry {
-			if _, ok := at[keys[i]]; !ok {
-				at[keys[i]] = len(again)
-				again = append(again, texts[i])
-			}
+	return retry, nil
+}
+
+// embedAgain embeds the texts at retry, whose other call failed, once
+// each, and stores them.
+func (c *Cache) embedAgain(ctx context.Context, tenant string, e Embedder, keys []cacheKey, texts []string, retry []int, out [][]float32) error {
+	var again []string
+	at := map[cacheKey]int{}
+	for _, i := range retry {
+		if _, ok := at[keys[i]]; !ok {
+			at[keys[i]] = len(again)
+			again = append(again, texts[i])
 		}
-		vecs, err := c.embedMissing(ctx, e, again)
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		for _, i := range retry {
-			out[i] = vecs[at[keys[i]]]
-			c.store(tenant, keys[i], out[i])
-		}
-		c.mu.Unlock()
 	}
-	return out, nil
+	vecs, err := c.embedMissing(ctx, e, again)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, i := range retry {
+		out[i] = vecs[at[keys[i]]]
+		c.store(tenant, keys[i], out[i])
+	}
+	c.mu.Unlock()
+	return nil
 }
 
 // flight is a text being embedded by one call, which others wait for.

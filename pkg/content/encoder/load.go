@@ -51,15 +51,18 @@ func (s weightSpec) loaded() bool {
 // modelJSON is the part of a TF.js graph model file that Load reads.
 type modelJSON struct {
 	ModelTopology   json.RawMessage `json:"modelTopology"`
-	WeightsManifest []struct {
-		Paths   []string `json:"paths"`
-		Weights []struct {
-			Name         string          `json:"name"`
-			Shape        []int           `json:"shape"`
-			Dtype        string          `json:"dtype"`
-			Quantization json.RawMessage `json:"quantization"`
-		} `json:"weights"`
-	} `json:"weightsManifest"`
+	WeightsManifest []weightGroup   `json:"weightsManifest"`
+}
+
+// weightGroup is the weights of one byte stream, cut into shard files.
+type weightGroup struct {
+	Paths   []string `json:"paths"`
+	Weights []struct {
+		Name         string          `json:"name"`
+		Shape        []int           `json:"shape"`
+		Dtype        string          `json:"dtype"`
+		Quantization json.RawMessage `json:"quantization"`
+	} `json:"weights"`
 }
 
 // rawWeights are the tensors of the model: vectors as stored, matrices
@@ -188,29 +191,8 @@ func loadWeights(dir string) (*rawWeights, error) {
 	if err := readJSON(path, &m); err != nil {
 		return nil, err
 	}
-	var topo struct {
-		Node []struct {
-			Name string `json:"name"`
-			Op   string `json:"op"`
-		} `json:"node"`
-	}
-	if len(m.ModelTopology) == 0 {
-		return nil, fmt.Errorf("%s: no modelTopology", path)
-	}
-	if err := json.Unmarshal(m.ModelTopology, &topo); err != nil {
-		return nil, fmt.Errorf("%s: corrupt modelTopology: %w", path, err)
-	}
-	ops := make(map[string]string, len(topo.Node))
-	for _, n := range topo.Node {
-		ops[n.Name] = n.Op
-	}
-	for _, nodeOp := range requiredNodes() {
-		name, op := nodeOp[0], nodeOp[1]
-		if got, ok := ops[name]; !ok {
-			return nil, fmt.Errorf("%s: graph has no node %s: not the Universal Sentence Encoder lite graph", path, name)
-		} else if got != op {
-			return nil, fmt.Errorf("%s: node %s is %s, want %s", path, name, got, op)
-		}
+	if err := checkTopology(path, m.ModelTopology); err != nil {
+		return nil, err
 	}
 	if len(m.WeightsManifest) == 0 {
 		return nil, fmt.Errorf("%s: empty weightsManifest", path)
@@ -222,85 +204,10 @@ func loadWeights(dir string) (*rawWeights, error) {
 		want[s.name] = s
 	}
 	for gi, g := range m.WeightsManifest {
-		if len(g.Paths) == 0 {
-			return nil, fmt.Errorf("%s: weight group %d has no shard paths", path, gi)
-		}
-		var need int64
-		for _, wt := range g.Weights {
-			n := int64(4)
-			for _, d := range wt.Shape {
-				if d < 0 || d > 1<<24 {
-					return nil, fmt.Errorf("%s: weight %s has bad shape [%s]", path, wt.Name, shapeString(wt.Shape))
-				}
-				n *= int64(d)
-			}
-			if wt.Dtype != "float32" && wt.Dtype != "int32" {
-				return nil, fmt.Errorf("%s: weight %s has dtype %q, want float32 or int32", path, wt.Name, wt.Dtype)
-			}
-			if len(wt.Quantization) > 0 && string(wt.Quantization) != "null" {
-				return nil, fmt.Errorf("%s: weight %s is quantized, which is not supported", path, wt.Name)
-			}
-			need += n
-		}
-		// The shards of a group are one byte stream cut into files.
-		var have int64
-		sizes := make([]string, 0, len(g.Paths))
-		for _, p := range g.Paths {
-			if filepath.IsAbs(p) || strings.Contains(p, "..") || strings.ContainsAny(p, `/\`) {
-				return nil, fmt.Errorf("%s: shard path %q is not a file name in %s", path, p, dir)
-			}
-			fi, err := os.Stat(filepath.Join(dir, p))
-			if err != nil {
-				return nil, fmt.Errorf("weight shard: %w", err)
-			}
-			have += fi.Size()
-			sizes = append(sizes, fmt.Sprintf("%s %d", p, fi.Size()))
-		}
-		if have != need {
-			return nil, fmt.Errorf("%s: weight group %d: shards hold %d bytes (%s), the manifest needs %d", dir, gi, have, strings.Join(sizes, ", "), need)
-		}
-		sr, err := openShards(dir, g.Paths)
-		if err != nil {
+		if err := checkGroup(path, dir, gi, g); err != nil {
 			return nil, err
 		}
-		err = func() error {
-			defer sr.close()
-			for _, wt := range g.Weights {
-				n := 1
-				for _, d := range wt.Shape {
-					n *= d
-				}
-				spec, ok := want[wt.Name]
-				if !ok {
-					if err := sr.skip(int64(4 * n)); err != nil {
-						return fmt.Errorf("%s: reading weight %s: %w", dir, wt.Name, err)
-					}
-					continue
-				}
-				if !sameShape(spec.shape, wt.Shape) {
-					return fmt.Errorf("%s: weight %s has shape [%s], want [%s]", path, wt.Name, shapeString(wt.Shape), shapeString(spec.shape))
-				}
-				if wt.Dtype != "float32" {
-					return fmt.Errorf("%s: weight %s has dtype %s, want float32", path, wt.Name, wt.Dtype)
-				}
-				if spec.loaded() {
-					return fmt.Errorf("%s: weight %s appears twice", path, wt.Name)
-				}
-				var err error
-				if spec.mat != nil {
-					k, cols := wt.Shape[len(wt.Shape)-2], wt.Shape[len(wt.Shape)-1]
-					err = sr.matrix(spec.mat, k, cols)
-				} else {
-					*spec.dst = make([]float32, n)
-					err = sr.floats(*spec.dst)
-				}
-				if err != nil {
-					return fmt.Errorf("%s: reading weight %s: %w", dir, wt.Name, err)
-				}
-			}
-			return nil
-		}()
-		if err != nil {
+		if err := readGroup(path, dir, g, want); err != nil {
 			return nil, err
 		}
 	}
@@ -310,6 +217,123 @@ func loadWeights(dir string) (*rawWeights, error) {
 		}
 	}
 	return w, nil
+}
+
+// checkTopology tells whether the graph of model.json (at path) is the
+// Universal Sentence Encoder lite graph the encoder runs.
+func checkTopology(path string, topology json.RawMessage) error {
+	var topo struct {
+		Node []struct {
+			Name string `json:"name"`
+			Op   string `json:"op"`
+		} `json:"node"`
+	}
+	if len(topology) == 0 {
+		return fmt.Errorf("%s: no modelTopology", path)
+	}
+	if err := json.Unmarshal(topology, &topo); err != nil {
+		return fmt.Errorf("%s: corrupt modelTopology: %w", path, err)
+	}
+	ops := make(map[string]string, len(topo.Node))
+	for _, n := range topo.Node {
+		ops[n.Name] = n.Op
+	}
+	for _, nodeOp := range requiredNodes() {
+		name, op := nodeOp[0], nodeOp[1]
+		if got, ok := ops[name]; !ok {
+			return fmt.Errorf("%s: graph has no node %s: not the Universal Sentence Encoder lite graph", path, name)
+		} else if got != op {
+			return fmt.Errorf("%s: node %s is %s, want %s", path, name, got, op)
+		}
+	}
+	return nil
+}
+
+// checkGroup checks the manifest of weight group gi, and that its shards
+// in dir hold the bytes it needs.
+func checkGroup(path, dir string, gi int, g weightGroup) error {
+	if len(g.Paths) == 0 {
+		return fmt.Errorf("%s: weight group %d has no shard paths", path, gi)
+	}
+	var need int64
+	for _, wt := range g.Weights {
+		n := int64(4)
+		for _, d := range wt.Shape {
+			if d < 0 || d > 1<<24 {
+				return fmt.Errorf("%s: weight %s has bad shape [%s]", path, wt.Name, shapeString(wt.Shape))
+			}
+			n *= int64(d)
+		}
+		if wt.Dtype != "float32" && wt.Dtype != "int32" {
+			return fmt.Errorf("%s: weight %s has dtype %q, want float32 or int32", path, wt.Name, wt.Dtype)
+		}
+		if len(wt.Quantization) > 0 && string(wt.Quantization) != "null" {
+			return fmt.Errorf("%s: weight %s is quantized, which is not supported", path, wt.Name)
+		}
+		need += n
+	}
+	// The shards of a group are one byte stream cut into files.
+	var have int64
+	sizes := make([]string, 0, len(g.Paths))
+	for _, p := range g.Paths {
+		if filepath.IsAbs(p) || strings.Contains(p, "..") || strings.ContainsAny(p, `/\`) {
+			return fmt.Errorf("%s: shard path %q is not a file name in %s", path, p, dir)
+		}
+		fi, err := os.Stat(filepath.Join(dir, p))
+		if err != nil {
+			return fmt.Errorf("weight shard: %w", err)
+		}
+		have += fi.Size()
+		sizes = append(sizes, fmt.Sprintf("%s %d", p, fi.Size()))
+	}
+	if have != need {
+		return fmt.Errorf("%s: weight group %d: shards hold %d bytes (%s), the manifest needs %d", dir, gi, have, strings.Join(sizes, ", "), need)
+	}
+	return nil
+}
+
+// readGroup reads the weights of group g that the encoder wants into
+// their specs, and skips the others.
+func readGroup(path, dir string, g weightGroup, want map[string]weightSpec) error {
+	sr, err := openShards(dir, g.Paths)
+	if err != nil {
+		return err
+	}
+	defer sr.close()
+	for _, wt := range g.Weights {
+		n := 1
+		for _, d := range wt.Shape {
+			n *= d
+		}
+		spec, ok := want[wt.Name]
+		if !ok {
+			if err := sr.skip(int64(4 * n)); err != nil {
+				return fmt.Errorf("%s: reading weight %s: %w", dir, wt.Name, err)
+			}
+			continue
+		}
+		if !sameShape(spec.shape, wt.Shape) {
+			return fmt.Errorf("%s: weight %s has shape [%s], want [%s]", path, wt.Name, shapeString(wt.Shape), shapeString(spec.shape))
+		}
+		if wt.Dtype != "float32" {
+			return fmt.Errorf("%s: weight %s has dtype %s, want float32", path, wt.Name, wt.Dtype)
+		}
+		if spec.loaded() {
+			return fmt.Errorf("%s: weight %s appears twice", path, wt.Name)
+		}
+		var err error
+		if spec.mat != nil {
+			k, cols := wt.Shape[len(wt.Shape)-2], wt.Shape[len(wt.Shape)-1]
+			err = sr.matrix(spec.mat, k, cols)
+		} else {
+			*spec.dst = make([]float32, n)
+			err = sr.floats(*spec.dst)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: reading weight %s: %w", dir, wt.Name, err)
+		}
+	}
+	return nil
 }
 
 // shardReader reads the concatenated shards of a weight group, which are

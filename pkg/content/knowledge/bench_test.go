@@ -44,7 +44,7 @@ func TestGrow(t *testing.T) {
 // and 1,000 FAQs, as the knowledge suite of dev/apibench serves, with
 // WordNet as the api reads it.
 func knowledgeBase10k(b *testing.B) (*Base, []Question) {
-	src, o := sources10k(b)
+	src, o := content10k(b)
 	base, err := New(src, o)
 	if err != nil {
 		b.Fatal(err)
@@ -52,7 +52,7 @@ func knowledgeBase10k(b *testing.B) (*Base, []Question) {
 	return base, evalQuestions(b)
 }
 
-func sources10k(b *testing.B) (Sources, Options) {
+func content10k(b *testing.B) (Content, Options) {
 	byKind := evalRecords(b)
 	docs, err := Grow(byKind[content.KindDocument], 10_000, "document", 1)
 	if err != nil {
@@ -62,13 +62,13 @@ func sources10k(b *testing.B) (Sources, Options) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return Sources{Documents: docs, FAQs: faqs, Intents: byKind[content.KindIntent]}, Options{Lexicon: wordNet(b)}
+	return Content{Documents: docs, FAQs: faqs, Intents: byKind[content.KindIntent]}, Options{Lexicon: wordNet(b)}
 }
 
 // BenchmarkBuild10k is the build of the base of 10,000 documents and
 // 1,000 FAQs: what an app's first question after a change waits for.
 func BenchmarkBuild10k(b *testing.B) {
-	src, o := sources10k(b)
+	src, o := content10k(b)
 	b.ResetTimer()
 	for b.Loop() {
 		if _, err := New(src, o); err != nil {
@@ -147,7 +147,7 @@ func (hashVectors) Window() int            { return 128 }
 // hybridBase10k is knowledgeBase10k embedded by hashVectors, and the
 // labelled questions.
 func hybridBase10k(b *testing.B) (*Base, []string) {
-	src, o := sources10k(b)
+	src, o := content10k(b)
 	o.Embedder = hashVectors{}
 	base, err := New(src, o)
 	if err != nil {

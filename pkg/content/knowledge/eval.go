@@ -161,30 +161,8 @@ func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intent
 				ranked = append(ranked, h.group)
 			}
 			m = &ev.FAQ
-			// Suggestions for the question as it is being typed.
-			for _, frac := range []float64{0.5, 0.75} {
-				n := int(math.Ceil(frac * float64(utf8.RuneCountInString(q.Question))))
-				prefix := string([]rune(q.Question)[:n])
-				prefixes++
-				for _, s := range b.Suggest(prefix, map[string]bool{KindFAQ: true, KindIntent: true}, nil, 5) {
-					if s.Type == KindFAQ && b.isQuestionOf(s.Suggestion, q.Relevant) {
-						hits++
-						break
-					}
-				}
-			}
-			// The same as a user types it, word by word.
-			var texts []string
-			for _, id := range q.Relevant {
-				texts = append(texts, b.faqList[id].Questions...)
-			}
-			byStyle := ev.UserSuggestionsByStyle[q.Style]
-			for _, p := range wordPrefixes(q.Question) {
-				h := hit(b.suggestWhileTyping(p), KindFAQ, texts)
-				ev.UserSuggestions.add(h)
-				byStyle.add(h)
-			}
-			ev.UserSuggestionsByStyle[q.Style] = byStyle
+			h, n := b.typedSuggestions(&ev, q)
+			hits, prefixes = hits+h, prefixes+n
 		default:
 			return ev, fmt.Errorf("question %q: unknown target %q", q.Question, q.Target)
 		}
@@ -199,6 +177,43 @@ func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intent
 		ev.ByStyle[q.Style] += rr
 		styleCount[q.Style]++
 	}
+	ev.average(styleCount, hits, prefixes)
+	err := b.writtenSuggestions(&ev, intents)
+	return ev, err
+}
+
+// typedSuggestions scores the suggestions for FAQ question q as it is
+// being typed: into ev's per-word figures, and as the hits among the
+// prefixes it returns.
+func (b *Base) typedSuggestions(ev *Evaluation, q Question) (hits, prefixes int) {
+	for _, frac := range []float64{0.5, 0.75} {
+		n := int(math.Ceil(frac * float64(utf8.RuneCountInString(q.Question))))
+		prefix := string([]rune(q.Question)[:n])
+		prefixes++
+		for _, s := range b.Suggest(prefix, map[string]bool{KindFAQ: true, KindIntent: true}, nil, 5) {
+			if s.Type == KindFAQ && b.isQuestionOf(s.Suggestion, q.Relevant) {
+				hits++
+				break
+			}
+		}
+	}
+	// The same as a user types it, word by word.
+	var texts []string
+	for _, id := range q.Relevant {
+		texts = append(texts, b.faqList[id].Questions...)
+	}
+	byStyle := ev.UserSuggestionsByStyle[q.Style]
+	for _, p := range wordPrefixes(q.Question) {
+		h := hit(b.suggestWhileTyping(p), KindFAQ, texts)
+		ev.UserSuggestions.add(h)
+		byStyle.add(h)
+	}
+	ev.UserSuggestionsByStyle[q.Style] = byStyle
+	return hits, prefixes
+}
+
+// average turns the sums over the questions into means and rates.
+func (ev *Evaluation) average(styleCount map[string]int, hits, prefixes int) {
 	for _, m := range []*Metrics{&ev.Search, &ev.FAQ} {
 		if m.Questions > 0 {
 			m.MRR /= float64(m.Questions)
@@ -212,9 +227,11 @@ func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intent
 		ev.SuggestionHitRate = float64(hits) / float64(prefixes)
 	}
 	ev.SuggestionPrefixes = prefixes
+}
 
-	// Questions and utterances as written, as a user who means one of them
-	// types it.
+// writtenSuggestions scores the suggestions for FAQ questions and
+// utterances as written, as a user who means one of them types it.
+func (b *Base) writtenSuggestions(ev *Evaluation, intents []content.Record) error {
 	for _, id := range slices.Sorted(maps.Keys(b.faqList)) {
 		qs := b.faqList[id].Questions
 		for _, q := range qs {
@@ -228,7 +245,7 @@ func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intent
 			UtterancePatterns []string `json:"utterancePatterns"`
 		}
 		if err := json.Unmarshal(r.Doc, &f); err != nil {
-			return ev, fmt.Errorf("intent %q: %w", r.ID, err)
+			return fmt.Errorf("intent %q: %w", r.ID, err)
 		}
 		// Suggestions show patterns without their slots, as Build indexes
 		// them.
@@ -244,7 +261,7 @@ func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intent
 			}
 		}
 	}
-	return ev, nil
+	return nil
 }
 
 // understood is Understand for ranking by: it fails rather than fall

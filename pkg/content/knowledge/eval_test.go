@@ -213,7 +213,7 @@ func evalSet(t testing.TB) (*Base, []Question) {
 // evalBase builds the evaluation corpus's base as the api does.
 func evalBase(t testing.TB, byKind map[content.Kind][]content.Record, o Options) *Base {
 	t.Helper()
-	b, err := New(Sources{Documents: byKind[content.KindDocument], FAQs: byKind[content.KindFAQ], Intents: byKind[content.KindIntent], Entities: byKind[content.KindEntity]}, o)
+	b, err := New(Content{Documents: byKind[content.KindDocument], FAQs: byKind[content.KindFAQ], Intents: byKind[content.KindIntent], Entities: byKind[content.KindEntity]}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

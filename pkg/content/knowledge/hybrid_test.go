@@ -69,7 +69,7 @@ func bikeConcepts() *concepts {
 // hybridBase builds a base of docs and FAQs embedded by emb.
 func hybridBase(t *testing.T, emb Embedder, docs, faqs []content.Record) *Base {
 	t.Helper()
-	b, err := New(Sources{Documents: docs, FAQs: faqs}, Options{Embedder: emb})
+	b, err := New(Content{Documents: docs, FAQs: faqs}, Options{Embedder: emb})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,8 +63,9 @@ type faqFields struct {
 	Created   string   `json:"created"`
 }
 
-// Sources are the records of one app a Base is built from.
-type Sources struct {
+// Content is the records of one app a Base is built from: its documents,
+// FAQs, intents and entities.
+type Content struct {
 	Documents, FAQs, Intents, Entities []content.Record
 }
 
@@ -98,14 +99,14 @@ type Options struct {
 
 // Build indexes an app's documents, FAQs and intents.
 func Build(docs, faqs, intents []content.Record) (*Base, error) {
-	return New(Sources{Documents: docs, FAQs: faqs, Intents: intents}, Options{})
+	return New(Content{Documents: docs, FAQs: faqs, Intents: intents}, Options{})
 }
 
 // New indexes an app's content. Query words are expanded with synonyms
 // found in the app's own content (entity values and their synonyms, and
 // words used interchangeably across one FAQ's questions or one intent's
 // utterance patterns), then with related words of o.Lexicon.
-func New(src Sources, o Options) (*Base, error) {
+func New(src Content, o Options) (*Base, error) {
 	docs, faqs, intents := src.Documents, src.FAQs, src.Intents
 	b := &Base{faqList: make(map[string]faq, len(faqs)), groupOf: map[[2]string]string{}}
 	synonyms, err := synonymSets(faqs, intents, src.Entities)
@@ -701,15 +702,24 @@ func (b *Base) meant(text string, kinds map[string]bool, size int) map[string]me
 // merge orders literal matches and texts found by meaning (see Suggest)
 // and keeps each text, and each FAQ or intent, once, at most size.
 func (b *Base) merge(literal []search.Suggestion, meant map[string]meaning, size int) []Suggestion {
-	type ranked struct {
-		s           search.Suggestion
-		tier        int // 0 past queries, 1 the app's own, 2 past queries with one edit
-		score, rank float64
-	}
-	var all []ranked
+	all := b.candidates(literal, meant)
+	return b.distinct(all, orderCandidates(all), size)
+}
+
+// candidate is a suggestion ranked for merge.
+type candidate struct {
+	s           search.Suggestion
+	tier        int // 0 past queries, 1 the app's own, 2 past queries with one edit
+	score, rank float64
+}
+
+// candidates ranks the literal matches, each with the score of its
+// meaning, and the texts found by meaning alone that score enough.
+func (b *Base) candidates(literal []search.Suggestion, meant map[string]meaning) []candidate {
+	var all []candidate
 	used := map[string]bool{} // meanings joined to a literal match
 	for _, s := range literal {
-		r := ranked{s: s, tier: 1}
+		r := candidate{s: s, tier: 1}
 		switch {
 		case s.Kind == KindHistorical && s.Exact:
 			r.tier = 0
@@ -735,12 +745,18 @@ func (b *Base) merge(literal []search.Suggestion, meant map[string]meaning, size
 	}
 	for _, g := range slices.Sorted(maps.Keys(meant)) {
 		if m := meant[g]; !used[g] && m.score >= minMeaning {
-			all = append(all, ranked{s: m.sug, tier: 1, score: m.score, rank: m.rank})
+			all = append(all, candidate{s: m.sug, tier: 1, score: m.score, rank: m.rank})
 		}
 	}
+	return all
+}
+
+// orderCandidates sorts all, best first, and returns the order they are
+// offered in.
+func orderCandidates(all []candidate) []int {
 	// Ties keep the order of the matches (weight, then text) and, among
 	// texts found by meaning alone, of their groups.
-	slices.SortStableFunc(all, func(x, y ranked) int {
+	slices.SortStableFunc(all, func(x, y candidate) int {
 		return cmp.Or(cmp.Compare(x.tier, y.tier), cmp.Compare(y.score, x.score), cmp.Compare(y.rank, x.rank))
 	})
 	// Texts that match equally well ("do you" begins dozens) take turns
@@ -763,6 +779,12 @@ func (b *Base) merge(literal []search.Suggestion, meant map[string]meaning, size
 		return cmp.Or(cmp.Compare(x.tier, y.tier), cmp.Compare(y.score, x.score), cmp.Compare(y.rank, x.rank),
 			cmp.Compare(nth[i], nth[j]), cmp.Compare(priority(x.s.Kind), priority(y.s.Kind)))
 	})
+	return order
+}
+
+// distinct is the suggestions of all in order, each text and each FAQ or
+// intent once, at most size.
+func (b *Base) distinct(all []candidate, order []int, size int) []Suggestion {
 	out := []Suggestion{}
 	seen := map[string]bool{}
 	for _, i := range order {

@@ -23,7 +23,7 @@ func semanticBase(t *testing.T, srv *embedstandin.Server, cache *embeddings.Cach
 	for _, f := range opts {
 		f(&o)
 	}
-	b, err := New(Sources{Documents: docs, FAQs: []content.Record{
+	b, err := New(Content{Documents: docs, FAQs: []content.Record{
 		rec(content.KindFAQ, "battery", `{"name":"Battery","questions":["How long does an e-bike battery last?"],"answer":"About 800 charges."}`),
 		rec(content.KindFAQ, "hours", `{"name":"Hours","questions":["When do you open?"],"answer":"At nine."}`),
 	}}, o)

@@ -46,7 +46,7 @@ func TestBuildWithEntities(t *testing.T) {
 		{"no entities, no match", nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := New(Sources{Documents: docs, Entities: tc.entities}, Options{})
+			b, err := New(Content{Documents: docs, Entities: tc.entities}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -132,7 +132,6 @@ func Build(docs []Doc) *Index { return BuildWith(docs, Config{}) }
 // BuildWith indexes docs with what cfg tells of words. Synonym sets are
 // resolved once here, so that a search only looks them up.
 func BuildWith(docs []Doc, cfg Config) *Index {
-	sets := cfg.Synonyms
 	memo := &stems{m: map[string]string{}}
 	ix := &Index{lexicon: cfg.Lexicon, docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
 		postings: map[string][]posting{}, maxW: map[string]float32{}, deletions: map[string][]string{},
@@ -140,40 +139,8 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 	words := map[string]string{}
 	var titleSum, bodySum int
 	for i := range docs {
-		counts := map[string]*posting{}
-		add := func(toks []token, title bool) {
-			for _, t := range toks {
-				words[t.word] = t.term
-				p := counts[t.term]
-				if p == nil {
-					p = &posting{doc: int32(i)}
-					counts[t.term] = p
-				}
-				if title {
-					p.title = min(p.title+1, math.MaxUint16)
-				} else {
-					p.body = min(p.body+1, math.MaxUint16)
-				}
-			}
-		}
-		tt, bt := tokensWith(docs[i].Title, memo), tokensWith(docs[i].Body, memo)
-		for _, t := range tt {
-			ix.termID(t.term) // so that title matches can be told (TitleHighlights)
-		}
-		spans := make([]tokSpan, 0, len(bt))
-		for _, t := range bt {
-			spans = append(spans, tokSpan{term: ix.termID(t.term), start: uint32(t.start), end: uint32(t.end)})
-		}
-		slices.SortStableFunc(spans, func(a, b tokSpan) int { return cmp.Compare(a.start, b.start) })
-		ix.bodySpans[i] = spans
-		ix.paras[i] = paragraphs(docs[i].Body)
-		add(tt, true)
-		add(bt, false)
-		ix.titleLen[i], ix.bodyLen[i] = uint16(min(len(tt), math.MaxUint16)), uint32(len(bt))
-		titleSum, bodySum = titleSum+len(tt), bodySum+len(bt)
-		for term, p := range counts {
-			ix.postings[term] = append(ix.postings[term], *p)
-		}
+		tl, bl := ix.indexDoc(i, memo, words)
+		titleSum, bodySum = titleSum+tl, bodySum+bl
 	}
 	if n := len(docs); n > 0 {
 		ix.avgTitle, ix.avgBody = math.Max(1, float64(titleSum)/float64(n)), math.Max(1, float64(bodySum)/float64(n))
@@ -182,6 +149,65 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 		ix.words = append(ix.words, wordStem{w, t})
 	}
 	ix.stems = &stems{m: words, readOnly: true}
+	ix.groupDocs()
+	ix.scratch.New = func() any {
+		n := len(docs)
+		gb := make([]int32, ix.groups)
+		for i := range gb {
+			gb[i] = -1
+		}
+		return &scratch{acc: make([]acc, n), groupBest: gb}
+	}
+	slices.SortFunc(ix.words, func(a, b wordStem) int { return strings.Compare(a.word, b.word) })
+	ix.weighPostings()
+	ix.linkTerms(cfg.Synonyms)
+	return ix
+}
+
+// indexDoc adds item i's words to the postings, records its spans and
+// paragraphs, and returns how many words its title and body have. words
+// maps each word seen to its term.
+func (ix *Index) indexDoc(i int, memo *stems, words map[string]string) (titleLen, bodyLen int) {
+	docs := ix.docs
+	counts := map[string]*posting{}
+	add := func(toks []token, title bool) {
+		for _, t := range toks {
+			words[t.word] = t.term
+			p := counts[t.term]
+			if p == nil {
+				p = &posting{doc: int32(i)}
+				counts[t.term] = p
+			}
+			if title {
+				p.title = min(p.title+1, math.MaxUint16)
+			} else {
+				p.body = min(p.body+1, math.MaxUint16)
+			}
+		}
+	}
+	tt, bt := tokensWith(docs[i].Title, memo), tokensWith(docs[i].Body, memo)
+	for _, t := range tt {
+		ix.termID(t.term) // so that title matches can be told (TitleHighlights)
+	}
+	spans := make([]tokSpan, 0, len(bt))
+	for _, t := range bt {
+		spans = append(spans, tokSpan{term: ix.termID(t.term), start: uint32(t.start), end: uint32(t.end)})
+	}
+	slices.SortStableFunc(spans, func(a, b tokSpan) int { return cmp.Compare(a.start, b.start) })
+	ix.bodySpans[i] = spans
+	ix.paras[i] = paragraphs(docs[i].Body)
+	add(tt, true)
+	add(bt, false)
+	ix.titleLen[i], ix.bodyLen[i] = uint16(min(len(tt), math.MaxUint16)), uint32(len(bt))
+	for term, p := range counts {
+		ix.postings[term] = append(ix.postings[term], *p)
+	}
+	return len(tt), len(bt)
+}
+
+// groupDocs numbers the groups of the items.
+func (ix *Index) groupDocs() {
+	docs := ix.docs
 	groupIDs := map[string]int32{}
 	ix.groupOf = make([]int32, len(docs))
 	for i := range docs {
@@ -194,15 +220,11 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 		ix.groupOf[i] = id
 	}
 	ix.groups = len(groupIDs)
-	ix.scratch.New = func() any {
-		n := len(docs)
-		gb := make([]int32, ix.groups)
-		for i := range gb {
-			gb[i] = -1
-		}
-		return &scratch{acc: make([]acc, n), groupBest: gb}
-	}
-	slices.SortFunc(ix.words, func(a, b wordStem) int { return strings.Compare(a.word, b.word) })
+}
+
+// weighPostings weighs each posting by BM25F and keeps each term's
+// greatest weight, the bound a search prunes by.
+func (ix *Index) weighPostings() {
 	for term, ps := range ix.postings {
 		var maxW float32
 		for i := range ps {
@@ -214,6 +236,11 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 		}
 		ix.maxW[term] = maxW
 	}
+}
+
+// linkTerms records the deletions of each term, for matching misspelt
+// words, and the synonyms of sets some item holds.
+func (ix *Index) linkTerms(sets [][]string) {
 	for term := range ix.postings {
 		for _, d := range deletes(term) {
 			ix.deletions[d] = append(ix.deletions[d], term)
@@ -229,7 +256,6 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 			ix.synonyms[term] = syn
 		}
 	}
-	return ix
 }
 
 // termID numbers term, the first time it is seen.
@@ -480,12 +506,26 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 	if len(pq.terms) == 0 || len(ix.docs) == 0 {
 		return nil, 0
 	}
-	n := len(ix.docs)
 	// Dense per-item accumulators: cheaper than maps when common words
 	// match most items.
 	sc := ix.scratch.Get().(*scratch)
-	as := sc.acc
-	plans := make([]termPlan, len(pq.terms))
+	plans, total, rest := ix.plan(pq)
+	allExps, touched := ix.accumulate(sc, plans, rest, o, countAll)
+	out, matched := ix.rank(sc, touched, allExps, total, o.Limit)
+	// Clean only what this search touched before the next one. (A search
+	// that panicked does not return its scratch.)
+	for _, d := range touched {
+		sc.acc[d] = acc{}
+	}
+	ix.scratch.Put(sc)
+	return out, matched
+}
+
+// plan expands each query term and weighs it, best bound first; total is
+// the weight of the whole query, rest the sum of the terms' bounds.
+func (ix *Index) plan(pq query) (plans []termPlan, total, rest float64) {
+	n := len(ix.docs)
+	plans = make([]termPlan, len(pq.terms))
 	rare := false // some term is in at most half the items
 	for i, term := range pq.terms {
 		partial := ""
@@ -498,7 +538,6 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 			rare = rare || (!e.synonym && 2*len(ix.postings[e.term]) <= n)
 		}
 	}
-	var total, rest float64
 	for i, term := range pq.terms {
 		p := &plans[i]
 		p.weight = ix.idf(term)
@@ -523,9 +562,16 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		rest += p.bound
 	}
 	slices.SortStableFunc(plans, func(a, b termPlan) int { return cmp.Compare(b.bound, a.bound) })
+	return plans, total, rest
+}
 
-	var allExps []string
-	touched := sc.touched[:0]
+// accumulate adds each planned term's best expansion to the score of the
+// items it is in, and returns the expansions read, in order, and the items
+// touched. Once no new item can reach the results, only items already
+// touched are scored.
+func (ix *Index) accumulate(sc *scratch, plans []termPlan, rest float64, o Options, countAll bool) (allExps []string, touched []int32) {
+	as := sc.acc
+	touched = sc.touched[:0]
 	var maxScore float64
 	closed := false // no new item can reach the results
 	for _, p := range plans {
@@ -582,6 +628,13 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		sc.termDocs = termDocs
 	}
 	sc.touched = touched
+	return allExps, touched
+}
+
+// rank keeps the best item of each group among those touched, and returns
+// the limit best as results with the number of groups matched.
+func (ix *Index) rank(sc *scratch, touched []int32, allExps []string, total float64, limit int) ([]Result, int) {
+	as := sc.acc
 	top := ix.groupBests(sc, touched)
 	matched := len(top)
 	less := func(a, b int32) int {
@@ -593,7 +646,7 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		}
 		return strings.Compare(ix.docs[a].group(), ix.docs[b].group())
 	}
-	top = topK(top, o.Limit, func(d int32) float64 { return as[d].score }, less)
+	top = topK(top, limit, func(d int32) float64 { return as[d].score }, less)
 	out := make([]Result, 0, len(top))
 	for _, d := range top {
 		var terms []uint32
@@ -606,12 +659,6 @@ func (ix *Index) search(q string, o Options, countAll bool) ([]Result, int) {
 		}
 		out = append(out, Result{Index: int(d), Doc: &ix.docs[d], Score: as[d].score, Confidence: math.Min(1, as[d].covered/total), terms: terms})
 	}
-	// Clean only what this search touched before the next one. (A search
-	// that panicked does not return its scratch.)
-	for _, d := range touched {
-		as[d] = acc{}
-	}
-	ix.scratch.Put(sc)
 	return out, matched
 }
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/analyticsreport"
 )
 
 func TestParseParams(t *testing.T) {
@@ -62,22 +62,22 @@ func TestParseParams(t *testing.T) {
 
 // fakeSource answers with fixed reports and remembers what was asked.
 type fakeSource struct {
-	reports  map[string]chstore.Report
+	reports  map[string]analyticsreport.Report
 	apps     []string
 	err      error
 	from, to time.Time
 }
 
-func (f *fakeSource) Report(_ context.Context, app string, from, to time.Time) (chstore.Report, error) {
+func (f *fakeSource) Report(_ context.Context, app string, from, to time.Time) (analyticsreport.Report, error) {
 	f.from, f.to = from, to
 	if f.err != nil {
-		return chstore.Report{}, f.err
+		return analyticsreport.Report{}, f.err
 	}
 	r, ok := f.reports[app]
 	if !ok {
-		r = chstore.Report{AppID: app, From: from.Format(time.DateOnly), To: to.Format(time.DateOnly)}
+		r = analyticsreport.Report{AppID: app, From: from.Format(time.DateOnly), To: to.Format(time.DateOnly)}
 		for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
-			r.Days = append(r.Days, chstore.DayFigures{Day: d.Format(time.DateOnly)})
+			r.Days = append(r.Days, analyticsreport.DayFigures{Day: d.Format(time.DateOnly)})
 		}
 	}
 	return r, nil
@@ -92,26 +92,26 @@ var today = time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 
 // sampleReport has every series above zero but errors, on two days of
 // three, and text that must be escaped.
-func sampleReport() chstore.Report {
+func sampleReport() analyticsreport.Report {
 	c := 0.8125
-	return chstore.Report{
+	return analyticsreport.Report{
 		AppID: "demo-app", From: "2026-11-23", To: "2026-11-25",
-		Days: []chstore.DayFigures{
+		Days: []analyticsreport.DayFigures{
 			{Day: "2026-11-23"},
 			{Day: "2026-11-24", Conversations: 3, Users: 2, Turns: 5, FallbackTurns: 1, KnowledgeBaseTurns: 2},
 			{Day: "2026-11-25", Conversations: 40, Users: 31, Turns: 75, FallbackTurns: 9, KnowledgeBaseTurns: 1},
 		},
-		Totals: chstore.Totals{Conversations: 42, Users: 32, Turns: 80, FallbackTurns: 10, KnowledgeBaseTurns: 3,
+		Totals: analyticsreport.Totals{Conversations: 42, Users: 32, Turns: 80, FallbackTurns: 10, KnowledgeBaseTurns: 3,
 			FallbackRate: 0.125, KnowledgeBaseShare: 0.0375, MeanConfidence: &c},
-		Intents: []chstore.IntentFigures{
+		Intents: []analyticsreport.IntentFigures{
 			{Intent: "OrderStatus", Matched: 50, LowConfidence: 5, MeanConfidence: &c},
 			{Intent: "OpeningHours", Matched: 20},
 		},
-		Unanswered: []chstore.UnansweredQuestion{{Query: "<b>blah</b> & co", Times: 7, Users: 6}},
-		Sessions: chstore.SessionOutcomes{
-			Outcome: chstore.Outcome{Sessions: 42, Answered: 30, Fallback: 8, WithoutTurn: 4},
-			Endings: []chstore.Ending{{Handler: "OrderStatus", Outcome: chstore.Outcome{Sessions: 38, Answered: 30, Fallback: 8}},
-				{Handler: "LaunchRequest", Outcome: chstore.Outcome{Sessions: 4, WithoutTurn: 4}}},
+		Unanswered: []analyticsreport.UnansweredQuestion{{Query: "<b>blah</b> & co", Times: 7, Users: 6}},
+		Sessions: analyticsreport.SessionOutcomes{
+			Outcome: analyticsreport.Outcome{Sessions: 42, Answered: 30, Fallback: 8, WithoutTurn: 4},
+			Endings: []analyticsreport.Ending{{Handler: "OrderStatus", Outcome: analyticsreport.Outcome{Sessions: 38, Answered: 30, Fallback: 8}},
+				{Handler: "LaunchRequest", Outcome: analyticsreport.Outcome{Sessions: 4, WithoutTurn: 4}}},
 		},
 	}
 }
@@ -146,7 +146,7 @@ func barsByColor(body string) (bars, area map[string]int) {
 
 func TestPage(t *testing.T) {
 	broken := &fakeSource{err: errors.New("connection refused")}
-	src := &fakeSource{reports: map[string]chstore.Report{"demo-app": sampleReport()}, apps: []string{"demo-app", "other app"}}
+	src := &fakeSource{reports: map[string]analyticsreport.Report{"demo-app": sampleReport()}, apps: []string{"demo-app", "other app"}}
 	for _, tc := range []struct {
 		name   string
 		src    Source
@@ -235,7 +235,7 @@ func TestDayRange(t *testing.T) {
 }
 
 func TestData(t *testing.T) {
-	src := &fakeSource{reports: map[string]chstore.Report{"demo-app": sampleReport()}}
+	src := &fakeSource{reports: map[string]analyticsreport.Report{"demo-app": sampleReport()}}
 	for _, tc := range []struct {
 		name   string
 		src    Source
@@ -261,7 +261,7 @@ func TestData(t *testing.T) {
 				}
 				return
 			}
-			var got chstore.Report
+			var got analyticsreport.Report
 			if err := json.Unmarshal([]byte(body), &got); err != nil {
 				t.Fatal(err)
 			}
@@ -273,15 +273,15 @@ func TestData(t *testing.T) {
 }
 
 func TestDayChart(t *testing.T) {
-	days := make([]chstore.DayFigures, 30)
+	days := make([]analyticsreport.DayFigures, 30)
 	for i := range days {
 		days[i].Day = today.AddDate(0, 0, i-29).Format(time.DateOnly)
 	}
 	days[29].Turns, days[29].FallbackTurns, days[28].Errors = 1000, 1, 3
 	c := dayChart(days, []series{
 		{label: "answered", color: ColorAnswered, value: answered},
-		{label: "fallback", color: ColorFallback, value: func(d chstore.DayFigures) uint64 { return d.FallbackTurns }},
-		{label: "errors", color: ColorErrors, value: func(d chstore.DayFigures) uint64 { return d.Errors }},
+		{label: "fallback", color: ColorFallback, value: func(d analyticsreport.DayFigures) uint64 { return d.FallbackTurns }},
+		{label: "errors", color: ColorErrors, value: func(d analyticsreport.DayFigures) uint64 { return d.Errors }},
 	})
 	if len(c.Bars) != 3 {
 		t.Fatalf("bars %+v, want one of each value above zero", c.Bars)

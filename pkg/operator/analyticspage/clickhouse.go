@@ -4,22 +4,25 @@ import (
 	"context"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/pipeline/analyticsreport"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
 // ClickHouse is a Source that connects on first use and again after a
 // failure, so that the api starts and serves while ClickHouse is down and
 // the page recovers once it is back.
-type ClickHouse struct{ conn *chstore.Lazy }
+type ClickHouse struct{ conn *chstore.Reconnecting }
 
 // NewClickHouse returns a Source reading the rollups of the database in
 // cfg.
-func NewClickHouse(cfg chstore.Config) *ClickHouse { return &ClickHouse{conn: chstore.NewLazy(cfg)} }
+func NewClickHouse(cfg chstore.Config) *ClickHouse {
+	return &ClickHouse{conn: chstore.NewReconnecting(cfg)}
+}
 
 // Report implements Source.
-func (c *ClickHouse) Report(ctx context.Context, appID string, from, to time.Time) (r chstore.Report, err error) {
+func (c *ClickHouse) Report(ctx context.Context, appID string, from, to time.Time) (r analyticsreport.Report, err error) {
 	err = c.conn.Do(ctx, func(s *chstore.Store) error {
-		r, err = s.Report(ctx, appID, from, to)
+		r, err = analyticsreport.Read(ctx, s, appID, from, to)
 		return err
 	})
 	return r, err
@@ -28,7 +31,7 @@ func (c *ClickHouse) Report(ctx context.Context, appID string, from, to time.Tim
 // ReportApps implements Source.
 func (c *ClickHouse) ReportApps(ctx context.Context, from, to time.Time, limit int) (apps []string, err error) {
 	err = c.conn.Do(ctx, func(s *chstore.Store) error {
-		apps, err = s.ReportApps(ctx, from, to, limit)
+		apps, err = analyticsreport.Apps(ctx, s, from, to, limit)
 		return err
 	})
 	return apps, err

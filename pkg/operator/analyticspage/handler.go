@@ -24,7 +24,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
-	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/analyticsreport"
 )
 
 // Path and DataPath are where the api serves the page and its report as
@@ -51,9 +51,9 @@ const maxApps = 100
 // ClickHouse answers the page with an error rather than never.
 const queryTimeout = 15 * time.Second
 
-// Source reads the rollups; *chstore.Store and *ClickHouse satisfy it.
+// Source reads the rollups; *ClickHouse satisfies it.
 type Source interface {
-	Report(ctx context.Context, appID string, from, to time.Time) (chstore.Report, error)
+	Report(ctx context.Context, appID string, from, to time.Time) (analyticsreport.Report, error)
 	ReportApps(ctx context.Context, from, to time.Time, limit int) ([]string, error)
 }
 
@@ -229,7 +229,7 @@ func (h *Handler) writePage(w http.ResponseWriter, status int, v view) {
 }
 
 // hasData reports whether a report counted anything at all.
-func hasData(r chstore.Report) bool {
+func hasData(r analyticsreport.Report) bool {
 	t := r.Totals
 	return t.Conversations+t.Users+t.Turns+t.Errors+r.Sessions.Sessions > 0 || len(r.Intents) > 0 || len(r.Unanswered) > 0
 }

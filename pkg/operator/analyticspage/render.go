@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/analyticsreport"
 )
 
 // The colour of each series. Bars are filled with it at 20% opacity over
@@ -60,7 +60,7 @@ type view struct {
 	From, To          string
 	Problem, Notice   string
 	Apps              []string
-	Report            *chstore.Report
+	Report            *analyticsreport.Report
 	Figures           []figure
 	Activity, Turns   chart
 	Intents           []row
@@ -110,7 +110,7 @@ type row struct {
 // series is one value of each day, drawn in one colour.
 type series struct {
 	label, color string
-	value        func(chstore.DayFigures) uint64
+	value        func(analyticsreport.DayFigures) uint64
 	total        uint64
 }
 
@@ -130,7 +130,7 @@ const (
 )
 
 // draw lays out the report.
-func (v *view) draw(r chstore.Report) {
+func (v *view) draw(r analyticsreport.Report) {
 	v.Report = &r
 	t := r.Totals
 	v.Figures = []figure{
@@ -143,14 +143,14 @@ func (v *view) draw(r chstore.Report) {
 		{"Mean confidence", confidence(t.MeanConfidence)},
 	}
 	v.Activity = dayChart(r.Days, []series{
-		{label: "conversations", color: ColorConversations, value: func(d chstore.DayFigures) uint64 { return d.Conversations }, total: t.Conversations},
-		{label: "users", color: ColorUsers, value: func(d chstore.DayFigures) uint64 { return d.Users }, total: t.Users},
+		{label: "conversations", color: ColorConversations, value: func(d analyticsreport.DayFigures) uint64 { return d.Conversations }, total: t.Conversations},
+		{label: "users", color: ColorUsers, value: func(d analyticsreport.DayFigures) uint64 { return d.Users }, total: t.Users},
 	})
 	v.Turns = dayChart(r.Days, []series{
 		{label: "answered", color: ColorAnswered, value: answered, total: t.Turns - min(t.FallbackTurns, t.Turns)},
-		{label: "fallback", color: ColorFallback, value: func(d chstore.DayFigures) uint64 { return d.FallbackTurns }, total: t.FallbackTurns},
-		{label: "knowledge base", color: ColorKnowledgeBase, value: func(d chstore.DayFigures) uint64 { return d.KnowledgeBaseTurns }, total: t.KnowledgeBaseTurns},
-		{label: "errors", color: ColorErrors, value: func(d chstore.DayFigures) uint64 { return d.Errors }, total: t.Errors},
+		{label: "fallback", color: ColorFallback, value: func(d analyticsreport.DayFigures) uint64 { return d.FallbackTurns }, total: t.FallbackTurns},
+		{label: "knowledge base", color: ColorKnowledgeBase, value: func(d analyticsreport.DayFigures) uint64 { return d.KnowledgeBaseTurns }, total: t.KnowledgeBaseTurns},
+		{label: "errors", color: ColorErrors, value: func(d analyticsreport.DayFigures) uint64 { return d.Errors }, total: t.Errors},
 	})
 
 	var most uint64
@@ -207,12 +207,12 @@ func (v *view) draw(r chstore.Report) {
 }
 
 // answered is a day's turns that did not fall back.
-func answered(d chstore.DayFigures) uint64 { return d.Turns - min(d.FallbackTurns, d.Turns) }
+func answered(d analyticsreport.DayFigures) uint64 { return d.Turns - min(d.FallbackTurns, d.Turns) }
 
 // dayChart draws each day's values of the series as a group of bars side
 // by side: knowledge-base turns are also answered or fallback turns, so
 // stacking would count them twice.
-func dayChart(days []chstore.DayFigures, ss []series) chart {
+func dayChart(days []analyticsreport.DayFigures, ss []series) chart {
 	c := chart{Width: chartWidth, Height: chartHeight}
 	plotW, plotH := chartWidth-padLeft-padRight, chartHeight-padTop-padBottom
 	var hi uint64

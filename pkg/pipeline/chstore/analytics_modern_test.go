@@ -1,8 +1,7 @@
-package chstore
+package chstore_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -11,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/internal/modernch"
+	"github.com/assistantcms/cms/internal/chfixture"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -24,7 +24,7 @@ import (
 func TestAnalystQueriesOnModernClickHouse(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	_, batches, quarantine := analystRows()
+	_, batches, quarantine := chfixture.AnalystRows()
 
 	old := migrated(t)
 	for _, b := range batches {
@@ -48,32 +48,8 @@ func TestAnalystQueriesOnModernClickHouse(t *testing.T) {
 	}
 }
 
-// modernMigrated opens a session on the modern engine, with o's cluster
-// configured when it names one, and applies every migration rendered for
-// that engine with o.
-func modernMigrated(ctx context.Context, t *testing.T, o chschema.Options) *modernch.Session {
-	t.Helper()
-	modern := modernch.OpenForTestWith(t, modernch.Options{Cluster: o.Cluster})
-	v, err := chschema.ParseVersion(modern.Version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	migs, err := chschema.Render(chschema.FeaturesOf(v), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range migs {
-		for _, st := range m.Statements {
-			if err := modern.Exec(ctx, st); err != nil {
-				t.Fatalf("migration %d (%s): %v\n%s", m.Version, m.Name, err, st)
-			}
-		}
-	}
-	return modern
-}
-
-func modernAnalystQueries(ctx context.Context, t *testing.T, old *Store, o chschema.Options, batches []*EventBatch, quarantine []QuarantineRow) {
-	modern := modernMigrated(ctx, t, o)
+func modernAnalystQueries(ctx context.Context, t *testing.T, old *chstore.Store, o chschema.Options, batches []*chstore.EventBatch, quarantine []chstore.QuarantineRow) {
+	modern := chfixture.ModernMigrated(ctx, t, o)
 	if o.Cluster != "" {
 		// As analysts' profiles set it on a cluster, for the IN
 		// subqueries over Distributed tables (see docs/analytics.md).
@@ -81,22 +57,10 @@ func modernAnalystQueries(ctx context.Context, t *testing.T, old *Store, o chsch
 			t.Fatal(err)
 		}
 	}
-	for i, b := range batches {
-		rows, err := eventRows(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, err := modern.Insert(ctx, "default.events", strings.Split(eventColumns, ", "), "JSONCompactEachRow", rows); err != nil || n != b.Len() {
-			t.Fatalf("insert batch %d: %d rows of %d, %v", i, n, b.Len(), err)
-		}
+	for _, b := range batches {
+		chfixture.InsertModern(ctx, t, modern, "default", b, nil)
 	}
-	rows, err := quarantineRows(quarantine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := modern.Insert(ctx, "default.quarantine", strings.Split(quarantineColumns, ", "), "JSONCompactEachRow", rows); err != nil || n != len(quarantine) {
-		t.Fatalf("insert quarantine: %d rows of %d, %v", n, len(quarantine), err)
-	}
+	chfixture.InsertModern(ctx, t, modern, "default", nil, quarantine)
 
 	queries := docQueries(t)
 	if len(queries) == 0 {
@@ -104,7 +68,7 @@ func modernAnalystQueries(ctx context.Context, t *testing.T, old *Store, o chsch
 	}
 	for heading, sql := range queries {
 		t.Run(heading, func(t *testing.T) {
-			names, want := queryColumns(t, old, sql)
+			names, want := chfixture.QueryColumns(t, old, sql)
 			if len(want) == 0 {
 				// An empty answer on both would compare nothing.
 				t.Fatalf("18.16 returned no rows")
@@ -178,86 +142,6 @@ func modernValue(typ string, v any) (string, error) {
 	return fmt.Sprint(v), nil
 }
 
-// eventRows exports the batch, through the columns the consumer inserts,
-// as JSONCompactEachRow in the order of eventColumns.
-func eventRows(b *EventBatch) ([]byte, error) {
-	cols, err := b.columns()
-	if err != nil {
-		return nil, err
-	}
-	var out []byte
-	for i := range b.Len() {
-		row := make([]any, len(cols))
-		for j, c := range cols {
-			if row[j], err = jsonValue(c, i); err != nil {
-				return nil, fmt.Errorf("column %d: %w", j, err)
-			}
-		}
-		line, err := json.Marshal(row)
-		if err != nil {
-			return nil, err
-		}
-		out = append(append(out, line...), '\n')
-	}
-	return out, nil
-}
-
-// quarantineRows exports rows, through the values the consumer inserts,
-// as JSONCompactEachRow in the order of quarantineColumns.
-func quarantineRows(rows []QuarantineRow) ([]byte, error) {
-	var out []byte
-	for i := range rows {
-		vals := rows[i].values()
-		for j, v := range vals {
-			if at, ok := v.(time.Time); ok {
-				vals[j] = jsonTime(at)
-			}
-		}
-		line, err := json.Marshal(vals)
-		if err != nil {
-			return nil, err
-		}
-		out = append(append(out, line...), '\n')
-	}
-	return out, nil
-}
-
-// jsonValue is row i of a column of the insert, as JSON input takes it.
-func jsonValue(col any, i int) (any, error) {
-	switch c := col.(type) {
-	case []string:
-		return c[i], nil
-	case []*string:
-		return *c[i], nil
-	case []time.Time:
-		return jsonTime(c[i]), nil
-	case []*float32:
-		return c[i], nil // nil is NULL; encoding/json writes float32 as float32
-	case []*time.Time:
-		if c[i] == nil {
-			return nil, nil
-		}
-		return jsonTime(*c[i]), nil
-	case []uint16:
-		return c[i], nil
-	case [][]string:
-		if c[i] == nil {
-			return []string{}, nil
-		}
-		return c[i], nil
-	case []uint8:
-		return c[i], nil
-	case []int8:
-		return c[i], nil // an Enum8 reads its number
-	case []uint64:
-		return c[i], nil
-	}
-	return nil, fmt.Errorf("column of type %T", col)
-}
-
-// jsonTime writes a time as DateTime64(3, 'UTC') reads it.
-func jsonTime(at time.Time) string { return at.UTC().Format("2006-01-02 15:04:05.000") }
-
 // TestLookupsUseSkipIndexes checks, from the plan ClickHouse 26 makes,
 // that the documented transcript and history queries are served by the
 // bloom-filter indexes on session_id and user_id: of a day of an app's
@@ -265,7 +149,7 @@ func jsonTime(at time.Time) string { return at.UTC().Format("2006-01-02 15:04:05
 func TestLookupsUseSkipIndexes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	modern := modernMigrated(ctx, t, chschema.Options{Database: "default"})
+	modern := chfixture.ModernMigrated(ctx, t, chschema.Options{Database: "default"})
 	// 200,000 events of today in 4,000 sessions of 50 events each, in
 	// event-ID order so that each session's rows lie together, as a
 	// session's do within a day's part once sorted.

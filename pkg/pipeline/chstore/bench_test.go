@@ -9,6 +9,7 @@ import (
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/loadgen"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
@@ -20,7 +21,7 @@ import (
 func BenchmarkInsertEvents(b *testing.B) {
 	srv := devclickhouse.StartForTest(b)
 	ctx := context.Background()
-	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "bench", StringColumns: chstore.TestStringColumns})
+	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "bench", StringColumns: stringColumns})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func BenchmarkInsertEvents(b *testing.B) {
 	}
 	const rows = 20000
 	var batch chstore.EventBatch
-	var dec event.Decoder
+	var dec columns.Decoder
 	for i := 0; batch.Len() < rows; i++ {
 		for _, m := range recs[i%len(recs)] {
 			if _, err := dec.Decode(m.Value, &batch); err != nil {

@@ -1,4 +1,4 @@
-package chstore
+package chstore_test
 
 import (
 	"context"
@@ -8,40 +8,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/chfixture"
 	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
-func startServer(t *testing.T) *devclickhouse.Server { return devclickhouse.StartForTest(t) }
-
 // stringColumns sizes the String columns of this package's inserts, as
 // the consumer's are sized; it is installed before the tests run.
-var stringColumns = InstallStringColumns()
+var stringColumns = chstore.InstallStringColumns()
 
 // migrated opens a new server's default database with the schema applied.
-func migrated(t *testing.T) *Store {
-	t.Helper()
-	ctx := context.Background()
-	s, err := Open(ctx, Config{Addrs: []string{startServer(t).Addr()}, StringColumns: stringColumns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+func migrated(t *testing.T) *chstore.Store { return chfixture.Migrated(t, stringColumns) }
 
 func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
-	srv := startServer(t)
+	srv := devclickhouse.StartForTest(t)
 	ctx := context.Background()
-	cfg := Config{Addrs: []string{srv.Addr()}, Database: "analytics", RetentionDays: 30}
+	cfg := chstore.Config{Addrs: []string{srv.Addr()}, Database: "analytics", RetentionDays: 30}
 
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
-			s, err := Open(ctx, cfg)
+			s, err := chstore.Open(ctx, cfg)
 			if err != nil {
 				t.Error(err)
 				return
@@ -54,7 +42,7 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 
-	s, err := Open(ctx, cfg)
+	s, err := chstore.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +98,7 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	}
 }
 
-func columnCount(t *testing.T, s *Store, db, table string) int {
+func columnCount(t *testing.T, s *chstore.Store, db, table string) int {
 	t.Helper()
 	var n uint64
 	if err := s.Conn().QueryRow(context.Background(), "SELECT count() FROM system.columns WHERE database = ? AND table = ?", db, table).Scan(&n); err != nil {
@@ -123,9 +111,9 @@ func columnCount(t *testing.T, s *Store, db, table string) int {
 // three migrations and rows in it: the new columns are added, the old rows
 // read with their defaults, and new rows fill them.
 func TestMigrateFromEarlierSchema(t *testing.T) {
-	srv := startServer(t)
+	srv := devclickhouse.StartForTest(t)
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Addrs: []string{srv.Addr()}})
+	s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,11 +141,11 @@ func TestMigrateFromEarlierSchema(t *testing.T) {
 	if err != nil || !slices.Equal(applied, []int{4, 5, 6, 7, 8, 9, 10, 11, 12}) {
 		t.Fatalf("applied %v, %v; want [4 5 6 7 8 9 10 11 12]", applied, err)
 	}
-	var b EventBatch
+	var b chstore.EventBatch
 	runtime := now.Add(-time.Minute).Truncate(time.Second)
-	fixture{EventID: "new", AppID: "app-1", EventTime: now, ReceivedAt: now, Type: "ERROR", Name: "TypeError", Tags: []string{"a", "b"},
+	chfixture.Event{EventID: "new", AppID: "app-1", EventTime: now, ReceivedAt: now, Type: "ERROR", Name: "TypeError", Tags: []string{"a", "b"},
 		ErrorMessage: "boom", ErrorStack: `[{"file":"x"}]`, Message: "m", KBUsed: true, KBDocuments: 10, KBFAQs: 3,
-		TimeSource: TimeSourceRuntime, RuntimeTime: &runtime, TokenID: "t1", ClientNetwork: "192.0.2.0/24"}.addTo(&b)
+		TimeSource: chstore.TimeSourceRuntime, RuntimeTime: &runtime, TokenID: "t1", ClientNetwork: "192.0.2.0/24"}.AddTo(&b)
 	if err := s.InsertEvents(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +179,7 @@ func TestMigrateFromEarlierSchema(t *testing.T) {
 	}
 }
 
-func insert(t *testing.T, s *Store, query string, values ...any) {
+func insert(t *testing.T, s *chstore.Store, query string, values ...any) {
 	t.Helper()
 	b, err := s.Conn().PrepareBatch(s.Context(context.Background()), query)
 	if err != nil {
@@ -209,11 +197,11 @@ func TestInsertQuarantine(t *testing.T) {
 	s := migrated(t)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	q := QuarantineRow{EventID: "e-1", AppID: "app-1", OrganizationID: "org-1", ReceivedAt: at, Index: 3,
+	q := chstore.QuarantineRow{EventID: "e-1", AppID: "app-1", OrganizationID: "org-1", ReceivedAt: at, Index: 3,
 		Reason: "too_large", Field: "", Message: "event is 2000000 bytes", Errors: `[{"field":"","reason":"too_large"}]`,
 		Event: `{"type":"REQUEST","name":"big"}`, EventBytes: 2000000, Partition: 2, Offset: 7}
 	// Written twice, as a retried batch would be: the copies collapse.
-	rows := []QuarantineRow{q, q}
+	rows := []chstore.QuarantineRow{q, q}
 	if err := s.InsertQuarantine(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
@@ -254,12 +242,12 @@ func TestQueryCountsView(t *testing.T) {
 	// writes them, normalised in Go. Both must count alike.
 	now := time.Now().UTC()
 	queries := []string{"  Where IS   my order ", "where is my order", "WHERE IS MY ORDER", "opening\thours", ""}
-	var evs EventBatch
+	var evs chstore.EventBatch
 	for i, q := range queries {
 		if err := b.Append("d-"+string(rune('a'+i)), "app-1", now, now, "web", q); err != nil {
 			t.Fatal(err)
 		}
-		fixture{EventID: "g-" + string(rune('a'+i)), AppID: "app-1", EventTime: now, ReceivedAt: now, Channel: "web", RawQuery: q}.addTo(&evs)
+		chfixture.Event{EventID: "g-" + string(rune('a'+i)), AppID: "app-1", EventTime: now, ReceivedAt: now, Channel: "web", RawQuery: q}.AddTo(&evs)
 	}
 	if err := b.Send(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/loadgen"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
@@ -52,7 +53,7 @@ func BenchmarkClusterInsert(b *testing.B) {
 	c := devclickhouse.StartClusterForTest(b)
 	ctx := context.Background()
 	open := func(addrs []string, cluster string) *chstore.Store {
-		s, err := chstore.Open(ctx, chstore.Config{Addrs: addrs, Database: "bench", Cluster: cluster, StringColumns: chstore.TestStringColumns})
+		s, err := chstore.Open(ctx, chstore.Config{Addrs: addrs, Database: "bench", Cluster: cluster, StringColumns: stringColumns})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -79,13 +80,13 @@ func BenchmarkClusterInsert(b *testing.B) {
 	const rows = 20000
 	var all chstore.EventBatch
 	parts := make([]chstore.EventBatch, len(c.Shards))
-	var dec event.Decoder
+	var dec columns.Decoder
 	for i := 0; all.Len() < rows; i++ {
 		for _, m := range recs[i%len(recs)] {
 			if _, err := dec.Decode(m.Value, &all); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := dec.Decode(m.Value, &parts[chstore.ShardOf(all.EventID[all.Len()-1], len(parts))]); err != nil {
+			if _, err := dec.Decode(m.Value, &parts[shardOf(all.EventID[all.Len()-1], len(parts))]); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package chstore
+package chstore_test
 
 import (
 	"context"
@@ -7,18 +7,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-faster/city"
 
+	"github.com/assistantcms/cms/internal/chfixture"
 	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
 // openOn opens a store on one server of a cluster.
-func openOn(t *testing.T, c *devclickhouse.Cluster, s *devclickhouse.Server, db string) *Store {
+func openOn(t *testing.T, c *devclickhouse.Cluster, s *devclickhouse.Server, db string) *chstore.Store {
 	t.Helper()
-	st, err := Open(context.Background(), Config{Addrs: []string{s.Addr()}, Database: db, Cluster: c.Name, StringColumns: stringColumns})
+	st, err := chstore.Open(context.Background(), chstore.Config{Addrs: []string{s.Addr()}, Database: db, Cluster: c.Name, StringColumns: stringColumns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func openOn(t *testing.T, c *devclickhouse.Cluster, s *devclickhouse.Server, db 
 }
 
 // tablesOf returns the tables of db on one server, each with its engine.
-func tablesOf(t *testing.T, s *Store, db string) map[string]string {
+func tablesOf(t *testing.T, s *chstore.Store, db string) map[string]string {
 	t.Helper()
 	rows, err := s.Conn().Query(context.Background(), "SELECT name, engine FROM system.tables WHERE database = ?", db)
 	if err != nil {
@@ -53,7 +54,7 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, srv := range []*devclickhouse.Server{c.Shards[0][0], c.Shards[1][1]} {
 		wg.Go(func() {
-			s, err := Open(ctx, Config{Addrs: []string{srv.Addr()}, Database: "analytics", Cluster: c.Name})
+			s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.Addr()}, Database: "analytics", Cluster: c.Name})
 			if err != nil {
 				t.Error(err)
 				return
@@ -115,12 +116,12 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 
 func TestClusterRefusesAnUnknownCluster(t *testing.T) {
 	// One server knows no cluster of that name either.
-	addr := startServer(t).Addr()
+	addr := devclickhouse.StartForTest(t).Addr()
 	for _, tc := range []struct{ cluster, want string }{
 		{"nosuch", `has no cluster "nosuch" in its remote_servers`},
 		{"bad name", `cluster name "bad name"`},
 	} {
-		if _, err := Open(context.Background(), Config{Addrs: []string{addr}, Cluster: tc.cluster}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := chstore.Open(context.Background(), chstore.Config{Addrs: []string{addr}, Cluster: tc.cluster}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("open with cluster %q: %v, want an error saying %q", tc.cluster, err, tc.want)
 		}
 	}
@@ -160,7 +161,7 @@ func TestClusterAnalystQueries(t *testing.T) {
 	for i, shard := range c.Shards {
 		for j, srv := range shard {
 			s := openOn(t, c, srv, "default")
-			ids := query(t, s, "SELECT DISTINCT event_id FROM default.events_local")
+			ids := chfixture.Query(t, s, "SELECT DISTINCT event_id FROM default.events_local")
 			if j == 0 {
 				counts[i] = uint64(len(ids))
 			} else if uint64(len(ids)) != counts[i] {
@@ -176,20 +177,6 @@ func TestClusterAnalystQueries(t *testing.T) {
 	if counts[0] == 0 || counts[1] == 0 || counts[0]+counts[1] != 6 {
 		t.Errorf("events per shard %v, want both shards holding some of the 6", counts)
 	}
-
-	// Suggestions count distinct users over every shard, a user's
-	// questions being spread over them by event ID.
-	if err := cs.InsertEvents(context.Background(), privacyRows(time.Now().UTC())); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SyncReplicas(context.Background(), "default.query_sources_local"); err != nil {
-		t.Fatal(err)
-	}
-	checkSuggestable(t, cs, func() {
-		if err := c.SyncReplicas(context.Background(), "default.suggestion_blocks_local"); err != nil {
-			t.Fatal(err)
-		}
-	})
 }
 
 // shardOf is the shard (from 0) the Distributed tables send an event ID to

@@ -54,7 +54,7 @@ func (s *StringColumns) done() { s.expect(nil) }
 
 // stringSizes returns the sizes of the String columns of the batch's
 // insert, by name; the values of Array(String) columns count as one
-// column. It runs after columns, which fills query_normalized.
+// column. It runs after Columns, which fills query_normalized.
 func (b *EventBatch) stringSizes() map[string]columnSize {
 	sizes := make(map[string]columnSize, 14)
 	for name, col := range map[string][]string{

@@ -4,15 +4,15 @@ import (
 	"github.com/assistantcms/cms/pkg/envflag"
 )
 
-// Use is what a command connects to ClickHouse for; the flags' defaults
+// Role is what a command connects to ClickHouse for; the flags' defaults
 // and help follow from it.
-type Use int
+type Role int
 
-// The uses.
+// The roles.
 const (
 	// Tables: a command that writes or reads the pipeline's tables (the
 	// consumer, ingest resubmit); it needs a server.
-	Tables Use = iota
+	Tables Role = iota
 	// History: the api reading past queries for HISTORICAL suggestions
 	// and the rollups for the analytics page; no address means neither.
 	History
@@ -21,9 +21,9 @@ const (
 // DefineFlags defines the connection flags on fs, each with its
 // environment variable. The function it returns reads them once fs has
 // been parsed.
-func DefineFlags(fs *envflag.Set, use Use) func() Config {
+func DefineFlags(fs *envflag.Set, role Role) func() Config {
 	addrDefault, addrHelp, dbHelp := "127.0.0.1:9000", "comma-separated ClickHouse native-protocol addresses", "ClickHouse database of the tables"
-	if use == History {
+	if role == History {
 		addrDefault, addrHelp, dbHelp = "", "ClickHouse native-protocol addresses for HISTORICAL suggestions and /analytics (empty: neither)", "ClickHouse database holding query_sources and the rollups"
 	}
 	addrs := fs.String("clickhouse-addr", "CLICKHOUSE_ADDR", addrDefault, addrHelp)

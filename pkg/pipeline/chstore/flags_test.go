@@ -12,7 +12,7 @@ import (
 func TestDefineFlags(t *testing.T) {
 	cases := []struct {
 		name     string
-		use      Use
+		role     Role
 		env      map[string]string
 		want     Config
 		addrHelp string
@@ -32,7 +32,7 @@ func TestDefineFlags(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := envflag.New(flag.NewFlagSet("t", flag.ContinueOnError), func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
-			config := DefineFlags(fs, tc.use)
+			config := DefineFlags(fs, tc.role)
 			if err := fs.Parse(nil); err != nil {
 				t.Fatal(err)
 			}

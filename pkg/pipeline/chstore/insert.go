@@ -199,23 +199,27 @@ func (b *EventBatch) stringColumns() []*[]string {
 		&b.TokenID, &b.ClientNetwork}
 }
 
-// eventColumns are named in every insert: old servers need the list, and
-// it keeps inserts working when later migrations add columns.
-const eventColumns = "event_id, app_id, organization_id, event_time, received_at, type, name, " +
+// EventColumns are the columns of the events table an insert names, in
+// the order of Columns: old servers need the list, and it keeps inserts
+// working when later migrations add columns.
+const EventColumns = "event_id, app_id, organization_id, event_time, received_at, type, name, " +
 	"session_id, user_id, channel, platform, selected_handler, current_handler, environment, " +
 	"request_type, intent_id, raw_query, query_normalized, match_confidence, output_display_text, output_ssml, " +
 	"display_count, tag, tags, error_message, error_stack, message, kb_used, kb_documents, kb_faqs, " +
 	"event_time_source, runtime_time, token_id, client_network, payload, extra, kafka_partition, kafka_offset"
 
-// columns lists the columns in the order of eventColumns, after checking
-// that they all hold one value per row.
-func (b *EventBatch) columns() ([]any, error) {
+// Columns lists the columns as the insert sends them, in the order of
+// EventColumns, after checking that they all hold one value per row. It
+// fills the columns computed at insert (query_normalized, and the
+// LowCardinality columns as pointers), which the batch keeps until the
+// next call or Reset.
+func (b *EventBatch) Columns() ([]any, error) {
 	// Normalised here rather than by the column's default, which costs the
 	// server more than the whole rest of the insert.
 	b.queryNormalized = b.queryNormalized[:0]
 	for _, q := range b.RawQuery {
-		if !isNormalASCII(q) {
-			b.scratch = appendNormalized(b.scratch[:0], q)
+		if !chschema.IsNormalQuery(q) {
+			b.scratch = chschema.AppendNormalQuery(b.scratch[:0], q)
 			q = b.String(b.scratch)
 		}
 		b.queryNormalized = append(b.queryNormalized, q)
@@ -245,7 +249,7 @@ func (b *EventBatch) columns() ([]any, error) {
 	return cols, nil
 }
 
-// lowCardinalityColumns are the positions in eventColumns of the columns of
+// lowCardinalityColumns are the positions in EventColumns of the columns of
 // type LowCardinality(String).
 var lowCardinalityColumns = [...]int{1, 2, 5, 6, 9, 10, 11, 12, 13, 14, 15, 32}
 
@@ -305,7 +309,7 @@ func (s *Store) insertEvents(ctx context.Context, table string, b *EventBatch) e
 	if n == 0 {
 		return nil
 	}
-	cols, err := b.columns()
+	cols, err := b.Columns()
 	if err != nil {
 		return err
 	}
@@ -314,7 +318,7 @@ func (s *Store) insertEvents(ctx context.Context, table string, b *EventBatch) e
 		sc.expect(b.stringSizes())
 		defer sc.done()
 	}
-	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`."+table+" ("+eventColumns+")")
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`."+table+" ("+EventColumns+")")
 	if err != nil {
 		return fmt.Errorf("prepare insert of %d events: %w", n, err)
 	}
@@ -351,14 +355,16 @@ type QuarantineRow struct {
 	Offset    int64
 }
 
-// values are the row's values in the order of quarantineColumns, in the
-// types the insert sends.
-func (r *QuarantineRow) values() []any {
+// Values are the row's values as the insert sends them, in the order of
+// QuarantineColumns.
+func (r *QuarantineRow) Values() []any {
 	return []any{r.ReceivedAt, r.AppID, r.OrganizationID, r.EventID, uint32(r.Index), r.Reason, r.Field, r.Message,
 		r.Errors, r.Event, uint64(r.EventBytes), boolByte(r.Truncated), uint16(r.Partition), uint64(r.Offset)}
 }
 
-const quarantineColumns = "received_at, app_id, organization_id, event_id, batch_index, reason, field, message, " +
+// QuarantineColumns are the columns of the quarantine table an insert
+// names, in the order of Values.
+const QuarantineColumns = "received_at, app_id, organization_id, event_id, batch_index, reason, field, message, " +
 	"errors, event, event_bytes, truncated, kafka_partition, kafka_offset"
 
 // InsertQuarantine writes quarantined events in one insert.
@@ -367,13 +373,13 @@ func (s *Store) InsertQuarantine(ctx context.Context, rows []QuarantineRow) erro
 		return nil
 	}
 	ctx = s.Context(ctx)
-	b, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`.quarantine ("+quarantineColumns+")")
+	b, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`.quarantine ("+QuarantineColumns+")")
 	if err != nil {
 		return fmt.Errorf("prepare insert of %d quarantined events: %w", len(rows), err)
 	}
 	for i := range rows {
 		r := &rows[i]
-		if err := b.Append(r.values()...); err != nil {
+		if err := b.Append(r.Values()...); err != nil {
 			_ = b.Abort()
 			return fmt.Errorf("encode quarantined event %d of %d for insert: %w", i, len(rows), err)
 		}

@@ -48,7 +48,7 @@ func TestEventBatchKeepsValues(t *testing.T) {
 			t.Fatalf("row %d: tags %q, tag %q", i, b.Tags[i], b.Tag[i])
 		}
 	}
-	if _, err := b.columns(); err != nil {
+	if _, err := b.Columns(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -66,7 +66,7 @@ func TestEventBatchRefusesRaggedColumns(t *testing.T) {
 	var b EventBatch
 	b.AddRow()
 	b.Channel = append(b.Channel, "web")
-	if _, err := b.columns(); err == nil || !strings.Contains(err.Error(), "2 values for 1 rows") {
+	if _, err := b.Columns(); err == nil || !strings.Contains(err.Error(), "2 values for 1 rows") {
 		t.Errorf("columns of unequal length: %v", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestStringColumnsSizeTheInsert(t *testing.T) {
 		b.RawQuery[r] = "Query " + strconv.Itoa(i)
 		b.SetTags(r, []string{"x", "yy"})
 	}
-	if _, err := b.columns(); err != nil {
+	if _, err := b.Columns(); err != nil {
 		t.Fatal(err)
 	}
 	var sc StringColumns
@@ -99,7 +99,7 @@ func TestStringColumnsSizeTheInsert(t *testing.T) {
 }
 
 func TestLowCardinalityColumns(t *testing.T) {
-	names := strings.Split(eventColumns, ", ")
+	names := strings.Split(EventColumns, ", ")
 	var got []string
 	for _, c := range lowCardinalityColumns {
 		got = append(got, names[c])

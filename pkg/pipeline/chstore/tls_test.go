@@ -1,4 +1,4 @@
-package chstore
+package chstore_test
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/chfixture"
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/testcert"
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 )
 
 func TestTLSConfigRefusesBadFiles(t *testing.T) {
@@ -25,25 +27,25 @@ func TestTLSConfigRefusesBadFiles(t *testing.T) {
 	missing := filepath.Join(dir, "missing.pem")
 	cases := []struct {
 		name    string
-		tls     TLS
+		tls     chstore.TLS
 		wantErr string // empty: a configuration
 		wantNil bool
 	}{
-		{"plain", TLS{}, "", true},
-		{"system roots", TLS{Enabled: true}, "", false},
-		{"CA implies TLS", TLS{CAFile: files.CA}, "", false},
-		{"server name implies TLS", TLS{ServerName: "ch.example"}, "", false},
-		{"client certificate", TLS{CAFile: files.CA, CertFile: files.ClientCert, KeyFile: files.ClientKey}, "", false},
-		{"CA file missing", TLS{CAFile: missing}, "read the ClickHouse TLS CA file (CLICKHOUSE_TLS_CA_FILE): open " + missing, false},
-		{"CA file not PEM", TLS{CAFile: notPEM}, "the ClickHouse TLS CA file \"" + notPEM + "\" (CLICKHOUSE_TLS_CA_FILE) holds no PEM certificate", false},
-		{"certificate without key", TLS{CertFile: files.ClientCert}, "(CLICKHOUSE_TLS_CERT_FILE) needs its key (CLICKHOUSE_TLS_KEY_FILE)", false},
-		{"key without certificate", TLS{KeyFile: files.ClientKey}, "(CLICKHOUSE_TLS_KEY_FILE) needs its certificate (CLICKHOUSE_TLS_CERT_FILE)", false},
-		{"key not PEM", TLS{CertFile: files.ClientCert, KeyFile: notPEM}, "load the ClickHouse TLS client certificate \"" + files.ClientCert + "\" and key", false},
-		{"key of another certificate", TLS{CertFile: files.ClientCert, KeyFile: files.ServerKey}, "private key does not match public key", false},
+		{"plain", chstore.TLS{}, "", true},
+		{"system roots", chstore.TLS{Enabled: true}, "", false},
+		{"CA implies TLS", chstore.TLS{CAFile: files.CA}, "", false},
+		{"server name implies TLS", chstore.TLS{ServerName: "ch.example"}, "", false},
+		{"client certificate", chstore.TLS{CAFile: files.CA, CertFile: files.ClientCert, KeyFile: files.ClientKey}, "", false},
+		{"CA file missing", chstore.TLS{CAFile: missing}, "read the ClickHouse TLS CA file (CLICKHOUSE_TLS_CA_FILE): open " + missing, false},
+		{"CA file not PEM", chstore.TLS{CAFile: notPEM}, "the ClickHouse TLS CA file \"" + notPEM + "\" (CLICKHOUSE_TLS_CA_FILE) holds no PEM certificate", false},
+		{"certificate without key", chstore.TLS{CertFile: files.ClientCert}, "(CLICKHOUSE_TLS_CERT_FILE) needs its key (CLICKHOUSE_TLS_KEY_FILE)", false},
+		{"key without certificate", chstore.TLS{KeyFile: files.ClientKey}, "(CLICKHOUSE_TLS_KEY_FILE) needs its certificate (CLICKHOUSE_TLS_CERT_FILE)", false},
+		{"key not PEM", chstore.TLS{CertFile: files.ClientCert, KeyFile: notPEM}, "load the ClickHouse TLS client certificate \"" + files.ClientCert + "\" and key", false},
+		{"key of another certificate", chstore.TLS{CertFile: files.ClientCert, KeyFile: files.ServerKey}, "private key does not match public key", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := tc.tls.Config(tlsNames)
+			c, err := tc.tls.Config(chstore.TLSNames)
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -79,13 +81,13 @@ func TestOpenOverTLS(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		tls  TLS
+		tls  chstore.TLS
 	}{
-		{"CA and address", TLS{CAFile: files.CA}},
-		{"CA, server name and client certificate", TLS{CAFile: files.CA, ServerName: "localhost", CertFile: files.ClientCert, KeyFile: files.ClientKey}},
+		{"CA and address", chstore.TLS{CAFile: files.CA}},
+		{"CA, server name and client certificate", chstore.TLS{CAFile: files.CA, ServerName: "localhost", CertFile: files.ClientCert, KeyFile: files.ClientKey}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Open(ctx, Config{Addrs: []string{srv.SecureAddr()}, Database: "secured", TLS: tc.tls, StringColumns: stringColumns})
+			s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{srv.SecureAddr()}, Database: "secured", TLS: tc.tls, StringColumns: stringColumns})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,9 +96,9 @@ func TestOpenOverTLS(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := "tls-" + strings.ReplaceAll(tc.name, " ", "-")
-			var b EventBatch
+			var b chstore.EventBatch
 			now := time.Now().UTC()
-			fixture{EventID: id, AppID: "app-1", EventTime: now, ReceivedAt: now, Channel: "web", RawQuery: "opening hours"}.addTo(&b)
+			chfixture.Event{EventID: id, AppID: "app-1", EventTime: now, ReceivedAt: now, Channel: "web", RawQuery: "opening hours"}.AddTo(&b)
 			if err := s.InsertEvents(ctx, &b); err != nil {
 				t.Fatal(err)
 			}
@@ -120,25 +122,25 @@ func TestOpenOverTLSFailsClearly(t *testing.T) {
 	cases := []struct {
 		name string
 		addr string
-		tls  TLS
+		tls  chstore.TLS
 		want []string
 	}{
-		{"CA that did not sign the server's certificate", srv.SecureAddr(), TLS{CAFile: other.CA},
+		{"CA that did not sign the server's certificate", srv.SecureAddr(), chstore.TLS{CAFile: other.CA},
 			[]string{"certificate could not be verified with the CA of -clickhouse-tls-ca-file", "unknown authority"}},
-		{"system roots only", srv.SecureAddr(), TLS{Enabled: true},
+		{"system roots only", srv.SecureAddr(), chstore.TLS{Enabled: true},
 			[]string{"certificate could not be verified with the system's roots", "CLICKHOUSE_TLS_CA_FILE", "unknown authority"}},
-		{"server name the certificate lacks", srv.SecureAddr(), TLS{CAFile: files.CA, ServerName: "clickhouse.example"},
+		{"server name the certificate lacks", srv.SecureAddr(), chstore.TLS{CAFile: files.CA, ServerName: "clickhouse.example"},
 			[]string{"not for the expected name", "CLICKHOUSE_TLS_SERVER_NAME", "clickhouse.example"}},
-		{"plain connection to the secure port", srv.SecureAddr(), TLS{},
+		{"plain connection to the secure port", srv.SecureAddr(), chstore.TLS{},
 			[]string{"if this is its secure port (tcp_port_secure), set -clickhouse-tls"}},
-		{"TLS to the plain port", srv.Addr(), TLS{CAFile: files.CA},
+		{"TLS to the plain port", srv.Addr(), chstore.TLS{CAFile: files.CA},
 			[]string{"does not speak TLS on this port"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			s, err := Open(ctx, Config{Addrs: []string{tc.addr}, TLS: tc.tls, DialTimeout: 5 * time.Second})
+			s, err := chstore.Open(ctx, chstore.Config{Addrs: []string{tc.addr}, TLS: tc.tls, DialTimeout: 5 * time.Second})
 			if err == nil {
 				s.Close()
 				t.Fatal("connected")

@@ -1,7 +1,8 @@
 // Package consumer moves events from the Kafka events topic, and the
 // events ingest refused from the quarantine topic, into ClickHouse: a
-// consumer group member that inserts large batches and commits offsets
-// only after ClickHouse has accepted them.
+// consumer group member that decodes each record into a row (package
+// columns), inserts large batches and commits offsets only after
+// ClickHouse has accepted them.
 package consumer
 
 import (
@@ -14,7 +15,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
-	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
@@ -54,8 +55,8 @@ type Config struct {
 	// ShutdownTimeout bounds the final flush after the context ends.
 	ShutdownTimeout time.Duration
 	// EventTimes bounds the runtime times that become events' times;
-	// zero fields take event's defaults.
-	EventTimes event.TimeWindow
+	// zero fields take the defaults of package columns.
+	EventTimes columns.TimeWindow
 }
 
 // Defaults: ClickHouse prefers thousands of rows per insert and about one
@@ -100,7 +101,7 @@ type Consumer struct {
 	dlq     DeadLetters
 	metrics *Metrics
 	log     *slog.Logger
-	dec     event.Decoder
+	dec     columns.Decoder
 
 	// sinkOK is false while inserts fail, for readiness.
 	sinkOK atomic.Bool

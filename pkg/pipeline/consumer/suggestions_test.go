@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 )
 
 // clientFrom is an HTTP client whose connections come from the loopback
@@ -101,9 +101,9 @@ func TestSuggestionsCannotBePlanted(t *testing.T) {
 
 	s := e.query(t)
 	waitRows(t, s, uint64(sent))
-	top := func(r chstore.Suggestable) []string {
+	top := func(r queryhistory.Suggestable) []string {
 		t.Helper()
-		qs, err := s.TopQueries(ctx, "app-1", "web", 20, r)
+		qs, err := queryhistory.TopQueries(ctx, s, "app-1", "web", 20, r)
 		must(t, err)
 		var out []string
 		for _, q := range qs {
@@ -118,7 +118,7 @@ func TestSuggestionsCannotBePlanted(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var asked uint64
 		must(t, s.Conn().QueryRow(s.Context(ctx), "SELECT sum(asked) FROM analytics.query_counts WHERE app_id = 'app-1' AND query = ?", ordinary[1]).Scan(&asked))
-		if asked == 6 && slices.Contains(top(chstore.Suggestable{MinUsers: chstore.DefaultMinUsers, Days: 90}), ordinary[1]) {
+		if asked == 6 && slices.Contains(top(queryhistory.Suggestable{MinUsers: queryhistory.DefaultMinUsers, Days: 90}), ordinary[1]) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -127,12 +127,12 @@ func TestSuggestionsCannotBePlanted(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Run("only the ordinary questions are suggested", func(t *testing.T) {
-		if got := top(chstore.Suggestable{MinUsers: chstore.DefaultMinUsers, Days: 90}); !slices.Equal(got, ordinary) {
+		if got := top(queryhistory.Suggestable{MinUsers: queryhistory.DefaultMinUsers, Days: 90}); !slices.Equal(got, ordinary) {
 			t.Errorf("suggested %q, want only %q", got, ordinary)
 		}
 	})
 	t.Run("personal data is never suggested", func(t *testing.T) {
-		for _, q := range top(chstore.Suggestable{MinUsers: 1, Days: 90}) {
+		for _, q := range top(queryhistory.Suggestable{MinUsers: 1, Days: 90}) {
 			if slices.Contains(personal, q) {
 				t.Errorf("suggested %q with one user needed", q)
 			}

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/zeebo/xxh3"
+
+	"github.com/assistantcms/cms/pkg/pipeline/jsonscan"
 )
 
 // Validator checks batches against Limits. It is safe for concurrent use.
@@ -23,12 +25,12 @@ type Validator struct {
 // batchState is the scratch space of one ProcessBatch call, reused across
 // calls so the hot path allocates little.
 type batchState struct {
-	scratch   []byte     // decoded strings of the event being checked
-	bodyCT    containers // where the body's arrays and objects end
-	payloadCT containers // the same for a payload sent as a string
-	recs      []span     // where each record's key and value end in the Result's buffer
-	evSpans   [][2]int   // where each event sits in the body
-	problems  problems
+	scratch      []byte         // decoded strings of the event being checked
+	bodyIndex    jsonscan.Index // where the body's arrays and objects end
+	payloadIndex jsonscan.Index // the same for a payload sent as a string
+	recs         []span         // where each record's key and value end in the Result's buffer
+	evSpans      [][2]int       // where each event sits in the body
+	problems     problems
 }
 
 // span locates a record in a buffer of records written one after the
@@ -91,48 +93,48 @@ func (v *Validator) ProcessBatch(body []byte, meta Meta) (*Result, error) {
 	}
 	st := v.states.Get().(*batchState)
 	defer v.putState(st)
-	lay, err := scanLayout(body, st.evSpans[:0], &st.bodyCT)
+	lay, err := jsonscan.ScanLayout(body, "events", st.evSpans[:0], &st.bodyIndex)
 	if err != nil {
 		return nil, batchErr(BatchInvalid, "", "body is not valid JSON: "+err.Error())
 	}
-	if lay.spans != nil {
-		st.evSpans = lay.spans
+	if lay.Spans != nil {
+		st.evSpans = lay.Spans
 	}
 	if at := invalidUTF8(body); at >= 0 {
 		msg := fmt.Sprintf("body is not valid UTF-8: byte 0x%02x at offset %d", body[at], at)
-		if !lay.escaped {
-			msg += inEvent(lay.spans, at)
+		if !lay.Escaped {
+			msg += inEvent(lay.Spans, at)
 		}
 		return nil, batchErr(BatchInvalid, "", msg)
 	}
-	root := body[skipWS(body, 0):]
+	root := body[jsonscan.SkipWS(body, 0):]
 	if root[0] != '{' {
-		return nil, batchErr(BatchInvalid, "", "body must be a JSON object with an events array, got "+typeName(root))
+		return nil, batchErr(BatchInvalid, "", "body must be a JSON object with an events array, got "+jsonscan.TypeName(root))
 	}
-	if lay.escaped {
+	if lay.Escaped {
 		lay = rootLayout(body, len(body)-len(root), st)
 	}
 	switch {
-	case lay.eventsKeys == 0:
+	case lay.Count == 0:
 		return nil, batchErr(BatchInvalid, "events", "is required")
-	case lay.eventsKeys > 1:
+	case lay.Count > 1:
 		return nil, batchErr(BatchInvalid, "events", "appears more than once in the body")
-	case lay.events[0] != '[':
-		return nil, batchErr(BatchInvalid, "events", "must be an array, got "+typeName(lay.events))
-	case len(lay.spans) == 0:
+	case lay.Value[0] != '[':
+		return nil, batchErr(BatchInvalid, "events", "must be an array, got "+jsonscan.TypeName(lay.Value))
+	case len(lay.Spans) == 0:
 		return nil, batchErr(BatchInvalid, "events", "must hold at least 1 event")
-	case len(lay.spans) > v.limits.MaxEvents:
+	case len(lay.Spans) > v.limits.MaxEvents:
 		return nil, batchErr(BatchTooLarge, "events",
-			"holds "+strconv.Itoa(len(lay.spans))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
+			"holds "+strconv.Itoa(len(lay.Spans))+" events; at most "+strconv.Itoa(v.limits.MaxEvents)+" are allowed")
 	}
-	return v.buildRecords(st, body, lay.spans, &meta), nil
+	return v.buildRecords(st, body, lay.Spans, &meta), nil
 }
 
 // putState pools st for the next batch, without the record of an
 // unusually large body, which would pin its memory.
 func (v *Validator) putState(st *batchState) {
-	st.bodyCT.trim()
-	st.payloadCT.trim()
+	st.bodyIndex.Trim()
+	st.payloadIndex.Trim()
 	v.states.Put(st)
 }
 
@@ -165,47 +167,47 @@ func inEvent(spans [][2]int, at int) string {
 // rootLayout finds the events of the root object at body[at:] when its
 // keys hold escapes, decoding each key; the scanner compares keys as
 // written. Offsets in the layout are into body.
-func rootLayout(body []byte, at int, st *batchState) layout {
-	lay := layout{spans: st.evSpans[:0]}
-	root := body[at : at+skipValue(&st.bodyCT, body[at:], 0)]
-	m := newMembers(&st.bodyCT, root)
+func rootLayout(body []byte, at int, st *batchState) jsonscan.Layout {
+	lay := jsonscan.Layout{Spans: st.evSpans[:0]}
+	root := body[at : at+jsonscan.SkipValue(&st.bodyIndex, body[at:], 0)]
+	m := jsonscan.NewMembers(&st.bodyIndex, root)
 	for {
-		raw, start, end, ok := m.next()
+		raw, start, end, ok := m.Next()
 		if !ok {
 			break
 		}
 		st.scratch = st.scratch[:0]
-		if string(keyName(raw, &st.scratch)) != "events" {
+		if string(jsonscan.KeyName(raw, &st.scratch)) != "events" {
 			continue
 		}
-		lay.eventsKeys++
-		if lay.eventsKeys > 1 {
+		lay.Count++
+		if lay.Count > 1 {
 			continue
 		}
-		lay.events = root[start:end]
-		if lay.events[0] != '[' {
+		lay.Value = root[start:end]
+		if lay.Value[0] != '[' {
 			continue
 		}
-		elems := newElements(&st.bodyCT, lay.events)
+		elems := jsonscan.NewElements(&st.bodyIndex, lay.Value)
 		for {
-			s, e, ok := elems.next()
+			s, e, ok := elems.Next()
 			if !ok {
 				break
 			}
 			base := at + start
-			lay.spans = append(lay.spans, [2]int{base + s, base + e})
+			lay.Spans = append(lay.Spans, [2]int{base + s, base + e})
 		}
 	}
-	st.evSpans = lay.spans
+	st.evSpans = lay.Spans
 	return lay
 }
 
 // envelopeTail writes the envelope fields shared by every event of a batch.
 func envelopeTail(dst []byte, meta *Meta) []byte {
 	dst = append(dst, `,"appId":`...)
-	dst = appendString(dst, []byte(meta.AppID))
+	dst = jsonscan.AppendString(dst, []byte(meta.AppID))
 	dst = append(dst, `,"organizationId":`...)
-	dst = appendString(dst, []byte(meta.OrganizationID))
+	dst = jsonscan.AppendString(dst, []byte(meta.OrganizationID))
 	dst = append(dst, `,"receivedAt":"`...)
 	dst = meta.ReceivedAt.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
 	return append(dst, '"')
@@ -216,11 +218,11 @@ func envelopeTail(dst []byte, meta *Meta) []byte {
 func senderTail(dst []byte, meta *Meta) []byte {
 	if meta.TokenID != "" {
 		dst = append(dst, `,"tokenId":`...)
-		dst = appendString(dst, []byte(meta.TokenID))
+		dst = jsonscan.AppendString(dst, []byte(meta.TokenID))
 	}
 	if meta.ClientNetwork != "" {
 		dst = append(dst, `,"clientNetwork":`...)
-		dst = appendString(dst, []byte(meta.ClientNetwork))
+		dst = jsonscan.AppendString(dst, []byte(meta.ClientNetwork))
 	}
 	return dst
 }
@@ -231,20 +233,42 @@ func recordRoom(meta *Meta, tail []byte) int {
 	return 2*len(meta.AppID) + len(tail) + 160
 }
 
+// buildRecords checks each event and writes its record: the envelopes of
+// valid events first, in batch order, then the quarantine records of the
+// others.
 func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, meta *Meta) *Result {
 	res := &Result{pool: &v.outs}
 	st.recs = st.recs[:0]
-	var rejected []int // indexes of invalid events, quarantined after the valid ones
 	var shared, sender [256]byte
 	tail := envelopeTail(shared[:0], meta)
 	// Event envelopes end with the sender, quarantine records do not.
 	evTail := senderTail(append(sender[:0], tail...), meta)
-	var idBuf [36]byte
 
 	// Records are written straight into the buffer the Result owns until
 	// Release, each key followed by its value; records slice into it.
 	res.out = v.outBuf(len(body) + len(spans)*recordRoom(meta, evTail))
-	buf := (*res.out)[:0]
+	buf, rejected := v.appendEnvelopes(st, res, (*res.out)[:0], body, spans, meta, evTail)
+	nAccepted := len(st.recs)
+	buf = v.appendQuarantined(st, res, buf, body, spans, rejected, meta, tail)
+	*res.out = buf
+
+	recs := make([]Record, len(st.recs))
+	from := 0
+	for n, s := range st.recs {
+		recs[n] = Record{Key: buf[from:s.keyEnd:s.keyEnd], Value: buf[s.keyEnd:s.valEnd:s.valEnd]}
+		from = s.valEnd
+	}
+	res.Accepted = recs[:nAccepted:nAccepted]
+	res.Quarantined = recs[nAccepted:]
+	return res
+}
+
+// appendEnvelopes checks each event and appends the record of each valid
+// one to buf, noting its span in st.recs; it returns the indexes of the
+// invalid events, whose errors it adds to res.
+func (v *Validator) appendEnvelopes(st *batchState, res *Result, buf, body []byte, spans [][2]int, meta *Meta, evTail []byte) ([]byte, []int) {
+	var rejected []int
+	var idBuf [36]byte
 	for i, sp := range spans {
 		ev := body[sp[0]:sp[1]]
 		p := &st.problems
@@ -270,7 +294,7 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 		}
 		keyEnd := len(buf)
 		buf = append(buf, `{"v":1,"eventId":`...)
-		buf = appendString(buf, id)
+		buf = jsonscan.AppendString(buf, id)
 		buf = append(buf, evTail...)
 		buf = append(buf, `,"event":`...)
 		evStart := len(buf)
@@ -285,8 +309,13 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 		buf = append(buf, '}')
 		st.recs = append(st.recs, span{keyEnd: keyEnd, valEnd: len(buf)})
 	}
-	nAccepted := len(st.recs)
+	return buf, rejected
+}
 
+// appendQuarantined appends the quarantine record of each rejected event
+// to buf, with the errors res holds for it, noting its span in st.recs.
+func (v *Validator) appendQuarantined(st *batchState, res *Result, buf, body []byte, spans [][2]int, rejected []int, meta *Meta, tail []byte) []byte {
+	var idBuf [36]byte
 	e := 0
 	for _, i := range rejected {
 		start := e
@@ -297,20 +326,10 @@ func (v *Validator) buildRecords(st *batchState, body []byte, spans [][2]int, me
 		buf = append(buf, meta.AppID...)
 		keyEnd := len(buf)
 		buf = appendQuarantine(buf, body[spans[i][0]:spans[i][1]], i, res.Errors[start:e], tail, meta, idBuf[:0],
-			walker{&st.bodyCT, &st.scratch}, v.limits.MaxRecordBytes)
+			jsonscan.Walker{Index: &st.bodyIndex, Scratch: &st.scratch}, v.limits.MaxRecordBytes)
 		st.recs = append(st.recs, span{keyEnd: keyEnd, valEnd: len(buf)})
 	}
-	*res.out = buf
-
-	msgs := make([]Message, len(st.recs))
-	from := 0
-	for n, s := range st.recs {
-		msgs[n] = Message{Key: buf[from:s.keyEnd:s.keyEnd], Value: buf[s.keyEnd:s.valEnd:s.valEnd]}
-		from = s.valEnd
-	}
-	res.Accepted = msgs[:nAccepted:nAccepted]
-	res.Quarantined = msgs[nAccepted:]
-	return res
+	return buf
 }
 
 // appendEvent writes the event as sent, with appId added right after the
@@ -320,8 +339,8 @@ func appendEvent(dst, raw []byte, f *eventFields, appID string) []byte {
 	from := 0
 	if !f.hasAppID {
 		dst = append(dst, `{"appId":`...)
-		dst = appendString(dst, []byte(appID))
-		from = skipWS(raw, 1)
+		dst = jsonscan.AppendString(dst, []byte(appID))
+		from = jsonscan.SkipWS(raw, 1)
 		if raw[from] != '}' {
 			dst = append(dst, ',')
 		}
@@ -338,14 +357,14 @@ func appendEvent(dst, raw []byte, f *eventFields, appID string) []byte {
 // exactly as it was sent, so that it can be resubmitted once the rule or
 // limit it broke has changed. Only an event too large for a record of
 // maxRecord bytes is kept in part.
-func appendQuarantine(dst, raw []byte, index int, errs []FieldError, tail []byte, meta *Meta, idBuf []byte, w walker, maxRecord int) []byte {
+func appendQuarantine(dst, raw []byte, index int, errs []FieldError, tail []byte, meta *Meta, idBuf []byte, w jsonscan.Walker, maxRecord int) []byte {
 	mark := len(dst)
 	id := eventID(idBuf, meta, index)
 	if raw[0] == '{' {
 		var vals [1][]byte
-		w.fields(raw, []string{"eventId"}, vals[:])
+		w.Fields(raw, []string{"eventId"}, vals[:])
 		if v := vals[0]; v != nil && v[0] == '"' {
-			if b := stringValue(v, w.sc); len(b) > 0 && len(b) <= 4*maxEventIDLen {
+			if b := w.String(v); len(b) > 0 && len(b) <= 4*maxEventIDLen {
 				id = b
 			}
 		}
@@ -355,18 +374,18 @@ func appendQuarantine(dst, raw []byte, index int, errs []FieldError, tail []byte
 	dst = append(dst, `,"index":`...)
 	dst = strconv.AppendInt(dst, int64(index), 10)
 	dst = append(dst, `,"eventId":`...)
-	dst = appendString(dst, id)
+	dst = jsonscan.AppendString(dst, id)
 	dst = append(dst, `,"errors":[`...)
 	for n, e := range errs {
 		if n > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"field":`...)
-		dst = appendString(dst, []byte(e.Field))
+		dst = jsonscan.AppendString(dst, []byte(e.Field))
 		dst = append(dst, `,"reason":`...)
-		dst = appendString(dst, []byte(e.Reason))
+		dst = jsonscan.AppendString(dst, []byte(e.Reason))
 		dst = append(dst, `,"message":`...)
-		dst = appendString(dst, []byte(e.Message))
+		dst = jsonscan.AppendString(dst, []byte(e.Message))
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"event":`...)
@@ -376,7 +395,7 @@ func appendQuarantine(dst, raw []byte, index int, errs []FieldError, tail []byte
 	if room := maxRecord - (len(dst) - mark); len(raw)+1 <= room {
 		dst = append(dst, raw...)
 	} else {
-		dst = appendString(dst, cutEscaped(raw, room-cutFields))
+		dst = jsonscan.AppendString(dst, cutEscaped(raw, room-cutFields))
 		dst = append(dst, `,"truncated":true,"size":`...)
 		dst = strconv.AppendInt(dst, int64(len(raw)), 10)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/assistantcms/cms/pkg/pipeline/jsonscan"
 )
 
 var testMeta = Meta{AppID: "app-1", OrganizationID: "org-1", ReceivedAt: time.Date(2026, 11, 21, 10, 0, 0, 123e6, time.UTC), IDSeed: "seed"}
@@ -425,10 +427,10 @@ func TestQuarantineKeepsEventsWhole(t *testing.T) {
 
 func TestCutEscaped(t *testing.T) {
 	for _, s := range []string{"plain text", "q\"b\\", "\n\x01é€😀", "bad\xffutf"} {
-		full := len(appendString(nil, []byte(s)))
+		full := len(jsonscan.AppendString(nil, []byte(s)))
 		for room := 0; room <= full+1; room++ {
 			cut := cutEscaped([]byte(s), room)
-			if n := len(appendString(nil, cut)); n > room && len(cut) > 0 {
+			if n := len(jsonscan.AppendString(nil, cut)); n > room && len(cut) > 0 {
 				t.Errorf("%q in %d bytes: cut %q escapes to %d", s, room, cut, n)
 			}
 			if room >= full && string(cut) != s {
@@ -487,24 +489,6 @@ func TestEventIDsFromMeta(t *testing.T) {
 	}
 }
 
-func TestAppendStringEscapes(t *testing.T) {
-	cases := map[string]string{
-		"plain":          `"plain"`,
-		"q\"b\\":         `"q\"b\\"`,
-		"\n\r\t\x01\x1f": `"\n\r\t\u0001\u001f"`,
-		"é\u2028":        "\"é\u2028\"",
-		"bad\xffutf":     `"bad\ufffdutf"`,
-	}
-	for in, want := range cases {
-		if got := string(appendString(nil, []byte(in))); got != want {
-			t.Errorf("appendString(%q) = %s, want %s", in, got, want)
-		}
-		if !json.Valid(appendString(nil, []byte(in))) {
-			t.Errorf("appendString(%q) is not valid JSON", in)
-		}
-	}
-}
-
 // benchBody is a batch of n REQUEST_RESPONSE events of about 1 KB each.
 func benchBody(n int) []byte {
 	var b strings.Builder
@@ -546,19 +530,6 @@ func TestBenchBodyIsValid(t *testing.T) {
 	_ = http.StatusOK
 }
 
-func TestAppendStringEveryPosition(t *testing.T) {
-	for _, special := range []string{"\"", "\\", "\x00", "\x1f", "\n", "é", "\u2028", "\x7f"} {
-		for pos := 0; pos <= 20; pos++ {
-			in := strings.Repeat("a", pos) + special + strings.Repeat("b", 20-pos)
-			out := appendString(nil, []byte(in))
-			var back string
-			if err := json.Unmarshal(out, &back); err != nil || back != in {
-				t.Fatalf("appendString(%q) = %s, reads back %q (%v)", in, out, back, err)
-			}
-		}
-	}
-}
-
 func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 	v := NewValidator(Limits{})
 	n := 5 << 20 / 2 // a 5 MiB body of brackets
@@ -576,17 +547,6 @@ func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 	body := `{"events":[{"type":"REQUEST","name":"x","note":"` + strings.Repeat(`[{\"`, 300) + `"}]}`
 	if res, err := v.ProcessBatch([]byte(body), testMeta); err != nil || len(res.Accepted) != 1 {
 		t.Errorf("brackets in a string: %v %v", err, res.Errors)
-	}
-}
-
-func TestScanDepth(t *testing.T) {
-	ok := `[[` + strings.Repeat(`{"a":[`, 63) + `1` + strings.Repeat(`]}`, 63) + `]]` // 128 levels
-	deep := `[` + ok + `]`
-	if err := strictJSON([]byte(ok), nil); err != nil {
-		t.Errorf("128 levels: %v", err)
-	}
-	if err := strictJSON([]byte(deep), nil); err == nil || !strings.Contains(err.Error(), "deeper than 128 levels") {
-		t.Errorf("129 levels: %v", err)
 	}
 }
 
@@ -651,25 +611,29 @@ func TestEscapedKeysAndSplicedPayload(t *testing.T) {
 	}
 }
 
-func TestUnescape(t *testing.T) {
-	cases := map[string]string{
-		`plain`:               "plain",
-		`a\"b\\c\/d`:          `a"b\c/d`,
-		`\b\f\n\r\t`:          "\b\f\n\r\t",
-		`\u00e9\u20AC`:        "é€",
-		`\ud83d\ude00`:        "😀",
-		`\ud83d`:              "\ufffd",
-		`\ud83dx`:             "\ufffdx",
-		`\ud83d\u0041`:        "\ufffdA",
-		`\ude00\ud83d\ude00z`: "\ufffd😀z",
+// TestEventsPastTheIndexBoundAreChecked: a body of tiny values fills the
+// scanner's record before its end; events past that point are still
+// checked, read byte by byte.
+func TestEventsPastTheIndexBoundAreChecked(t *testing.T) {
+	bad := rr(`{"request":{"intentId":7},"response":{"displays":[{"items":[{"title":"ok"},{"token":[]}]}]}}`)
+	body := []byte(`{"events":[{"type":"X","name":"pad","pad":[` + strings.Repeat("0,", 20000) + `0]},` +
+		rr(`{"request":{},"response":{}}`) + `,` + bad + `]}`)
+	var x jsonscan.Index
+	if _, err := jsonscan.ScanLayout(body, "events", nil, &x); err != nil {
+		t.Fatal(err)
 	}
-	for in, want := range cases {
-		if got := string(unescape(nil, []byte(in))); got != want {
-			t.Errorf("unescape(%s) = %q, want %q", in, got, want)
-		}
-		var std string
-		if err := json.Unmarshal([]byte(`"`+in+`"`), &std); err != nil || std != want {
-			t.Errorf("encoding/json reads %s as %q (%v); the case is wrong", in, std, err)
-		}
+	if x.Complete() {
+		t.Fatal("the record did not fill up; the test does not test the fallback")
+	}
+	res, err := NewValidator(Limits{}).ProcessBatch(body, testMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []FieldError{
+		{Index: 2, Field: "payload.request.intentId", Reason: ReasonWrongType, Message: "must be a string or null, got number"},
+		{Index: 2, Field: "payload.response.displays[0].items[1].token", Reason: ReasonWrongType, Message: "must be a string or null, got array"},
+	}
+	if len(res.Accepted) != 2 || !slices.Equal(res.Errors, want) {
+		t.Errorf("accepted %d, errors %+v; want 2 and %+v", len(res.Accepted), res.Errors, want)
 	}
 }

@@ -1,5 +1,9 @@
-// Package event parses and validates batches of runtime events and turns
-// accepted events into the Kafka envelope documented in schemas/events.
+// Package event is the event model: it parses and validates batches of
+// runtime events and turns each event into the record to publish, the
+// envelope of an accepted event or the quarantine record of a refused one,
+// as documented in schemas/events. It knows neither the broker nor the
+// database: the caller publishes the records, and the consumer's side
+// turns them into rows.
 package event
 
 import (
@@ -7,8 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 )
 
 // Default limits. The JSON Schemas under schemas/events state the same
@@ -164,16 +166,20 @@ func (e *BatchError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Field, e.Message)
 }
 
-// Message is one Kafka record ready to publish: the producer takes the
-// records of a Result as they are.
-type Message = kafka.Record
+// Record is one record to publish to Kafka: an accepted event's envelope,
+// keyed by app and session, or the quarantine record of a refused event,
+// keyed by app. The producer takes the records of a Result as they are.
+type Record struct {
+	Key   []byte
+	Value []byte
+}
 
 // Result is the outcome of a batch with a valid outer shape.
 type Result struct {
 	// Accepted holds the envelopes of valid events, in batch order.
-	Accepted []Message
+	Accepted []Record
 	// Quarantined holds one quarantine record per invalid event.
-	Quarantined []Message
+	Quarantined []Record
 	// Errors lists every problem found, ordered by event index.
 	Errors []FieldError
 

@@ -3,6 +3,8 @@ package event
 import (
 	"strings"
 	"testing"
+
+	"github.com/assistantcms/cms/pkg/pipeline/jsonscan"
 )
 
 func TestScanSpans(t *testing.T) {
@@ -20,19 +22,20 @@ func TestScanSpans(t *testing.T) {
 		{`{"a":"\\","events":[{"k":"\\\""}]}`, []string{`{"k":"\\\""}`}},
 	}
 	// An empty events array yields no spans, and later arrays add none.
-	if lay, err := scanLayout([]byte(`{"events":[],"x":[[1],[2]]}`), nil, &containers{}); err != nil || len(lay.spans) != 0 || string(lay.events) != "[]" {
+	if lay, err := jsonscan.ScanLayout([]byte(`{"events":[],"x":[[1],[2]]}`), "events", nil, &jsonscan.Index{}); err != nil || len(lay.Spans) != 0 || string(lay.Value) != "[]" {
 		t.Errorf("empty events: %+v %v", lay, err)
 	}
 	for _, tc := range cases {
-		lay, err := scanLayout([]byte(tc.body), nil, &containers{})
+		st := &batchState{}
+		lay, err := jsonscan.ScanLayout([]byte(tc.body), "events", nil, &st.bodyIndex)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.body, err)
 		}
-		if lay.escaped {
-			lay = rootLayout([]byte(tc.body), skipWS([]byte(tc.body), 0), &batchState{})
+		if lay.Escaped {
+			lay = rootLayout([]byte(tc.body), jsonscan.SkipWS([]byte(tc.body), 0), st)
 		}
-		got := lay.spans
-		if lay.events == nil || lay.events[0] != '[' {
+		got := lay.Spans
+		if lay.Value == nil || lay.Value[0] != '[' {
 			got = nil
 		}
 		if tc.want == nil {

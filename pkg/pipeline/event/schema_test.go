@@ -452,7 +452,7 @@ func envelopeIDs(t *testing.T, res *event.Result) []string {
 	return ids
 }
 
-func checkEnvelope(t *testing.T, s *schemaSet, raw json.RawMessage, msg event.Message, meta event.Meta, wantAt time.Time) {
+func checkEnvelope(t *testing.T, s *schemaSet, raw json.RawMessage, msg event.Record, meta event.Meta, wantAt time.Time) {
 	t.Helper()
 	if !json.Valid(msg.Value) {
 		t.Fatalf("envelope is not JSON: %.300q", msg.Value)
@@ -512,7 +512,7 @@ func checkEnvelope(t *testing.T, s *schemaSet, raw json.RawMessage, msg event.Me
 	}
 }
 
-func checkQuarantine(t *testing.T, s *schemaSet, evs []json.RawMessage, errored map[int][]event.FieldError, msg event.Message, meta event.Meta, wantAt time.Time) {
+func checkQuarantine(t *testing.T, s *schemaSet, evs []json.RawMessage, errored map[int][]event.FieldError, msg event.Record, meta event.Meta, wantAt time.Time) {
 	t.Helper()
 	if !json.Valid(msg.Value) {
 		t.Fatalf("quarantine record is not JSON: %.300q", msg.Value)

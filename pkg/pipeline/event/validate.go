@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/assistantcms/cms/pkg/pipeline/jsonscan"
 )
 
 // Caps on the event's own string fields, in Unicode code points. The JSON
@@ -18,8 +20,9 @@ const (
 	maxSourceLen  = 128 // channel, platform
 )
 
-// nameRequestResponse is the event name whose payload has a required shape.
-const nameRequestResponse = "REQUEST_RESPONSE"
+// NameRequestResponse is the event name whose payload has a required
+// shape: a request and a response.
+const NameRequestResponse = "REQUEST_RESPONSE"
 
 // dupMessage reports a checked key that appears twice in one object.
 // Parsers disagree on which copy counts, so such an event is refused
@@ -129,10 +132,10 @@ func checkString(p *problems, field string, v []byte, max int, nullable, nonEmpt
 		if nullable {
 			want = "a string or null"
 		}
-		p.add(ReasonWrongType, field, "must be "+want+", got "+typeName(v))
+		p.add(ReasonWrongType, field, "must be "+want+", got "+jsonscan.TypeName(v))
 		return nil
 	}
-	b := stringValue(v, scratch)
+	b := jsonscan.StringValue(v, scratch)
 	if nonEmpty && len(b) == 0 {
 		p.add(ReasonInvalid, field, "must not be empty")
 		return nil
@@ -146,37 +149,6 @@ func checkString(p *problems, field string, v []byte, max int, nullable, nonEmpt
 	return b
 }
 
-// walker reads one validated document: ct knows where its containers
-// end, and sc receives decoded strings.
-type walker struct {
-	ct *containers
-	sc *[]byte
-}
-
-// fields looks up keys in the object obj in one pass, filling vals (as
-// long as keys), and returns the first key that appears twice.
-func (w walker) fields(obj []byte, keys []string, vals [][]byte) (dup string) {
-	m := newMembers(w.ct, obj)
-	for {
-		k, start, end, ok := m.next()
-		if !ok {
-			return dup
-		}
-		if !m.plain {
-			k = keyName(k, w.sc)
-		}
-		for i, name := range keys {
-			if string(k) == name {
-				if vals[i] != nil && dup == "" {
-					dup = name
-				}
-				vals[i] = obj[start:end]
-				break
-			}
-		}
-	}
-}
-
 // wrongType reports whether v is present, not null and not of the type
 // whose values start with want ('"' string, '{' object, '0' number).
 func wrongType(v []byte, want byte) bool {
@@ -184,7 +156,7 @@ func wrongType(v []byte, want byte) bool {
 		return false
 	}
 	if want == '0' {
-		return !isNumber(v)
+		return !jsonscan.IsNumber(v)
 	}
 	return v[0] != want
 }
@@ -199,26 +171,26 @@ func checkOpt(p *problems, prefix, key string, v []byte, want byte) {
 	if want == '0' {
 		name = "a number"
 	}
-	p.add(ReasonWrongType, prefix+"."+key, "must be "+name+" or null, got "+typeName(v))
+	p.add(ReasonWrongType, prefix+"."+key, "must be "+name+" or null, got "+jsonscan.TypeName(v))
 }
 
 // checkEvent validates one event and returns what the envelope needs.
 func (v *Validator) checkEvent(p *problems, st *batchState, ev []byte, meta *Meta) (eventFields, bool) {
 	var f eventFields
 	if ev[0] != '{' {
-		p.add(ReasonNotObject, "", "event must be a JSON object, got "+typeName(ev))
+		p.add(ReasonNotObject, "", "event must be a JSON object, got "+jsonscan.TypeName(ev))
 		return f, false
 	}
 	var vals [nEventKeys][]byte
-	m := newMembers(&st.bodyCT, ev)
+	m := jsonscan.NewMembers(&st.bodyIndex, ev)
 	for {
-		raw, start, end, ok := m.next()
+		raw, start, end, ok := m.Next()
 		if !ok {
 			break
 		}
 		name := raw
-		if !m.plain {
-			name = keyName(raw, &st.scratch)
+		if !m.Plain() {
+			name = jsonscan.KeyName(raw, &st.scratch)
 		}
 		k := eventKey(name)
 		if k < 0 {
@@ -269,9 +241,9 @@ func (v *Validator) checkEvent(p *problems, st *batchState, ev []byte, meta *Met
 			checkString(p, o.key, val, o.max, true, false, sc)
 		}
 	}
-	if string(f.name) == nameRequestResponse {
+	if string(f.name) == NameRequestResponse {
 		payload := vals[kPayload]
-		obj := checkRequestResponse(p, payload, walker{&st.bodyCT, sc}, &st.payloadCT)
+		obj := checkRequestResponse(p, payload, jsonscan.Walker{Index: &st.bodyIndex, Scratch: sc}, &st.payloadIndex)
 		if obj != nil && payload[0] == '"' {
 			f.inner = obj
 		}
@@ -294,7 +266,7 @@ func (v *Validator) typeAllowed(b []byte) bool {
 // checkRequestResponse validates a REQUEST_RESPONSE payload and returns the
 // object it is or, for a string holding JSON, the object the string holds;
 // inner records the containers of such a string.
-func checkRequestResponse(p *problems, payload []byte, w walker, inner *containers) []byte {
+func checkRequestResponse(p *problems, payload []byte, w jsonscan.Walker, inner *jsonscan.Index) []byte {
 	const field = "payload"
 	if payload == nil {
 		p.add(ReasonMissing, field, "is required for REQUEST_RESPONSE events")
@@ -304,8 +276,8 @@ func checkRequestResponse(p *problems, payload []byte, w walker, inner *containe
 	switch payload[0] {
 	case '{':
 	case '"':
-		s := stringValue(payload, w.sc)
-		if err := strictJSON(s, inner); err != nil {
+		s := w.String(payload)
+		if err := jsonscan.Check(s, inner); err != nil {
 			p.add(ReasonInvalid, field, "must be an object or a string holding a JSON object; the string is not valid JSON: "+err.Error())
 			return nil
 		}
@@ -313,20 +285,20 @@ func checkRequestResponse(p *problems, payload []byte, w walker, inner *containe
 			p.add(ReasonInvalid, field, "must be an object or a string holding a JSON object; the string holds invalid UTF-8")
 			return nil
 		}
-		w.ct = inner
-		obj = s[skipWS(s, 0):]
-		obj = obj[:skipValue(w.ct, obj, 0)]
+		w.Index = inner
+		obj = s[jsonscan.SkipWS(s, 0):]
+		obj = obj[:jsonscan.SkipValue(w.Index, obj, 0)]
 		if obj[0] != '{' {
-			p.add(ReasonWrongType, field, "must be an object or a string holding a JSON object, got a string holding "+typeName(obj))
+			p.add(ReasonWrongType, field, "must be an object or a string holding a JSON object, got a string holding "+jsonscan.TypeName(obj))
 			return nil
 		}
 	default:
-		p.add(ReasonWrongType, field, "must be an object or a string holding a JSON object, got "+typeName(payload))
+		p.add(ReasonWrongType, field, "must be an object or a string holding a JSON object, got "+jsonscan.TypeName(payload))
 		return nil
 	}
 
 	var top [3][]byte
-	if d := w.fields(obj, []string{"request", "response", "tag"}, top[:]); d != "" {
+	if d := w.Fields(obj, []string{"request", "response", "tag"}, top[:]); d != "" {
 		p.add(ReasonDuplicateKey, "payload."+d, dupMessage)
 		return nil
 	}
@@ -335,33 +307,33 @@ func checkRequestResponse(p *problems, payload []byte, w walker, inner *containe
 		if top[i] == nil {
 			p.add(ReasonMissing, "payload."+part, "is required")
 		} else if top[i][0] != '{' {
-			p.add(ReasonWrongType, "payload."+part, "must be an object, got "+typeName(top[i]))
+			p.add(ReasonWrongType, "payload."+part, "must be an object, got "+jsonscan.TypeName(top[i]))
 		}
 	}
-	w.checkTag(p, top[2])
+	checkTag(p, w, top[2])
 
 	if req != nil && req[0] == '{' {
 		keys := []string{"type", "intentId", "rawQuery", "sessionId", "userId", "matchConfidence"}
 		var vals [6][]byte
-		if d := w.fields(req, keys, vals[:]); d != "" {
+		if d := w.Fields(req, keys, vals[:]); d != "" {
 			p.add(ReasonDuplicateKey, "payload.request."+d, dupMessage)
 		}
 		for i, k := range keys[:5] {
 			checkOpt(p, "payload.request", k, vals[i], '"')
 		}
 		checkOpt(p, "payload.request", "matchConfidence", vals[5], '0')
-		if c := vals[5]; c != nil && isNumber(c) && !fitsFloat32(c) {
+		if c := vals[5]; c != nil && jsonscan.IsNumber(c) && !fitsFloat32(c) {
 			p.add(ReasonInvalid, "payload.request.matchConfidence", "must be a number a 32-bit float can hold (magnitude at most 3.4028235e38), got "+quote(c))
 		}
 	}
 	if resp != nil && resp[0] == '{' {
 		var vals [3][]byte
-		if d := w.fields(resp, []string{"outputSpeech", "reprompt", "displays"}, vals[:]); d != "" {
+		if d := w.Fields(resp, []string{"outputSpeech", "reprompt", "displays"}, vals[:]); d != "" {
 			p.add(ReasonDuplicateKey, "payload.response."+d, dupMessage)
 		}
-		w.checkSpeech(p, "payload.response.outputSpeech", vals[0])
-		w.checkSpeech(p, "payload.response.reprompt", vals[1])
-		w.checkDisplays(p, vals[2])
+		checkSpeech(p, w, "payload.response.outputSpeech", vals[0])
+		checkSpeech(p, w, "payload.response.reprompt", vals[1])
+		checkDisplays(p, w, vals[2])
 	}
 	return obj
 }
@@ -380,7 +352,7 @@ func fitsFloat32(v []byte) bool {
 
 // checkSpeech checks outputSpeech or reprompt: a plain string, or an object
 // with string displayText and ssml.
-func (w walker) checkSpeech(p *problems, field string, v []byte) {
+func checkSpeech(p *problems, w jsonscan.Walker, field string, v []byte) {
 	if v == nil {
 		return
 	}
@@ -388,42 +360,42 @@ func (w walker) checkSpeech(p *problems, field string, v []byte) {
 	case 'n', '"':
 	case '{':
 		var vals [2][]byte
-		if d := w.fields(v, []string{"displayText", "ssml"}, vals[:]); d != "" {
+		if d := w.Fields(v, []string{"displayText", "ssml"}, vals[:]); d != "" {
 			p.add(ReasonDuplicateKey, field+"."+d, dupMessage)
 		}
 		checkOpt(p, field, "displayText", vals[0], '"')
 		checkOpt(p, field, "ssml", vals[1], '"')
 	default:
-		p.add(ReasonWrongType, field, "must be a string, an object or null, got "+typeName(v))
+		p.add(ReasonWrongType, field, "must be a string, an object or null, got "+jsonscan.TypeName(v))
 	}
 }
 
-func (w walker) checkDisplays(p *problems, v []byte) {
+func checkDisplays(p *problems, w jsonscan.Walker, v []byte) {
 	if v == nil || v[0] == 'n' {
 		return
 	}
 	if v[0] != '[' {
-		p.add(ReasonWrongType, displayPath(-1, -1), "must be an array or null, got "+typeName(v))
+		p.add(ReasonWrongType, displayPath(-1, -1), "must be an array or null, got "+jsonscan.TypeName(v))
 		return
 	}
-	displays := newElements(w.ct, v)
+	displays := w.Elements(v)
 	for i := 0; ; i++ {
-		start, end, ok := displays.next()
+		start, end, ok := displays.Next()
 		if !ok {
 			return
 		}
 		d := v[start:end]
 		if d[0] != '{' {
-			p.add(ReasonWrongType, displayPath(i, -1), "must be an object, got "+typeName(d))
+			p.add(ReasonWrongType, displayPath(i, -1), "must be an object, got "+jsonscan.TypeName(d))
 			continue
 		}
 		var dv [3][]byte
-		if key := w.fields(d, []string{"type", "title", "items"}, dv[:]); key != "" {
+		if key := w.Fields(d, []string{"type", "title", "items"}, dv[:]); key != "" {
 			p.add(ReasonDuplicateKey, displayPath(i, -1)+"."+key, dupMessage)
 		}
 		for n, k := range [...]string{"type", "title"} {
 			if wrongType(dv[n], '"') {
-				p.add(ReasonWrongType, displayPath(i, -1)+"."+k, "must be a string or null, got "+typeName(dv[n]))
+				p.add(ReasonWrongType, displayPath(i, -1)+"."+k, "must be a string or null, got "+jsonscan.TypeName(dv[n]))
 			}
 		}
 		items := dv[2]
@@ -431,28 +403,28 @@ func (w walker) checkDisplays(p *problems, v []byte) {
 			continue
 		}
 		if items[0] != '[' {
-			p.add(ReasonWrongType, displayPath(i, -1)+".items", "must be an array or null, got "+typeName(items))
+			p.add(ReasonWrongType, displayPath(i, -1)+".items", "must be an array or null, got "+jsonscan.TypeName(items))
 			continue
 		}
-		list := newElements(w.ct, items)
+		list := w.Elements(items)
 		for j := 0; ; j++ {
-			start, end, ok := list.next()
+			start, end, ok := list.Next()
 			if !ok {
 				break
 			}
 			it := items[start:end]
 			if it[0] != '{' {
-				p.add(ReasonWrongType, displayPath(i, j), "must be an object, got "+typeName(it))
+				p.add(ReasonWrongType, displayPath(i, j), "must be an object, got "+jsonscan.TypeName(it))
 				continue
 			}
 			keys := [...]string{"title", "token", "description"}
 			var iv [3][]byte
-			if key := w.fields(it, keys[:], iv[:]); key != "" {
+			if key := w.Fields(it, keys[:], iv[:]); key != "" {
 				p.add(ReasonDuplicateKey, displayPath(i, j)+"."+key, dupMessage)
 			}
 			for n, k := range keys {
 				if wrongType(iv[n], '"') {
-					p.add(ReasonWrongType, displayPath(i, j)+"."+k, "must be a string or null, got "+typeName(iv[n]))
+					p.add(ReasonWrongType, displayPath(i, j)+"."+k, "must be a string or null, got "+jsonscan.TypeName(iv[n]))
 				}
 			}
 		}
@@ -461,22 +433,22 @@ func (w walker) checkDisplays(p *problems, v []byte) {
 
 // checkTag checks the payload's tag: a string, as the interface has it, or
 // an array of strings, as the reference client's responses carry it.
-func (w walker) checkTag(p *problems, v []byte) {
+func checkTag(p *problems, w jsonscan.Walker, v []byte) {
 	if v == nil || v[0] == 'n' || v[0] == '"' {
 		return
 	}
 	if v[0] != '[' {
-		p.add(ReasonWrongType, "payload.tag", "must be a string, an array of strings or null, got "+typeName(v))
+		p.add(ReasonWrongType, "payload.tag", "must be a string, an array of strings or null, got "+jsonscan.TypeName(v))
 		return
 	}
-	tags := newElements(w.ct, v)
+	tags := w.Elements(v)
 	for i := 0; ; i++ {
-		start, end, ok := tags.next()
+		start, end, ok := tags.Next()
 		if !ok {
 			return
 		}
 		if v[start] != '"' {
-			p.add(ReasonWrongType, "payload.tag["+strconv.Itoa(i)+"]", "must be a string, got "+typeName(v[start:end]))
+			p.add(ReasonWrongType, "payload.tag["+strconv.Itoa(i)+"]", "must be a string, got "+jsonscan.TypeName(v[start:end]))
 		}
 	}
 }

@@ -25,7 +25,6 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/auth/authhttp"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
@@ -35,7 +34,7 @@ import (
 // Publisher stores records durably; it returns nil only once the broker has
 // acknowledged all of them.
 type Publisher interface {
-	Publish(ctx context.Context, accepted, quarantined []event.Message) error
+	Publish(ctx context.Context, accepted, quarantined []event.Record) error
 }
 
 // Authenticator checks tokens and decides which app a request acts for.
@@ -321,62 +320,108 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	h.serve(w, r)
 }
 
+// serve handles one request in steps: authorize it, admit it within the
+// budgets, read its body, validate the batch, publish the records and
+// record what became of the events. Each step answers the request itself
+// when it ends it.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut {
-		w.Header().Set("Allow", http.MethodPut)
-		httpserve.Error(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed; use PUT")
+	ctx, req, ok := h.authorize(w, r)
+	if !ok {
 		return
 	}
-	network := clientnet.Of(r, h.cfg.TrustedProxies)
-	ctx := auth.WithClientNetwork(r.Context(), network)
-	principal, err := h.auth.Authenticate(ctx, r.Header)
-	if err == nil {
-		err = principal.Require(content.EventsWrite, "sending events")
-	}
-	if err != nil {
-		h.authError(w, r, err)
-		return
-	}
-	query := r.URL.Query()
-	target, err := h.auth.Resolve(ctx, principal, query.Get("appId"))
-	if err != nil {
-		h.authError(w, r, err)
-		return
-	}
-	if ok, wait := h.limiter.Allow(target.TokenID); !ok {
-		httpserve.RetryAfter(w, wait.Seconds())
-		w.Header().Set("Connection", "close") // the body is not read, as in authError
-		httpserve.Error(w, http.StatusTooManyRequests, "", "rate limit of this token exceeded; retry later")
-		return
-	}
-	strict, err := parseStrict(query.Get("strict"))
-	if err != nil {
-		httpserve.Error(w, http.StatusBadRequest, "strict", err.Error())
-		return
-	}
-	pass, err := h.admission.Enter(target.OrganizationID, target.AppID, target.TokenID)
-	if err != nil {
-		status, msg := h.refuse(w, r, target, err)
-		httpserve.Error(w, status, "", msg)
+	pass, ok := h.admit(w, r, req.target)
+	if !ok {
 		return
 	}
 	// Released once the body and the records built from it are let go.
 	defer pass.Release()
-	if status, field, msg := checkHeaders(r); status != 0 {
-		httpserve.Error(w, status, field, msg)
-		return
-	}
 
 	buf := h.bufs.Get().(*bytes.Buffer)
 	defer h.putBuf(buf)
-	if status, msg := h.readBody(w, r, buf, &pass, target); status != 0 {
+	if status, msg := h.readBody(w, r, buf, &pass, req.target); status != 0 {
 		httpserve.Error(w, status, "", msg)
 		return
 	}
-	body := buf.Bytes()
+	res, resp, ok := h.validate(w, r, &req, buf.Bytes())
+	if !ok {
+		return
+	}
+	if !h.publish(ctx, w, req.target, res) {
+		return
+	}
+	h.record(resp, res.Errors)
+	httpserve.WriteJSON(w, http.StatusOK, resp)
+}
 
-	meta := event.Meta{AppID: target.AppID, OrganizationID: target.OrganizationID, ReceivedAt: h.now(),
-		TokenID: target.TokenID, ClientNetwork: network}
+// authorized is what authorize learned of a request.
+type authorized struct {
+	network string // the client's network, as envelopes record it
+	target  auth.Target
+	strict  bool // store nothing of a batch with invalid events
+}
+
+// authorize checks the method, the token, the app the request acts for,
+// the token's rate and the query. It answers a request it refuses; the
+// context it returns carries the client's network.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (context.Context, authorized, bool) {
+	var req authorized
+	if r.Method != http.MethodPut {
+		w.Header().Set("Allow", http.MethodPut)
+		httpserve.Error(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed; use PUT")
+		return nil, req, false
+	}
+	req.network = clientnet.Of(r, h.cfg.TrustedProxies)
+	ctx := auth.WithClientNetwork(r.Context(), req.network)
+	principal, err := h.auth.Authenticate(ctx, r.Header)
+	if err == nil {
+		err = principal.Require(auth.EventsWrite, "sending events")
+	}
+	if err != nil {
+		h.authError(w, r, err)
+		return nil, req, false
+	}
+	query := r.URL.Query()
+	if req.target, err = h.auth.Resolve(ctx, principal, query.Get("appId")); err != nil {
+		h.authError(w, r, err)
+		return nil, req, false
+	}
+	if ok, wait := h.limiter.Allow(req.target.TokenID); !ok {
+		httpserve.RetryAfter(w, wait.Seconds())
+		w.Header().Set("Connection", "close") // the body is not read, as in authError
+		httpserve.Error(w, http.StatusTooManyRequests, "", "rate limit of this token exceeded; retry later")
+		return nil, req, false
+	}
+	if req.strict, err = parseStrict(query.Get("strict")); err != nil {
+		httpserve.Error(w, http.StatusBadRequest, "strict", err.Error())
+		return nil, req, false
+	}
+	return ctx, req, true
+}
+
+// admit takes a request slot within the shares of target's organization,
+// app and token, and vets the headers that say how to read the body. It
+// answers a request it refuses.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, target auth.Target) (Pass, bool) {
+	pass, err := h.admission.Enter(target.OrganizationID, target.AppID, target.TokenID)
+	if err != nil {
+		status, msg := h.refuse(w, r, target, err)
+		httpserve.Error(w, status, "", msg)
+		return pass, false
+	}
+	if status, field, msg := checkHeaders(r); status != 0 {
+		pass.Release()
+		httpserve.Error(w, status, field, msg)
+		return pass, false
+	}
+	return pass, true
+}
+
+// validate checks the batch in body and builds its records. It answers a
+// batch refused whole, and in strict mode one with invalid events, and
+// then reports false.
+func (h *Handler) validate(w http.ResponseWriter, r *http.Request, req *authorized, body []byte) (*event.Result, response, bool) {
+	meta := event.Meta{AppID: req.target.AppID, OrganizationID: req.target.OrganizationID, ReceivedAt: h.now(),
+		TokenID: req.target.TokenID, ClientNetwork: req.network}
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		meta.IDSeed = "key:" + key
 	} else {
@@ -388,23 +433,28 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		var be *event.BatchError
 		if errors.As(err, &be) {
 			httpserve.Error(w, batchStatus(be.Kind), be.Field, be.Message)
-			return
+			return nil, response{}, false
 		}
 		httpserve.Error(w, http.StatusInternalServerError, "", "batch could not be processed")
-		return
+		return nil, response{}, false
 	}
 	resp := response{Accepted: len(res.Accepted), Rejected: len(res.Quarantined), Errors: res.Errors}
 	if resp.Errors == nil {
 		resp.Errors = []event.FieldError{}
 	}
-	if strict && resp.Rejected > 0 {
+	if req.strict && resp.Rejected > 0 {
 		res.Release()
 		resp.Accepted = 0
 		resp.Message = "strict mode: the batch holds invalid events, so none was stored"
 		httpserve.WriteJSON(w, http.StatusUnprocessableEntity, resp)
-		return
+		return nil, response{}, false
 	}
+	return res, resp, true
+}
 
+// publish hands the records to the broker and waits for its
+// acknowledgement. It answers a failure with 503 and reports false.
+func (h *Handler) publish(ctx context.Context, w http.ResponseWriter, target auth.Target, res *event.Result) bool {
 	// The batch is stored whole even if the client goes away meanwhile:
 	// net/http cancels the request's context when a client half-closes its
 	// connection, which some clients do right after sending, and a batch
@@ -412,34 +462,39 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	// still bounds the wait.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.ProduceTimeout)
 	defer cancel()
-	pstart := h.now()
-	err = h.pub.Publish(pctx, res.Accepted, res.Quarantined)
-	if err != nil {
-		h.metrics.produceLatency.WithLabelValues("error").Observe(h.now().Sub(pstart).Seconds())
+	start := h.now()
+	if err := h.pub.Publish(pctx, res.Accepted, res.Quarantined); err != nil {
+		h.metrics.produceLatency.WithLabelValues("error").Observe(h.now().Sub(start).Seconds())
 		h.log.LogAttrs(ctx, slog.LevelWarn, "publish failed", slog.String("app", target.AppID),
 			slog.Int("events", len(res.Accepted)+len(res.Quarantined)), slog.Any("err", err))
 		httpserve.RetryAfter(w, 1)
 		httpserve.Error(w, http.StatusServiceUnavailable, "", "the events could not be stored (the broker did not acknowledge them); retry the batch")
-		return
+		return false
 	}
 	// The broker holds the records now; the buffer can serve another batch.
 	// After a failure it is left to the garbage collector instead, as the
 	// producer may still be sending from it.
 	res.Release()
-	h.metrics.produceLatency.WithLabelValues("ok").Observe(h.now().Sub(pstart).Seconds())
+	h.metrics.produceLatency.WithLabelValues("ok").Observe(h.now().Sub(start).Seconds())
+	return true
+}
+
+// record counts the events of a stored batch: accepted, rejected, and
+// each rejected event by its first error.
+func (h *Handler) record(resp response, errs []event.FieldError) {
 	h.metrics.batchSize.Observe(float64(resp.Accepted + resp.Rejected))
 	h.metrics.events.WithLabelValues("accepted").Add(float64(resp.Accepted))
-	if resp.Rejected > 0 {
-		h.metrics.events.WithLabelValues("rejected").Add(float64(resp.Rejected))
-		last := -1
-		for _, e := range res.Errors {
-			if e.Index != last { // one count per event, by its first error
-				h.metrics.rejected.WithLabelValues(e.Reason, fieldLabel(e.Field)).Inc()
-				last = e.Index
-			}
+	if resp.Rejected == 0 {
+		return
+	}
+	h.metrics.events.WithLabelValues("rejected").Add(float64(resp.Rejected))
+	last := -1
+	for _, e := range errs {
+		if e.Index != last { // one count per event, by its first error
+			h.metrics.rejected.WithLabelValues(e.Reason, fieldLabel(e.Field)).Inc()
+			last = e.Index
 		}
 	}
-	httpserve.WriteJSON(w, http.StatusOK, resp)
 }
 
 func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {

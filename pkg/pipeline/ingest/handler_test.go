@@ -67,7 +67,7 @@ type blockingPublisher struct {
 	err     error
 }
 
-func (b *blockingPublisher) Publish(ctx context.Context, accepted, quarantined []event.Message) error {
+func (b *blockingPublisher) Publish(ctx context.Context, accepted, quarantined []event.Record) error {
 	if b.entered != nil {
 		b.entered <- struct{}{}
 		<-b.release
@@ -119,7 +119,7 @@ type gatePublisher struct {
 	release chan struct{}
 }
 
-func (g *gatePublisher) Publish(ctx context.Context, accepted, quarantined []event.Message) error {
+func (g *gatePublisher) Publish(ctx context.Context, accepted, quarantined []event.Record) error {
 	for _, m := range append(accepted, quarantined...) {
 		if strings.Contains(string(m.Value), `"name":"HOLD"`) {
 			g.entered <- struct{}{}

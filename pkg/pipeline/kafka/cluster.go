@@ -1,7 +1,9 @@
 // Package kafka holds all of the pipeline's Kafka client configuration:
-// how clients reach the brokers, the producer ingest publishes through, the
-// consumer-group reader and dead-letter writer of the consumer, topic
-// creation and checks, and the command-line flags of these settings.
+// how clients reach the brokers, the producer ingest publishes the records
+// of package event through, the consumer-group reader and dead-letter
+// writer of the consumer, topic creation and checks, and the command-line
+// flags of these settings. What is written is an event.Record; what is
+// read, a Message.
 package kafka
 
 import (

@@ -9,6 +9,8 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 func TestEnsureTopicsAndPublish(t *testing.T) {
@@ -37,8 +39,8 @@ func TestEnsureTopicsAndPublish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc := []Record{{Key: []byte("app/s1"), Value: []byte(`{"a":1}`)}, {Key: []byte("app/s1"), Value: []byte(`{"a":2}`)}}
-	quar := []Record{{Key: []byte("app"), Value: []byte(`{"q":1}`)}}
+	acc := []event.Record{{Key: []byte("app/s1"), Value: []byte(`{"a":1}`)}, {Key: []byte("app/s1"), Value: []byte(`{"a":2}`)}}
+	quar := []event.Record{{Key: []byte("app"), Value: []byte(`{"q":1}`)}}
 	if err := p.Publish(ctx, acc, quar); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestPublishFailsWhenBrokerIsGone(t *testing.T) {
 	c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := p.Publish(ctx, []Record{{Value: []byte("x")}}, nil); err == nil {
+	if err := p.Publish(ctx, []event.Record{{Value: []byte("x")}}, nil); err == nil {
 		t.Fatal("Publish succeeded with the broker gone")
 	}
 }
@@ -134,7 +136,7 @@ func TestTopicMessageBytes(t *testing.T) {
 	}}}); err != nil {
 		t.Fatal(err)
 	}
-	big := []Record{{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 2<<20)}}
+	big := []event.Record{{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 2<<20)}}
 	w, err := cl.NewWriter(ProducerConfig{BatchBytes: want, Compression: "none"}, "old")
 	if err != nil {
 		t.Fatal(err)

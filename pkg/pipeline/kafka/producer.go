@@ -9,13 +9,9 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-)
 
-// Record is one record to publish.
-type Record struct {
-	Key   []byte
-	Value []byte
-}
+	"github.com/assistantcms/cms/pkg/pipeline/event"
+)
 
 // ProducerConfig configures the Kafka writers. Zero fields take defaults
 // chosen for a request path: a request waits for its batch, so batches
@@ -139,8 +135,10 @@ func (c Cluster) NewWriter(p ProducerConfig, topic string) (*Writer, error) {
 func (w *Writer) Topic() string { return w.w.Topic }
 
 // Write returns once the brokers have acknowledged every record, or with
-// an error; after an error some of the records may have been stored.
-func (w *Writer) Write(ctx context.Context, recs []Record) error {
+// an error; after an error some of the records may have been stored. The
+// records are event's own, taken as they are: the one copy is into the
+// client's messages.
+func (w *Writer) Write(ctx context.Context, recs []event.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -208,7 +206,7 @@ func (c Cluster) NewProducer(p ProducerConfig, eventsTopic, quarantineTopic stri
 // acknowledged every record, or with an error. After an error some records
 // may still have been stored: callers treat the batch as not written and
 // the client's retry produces duplicates that collapse by event ID.
-func (p *Producer) Publish(ctx context.Context, accepted, quarantined []Record) error {
+func (p *Producer) Publish(ctx context.Context, accepted, quarantined []event.Record) error {
 	var qErr chan error
 	if len(quarantined) > 0 && len(accepted) > 0 {
 		qErr = make(chan error, 1)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 func newCluster(t *testing.T, topics ...string) Cluster {
@@ -51,12 +53,12 @@ func TestGroupReaderResumesAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	var first, second []Record
+	var first, second []event.Record
 	for i := range 10 {
-		first = append(first, Record{Key: []byte(strconv.Itoa(i)), Value: []byte("a" + strconv.Itoa(i))})
-		second = append(second, Record{Key: []byte(strconv.Itoa(i)), Value: []byte("later" + strconv.Itoa(i))})
+		first = append(first, event.Record{Key: []byte(strconv.Itoa(i)), Value: []byte("a" + strconv.Itoa(i))})
+		second = append(second, event.Record{Key: []byte(strconv.Itoa(i)), Value: []byte("later" + strconv.Itoa(i))})
 	}
-	if err := p.Publish(ctx, first, []Record{{Value: []byte("b0")}}); err != nil {
+	if err := p.Publish(ctx, first, []event.Record{{Value: []byte("b0")}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/testcert"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 // securedBroker runs the development broker over TLS, requiring client
@@ -48,9 +49,9 @@ func BenchmarkSecuredWrite(b *testing.B) {
 	b.Cleanup(func() { _ = plain.Stop() })
 	secured, certs, users := securedBroker(b)
 	tlsCfg := TLS{CAFile: certs.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey}
-	recs := make([]Record, 1000)
+	recs := make([]event.Record, 1000)
 	for i := range recs {
-		recs[i] = Record{Key: []byte(strconv.Itoa(i)), Value: bytes.Repeat([]byte("x"), 512)}
+		recs[i] = event.Record{Key: []byte(strconv.Itoa(i)), Value: bytes.Repeat([]byte("x"), 512)}
 	}
 	for _, bc := range []struct {
 		name string
@@ -108,8 +109,8 @@ func TestSecuredClients(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			if err := p.Publish(ctx, []Record{{Key: []byte("k1"), Value: []byte("accepted-1")}, {Key: []byte("k2"), Value: []byte("accepted-2")}},
-				[]Record{{Key: []byte("k3"), Value: []byte("quarantined-1")}}); err != nil {
+			if err := p.Publish(ctx, []event.Record{{Key: []byte("k1"), Value: []byte("accepted-1")}, {Key: []byte("k2"), Value: []byte("accepted-2")}},
+				[]event.Record{{Key: []byte("k3"), Value: []byte("quarantined-1")}}); err != nil {
 				t.Fatalf("Publish: %v", err)
 			}
 
@@ -209,7 +210,7 @@ func TestSecuredClientsRefused(t *testing.T) {
 			}
 			// The writer explains only what its error shows; the
 			// start-up and readiness checks above diagnose the rest.
-			if err := w.Write(ctx, []Record{{Value: []byte("x")}}); err == nil || tc.sasl.Password != "" && strings.Contains(err.Error(), tc.sasl.Password) {
+			if err := w.Write(ctx, []event.Record{{Value: []byte("x")}}); err == nil || tc.sasl.Password != "" && strings.Contains(err.Error(), tc.sasl.Password) {
 				t.Errorf("Write: %v", err)
 			}
 			_ = w.Close()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/devbroker"
+	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 // tailRecorder is a TailHandler that keeps what it is told.
@@ -120,10 +121,10 @@ func (r *tailRecorder) sortedValues() []string {
 	return v
 }
 
-func records(prefix string, n int) []Record {
-	var out []Record
+func records(prefix string, n int) []event.Record {
+	var out []event.Record
 	for i := range n {
-		out = append(out, Record{Key: []byte("app/s" + strconv.Itoa(i)), Value: []byte(prefix + strconv.Itoa(i))})
+		out = append(out, event.Record{Key: []byte("app/s" + strconv.Itoa(i)), Value: []byte(prefix + strconv.Itoa(i))})
 	}
 	return out
 }

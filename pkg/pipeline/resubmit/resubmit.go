@@ -2,7 +2,8 @@
 // when a limit or rule that refused them has changed: the events that now
 // pass are published to the events topic with the event IDs and receive
 // times they got when first received, so that running it twice, or
-// alongside the consumer, stores each event once.
+// alongside the consumer, stores each event once. ClickHouse reads the
+// quarantined events, and looks stored ones up, in the pipeline's tables.
 package resubmit
 
 import (
@@ -13,24 +14,20 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 // Store is where quarantined events are read and stored events looked up.
 type Store interface {
-	QuarantineKeys(ctx context.Context, f chstore.QuarantineFilter) ([]chstore.QuarantineKey, error)
-	StoredEventIDs(ctx context.Context, keys []chstore.QuarantineKey) (map[chstore.EventKey]bool, error)
-	QuarantinedEvents(ctx context.Context, keys []chstore.QuarantineKey) (map[chstore.EventKey]string, error)
+	QuarantineKeys(ctx context.Context, f Filter) ([]QuarantineKey, error)
+	StoredEventIDs(ctx context.Context, keys []QuarantineKey) (map[EventKey]bool, error)
+	QuarantinedEvents(ctx context.Context, keys []QuarantineKey) (map[EventKey]string, error)
 }
 
 // Publisher stores accepted records durably.
 type Publisher interface {
-	Publish(ctx context.Context, accepted, quarantined []event.Message) error
+	Publish(ctx context.Context, accepted, quarantined []event.Record) error
 }
-
-// Filter chooses the quarantined events to resubmit; zero fields choose all.
-type Filter = chstore.QuarantineFilter
 
 // Options tune a run.
 type Options struct {
@@ -109,15 +106,15 @@ func Run(ctx context.Context, store Store, v *event.Validator, pub Publisher, f 
 	return c, nil
 }
 
-func resubmitChunk(ctx context.Context, store Store, v *event.Validator, pub Publisher, keys []chstore.QuarantineKey, dryRun bool, c *Counts) error {
+func resubmitChunk(ctx context.Context, store Store, v *event.Validator, pub Publisher, keys []QuarantineKey, dryRun bool, c *Counts) error {
 	stored, err := store.StoredEventIDs(ctx, keys)
 	if err != nil {
 		return err
 	}
-	var pending []chstore.QuarantineKey
+	var pending []QuarantineKey
 	for _, k := range keys {
 		switch {
-		case stored[chstore.EventKey{AppID: k.AppID, EventID: k.EventID}]:
+		case stored[EventKey{AppID: k.AppID, EventID: k.EventID}]:
 			c.AlreadyStored++
 		case k.Truncated:
 			c.Truncated++
@@ -129,7 +126,7 @@ func resubmitChunk(ctx context.Context, store Store, v *event.Validator, pub Pub
 	if err != nil {
 		return err
 	}
-	var accepted []event.Message
+	var accepted []event.Record
 	var results []*event.Result
 	defer func() {
 		for _, r := range results {
@@ -137,7 +134,7 @@ func resubmitChunk(ctx context.Context, store Store, v *event.Validator, pub Pub
 		}
 	}()
 	for _, k := range pending {
-		raw, ok := events[chstore.EventKey{AppID: k.AppID, EventID: k.EventID}]
+		raw, ok := events[EventKey{AppID: k.AppID, EventID: k.EventID}]
 		if !ok {
 			return fmt.Errorf("quarantined event %s of app %s vanished while resubmitting", k.EventID, k.AppID)
 		}

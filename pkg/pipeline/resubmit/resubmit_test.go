@@ -142,7 +142,7 @@ func TestQuarantineAndResubmit(t *testing.T) {
 	defer pub.Close()
 	v := event.NewValidator(event.DefaultLimits())
 	var progress []resubmit.Counts
-	c, err := resubmit.Run(ctx, s, v, pub, resubmit.Filter{}, resubmit.Options{Chunk: 2, Progress: func(c resubmit.Counts) { progress = append(progress, c) }}, quiet())
+	c, err := resubmit.Run(ctx, resubmit.NewClickHouse(s), v, pub, resubmit.Filter{}, resubmit.Options{Chunk: 2, Progress: func(c resubmit.Counts) { progress = append(progress, c) }}, quiet())
 	must(t, err)
 	if c.Selected != 3 || c.Done != 3 || c.Resubmitted != 2 || c.AlreadyStored != 0 || c.StillInvalid[event.ReasonWrongType] != 1 || len(progress) != 2 {
 		t.Fatalf("first run: %s; progress %v", c, progress)
@@ -166,7 +166,7 @@ func TestQuarantineAndResubmit(t *testing.T) {
 	}
 
 	// Again: nothing is published twice.
-	c, err = resubmit.Run(ctx, s, v, pub, resubmit.Filter{}, resubmit.Options{}, quiet())
+	c, err = resubmit.Run(ctx, resubmit.NewClickHouse(s), v, pub, resubmit.Filter{}, resubmit.Options{}, quiet())
 	must(t, err)
 	if c.Resubmitted != 0 || c.AlreadyStored != 2 || c.StillInvalid[event.ReasonWrongType] != 1 {
 		t.Errorf("second run: %s", c)
@@ -176,12 +176,12 @@ func TestQuarantineAndResubmit(t *testing.T) {
 	}
 
 	// Filters and a dry run.
-	c, err = resubmit.Run(ctx, s, v, pub, resubmit.Filter{AppID: "app-1", Reason: event.ReasonWrongType, Since: now.Add(-time.Hour)}, resubmit.Options{DryRun: true}, quiet())
+	c, err = resubmit.Run(ctx, resubmit.NewClickHouse(s), v, pub, resubmit.Filter{AppID: "app-1", Reason: event.ReasonWrongType, Since: now.Add(-time.Hour)}, resubmit.Options{DryRun: true}, quiet())
 	must(t, err)
 	if c.Selected != 1 || c.StillInvalid[event.ReasonWrongType] != 1 {
 		t.Errorf("filtered dry run: %s", c)
 	}
-	if c, err = resubmit.Run(ctx, s, v, pub, resubmit.Filter{Until: now.Add(-time.Hour)}, resubmit.Options{}, quiet()); err != nil || c.Selected != 0 {
+	if c, err = resubmit.Run(ctx, resubmit.NewClickHouse(s), v, pub, resubmit.Filter{Until: now.Add(-time.Hour)}, resubmit.Options{}, quiet()); err != nil || c.Selected != 0 {
 		t.Errorf("events received before the window: %s, %v", c, err)
 	}
 }
