@@ -3,34 +3,21 @@ package columns
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/eventfixture"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 var testMeta = event.Meta{AppID: "app-1", OrganizationID: "org-1", ReceivedAt: time.Date(2026, 11, 21, 10, 0, 0, 123e6, time.UTC), IDSeed: "seed"}
 
-// benchBody is a batch of n REQUEST_RESPONSE events of about 1 KB each,
-// as event's validator benchmark sends.
-func benchBody(n int) []byte {
-	var b strings.Builder
-	b.WriteString(`{"events":[`)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"type":"AnalyticsEvent","name":"REQUEST_RESPONSE","appId":"app-1","sessionId":"session-%d","userId":"user-%d","channel":"web-chat","platform":"stentor-web","selectedHandler":"OrderStatusHandler","currentHandler":"OrderStatusHandler","environment":"production","isoTime":"2026-11-21T10:00:00.000Z","payload":{"request":{"type":"INTENT_REQUEST","intentId":"OrderStatus","rawQuery":"where is my order number %d, it should have arrived yesterday","sessionId":"session-%d","userId":"user-%d","matchConfidence":0.87},"response":{"outputSpeech":{"displayText":"Your order %d shipped yesterday and should arrive tomorrow before noon.","ssml":"<speak>Your order %d shipped yesterday and should arrive tomorrow before noon.</speak>"},"displays":[{"type":"LIST","title":"Orders","items":[{"title":"Order %d","token":"order-%d","description":"Shipped, arriving tomorrow"},{"title":"Order %d","token":"order-%d","description":"Delivered last week"}]}]},"tag":"order-status"}}`,
-			i%7, i, i, i%7, i, i, i, i, i, i+1, i+1)
-	}
-	b.WriteString(`]}`)
-	return []byte(b.String())
-}
+// benchBody is a batch of n REQUEST_RESPONSE events of about 1 KB each.
+func benchBody(n int) []byte { return eventfixture.RequestResponses(n) }
 
 // acceptedIDs reads the event ID of each accepted record from its envelope.
 func acceptedIDs(t testing.TB, res *event.Result) []string {

@@ -1,48 +1,19 @@
 package columns
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/eventfixture"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 )
 
 const fuzzFixtureDir = "../../../schemas/events/testdata"
 
-// fuzzSeeds returns every schema fixture as a batch body: event fixtures
-// wrapped in a batch, batch fixtures as they are.
-func fuzzSeeds(tb testing.TB) [][]byte {
-	tb.Helper()
-	var seeds [][]byte
-	for _, set := range []struct {
-		pattern string
-		wrap    bool
-	}{{"valid/*.json", true}, {"invalid/*.json", true}, {"batches/valid/*.json", false}, {"batches/invalid/*.json", false}} {
-		files, err := filepath.Glob(filepath.Join(fuzzFixtureDir, set.pattern))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if set.wrap {
-				data = []byte(`{"events":[` + string(bytes.TrimSpace(data)) + `]}`)
-			}
-			seeds = append(seeds, data)
-		}
-	}
-	if len(seeds) == 0 {
-		tb.Fatalf("no fixtures under %s", fuzzFixtureDir)
-	}
-	return seeds
-}
+// fuzzSeeds returns every schema fixture as a batch body.
+func fuzzSeeds(tb testing.TB) [][]byte { return eventfixture.Batches(tb, fuzzFixtureDir) }
 
 // FuzzDecodePublished checks that whatever ingest publishes, the consumer
 // can decode: every envelope of an accepted event becomes a row with the

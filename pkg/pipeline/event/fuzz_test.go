@@ -1,14 +1,13 @@
 package event
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/assistantcms/cms/internal/eventfixture"
 )
 
 const fuzzFixtureDir = "../../../schemas/events/testdata"
@@ -17,30 +16,7 @@ const fuzzFixtureDir = "../../../schemas/events/testdata"
 // aimed at the edges of the batch format.
 func fuzzSeeds(tb testing.TB) [][]byte {
 	tb.Helper()
-	var seeds [][]byte
-	// Event fixtures are wrapped in a batch; batch fixtures are used as they are.
-	for _, set := range []struct {
-		pattern string
-		wrap    bool
-	}{{"valid/*.json", true}, {"invalid/*.json", true}, {"batches/valid/*.json", false}, {"batches/invalid/*.json", false}} {
-		files, err := filepath.Glob(filepath.Join(fuzzFixtureDir, set.pattern))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if set.wrap {
-				data = []byte(`{"events":[` + string(bytes.TrimSpace(data)) + `]}`)
-			}
-			seeds = append(seeds, data)
-		}
-	}
-	if len(seeds) == 0 {
-		tb.Fatalf("no fixtures under %s", fuzzFixtureDir)
-	}
+	seeds := eventfixture.Batches(tb, fuzzFixtureDir)
 	for _, s := range []string{
 		``,
 		`{}`,
