@@ -10,8 +10,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,13 +43,7 @@ type shown struct {
 // quarantined with the reasons ingest answered. LIVE_SCREENSHOT=path.png
 // keeps the page's picture (docs/live.png).
 func TestLiveViewOfTheRuntime(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not installed: run `go run ./dev/test` (it installs Debian's nodejs and npm): %v", err)
-	}
-	if _, err := os.Stat(filepath.Join("node_modules", "stentor-service-studio", "package.json")); err != nil {
-		t.Fatalf("the reference client is not installed in deploy/runtime/node_modules: run `go run ./dev/test` or `npm ci` in deploy/runtime: %v", err)
-	}
+	node := referenceClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	logs := &childproc.Output{}

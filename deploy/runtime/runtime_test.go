@@ -52,13 +52,7 @@ type sent struct {
 // events table with the columns the contract gives, and that nothing was
 // quarantined.
 func TestReferenceClientRuntime(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not installed: run `go run ./dev/test` (it installs Debian's nodejs and npm): %v", err)
-	}
-	if _, err := os.Stat(filepath.Join("node_modules", "stentor-service-studio", "package.json")); err != nil {
-		t.Fatalf("the reference client is not installed in deploy/runtime/node_modules: run `go run ./dev/test` or `npm ci` in deploy/runtime: %v", err)
-	}
+	node := referenceClient(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -717,4 +711,18 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// referenceClient is the path of node, failing t when node or the
+// reference client's packages are not installed.
+func referenceClient(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed: run `go run ./dev/test` (it installs Debian's nodejs and npm): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join("node_modules", "stentor-service-studio", "package.json")); err != nil {
+		t.Fatalf("the reference client is not installed in deploy/runtime/node_modules: run `go run ./dev/test` or `npm ci` in deploy/runtime: %v", err)
+	}
+	return node
 }
