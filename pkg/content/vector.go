@@ -59,6 +59,18 @@ func AppendVector(dst []byte, v []float32) []byte {
 	return dst
 }
 
+// AddStoredVector adds a stored row, its hash and vector in the stored
+// form, to out; a row of a wrong hash length or an unreadable vector is
+// left out, as absent, so it never matches a wrong key.
+func AddStoredVector(out map[[32]byte][]float32, hash, vec []byte) {
+	if len(hash) != 32 {
+		return
+	}
+	if v, ok := ParseVector(vec); ok {
+		out[[32]byte(hash)] = v
+	}
+}
+
 // ParseVector reads the stored form. It reports false for bytes that are
 // not a whole, non-zero number of float32s or that hold NaN or infinity:
 // such a row was not written by AppendVector from a checked vector, and

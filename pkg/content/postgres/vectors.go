@@ -74,12 +74,7 @@ func (s *Store) loadChunk(ctx context.Context, app, model string, hashes [][]byt
 		if err := rows.Scan(&hash, &vec); err != nil {
 			return err
 		}
-		if len(hash) != 32 {
-			continue // the schema forbids it; never match a wrong key
-		}
-		if v, ok := content.ParseVector(vec); ok {
-			out[[32]byte(hash)] = v
-		}
+		content.AddStoredVector(out, hash, vec)
 	}
 	return rows.Err()
 }
