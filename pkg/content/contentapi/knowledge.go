@@ -172,6 +172,7 @@ func (a *API) search(c *gin.Context) {
 	}
 	if q, b, ok := a.asked(c); ok {
 		query := a.understand(c, b, q)
+		defer query.Release()
 		buf, _ := a.buffers.Get().(*[]byte)
 		if buf == nil {
 			buf = new([]byte)
@@ -190,7 +191,9 @@ func (a *API) faq(c *gin.Context) {
 		return
 	}
 	if q, b, ok := a.asked(c); ok {
-		c.JSON(http.StatusOK, b.FAQsQuery(a.understand(c, b, q), size))
+		query := a.understand(c, b, q)
+		defer query.Release()
+		c.JSON(http.StatusOK, b.FAQsQuery(query, size))
 	}
 }
 

@@ -1,7 +1,9 @@
 package encoder
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -45,45 +47,89 @@ type tokenizer struct {
 	segment bool // no piece has "▁" after its first rune: each "▁" starts a token
 }
 
-// trie maps pieces to ids; nodes are numbered from 0 (the root).
+// trie maps pieces to ids; nodes are numbered from 0 (the root). The
+// root's children by runes below rootRunes (Latin scripts, punctuation
+// and "▁") are an array, as every position of a text starts there; each
+// other node's children are a run of edges sorted by rune, read in a
+// cache line or two where a hash table would miss the cache.
 type trie struct {
 	id    []int32 // piece id ending at the node, or -1
-	keys  []uint64
-	child []int32
-	mask  uint64
+	root  []int32 // child of the root by rune, or -1
+	first []int32 // node's edges are first[node] to first[node+1]-1
+	runes []rune  // of the edges
+	child []int32 // of the edges
 }
 
-func (t *trie) slot(key uint64) uint64 {
-	return (key * 0x9E3779B97F4A7C15) >> 20 & t.mask
-}
+const rootRunes = 0x2600
 
 // next returns the child of node by r, or -1.
 func (t *trie) next(node int32, r rune) int32 {
-	key := uint64(node)<<32 | uint64(uint32(r)) | 1<<63
-	for i := t.slot(key); ; i = (i + 1) & t.mask {
-		k := t.keys[i]
-		if k == key {
-			return t.child[i]
-		}
-		if k == 0 {
-			return -1
+	if node == 0 && r >= 0 && r < rootRunes {
+		return t.root[r]
+	}
+	lo, hi := t.first[node], t.first[node+1]
+	for hi-lo > 8 {
+		mid := int32(uint32(lo+hi) >> 1)
+		if t.runes[mid] < r {
+			lo = mid + 1
+		} else {
+			hi = mid + 1 // mid may be r
 		}
 	}
+	for ; lo < hi; lo++ {
+		if t.runes[lo] == r {
+			return t.child[lo]
+		}
+	}
+	return -1
 }
 
-func (t *trie) insert(node int32, r rune) int32 {
-	key := uint64(node)<<32 | uint64(uint32(r)) | 1<<63
-	i := t.slot(key)
-	for ; t.keys[i] != 0; i = (i + 1) & t.mask {
-		if t.keys[i] == key {
-			return t.child[i]
-		}
+// newTrie builds the trie of pieces (pieces[i] has id i), skipping the
+// reserved and empty ones.
+func newTrie(pieces []string) trie {
+	type edge struct {
+		parent, child int32
+		r             rune
 	}
-	n := int32(len(t.id))
-	t.id = append(t.id, -1)
-	t.keys[i] = key
-	t.child[i] = n
-	return n
+	var edges []edge
+	t := trie{id: []int32{-1}, root: make([]int32, rootRunes)}
+	children := map[[2]int32]int32{} // parent, rune → child
+	for r := range t.root {
+		t.root[r] = -1
+	}
+	// As in the reference, a later duplicate of a piece replaces the earlier.
+	for i := reservedPieces; i < len(pieces); i++ {
+		if pieces[i] == "" {
+			continue
+		}
+		node := int32(0)
+		for _, r := range pieces[i] {
+			c, ok := children[[2]int32{node, r}]
+			if !ok {
+				c = int32(len(t.id))
+				t.id = append(t.id, -1)
+				children[[2]int32{node, r}] = c
+				if node == 0 && r >= 0 && r < rootRunes {
+					t.root[r] = c
+				} else {
+					edges = append(edges, edge{node, c, r})
+				}
+			}
+			node = c
+		}
+		t.id[node] = int32(i)
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.parent, b.parent), cmp.Compare(a.r, b.r)) })
+	t.first = make([]int32, len(t.id)+1)
+	t.runes, t.child = make([]rune, len(edges)), make([]int32, len(edges))
+	for i, e := range edges {
+		t.first[e.parent+1]++
+		t.runes[i], t.child[i] = e.r, e.child
+	}
+	for n := 1; n < len(t.first); n++ {
+		t.first[n] += t.first[n-1]
+	}
+	return t
 }
 
 // newTokenizer builds the tokenizer of a vocabulary of pieces and scores.
@@ -108,22 +154,7 @@ func newTokenizer(pieces []string, scores []float64) (*tokenizer, error) {
 		tk.maxLen = max(tk.maxLen, n)
 		runes += n
 	}
-	size := 1
-	for size < 2*runes+2 {
-		size *= 2
-	}
-	tk.trie = trie{id: []int32{-1}, keys: make([]uint64, size), child: make([]int32, size), mask: uint64(size - 1)}
-	// As in the reference, a later duplicate of a piece replaces the earlier.
-	for i := reservedPieces; i < len(pieces); i++ {
-		if pieces[i] == "" {
-			continue
-		}
-		node := int32(0)
-		for _, r := range pieces[i] {
-			node = tk.trie.insert(node, r)
-		}
-		tk.trie.id[node] = int32(i)
-	}
+	tk.trie = newTrie(pieces)
 	return tk, nil
 }
 

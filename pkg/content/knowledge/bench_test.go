@@ -186,6 +186,7 @@ func BenchmarkHybridSearch10k(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		q := understood(b, base, questions[i%len(questions)])
 		buf = base.SearchQuery(q, "").AppendJSON(buf[:0])
+		q.Release()
 	}
 }
 
@@ -194,6 +195,8 @@ func BenchmarkHybridFAQs10k(b *testing.B) {
 	base, questions := hybridBase10k(b)
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		base.FAQsQuery(understood(b, base, questions[i%len(questions)]), 10)
+		q := understood(b, base, questions[i%len(questions)])
+		base.FAQsQuery(q, 10)
+		q.Release()
 	}
 }

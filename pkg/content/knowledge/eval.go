@@ -166,6 +166,7 @@ func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intent
 		default:
 			return ev, fmt.Errorf("question %q: unknown target %q", q.Question, q.Target)
 		}
+		uq.Release()
 		rr, ndcg := rank(ranked, q.Relevant)
 		ev.Reciprocal = append(ev.Reciprocal, rr)
 		m.Questions++

@@ -129,6 +129,35 @@ func TestHybridRanking(t *testing.T) {
 	}
 }
 
+// TestReleasedQueries: a question's arrays, given back, serve the next
+// question without carrying anything over, and giving them back twice
+// does not hand them to two questions.
+func TestReleasedQueries(t *testing.T) {
+	b := hybridBase(t, bikeConcepts(), hybridDocs, hybridFAQs)
+	ctx := context.Background()
+	questions := []string{"my stoppers scream", "chain wear checker", "send back my purchase"}
+	want := map[string][]string{}
+	for _, question := range questions {
+		want[question] = titles(b.SearchQuery(b.Understand(ctx, question), "").Documents) // never released
+	}
+	for range 3 {
+		for _, question := range questions {
+			q := b.Understand(ctx, question)
+			if got := titles(b.SearchQuery(q, "").Documents); !slices.Equal(got, want[question]) {
+				t.Errorf("%q after other questions released theirs: %v, want %v", question, got, want[question])
+			}
+			q.Release()
+		}
+	}
+	q := b.Understand(ctx, questions[0])
+	q.Release()
+	q.Release()
+	q1, q2 := b.Understand(ctx, questions[1]), b.Understand(ctx, questions[2])
+	if q1.scratch == nil || q1.scratch == q2.scratch {
+		t.Errorf("two questions share their arrays after one Query was released twice")
+	}
+}
+
 func titles(docs []Document) []string {
 	var out []string
 	for _, d := range docs {
@@ -153,10 +182,10 @@ func TestDocumentsRankByBestPassage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(index.docPassages[0]); n < 2 {
+	if n := len(index.docPassages(0)); n < 2 {
 		t.Fatalf("the long document is %d passages; want several within the window", n)
 	}
-	for _, p := range index.docPassages[0] {
+	for _, p := range index.docPassages(0) {
 		if text := b.docs.Item(0).Doc.Body[p.start:p.end]; runes(text) > 40 {
 			t.Errorf("passage over the window of 40: %q", text)
 		}

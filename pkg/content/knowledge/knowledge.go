@@ -369,12 +369,13 @@ func (b *Base) docRanking(q Query, location string, limit int) []rankedDoc {
 	if location != "" {
 		keep = func(i int) bool { return b.docs.Item(i).Doc.Location == location }
 	}
-	sims, best := q.docSimilarities()
-	near := nearest(len(sims), max(limit, fuseDepth), func(i int) float64 { return sims[i] }, keep, q.floor())
+	ds := q.docSimilarities(keep)
+	near := nearest(ds.candidates, max(limit, fuseDepth), func(i int) float64 { s, _ := ds.at(i); return s }, keep, q.floor())
 	if q.mode == rankVector {
 		out := make([]rankedDoc, 0, min(limit, len(near)))
 		for _, i := range near[:min(limit, len(near))] {
-			out = append(out, rankedDoc{Result: b.docs.Item(i), score: sims[i], similarity: sims[i], passage: best[i]})
+			s, best := ds.at(i)
+			out = append(out, rankedDoc{Result: b.docs.Item(i), score: s, similarity: s, passage: best})
 		}
 		return out
 	}
@@ -383,11 +384,13 @@ func (b *Base) docRanking(q Query, location string, limit int) []rankedDoc {
 	ev := make([]embeddings.Evidence, 0, len(lexical)+len(near))
 	for _, r := range lexical {
 		found[r.Index] = r
-		ev = append(ev, embeddings.Evidence{Item: r.Index, Lexical: r.Score / lexical[0].Score, Similarity: finiteOr0(sims[r.Index])})
+		s, _ := ds.at(r.Index)
+		ev = append(ev, embeddings.Evidence{Item: r.Index, Lexical: r.Score / lexical[0].Score, Similarity: finiteOr0(s)})
 	}
 	for _, i := range near {
 		if _, ok := found[i]; !ok {
-			ev = append(ev, embeddings.Evidence{Item: i, Similarity: sims[i]})
+			s, _ := ds.at(i)
+			ev = append(ev, embeddings.Evidence{Item: i, Similarity: s})
 		}
 	}
 	var out []rankedDoc
@@ -396,7 +399,8 @@ func (b *Base) docRanking(q Query, location string, limit int) []rankedDoc {
 		if !ok {
 			r = b.docs.Item(f.Item) // found by meaning alone: nothing to highlight
 		}
-		out = append(out, rankedDoc{Result: r, score: f.Score, similarity: finiteOr0(sims[f.Item]), passage: best[f.Item]})
+		s, best := ds.at(f.Item)
+		out = append(out, rankedDoc{Result: r, score: f.Score, similarity: finiteOr0(s), passage: best})
 	}
 	return out
 }
@@ -525,7 +529,7 @@ func (b *Base) faqResults(q Query, limit int) ([]faqHit, int) {
 		return out, total
 	}
 	sims, best := q.faqSimilarities()
-	near := nearest(len(sims), max(limit, fuseDepth), func(g int) float64 { return sims[g] }, nil, q.floor())
+	near := nearest(all(len(sims)), max(limit, fuseDepth), func(g int) float64 { return sims[g] }, nil, q.floor())
 	group := func(i int) string { return b.faqs.Item(i).Doc.Group }
 	if q.mode == rankVector {
 		for _, g := range near[:min(limit, len(near))] {

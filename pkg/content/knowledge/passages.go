@@ -10,7 +10,8 @@ import (
 // TokenCounter is what an embedder can tell of its model's input: how
 // many tokens a text takes and how many the model reads (its window).
 // Texts past the window are cut by the model, so a document longer than
-// it is embedded in passages that each fit.
+// it is embedded in passages that each fit. Tokens is called from several
+// goroutines at once.
 type TokenCounter interface {
 	Tokens(text string) int
 	Window() int

@@ -85,7 +85,9 @@ const noAnswer = "I could not find an answer to that in the knowledge base."
 // enough, HasAnswer is false. genErr reports a generator failure that
 // the extractive answer covered.
 func (b *Base) Answer(ctx context.Context, question, location string, gen Generator, temperature float64) (a Answer, genErr error) {
-	return b.answer(ctx, b.Understand(ctx, question), location, gen, temperature)
+	q := b.Understand(ctx, question)
+	defer q.Release()
+	return b.answer(ctx, q, location, gen, temperature)
 }
 
 func (b *Base) answer(ctx context.Context, q Query, location string, gen Generator, temperature float64) (Answer, error) {
@@ -180,7 +182,7 @@ func (b *Base) retrieveHybrid(q Query, location string) ([]Passage, string, []So
 	}
 	addDoc := func() {
 		d := docs[0]
-		p := q.sem.docPassages[d.Index][d.passage]
+		p := q.sem.docPassages(d.Index)[d.passage]
 		text := strings.TrimSpace(d.Doc.Body[p.start:p.end])
 		retrieved = append(retrieved, Passage{Title: d.Doc.Title, URL: d.Doc.URI, Text: text})
 		if !hasSource(sources, d.Doc.URI) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -110,9 +111,12 @@ type semantic struct {
 type semIndex struct {
 	vecs *embeddings.Vectors // one per distinct text; nil in a plan
 	// docLead is each document's lead (title and start), -1 for an empty
-	// document; docPassages are its passages, in order.
+	// document. passages are the documents' passages in order, in one
+	// array as a search reads them all: document i's are from
+	// passageFrom[i] to passageFrom[i+1]-1 (see docPassages).
 	docLead     []int32
-	docPassages [][]passage
+	passages    []passage
+	passageFrom []int32
 	// docTexts is how many texts, the first of all, are the documents':
 	// a search measures them all at once.
 	docTexts int32
@@ -123,6 +127,42 @@ type semIndex struct {
 	faqGroup    []int32
 	groupAnswer []int32
 	groups      int
+	// exactDocs and candidateDocs, but for tests that measure the
+	// estimates on small content.
+	exact, candidates int
+	// scratch holds *queryScratch for reuse (see Query.Release): a
+	// question's arrays are as long as the content is large.
+	scratch *sync.Pool
+}
+
+// queryScratch is the arrays one question ranks with.
+type queryScratch struct {
+	sims     []float32 // by vector
+	rough    []float32 // by text of the documents
+	docSims  []float64 // by document
+	docBest  []int
+	released bool
+}
+
+// getScratch returns arrays for one question, sims all NaN.
+func (sem *semIndex) getScratch() *queryScratch {
+	s, _ := sem.scratch.Get().(*queryScratch)
+	if s == nil {
+		n := len(sem.docLead)
+		s = &queryScratch{sims: make([]float32, sem.vecs.Len()), rough: make([]float32, sem.docTexts),
+			docSims: make([]float64, n), docBest: make([]int, n)}
+	}
+	s.released = false
+	nan := float32(math.NaN())
+	for i := range s.sims {
+		s.sims[i] = nan
+	}
+	return s
+}
+
+// docPassages are document i's passages, in order.
+func (sem *semIndex) docPassages(i int) []passage {
+	return sem.passages[sem.passageFrom[i]:sem.passageFrom[i+1]]
 }
 
 // passage is a stretch of a document's body with its vector.
@@ -189,16 +229,31 @@ func planIndex(tc TokenCounter, docs, faqs []search.Doc, answerOf func(group str
 		}
 		return i
 	}
-	p := &semIndex{docLead: make([]int32, len(docs)), docPassages: make([][]passage, len(docs))}
+	p := &semIndex{docLead: make([]int32, len(docs)), exact: exactDocs, candidates: candidateDocs, scratch: &sync.Pool{}}
 	window := tc.Window()
+	// Counting tokens is most of the work: documents are cut on every
+	// core, then numbered in order.
+	cuts := make([][]span, len(docs))
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(docs)/64))
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(docs); i += workers {
+				cuts[i] = splitPassages(docs[i].Body, tc.Tokens, window)
+			}
+		})
+	}
+	wg.Wait()
+	p.passageFrom = make([]int32, len(docs)+1)
 	for i, d := range docs {
 		lead, _ := Cut(strings.TrimSpace(d.Title+"\n"+d.Body), maxEmbedRunes)
 		p.docLead[i] = id(lead)
-		for _, sp := range splitPassages(d.Body, tc.Tokens, window) {
+		for _, sp := range cuts[i] {
 			if v := id(d.Body[sp.start:sp.end]); v >= 0 {
-				p.docPassages[i] = append(p.docPassages[i], passage{vec: v, start: int32(sp.start), end: int32(sp.end)})
+				p.passages = append(p.passages, passage{vec: v, start: int32(sp.start), end: int32(sp.end)})
 			}
 		}
+		p.passageFrom[i+1] = int32(len(p.passages))
 	}
 	p.docTexts = int32(len(texts))
 	groups := map[string]int32{}
@@ -319,6 +374,7 @@ type Query struct {
 	sem           *semIndex
 	probe         embeddings.Probe // the question's vector
 	sims          []float32        // by vector of sem; NaN until measured
+	scratch       *queryScratch    // holds sims
 	minSimilarity float64
 	// Fallback, when not nil, says why the question is answered lexically
 	// alone although semantic retrieval is configured.
@@ -367,21 +423,28 @@ func (b *Base) Understand(ctx context.Context, question string) Query {
 		return q
 	}
 	var probe embeddings.Probe
-	var sims []float32 // none for content with nothing to mean
+	var scratch *queryScratch // none for content with nothing to mean
 	if index.vecs.Len() > 0 {
 		var ok bool
 		if probe, ok = index.vecs.Probe(vs[0]); !ok {
 			q.Fallback = fmt.Errorf("the question's vector (%d dimensions) does not compare with the content's (%d)", len(vs[0]), index.vecs.Dim())
 			return q
 		}
-		sims = make([]float32, index.vecs.Len())
-		nan := float32(math.NaN())
-		for i := range sims {
-			sims[i] = nan
-		}
+		scratch = index.getScratch()
+		q.sims = scratch.sims
 	}
-	q.sem, q.probe, q.sims, q.minSimilarity = index, probe, sims, b.sem.minSimilarity
+	q.sem, q.probe, q.scratch, q.minSimilarity = index, probe, scratch, b.sem.minSimilarity
 	return q
+}
+
+// Release gives q's arrays back for the next question; q, and what its
+// rankings returned that refer to it, must not be used after. A Query
+// never released costs only garbage.
+func (q Query) Release() {
+	if q.scratch != nil && !q.scratch.released {
+		q.scratch.released = true
+		q.sem.scratch.Put(q.scratch)
+	}
 }
 
 // WaitSemantic waits until the content's vectors are built (or their
@@ -419,41 +482,173 @@ func (q Query) sim(v int32) float64 {
 	return float64(s)
 }
 
-// docSimilarities are how near each document means to the question:
-// its lead and its best passage, weighed by leadWeight, or -Inf when it
-// has nothing to mean; and that passage (-1 for none). Ranking documents
-// reads them all, so every text of the documents is measured in one
-// pass first.
-func (q Query) docSimilarities() (sims []float64, best []int) {
-	sem := q.sem
-	n := len(sem.docLead)
-	sims, best = make([]float64, n), make([]int, n)
-	measured := q.sims[:sem.docTexts]
-	sem.vecs.SimilaritiesTo(q.probe, 0, len(measured), measured)
-	for i, lead := range sem.docLead {
-		var leadSim float64
-		if lead >= 0 {
-			leadSim = float64(measured[lead])
-		}
-		top, at := math.Inf(-1), -1
-		for j, p := range sem.docPassages[i] {
-			if s := float64(measured[p.vec]); s > top {
-				top, at = s, j
+// Documents measured by meaning: up to exactDocs, a search measures every
+// text of every document; above, it estimates them all from their
+// sketches (see embeddings.Vectors.EstimatesTo) and measures the texts of
+// the candidateDocs documents nearest by estimate, and of any other
+// document a ranking reads (the lexical side's). At 10,000 documents that
+// reads about a twentieth of the bytes.
+const (
+	exactDocs     = 2048
+	candidateDocs = 256
+)
+
+// docSims are how near each document means to the question: its lead and
+// its best passage, weighed by leadWeight, or -Inf when it has nothing to
+// mean; and that passage (-1 for none). Those of candidates are measured;
+// the others when first read.
+type docSims struct {
+	q     Query
+	sims  []float64 // NaN until measured
+	best  []int
+	cands []int // nil: every document
+}
+
+// at is document i's similarity and best passage.
+func (d docSims) at(i int) (float64, int) {
+	if s := d.sims[i]; s == s {
+		return s, d.best[i]
+	}
+	sem := d.q.sem
+	if lead := sem.docLead[i]; lead >= 0 {
+		d.q.sim(lead)
+	}
+	for _, p := range sem.docPassages(i) {
+		d.q.sim(p.vec)
+	}
+	d.sims[i], d.best[i] = sem.combine(i, d.q.sims)
+	return d.sims[i], d.best[i]
+}
+
+// candidates calls yield with the documents a ranking by meaning reads.
+func (d docSims) candidates(yield func(int) bool) {
+	if d.cands == nil {
+		for i := range d.sims {
+			if !yield(i) {
+				return
 			}
 		}
-		switch {
-		case at < 0 && lead < 0:
-			sims[i] = math.Inf(-1) // nothing to mean
-		case at < 0:
-			sims[i] = leadSim
-		case lead < 0:
-			sims[i] = top
-		default:
-			sims[i] = leadWeight*leadSim + (1-leadWeight)*top
-		}
-		best[i] = at
+		return
 	}
-	return sims, best
+	for _, i := range d.cands {
+		if !yield(i) {
+			return
+		}
+	}
+}
+
+// combine is document i's similarity from those of its texts, sims (by
+// vector, all of the document's measured), and its best passage.
+func (sem *semIndex) combine(i int, sims []float32) (float64, int) {
+	lead := sem.docLead[i]
+	top, at := float32(math.Inf(-1)), -1
+	for j, p := range sem.docPassages(i) {
+		if s := sims[p.vec]; s > top {
+			top, at = s, j
+		}
+	}
+	switch {
+	case at < 0 && lead < 0:
+		return math.Inf(-1), -1 // nothing to mean
+	case at < 0:
+		return float64(sims[lead]), -1
+	case lead < 0:
+		return float64(top), at
+	}
+	return leadWeight*float64(sims[lead]) + (1-leadWeight)*float64(top), at
+}
+
+// docSimilarities measures the documents a ranking by meaning reads
+// (those keep accepts; nil keeps all): every text of the documents in
+// one pass, or, above exactDocs, the candidates' texts.
+func (q Query) docSimilarities(keep func(int) bool) docSims {
+	sem := q.sem
+	n := len(sem.docLead)
+	d := docSims{q: q, sims: q.scratch.docSims[:n], best: q.scratch.docBest[:n]}
+	texts := q.sims[:sem.docTexts]
+	if n <= sem.exact {
+		sem.vecs.SimilaritiesTo(q.probe, 0, len(texts), texts)
+		for i := range n {
+			d.sims[i], d.best[i] = sem.combine(i, texts)
+		}
+		return d
+	}
+	nan := math.NaN()
+	for i := range d.sims {
+		d.sims[i] = nan
+	}
+	rough := q.scratch.rough[:len(texts)]
+	sem.vecs.EstimatesTo(q.probe, 0, len(texts), rough)
+	d.cands = sem.nearestByEstimate(rough, keep)
+	var ids []int32
+	for _, i := range d.cands {
+		if lead := sem.docLead[i]; lead >= 0 {
+			ids = append(ids, lead)
+		}
+		for _, p := range sem.docPassages(i) {
+			ids = append(ids, p.vec)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	measured := rough[:len(ids)] // read no more
+	sem.vecs.SimilaritiesOf(q.probe, ids, measured)
+	for k, v := range ids {
+		texts[v] = measured[k]
+	}
+	for _, i := range d.cands {
+		d.sims[i], d.best[i] = sem.combine(i, texts)
+	}
+	return d
+}
+
+// nearestByEstimate are the sem.candidates documents that keep accepts
+// (nil keeps all) nearest by the estimates of their texts, rough, in
+// ascending order; ties go to the earlier document.
+func (sem *semIndex) nearestByEstimate(rough []float32, keep func(int) bool) []int {
+	k := sem.candidates
+	// A heap of the k best so far, the worst on top.
+	heap := make([]int, 0, k)
+	score := make([]float64, 0, k)
+	worse := func(a, b int) bool { // heap[a] below heap[b]
+		return score[a] < score[b] || (score[a] == score[b] && heap[a] > heap[b])
+	}
+	swap := func(a, b int) { heap[a], heap[b], score[a], score[b] = heap[b], heap[a], score[b], score[a] }
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(heap) && worse(l, m) {
+				m = l
+			}
+			if r := l + 1; r < len(heap) && worse(r, m) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			swap(i, m)
+			i = m
+		}
+	}
+	for i := range sem.docLead {
+		s, _ := sem.combine(i, rough)
+		if math.IsInf(s, -1) || (keep != nil && !keep(i)) {
+			continue
+		}
+		if len(heap) < k {
+			heap, score = append(heap, i), append(score, s)
+			for c := len(heap) - 1; c > 0 && worse(c, (c-1)/2); c = (c - 1) / 2 {
+				swap(c, (c-1)/2)
+			}
+			continue
+		}
+		if s > score[0] { // i is later than every item in the heap: ties lose
+			heap[0], score[0] = i, s
+			down(0)
+		}
+	}
+	slices.Sort(heap)
+	return heap
 }
 
 // faqSimilarities are how near each FAQ means to the question, by group
@@ -482,12 +677,12 @@ func (q Query) faqSimilarities() (sims []float64, best []int) {
 	return sims, best
 }
 
-// nearest are the k items of n with the highest scores, best first (ties
-// by lower item), among those keep accepts (nil keeps all) and scoring at
-// least floor.
-func nearest(n, k int, score func(i int) float64, keep func(i int) bool, floor float64) []int {
+// nearest are the k items with the highest scores, best first (ties by
+// the earlier item), among those items yields that keep accepts (nil
+// keeps all) and score at least floor.
+func nearest(items func(yield func(int) bool), k int, score func(i int) float64, keep func(i int) bool, floor float64) []int {
 	var out []int
-	for i := range n {
+	for i := range items {
 		s := score(i)
 		if math.IsInf(s, -1) || s < floor || (keep != nil && !keep(i)) {
 			continue
@@ -505,4 +700,15 @@ func nearest(n, k int, score func(i int) float64, keep func(i int) bool, floor f
 		}
 	}
 	return out
+}
+
+// all calls yield with 0 to n-1.
+func all(n int) func(yield func(int) bool) {
+	return func(yield func(int) bool) {
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+		}
+	}
 }

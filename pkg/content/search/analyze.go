@@ -65,11 +65,15 @@ func tokens(text string) []token { return tokensWith(text, nil) }
 type stems struct {
 	m        map[string]string
 	readOnly bool
+	none     bool // terms are not wanted: every word's is ""
 }
 
 func (s *stems) of(w string) string {
 	if s == nil {
 		return stem(w)
+	}
+	if s.none {
+		return ""
 	}
 	if t, ok := s.m[w]; ok {
 		return t

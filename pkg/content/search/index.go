@@ -59,12 +59,13 @@ type Index struct {
 	lexicon       Lexicon
 	relatedCache  sync.Map
 	relatedCached atomic.Int64
-	// termIDs number the indexed terms; bodySpans are where each item's
-	// body words stand, by start, so that highlights and passages need not
-	// read the text again.
-	termIDs   map[string]uint32
-	termText  []string
-	bodySpans [][]tokSpan
+	// termIDs number the indexed terms; bodySpans and titleSpans are where
+	// each item's words stand, by start, so that highlights and passages
+	// need not read the text again.
+	termIDs    map[string]uint32
+	termText   []string
+	bodySpans  [][]tokSpan
+	titleSpans [][]tokSpan
 	// paras are each body's passages, split once.
 	paras [][]chunk
 	// groupOf numbers each item's group, for ranking a group once.
@@ -135,7 +136,7 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 	memo := &stems{m: map[string]string{}}
 	ix := &Index{lexicon: cfg.Lexicon, docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
 		postings: map[string][]posting{}, maxW: map[string]float32{}, deletions: map[string][]string{},
-		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs)), paras: make([][]chunk, len(docs))}
+		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs)), titleSpans: make([][]tokSpan, len(docs)), paras: make([][]chunk, len(docs))}
 	words := map[string]string{}
 	var titleSum, bodySum int
 	for i := range docs {
@@ -165,14 +166,14 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 }
 
 // indexDoc adds item i's words to the postings, records its spans and
-// paragraphs, and returns how many words its title and body have. words
+// paragraphs, and returns how many words its title and body have. seen
 // maps each word seen to its term.
-func (ix *Index) indexDoc(i int, memo *stems, words map[string]string) (titleLen, bodyLen int) {
+func (ix *Index) indexDoc(i int, memo *stems, seen map[string]string) (titleLen, bodyLen int) {
 	docs := ix.docs
 	counts := map[string]*posting{}
 	add := func(toks []token, title bool) {
 		for _, t := range toks {
-			words[t.word] = t.term
+			seen[t.word] = t.term
 			p := counts[t.term]
 			if p == nil {
 				p = &posting{doc: int32(i)}
@@ -188,6 +189,13 @@ func (ix *Index) indexDoc(i int, memo *stems, words map[string]string) (titleLen
 	tt, bt := tokensWith(docs[i].Title, memo), tokensWith(docs[i].Body, memo)
 	for _, t := range tt {
 		ix.termID(t.term) // so that title matches can be told (TitleHighlights)
+	}
+	// The title's words alone, not the joined forms tokensWith adds.
+	if tw := words(docs[i].Title, memo); len(tw) > 0 {
+		ix.titleSpans[i] = make([]tokSpan, len(tw))
+		for j, t := range tw {
+			ix.titleSpans[i][j] = tokSpan{term: ix.termID(t.term), start: uint32(t.start), end: uint32(t.end)}
+		}
 	}
 	spans := make([]tokSpan, 0, len(bt))
 	for _, t := range bt {
@@ -392,7 +400,9 @@ func (ix *Index) related(term, word string) []expansion {
 		return v.([]expansion)
 	}
 	var out []expansion
+	known := false
 	ix.lexicon.Related(word, func(rel string, w float64) {
+		known = true
 		if len(out) >= maxRelated || strings.IndexByte(rel, ' ') >= 0 {
 			return // a phrase cannot stand for one word
 		}
@@ -403,9 +413,11 @@ func (ix *Index) related(term, word string) []expansion {
 		}
 		out = append(out, expansion{term: t, weight: lexiconWeight * w, synonym: true})
 	})
-	// Words with nothing related (made-up ones among them) are not kept:
-	// they cost a look-up, and would crowd out the words people use.
-	if len(out) > 0 && ix.relatedCached.Load() < maxRelatedCached {
+	// Words the lexicon lacks (made-up ones among them) are not kept: they
+	// cost a look-up, and would crowd out the words people use. A word it
+	// knows is kept even when none of its related words is in the
+	// content, as finding that out stems each of them.
+	if known && ix.relatedCached.Load() < maxRelatedCached {
 		if _, loaded := ix.relatedCache.LoadOrStore(word, out); !loaded {
 			ix.relatedCached.Add(1)
 		}
@@ -794,10 +806,13 @@ func (ix *Index) TitleHighlights(r Result) []Span {
 	if r.Doc == nil {
 		return nil
 	}
+	if r.Index < 0 || r.Index >= len(ix.titleSpans) {
+		return nil
+	}
 	var out []Span
-	for _, t := range words(r.Doc.Title, ix.stems) {
-		if id, ok := ix.termIDs[t.term]; ok && slices.Contains(r.terms, id) {
-			out = append(out, Span{t.start, t.end})
+	for _, t := range ix.titleSpans[r.Index] {
+		if slices.Contains(r.terms, t.term) {
+			out = append(out, Span{int(t.start), int(t.end)})
 		}
 	}
 	return out
@@ -807,7 +822,7 @@ func (ix *Index) TitleHighlights(r Result) []Span {
 // word: "how do I" says nothing of what it is about, and "wher" may become
 // any word.
 func Meaningful(q string) bool {
-	ws := words(q, nil)
+	ws := words(q, &stems{none: true}) // stop words are told apart unstemmed
 	if r, _ := utf8.DecodeLastRuneInString(q); isWordRune(r) && len(ws) > 0 {
 		ws = ws[:len(ws)-1] // unfinished
 	}
