@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,6 +105,9 @@ type API struct {
 	// logged (Unix nanoseconds): an endpoint that is down fails every
 	// question.
 	retrievalLogged atomic.Int64
+	// ranking lets as many searches, FAQ queries and suggestions rank at
+	// once as there are cores, the others in turn.
+	ranking *rankGate
 }
 
 // New returns the API. limiter may be nil to disable rate limiting.
@@ -129,7 +133,8 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 	cc := "private, max-age=" + strconv.Itoa(int(cfg.CacheMaxAge/time.Second)) + ", must-revalidate"
 	return &API{cfg: cfg, history: newHistoryCache(cfg.History, cfg.HistoryRefresh),
 		keys:  &keyCache{store: store, ttl: cfg.RefreshInterval, entries: map[string]keyEntry{}},
-		store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval, cfg.OutageGrace), log: log, cacheControl: cc}
+		store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval, cfg.OutageGrace), log: log, cacheControl: cc,
+		ranking: newRankGate(runtime.GOMAXPROCS(0))}
 }
 
 // Invalidate makes the next read of the app see changes at once.

@@ -173,11 +173,17 @@ func (a *API) search(c *gin.Context) {
 	if q, b, ok := a.asked(c); ok {
 		query := a.understand(c, b, q)
 		defer query.Release()
+		if !a.enterRanking(c) {
+			return
+		}
 		buf, _ := a.buffers.Get().(*[]byte)
 		if buf == nil {
 			buf = new([]byte)
 		}
-		*buf = b.SearchQuery(query, location).AppendJSON((*buf)[:0])
+		func() {
+			defer a.ranking.leave() // before the answer is written: a slow reader holds no place
+			*buf = b.SearchQuery(query, location).AppendJSON((*buf)[:0])
+		}()
 		c.Data(http.StatusOK, jsonContentType, *buf)
 		if cap(*buf) <= maxPooledBuffer {
 			a.buffers.Put(buf)
@@ -193,6 +199,10 @@ func (a *API) faq(c *gin.Context) {
 	if q, b, ok := a.asked(c); ok {
 		query := a.understand(c, b, q)
 		defer query.Release()
+		if !a.enterRanking(c) {
+			return
+		}
+		defer a.ranking.leave()
 		c.JSON(http.StatusOK, b.FAQsQuery(query, size))
 	}
 }
@@ -223,6 +233,17 @@ func (a *API) understand(c *gin.Context, b *knowledge.Base, q string) knowledge.
 		a.retrieval.WithLabelValues(strings.ReplaceAll(mode, "-", "_")).Inc()
 	}
 	return query
+}
+
+// enterRanking takes a place at the ranking gate (see rankGate) for
+// work on the CPU alone: no network call may run while it is held. False
+// when the request ended while it waited (answered 503).
+func (a *API) enterRanking(c *gin.Context) bool {
+	if err := a.ranking.enter(c.Request.Context()); err != nil {
+		abort(c, http.StatusServiceUnavailable, "", "The request ended while it waited to be answered.")
+		return false
+	}
+	return true
 }
 
 // Timing of semantic retrieval in the API.
@@ -365,6 +386,10 @@ func (a *API) suggestions(c *gin.Context) {
 			c.Header(OmittedHeader, knowledge.KindHistorical)
 		}
 	}
+	if !a.enterRanking(c) {
+		return
+	}
+	defer a.ranking.leave()
 	c.JSON(http.StatusOK, struct {
 		Suggestions []knowledge.Suggestion `json:"suggestions"`
 	}{b.Suggest(typed, kinds, history, size)})

@@ -192,18 +192,6 @@ func (v *Vectors) SimilaritiesTo(p Probe, from, to int, dst []float32) {
 	}
 }
 
-// SimilaritiesOf writes the cosine similarity of vector ids[k] to p into
-// dst[k]. Rows scattered in memory cost far more each than rows read in
-// order (BenchmarkSimilaritiesOf900 against BenchmarkSimilarities16k), so
-// ids are best ascending and few.
-func (v *Vectors) SimilaritiesOf(p Probe, ids []int32, dst []float32) {
-	dst = dst[:len(ids)]
-	vals := p.vals[:v.dim]
-	for k, i := range ids {
-		dst[k] = float32(v.dot(v.rows[int(i)*v.dim:int(i+1)*v.dim], vals)) * v.scale[i] * p.scale
-	}
-}
-
 // EstimatesTo writes estimates of the cosine similarity of vectors from
 // to to-1 to p into dst[0:to-from], from the rows' sketch: one bit per
 // dimension, the sign of the row less the mean row. With a and b the

@@ -289,42 +289,9 @@ func BenchmarkEstimates16k(b *testing.B) {
 	}
 }
 
-// BenchmarkSimilaritiesOf900 measures 900 rows scattered over 16,000, in
-// ascending order: the candidates a search over 10,000 documents
-// measures after estimating them all.
-func BenchmarkSimilaritiesOf900(b *testing.B) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	vs := make([][]float32, 16_000)
-	for i := range vs {
-		vs[i] = randomVector(rng, 512)
-	}
-	v, err := NewVectors(vs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, _ := v.Probe(randomVector(rng, 512))
-	ids := make([]int32, 0, 900)
-	for _, i := range rng.Perm(v.Len())[:900] {
-		ids = append(ids, int32(i))
-	}
-	slices.Sort(ids)
-	dst := make([]float32, len(ids))
-	// Other work between questions evicts the rows from the caches.
-	evict := make([]byte, 64<<20)
-	for b.Loop() {
-		b.StopTimer()
-		for i := 0; i < len(evict); i += 64 {
-			evict[i]++
-		}
-		b.StartTimer()
-		v.SimilaritiesOf(p, ids, dst)
-	}
-}
-
-// TestRowsByIDAndSketchByDimension: SimilaritiesOf gives Similarity's
-// values in the order asked, and a row's estimate of itself is 1, for
-// dimensions below, at and between multiples of 64 bits.
-func TestRowsByIDAndSketchByDimension(t *testing.T) {
+// TestSketchByDimension: a row's estimate of itself is 1, for dimensions
+// below, at and between multiples of 64 bits.
+func TestSketchByDimension(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, dim := range []int{3, 64, 100, 512} {
 		vs := make([][]float32, 50)
@@ -334,15 +301,6 @@ func TestRowsByIDAndSketchByDimension(t *testing.T) {
 		v, err := NewVectors(vs)
 		if err != nil {
 			t.Fatal(err)
-		}
-		p, _ := v.Probe(vs[0])
-		ids := []int32{49, 3, 0, 17}
-		got := make([]float32, len(ids))
-		v.SimilaritiesOf(p, ids, got)
-		for k, i := range ids {
-			if want := v.Similarity(int(i), p); got[k] != want {
-				t.Errorf("dimension %d: SimilaritiesOf gives row %d %v, Similarity %v", dim, i, got[k], want)
-			}
 		}
 		for i := range vs {
 			p, _ := v.Probe(vs[i])

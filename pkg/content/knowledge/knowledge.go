@@ -122,7 +122,6 @@ func New(src Content, o Options) (*Base, error) {
 		}
 		sdocs = append(sdocs, search.Doc{ID: r.ID, Title: f.Title, Body: f.Document, URI: f.URI, Location: f.Location})
 	}
-	b.docs = search.BuildWith(sdocs, cfg)
 	b.docHeads = make([]string, len(sdocs))
 	for i, d := range sdocs {
 		b.docHeads[i] = string(appendHead(nil, d.Title, d.URI, d.Body))
@@ -150,7 +149,6 @@ func New(src Content, o Options) (*Base, error) {
 			}
 		}
 	}
-	b.faqs = search.BuildWith(variants, cfg)
 
 	seen := map[string]bool{}
 	var utterances []search.Doc
@@ -171,11 +169,15 @@ func New(src Content, o Options) (*Base, error) {
 			}
 		}
 	}
-	b.suggest = search.NewSuggester(cands)
-	b.intents = search.BuildWith(utterances, cfg)
+	// The content is read; its vectors are planned and loaded in the
+	// background while the words are indexed.
 	if o.Embedder != nil {
 		b.sem = newSemantic(o, sdocs, variants, func(group string) string { return b.faqList[group].Answer })
 	}
+	b.docs = search.BuildWith(sdocs, cfg)
+	b.faqs = search.BuildWith(variants, cfg)
+	b.suggest = search.NewSuggester(cands)
+	b.intents = search.BuildWith(utterances, cfg)
 	return b, nil
 }
 

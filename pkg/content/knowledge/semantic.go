@@ -117,6 +117,7 @@ type semIndex struct {
 	docLead     []int32
 	passages    []passage
 	passageFrom []int32
+	passageVecs []int32 // of passages, apart for reading them all
 	// docTexts is how many texts, the first of all, are the documents':
 	// a search measures them all at once.
 	docTexts int32
@@ -251,6 +252,7 @@ func planIndex(tc TokenCounter, docs, faqs []search.Doc, answerOf func(group str
 		for _, sp := range cuts[i] {
 			if v := id(d.Body[sp.start:sp.end]); v >= 0 {
 				p.passages = append(p.passages, passage{vec: v, start: int32(sp.start), end: int32(sp.end)})
+				p.passageVecs = append(p.passageVecs, v)
 			}
 		}
 		p.passageFrom[i+1] = int32(len(p.passages))
@@ -579,25 +581,12 @@ func (q Query) docSimilarities(keep func(int) bool) docSims {
 	}
 	rough := q.scratch.rough[:len(texts)]
 	sem.vecs.EstimatesTo(q.probe, 0, len(texts), rough)
+	// Candidates in document order read their texts' rows in about
+	// memory order: a document's texts are numbered after the previous
+	// document's.
 	d.cands = sem.nearestByEstimate(rough, keep)
-	var ids []int32
 	for _, i := range d.cands {
-		if lead := sem.docLead[i]; lead >= 0 {
-			ids = append(ids, lead)
-		}
-		for _, p := range sem.docPassages(i) {
-			ids = append(ids, p.vec)
-		}
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	measured := rough[:len(ids)] // read no more
-	sem.vecs.SimilaritiesOf(q.probe, ids, measured)
-	for k, v := range ids {
-		texts[v] = measured[k]
-	}
-	for _, i := range d.cands {
-		d.sims[i], d.best[i] = sem.combine(i, texts)
+		d.at(i)
 	}
 	return d
 }
@@ -630,9 +619,26 @@ func (sem *semIndex) nearestByEstimate(rough []float32, keep func(int) bool) []i
 			i = m
 		}
 	}
-	for i := range sem.docLead {
-		s, _ := sem.combine(i, rough)
-		if math.IsInf(s, -1) || (keep != nil && !keep(i)) {
+	none := float32(math.Inf(-1))
+	for i, lead := range sem.docLead {
+		// combine, without telling which passage: a max has no branch to
+		// mispredict, and this loop runs over every document.
+		top := none
+		for _, v := range sem.passageVecs[sem.passageFrom[i]:sem.passageFrom[i+1]] {
+			top = max(top, rough[v])
+		}
+		var s float64
+		switch {
+		case lead >= 0 && top != none:
+			s = leadWeight*float64(rough[lead]) + (1-leadWeight)*float64(top)
+		case lead >= 0:
+			s = float64(rough[lead])
+		case top != none:
+			s = float64(top)
+		default:
+			continue // nothing to mean
+		}
+		if keep != nil && !keep(i) {
 			continue
 		}
 		if len(heap) < k {
