@@ -173,17 +173,7 @@ func TestDotKernels(t *testing.T) {
 // vectors of 512 dimensions in one pass: what ranking 10,000 documents
 // by meaning reads.
 func BenchmarkSimilarities16k(b *testing.B) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	vs := make([][]float32, 16_000)
-	for i := range vs {
-		vs[i] = randomVector(rng, 512)
-	}
-	v, err := NewVectors(vs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, _ := v.Probe(randomVector(rng, 512))
-	dst := make([]float32, v.Len())
+	v, p, dst := vectors16k(b)
 	b.SetBytes(int64(len(v.rows)))
 	for b.Loop() {
 		v.SimilaritiesTo(p, 0, v.Len(), dst)
@@ -272,17 +262,7 @@ func order(xs []float32) []int {
 
 // BenchmarkEstimates16k is BenchmarkSimilarities16k from the sketch.
 func BenchmarkEstimates16k(b *testing.B) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	vs := make([][]float32, 16_000)
-	for i := range vs {
-		vs[i] = randomVector(rng, 512)
-	}
-	v, err := NewVectors(vs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, _ := v.Probe(randomVector(rng, 512))
-	dst := make([]float32, v.Len())
+	v, p, dst := vectors16k(b)
 	b.SetBytes(int64(len(v.signs) * 8))
 	for b.Loop() {
 		v.EstimatesTo(p, 0, v.Len(), dst)
@@ -311,4 +291,20 @@ func TestSketchByDimension(t *testing.T) {
 			}
 		}
 	}
+}
+
+// vectors16k are 16,000 random vectors of 512 dimensions, a question's
+// probe and room for its similarities.
+func vectors16k(b *testing.B) (*Vectors, Probe, []float32) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vs := make([][]float32, 16_000)
+	for i := range vs {
+		vs[i] = randomVector(rng, 512)
+	}
+	v, err := NewVectors(vs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := v.Probe(randomVector(rng, 512))
+	return v, p, make([]float32, v.Len())
 }
