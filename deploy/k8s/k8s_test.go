@@ -150,6 +150,7 @@ func checks() []check {
 		{"service monitors", checkServiceMonitors},
 		{"ingress", checkIngress},
 		{"consumer group", checkConsumerGroup},
+		{"live view", checkLiveView},
 		{"config and secrets", checkConfigSecrets},
 		{"network policies", checkNetworkPolicies},
 		{"schema migration", checkSchemaMigration},
@@ -1002,6 +1003,24 @@ func checkConsumerGroup(r reporter, cl *cluster) {
 		iv, err2 := cl.knownValue(*in, n)
 		if err1 != nil || err2 != nil || cv != iv {
 			r.Errorf("ingest and consumer disagree on %s: %q and %q (%v %v)", n, iv, cv, err2, err1)
+		}
+	}
+}
+
+// checkLiveView checks that the api reads the topics ingest writes: its
+// live view of events needs the brokers, and tails both topics.
+func checkLiveView(r reporter, cl *cluster) {
+	r.Helper()
+	_, api := cl.running(apiBin)
+	_, in := cl.running(ingestBin)
+	if api == nil || in == nil {
+		return // checkBinaries reports it
+	}
+	for _, n := range []string{"KAFKA_BROKERS", "EVENTS_TOPIC", "QUARANTINE_TOPIC"} {
+		av, err1 := cl.knownValue(*api, n)
+		iv, err2 := cl.knownValue(*in, n)
+		if err1 != nil || err2 != nil || av != iv {
+			r.Errorf("the api's live view and ingest disagree on %s: %q and %q (%v %v)", n, av, iv, err1, err2)
 		}
 	}
 }

@@ -282,6 +282,21 @@ func TestChecksCatchMistakes(t *testing.T) {
 			check: checkConsumerGroup, want: "disagree on EVENTS_TOPIC",
 		},
 		{
+			name: "api without the brokers",
+			edit: func(t *testing.T, cl *cluster) {
+				_, c := mustRun(t, cl, apiBin)
+				kafka := configMapWith(t, cl, "KAFKA_BROKERS")
+				kept := c.EnvFrom[:0]
+				for _, e := range c.EnvFrom {
+					if e.ConfigMapRef == nil || e.ConfigMapRef.Name != kafka.Metadata.Name {
+						kept = append(kept, e)
+					}
+				}
+				c.EnvFrom = kept
+			},
+			check: checkLiveView, want: "the api's live view and ingest disagree on KAFKA_BROKERS",
+		},
+		{
 			name:  "autoscaler minimum of one",
 			edit:  func(t *testing.T, cl *cluster) { byName(t, cl.hpas, "cms-ingest").Spec.MinReplicas = ptr(1) },
 			check: checkAutoscaling, want: "minReplicas 1; want at least 2",
