@@ -20,6 +20,7 @@ import (
 type liveFlags struct {
 	kafka                                func() kafka.TailSettings
 	maxWatchers, perApp, perOrg, payload *int
+	reads                                *int
 	rate                                 *float64
 	summary, heartbeat                   *time.Duration
 }
@@ -32,6 +33,7 @@ func defineLiveFlags(fs *envflag.Set) liveFlags {
 		perOrg:      fs.Int("live-max-watchers-per-org", "LIVE_MAX_WATCHERS_PER_ORG", 0, "most streams of the apps of one organization at once (0: half of -live-max-watchers)"),
 		rate:        fs.Float64("live-events-per-second", "LIVE_EVENTS_PER_SECOND", livetail.DefaultEventsPerSecond, "most events one stream is sent a second (a burst of as many at once); the others are counted in its summaries"),
 		payload:     fs.Int("live-payload-bytes", "LIVE_PAYLOAD_BYTES", livetail.DefaultPayloadBytes, "longest payload a stream shows, in bytes of JSON; a longer one is cut"),
+		reads:       fs.Int("live-read-per-second", "LIVE_READ_PER_SECOND", livetail.DefaultReadPerSecond, "most records of both topics the live view reads a second; above, it shows a sample and tells streams how many it passed over (0: every record)"),
 		summary:     fs.Duration("live-summary-interval", "LIVE_SUMMARY_INTERVAL", livehttp.DefaultSummary, "how often a stream tells what it was and was not sent"),
 		heartbeat:   fs.Duration("live-heartbeat-interval", "LIVE_HEARTBEAT_INTERVAL", livehttp.DefaultHeartbeat, "longest silence of a stream before a comment line keeps proxies from closing it"),
 	}
@@ -50,6 +52,9 @@ func (f liveFlags) check() error {
 		if l.v < 1 {
 			return fmt.Errorf("serve: -%s (%s) %d: want 1 or more", l.flag, l.env, l.v)
 		}
+	}
+	if *f.reads < 0 {
+		return fmt.Errorf("serve: -live-read-per-second (LIVE_READ_PER_SECOND) %d: want 0 (every record) or more", *f.reads)
 	}
 	if *f.perOrg < 0 {
 		return fmt.Errorf("serve: -live-max-watchers-per-org (LIVE_MAX_WATCHERS_PER_ORG) %d: want 1 or more (0: half of -live-max-watchers)", *f.perOrg)
@@ -89,7 +94,8 @@ func (f liveFlags) build(reg prometheus.Registerer, log *slog.Logger) (liveView,
 	s := f.kafka()
 	var hub *livetail.Hub
 	if s.Enabled() {
-		tail, err := s.Cluster.NewTail(kafka.TailConfig{Topics: []string{s.EventsTopic, s.QuarantineTopic}, MaxMessageBytes: s.MaxMessageBytes})
+		tail, err := s.Cluster.NewTail(kafka.TailConfig{Topics: []string{s.EventsTopic, s.QuarantineTopic}, MaxMessageBytes: s.MaxMessageBytes,
+			MaxRecordsPerSecond: *f.reads})
 		if err != nil {
 			return liveView{}, fmt.Errorf("serve: the live view's Kafka: %w", err)
 		}

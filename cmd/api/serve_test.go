@@ -160,6 +160,7 @@ func TestServeRefusesGraphQLLimitsOfNothing(t *testing.T) {
 		{"GRAPHQL_LIST_SIZE", "-1", "-graphql-list-size (GRAPHQL_LIST_SIZE) -1: want 1 or more"},
 		{"GRAPHQL_MAX_ANSWER_BYTES", "0", "-graphql-max-answer-bytes (GRAPHQL_MAX_ANSWER_BYTES) 0: want 1 or more"},
 		{"GRAPHQL_MAX_INTROSPECTION_DEPTH", "0", "-graphql-max-introspection-depth (GRAPHQL_MAX_INTROSPECTION_DEPTH) 0: want 1 or more"},
+		{"LIVE_READ_PER_SECOND", "-1", "-live-read-per-second (LIVE_READ_PER_SECOND) -1: want 0 (every record) or more"},
 	} {
 		env := map[string]string{"CONTENT_DB": filepath.Join(t.TempDir(), "cms.db"), "API_ADDR": "127.0.0.1:0", tc.name: tc.value}
 		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }

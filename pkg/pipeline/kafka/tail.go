@@ -25,6 +25,13 @@ type TailConfig struct {
 	// RetryWait is the first wait before reaching a partition again after
 	// a failure; it doubles on each failure up to MaxRetryWait.
 	RetryWait time.Duration
+	// MaxRecordsPerSecond bounds how many records the tail reads a
+	// second, over all partitions (0: every record). A partition further
+	// behind than the allowance skips to its newest records, and the
+	// records passed over are reported (TailHandler.Unread): a person
+	// watching sees a sample, and reading costs what the allowance does,
+	// not what the producers write.
+	MaxRecordsPerSecond int
 }
 
 // Defaults for TailConfig.
@@ -54,6 +61,9 @@ type TailHandler interface {
 	// Reading says every partition is being read: the first time, and
 	// again after an interruption.
 	Reading(r Resumption)
+	// Unread says n records were passed over, not read, to keep within
+	// TailConfig.MaxRecordsPerSecond. Called like Messages.
+	Unread(n int64)
 }
 
 // Resumption describes a Reading: what the tail could not read.
@@ -75,6 +85,7 @@ type Tail struct {
 	cfg     TailConfig
 	dialer  *kafkago.Dialer
 	brokers []string
+	budget  *readBudget // nil: every record is read
 }
 
 // NewTail returns a tail of the topics in tc; nothing connects before Run.
@@ -98,7 +109,14 @@ func (c Cluster) NewTail(tc TailConfig) (*Tail, error) {
 	if tc.RetryWait <= 0 {
 		tc.RetryWait = DefaultTailRetryWait
 	}
-	return &Tail{cfg: tc, dialer: dialer, brokers: c.Brokers}, nil
+	if tc.MaxRecordsPerSecond < 0 {
+		return nil, fmt.Errorf("a tail's records a second must not be negative, got %d", tc.MaxRecordsPerSecond)
+	}
+	t := &Tail{cfg: tc, dialer: dialer, brokers: c.Brokers}
+	if tc.MaxRecordsPerSecond > 0 {
+		t.budget = newReadBudget(float64(tc.MaxRecordsPerSecond), time.Now())
+	}
+	return t, nil
 }
 
 // Run reads every partition of the topics from its newest record on and
@@ -222,7 +240,13 @@ func (t *Tail) read(ctx context.Context, conn *kafkago.Conn, next *int64, h Tail
 	maxBytes := max(16<<20, t.cfg.MaxMessageBytes+1<<20)
 	minBytes := min(t.cfg.MinBytes, maxBytes)
 	var ms []Message
+	hwm := int64(-1) // the partition's end at the last fetch; unknown before
 	for {
+		if t.budget != nil {
+			if err := t.keepWithin(ctx, conn, next, hwm, h); err != nil {
+				return err
+			}
+		}
 		if _, err := conn.Seek(*next, kafkago.SeekAbsolute|kafkago.SeekDontCheck); err != nil {
 			return err
 		}
@@ -244,7 +268,11 @@ func (t *Tail) read(ctx context.Context, conn *kafkago.Conn, next *int64, h Tail
 			}
 			ms = append(ms, out)
 		}
+		hwm = b.HighWaterMark()
 		if len(ms) > 0 {
+			if t.budget != nil {
+				t.budget.spend(len(ms))
+			}
 			h.Messages(ms)
 			clear(ms) // the handler keeps what it wants; this slice is reused
 		}
@@ -254,6 +282,81 @@ func (t *Tail) read(ctx context.Context, conn *kafkago.Conn, next *int64, h Tail
 			return err
 		}
 	}
+}
+
+// keepWithin waits for the read budget to allow a record, then, when the
+// partition is further behind (as of the last fetch, hwm) than the budget
+// allows, moves *next to the newest records the budget allows and
+// reports the records passed over.
+func (t *Tail) keepWithin(ctx context.Context, conn *kafkago.Conn, next *int64, hwm int64, h TailHandler) error {
+	allowed, waited, err := t.budget.wait(ctx)
+	if err != nil {
+		return err
+	}
+	if hwm < 0 || (!waited && hwm-*next <= allowed) {
+		return nil // not behind as of the last fetch, which was just now
+	}
+	// Where the partition ends now, not when last fetched.
+	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
+	last, err := conn.ReadLastOffset()
+	_ = conn.SetDeadline(time.Time{})
+	if err != nil {
+		return fmt.Errorf("read the newest offset: %w", err)
+	}
+	if skip := last - allowed - *next; skip > 0 {
+		*next += skip
+		h.Unread(skip)
+	}
+	return nil
+}
+
+// readBudget is a tail's allowance of records: rate a second, saved up to
+// a quarter of a second's worth so that what is read, and shown, comes
+// evenly rather than in a burst a second; shared by every partition's
+// reader.
+type readBudget struct {
+	mu     sync.Mutex
+	rate   float64
+	burst  float64
+	tokens float64 // below zero after a fetch larger than the allowance
+	last   time.Time
+}
+
+func newReadBudget(rate float64, now time.Time) *readBudget {
+	burst := max(1, rate/4)
+	return &readBudget{rate: rate, burst: burst, tokens: burst, last: now}
+}
+
+// refill adds what accrued since the last call; b.mu is held.
+func (b *readBudget) refill(now time.Time) {
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+}
+
+// wait waits until at least one record is allowed, and returns how many
+// are and whether it had to wait; an error when ctx ends first.
+func (b *readBudget) wait(ctx context.Context) (allowed int64, waited bool, err error) {
+	for {
+		b.mu.Lock()
+		b.refill(time.Now())
+		tokens := b.tokens
+		b.mu.Unlock()
+		if tokens >= 1 {
+			return int64(tokens), waited, nil
+		}
+		waited = true
+		if !sleep(ctx, time.Duration((1-tokens)/b.rate*float64(time.Second))) {
+			return 0, true, ctx.Err()
+		}
+	}
+}
+
+// spend takes n records read from the allowance.
+func (b *readBudget) spend(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(time.Now())
+	b.tokens -= float64(n)
 }
 
 // tailState counts the partitions not being read, to report one

@@ -20,6 +20,7 @@ import (
 type tailRecorder struct {
 	mu       sync.Mutex
 	values   []string
+	unread   int64
 	changes  []string // "interrupted" and "reading", "reading first", "reading lost"
 	changed  chan struct{}
 	received chan struct{}
@@ -37,6 +38,19 @@ func (r *tailRecorder) Messages(ms []Message) {
 		r.mu.Unlock()
 		r.received <- struct{}{}
 	}
+}
+
+func (r *tailRecorder) Unread(n int64) {
+	r.mu.Lock()
+	r.unread += n
+	r.mu.Unlock()
+}
+
+// counted is how many records were read and passed over.
+func (r *tailRecorder) counted() (read, unread int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return int64(len(r.values)), r.unread
 }
 
 func (r *tailRecorder) Interrupted(err error) {
@@ -139,7 +153,13 @@ func expected(topic, prefix string, n int) []string {
 
 func runTail(t *testing.T, cl Cluster, topics ...string) *tailRecorder {
 	t.Helper()
-	tail, err := cl.NewTail(TailConfig{Topics: topics, MaxWait: 50 * time.Millisecond, MinBytes: 1, RetryWait: 20 * time.Millisecond})
+	return runTailWith(t, cl, TailConfig{Topics: topics})
+}
+
+func runTailWith(t *testing.T, cl Cluster, tc TailConfig) *tailRecorder {
+	t.Helper()
+	tc.MaxWait, tc.MinBytes, tc.RetryWait = 50*time.Millisecond, 1, 20*time.Millisecond
+	tail, err := cl.NewTail(tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +212,77 @@ func TestTailReadsFromTheNewest(t *testing.T) {
 	// Idle fetches (nothing new within MaxWait) are no interruption.
 	if got := rec.changesSoFar(); !slices.Equal(got, []string{"reading first"}) {
 		t.Errorf("changes %q, want reading first alone; errors %q", got, rec.errs)
+	}
+}
+
+// TestTailKeepsWithinItsBudget: once the tail has read its allowance,
+// records written faster than it may read are partly passed over; every
+// record is either read or reported unread, none twice; and records
+// written within the allowance are all read.
+func TestTailKeepsWithinItsBudget(t *testing.T) {
+	cl := newCluster(t, "ev", "q")
+	ctx := t.Context()
+	p, err := cl.NewProducer(ProducerConfig{}, "ev", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const budget, first, rest = 400, 500, 5500
+	rec := runTailWith(t, cl, TailConfig{Topics: []string{"ev", "q"}, MaxRecordsPerSecond: budget})
+	rec.waitState(t, 0, "reading", 30*time.Second)
+	began := time.Now()
+	// More than the allowance saved up: the tail reads them and owes the
+	// rest.
+	if err := p.Publish(ctx, records("first-", first), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for read, unread := rec.counted(); read+unread < budget; read, unread = rec.counted() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d read and %d unread of %d written", read, unread, first)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := range rest / 500 {
+		if err := p.Publish(ctx, records(fmt.Sprintf("rest%d-", i), 500), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	read, unread := rec.counted()
+	for read+unread < first+rest {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d read and %d unread of %d written", read, unread, first+rest)
+		}
+		time.Sleep(10 * time.Millisecond)
+		read, unread = rec.counted()
+	}
+	t.Logf("%d read and %d unread of %d written in %s", read, unread, first+rest, time.Since(began).Round(time.Millisecond))
+	// Each of the two partitions may take the whole allowance at once.
+	most := int64(first + 2*budget*(1+time.Since(began).Seconds()))
+	if read+unread != first+rest || unread == 0 || read > most {
+		t.Errorf("%d read and %d unread of %d written; want each once, some unread and at most %d read", read, unread, first+rest, most)
+	}
+	vals := rec.sortedValues()
+	if d := slices.Compact(slices.Clone(vals)); len(d) != len(vals) {
+		t.Errorf("a record was read twice")
+	}
+	// Within the allowance again (it refills in a quarter of a second):
+	// all is read.
+	time.Sleep(time.Second)
+	_, unreadBefore := rec.counted()
+	if err := p.Publish(ctx, records("calm", 20), records("calmq", 5)); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for read, _ := rec.counted(); read < int64(len(vals)+25); read, _ = rec.counted() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the 25 records written within the allowance read", read-int64(len(vals)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, u := rec.counted(); u != unreadBefore {
+		t.Errorf("%d more unread within the allowance", u-unreadBefore)
 	}
 }
 

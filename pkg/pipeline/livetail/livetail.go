@@ -65,8 +65,14 @@ const (
 	DefaultMaxWatchersPerApp = 10
 	DefaultEventsPerSecond   = 50
 	DefaultPayloadBytes      = 4096
-	MinQueueLength           = 64
-	MaxQueueLength           = 1024
+	// DefaultReadPerSecond is how many records the tail reads a second
+	// (kafka.TailConfig.MaxRecordsPerSecond): twenty times what ten
+	// watchers of one app are shown, so that filters still find rare
+	// events, and a small part of what ingest can publish, so that
+	// watching costs little however busy ingest is.
+	DefaultReadPerSecond = 10_000
+	MinQueueLength       = 64
+	MaxQueueLength       = 1024
 )
 
 func (c Config) withDefaults() Config {
@@ -196,6 +202,8 @@ type Hub struct {
 	view atomic.Pointer[map[string]*group]
 	// state is the tail's latest State item, nil before it reads.
 	state atomic.Pointer[Item]
+	// unread counts the records the tail passed over (see Unread).
+	unread atomic.Uint64
 }
 
 // NewHub returns a hub reading src, registering its metrics with reg.
@@ -257,7 +265,7 @@ func (h *Hub) Watch(orgID, appID string, f Filter) (*Watcher, error) {
 		h.publish()
 	}
 	w := &Watcher{hub: h, g: g, orgID: orgID, filter: f, items: make(chan Item, h.cfg.QueueLength),
-		done: make(chan struct{}), tokens: h.cfg.EventsPerSecond, last: h.now()}
+		done: make(chan struct{}), tokens: h.cfg.EventsPerSecond, last: h.now(), unreadMark: h.unread.Load()}
 	g.mu.Lock()
 	g.watchers = append(g.watchers, w)
 	g.mu.Unlock()
@@ -392,6 +400,14 @@ func (h *Hub) message(view map[string]*group, m kafka.Message) {
 		return
 	}
 	g.offer(h, m, quarantined)
+}
+
+// Unread implements kafka.TailHandler: records the tail passed over to
+// keep within its reading allowance are counted for every watcher's
+// summary, whatever app they were of.
+func (h *Hub) Unread(n int64) {
+	h.unread.Add(uint64(n))
+	h.metrics.unread.Add(float64(n))
 }
 
 // Interrupted implements kafka.TailHandler.
@@ -538,6 +554,7 @@ type Watcher struct {
 	last                 time.Time
 	state                *Item // the last state item queued
 	seen, shown, skipped uint64
+	unreadMark           uint64 // the hub's unread count at the last counts
 }
 
 // Items are the watcher's messages, in order.
@@ -557,11 +574,14 @@ func (w *Watcher) Ending() Ending {
 
 // Counts are what a watcher was and was not shown over a period: Seen
 // events of its app passed its filters, Shown of them were queued for it,
-// Skipped were over its events a second.
+// Skipped were over its events a second. Unread records, of any app, were
+// passed over unread: more were published than the view reads a second,
+// so what it saw is a sample.
 type Counts struct {
 	Seen    uint64 `json:"seen"`
 	Shown   uint64 `json:"shown"`
 	Skipped uint64 `json:"skipped"`
+	Unread  uint64 `json:"unread"`
 }
 
 // TakeCounts returns the counts since the last call and starts new ones.
@@ -575,8 +595,9 @@ func (w *Watcher) TakeCounts() Counts {
 // (counted here rather than per record, which every partition's reader
 // would contend for); g.mu is held.
 func (w *Watcher) takeCounts() Counts {
-	c := Counts{Seen: w.seen, Shown: w.shown, Skipped: w.skipped}
-	w.seen, w.shown, w.skipped = 0, 0, 0
+	unread := w.hub.unread.Load()
+	c := Counts{Seen: w.seen, Shown: w.shown, Skipped: w.skipped, Unread: unread - w.unreadMark}
+	w.seen, w.shown, w.skipped, w.unreadMark = 0, 0, 0, unread
 	w.hub.metrics.sent.Add(float64(c.Shown))
 	w.hub.metrics.skipped.Add(float64(c.Skipped))
 	return c

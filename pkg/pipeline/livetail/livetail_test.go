@@ -212,6 +212,28 @@ func TestEventsASecondAndCounts(t *testing.T) {
 	}
 }
 
+// TestUnreadCounts: records the tail passed over are counted in the next
+// counts of every watcher, once, and not in those of a watcher that
+// came after.
+func TestUnreadCounts(t *testing.T) {
+	h, _, _ := newHub(t, Config{})
+	a, b := watch(t, h, "org", "a", Filter{}), watch(t, h, "org", "b", Filter{})
+	h.Unread(300)
+	h.Unread(12)
+	late := watch(t, h, "org", "a", Filter{})
+	for name, w := range map[string]*Watcher{"a": a, "b": b} {
+		if c := w.TakeCounts(); c != (Counts{Unread: 312}) {
+			t.Errorf("watcher %s: counts %+v, want 312 unread", name, c)
+		}
+		if c := w.TakeCounts(); c != (Counts{}) {
+			t.Errorf("watcher %s: counts right after being taken: %+v, want zero", name, c)
+		}
+	}
+	if c := late.TakeCounts(); c != (Counts{}) {
+		t.Errorf("a watcher that came after: counts %+v, want zero", c)
+	}
+}
+
 func TestFilters(t *testing.T) {
 	h, _, _ := newHub(t, Config{EventsPerSecond: 1000})
 	watchers := map[string]*Watcher{

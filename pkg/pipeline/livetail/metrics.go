@@ -8,6 +8,7 @@ type metrics struct {
 	watchers      prometheus.Gauge
 	tailRunning   prometheus.Gauge
 	read          prometheus.Counter
+	unread        prometheus.Counter
 	sent          prometheus.Counter
 	skipped       prometheus.Counter
 	unreadable    prometheus.Counter
@@ -23,6 +24,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 while the process reads the events and quarantine topics for its watchers, else 0."}),
 		read: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cms", Subsystem: "live", Name: "records_read_total",
 			Help: "Records the live view read from the events and quarantine topics, of every app."}),
+		unread: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cms", Subsystem: "live", Name: "records_unread_total",
+			Help: "Records the live view passed over unread, over the records it reads a second (LIVE_READ_PER_SECOND)."}),
 		sent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cms", Subsystem: "live", Name: "events_sent_total",
 			Help: "Events queued for watchers (one per watcher shown it)."}),
 		skipped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cms", Subsystem: "live", Name: "events_skipped_total",
@@ -38,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.refused.WithLabelValues(l)
 	}
 	if reg != nil {
-		reg.MustRegister(m.watchers, m.tailRunning, m.read, m.sent, m.skipped, m.unreadable, m.interruptions, m.refused)
+		reg.MustRegister(m.watchers, m.tailRunning, m.read, m.unread, m.sent, m.skipped, m.unreadable, m.interruptions, m.refused)
 	}
 	return m
 }

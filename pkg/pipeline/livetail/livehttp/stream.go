@@ -268,10 +268,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, watcher *livetai
 			err = s.flush()
 		case <-summaries.C:
 			c := watcher.TakeCounts()
-			if c.Seen == 0 {
+			if c.Seen == 0 && c.Unread == 0 {
 				continue
 			}
-			total.Seen, total.Shown, total.Skipped = total.Seen+c.Seen, total.Shown+c.Shown, total.Skipped+c.Skipped
+			total.Seen, total.Shown, total.Skipped, total.Unread = total.Seen+c.Seen, total.Shown+c.Shown, total.Skipped+c.Skipped, total.Unread+c.Unread
 			s.send("summary", summary{Seconds: h.cfg.Summary.Seconds(), Counts: c, Total: total})
 			err = s.flush()
 		case <-heartbeat.C:

@@ -255,6 +255,18 @@ func TestStreamSummaries(t *testing.T) {
 	if sum.Seen != 10 || sum.Shown != 2 || sum.Skipped != 8 || sum.Total.Seen != 10 {
 		t.Errorf("summary %+v, want 10 seen, 2 shown, 8 skipped", sum)
 	}
+	// Records passed over unread are told though none of the app's came.
+	s.hub.Unread(40)
+	var unread struct {
+		Seen, Unread uint64
+		Total        struct{ Seen, Unread uint64 }
+	}
+	if err := json.Unmarshal([]byte(st.next(t, "summary").data), &unread); err != nil {
+		t.Fatal(err)
+	}
+	if unread.Seen != 0 || unread.Unread != 40 || unread.Total.Seen != 10 || unread.Total.Unread != 40 {
+		t.Errorf("summary %+v, want 40 unread and none seen", unread)
+	}
 }
 
 // TestStreamOutlivesTheServersTimeouts: a stream lasts longer than the

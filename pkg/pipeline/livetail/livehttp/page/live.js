@@ -111,8 +111,13 @@ function onEvent(ev) {
 
 function counts(s) {
   const t = s.total;
-  $("counts").textContent = "Last " + s.seconds + " s: " + s.seen + " seen, " + s.shown + " shown, " + s.skipped +
+  let text = "Last " + s.seconds + " s: " + s.seen + " seen, " + s.shown + " shown, " + s.skipped +
     " skipped over the rate. Since Watch: " + t.seen + " seen, " + t.shown + " shown, " + t.skipped + " skipped.";
+  if (t.unread > 0) {
+    text += " More was published than the view reads: " + t.unread +
+      " events of all apps passed over unread since Watch, so these are a sample.";
+  }
+  $("counts").textContent = text;
 }
 
 function handle(kind, data) {
