@@ -178,16 +178,24 @@ func runTailWith(t *testing.T, cl Cluster, tc TailConfig) *tailRecorder {
 	return rec
 }
 
-// TestTailReadsFromTheNewest: records written before the tail reads every
-// partition are not read; every record written after is read once.
-func TestTailReadsFromTheNewest(t *testing.T) {
+// tailCluster is a cluster with the topics ev and q, and a producer of
+// both.
+func tailCluster(t *testing.T) (Cluster, *Producer) {
+	t.Helper()
 	cl := newCluster(t, "ev", "q")
-	ctx := t.Context()
 	p, err := cl.NewProducer(ProducerConfig{}, "ev", "q")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
+	return cl, p
+}
+
+// TestTailReadsFromTheNewest: records written before the tail reads every
+// partition are not read; every record written after is read once.
+func TestTailReadsFromTheNewest(t *testing.T) {
+	cl, p := tailCluster(t)
+	ctx := t.Context()
 	if err := p.Publish(ctx, records("old", 20), records("oldq", 3)); err != nil {
 		t.Fatal(err)
 	}
@@ -220,13 +228,8 @@ func TestTailReadsFromTheNewest(t *testing.T) {
 // record is either read or reported unread, none twice; and records
 // written within the allowance are all read.
 func TestTailKeepsWithinItsBudget(t *testing.T) {
-	cl := newCluster(t, "ev", "q")
+	cl, p := tailCluster(t)
 	ctx := t.Context()
-	p, err := cl.NewProducer(ProducerConfig{}, "ev", "q")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	const budget, first, rest = 400, 500, 5500
 	rec := runTailWith(t, cl, TailConfig{Topics: []string{"ev", "q"}, MaxRecordsPerSecond: budget})
 	rec.waitState(t, 0, "reading", 30*time.Second)
