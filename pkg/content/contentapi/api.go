@@ -98,8 +98,8 @@ type API struct {
 	// retrieval counts answers by how they were ranked (see
 	// RetrievalHeader); nil when nothing counts them.
 	retrieval *prometheus.CounterVec
-	// owed holds, by app, the token whose change of content the next
-	// index build is charged to.
+	// owed holds, by app, the *change (its token) the next index build
+	// is charged to.
 	owed sync.Map
 	// retrievalLogged is when a failure of semantic retrieval was last
 	// logged (Unix nanoseconds): an endpoint that is down fails every
@@ -146,10 +146,15 @@ func (a *API) Invalidate(appID string) { a.cache.Invalidate(appID) } // "" for e
 // every visitor of its page).
 func (a *API) ChangedBy(appID, tokenID string) {
 	if a.limiter != nil {
-		a.owed.Store(appID, tokenID)
+		a.owed.Store(appID, &change{token: tokenID})
 	}
 	a.Invalidate(appID)
 }
+
+// change is one change of an app's content, owed by its token until an
+// index build with it is done. Each is its own value, so that a build
+// clears only the change it was charged for, not a later one.
+type change struct{ token string }
 
 // Register adds the content routes to r.
 func (a *API) Register(r gin.IRouter) {

@@ -66,20 +66,21 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 			o.Log = a.log.With("app_id", appID)
 		}
 		// Who changed the content pays for the index, or else the
-		// request that needed it. Taken before the build, so that a change
-		// made while it runs is owed by the next build, not paid by this
-		// one and then by the request that needs the next.
-		tok, ok := a.owed.LoadAndDelete(appID)
+		// request that needed it. The change is read before the build and
+		// cleared after it only if no newer one came meanwhile: a change
+		// made while it runs is owed by the next build. A build started in
+		// the background may begin after a newer change: then it and the
+		// build that change needs are both charged to it, never to a
+		// reader.
+		owed, ok := a.owed.Load(appID)
 		start := time.Now()
 		b, err := knowledge.New(src, o)
 		if err != nil {
-			if ok {
-				a.owed.LoadOrStore(appID, tok) // still owed, unless a newer change is
-			}
-			return nil, err
+			return nil, err // still owed
 		}
 		if ok {
-			a.limiter.Charge(tok.(string), float64(time.Since(start))/float64(WorkPerRequest))
+			a.limiter.Charge(owed.(*change).token, float64(time.Since(start))/float64(WorkPerRequest))
+			a.owed.CompareAndDelete(appID, owed)
 		} else {
 			charge(ctx, time.Since(start))
 		}
