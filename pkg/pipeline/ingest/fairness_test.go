@@ -401,13 +401,15 @@ func TestOneOrganizationCannotStarveAnother(t *testing.T) {
 		// held is the most bombs the share that binds holds.
 		held int
 		// share is what the refusals name, and others what they may
-		// name instead (an app whose two bombs hold all of the token's).
+		// name instead: an app whose two bombs hold all of the token's
+		// share, or all of the app's own (a bomb sent again for an app
+		// while its two are still held).
 		share  string
 		others []string
 	}{
 		{name: "one organization token for four apps", held: 2, share: tokenShare, others: []string{`the bodies of app "app-a`},
 			attackers: [][2]string{{"orgA", "app-a1"}, {"orgA", "app-a2"}, {"orgA", "app-a3"}, {"orgA", "app-a4"}}},
-		{name: "app and organization tokens of one organization for four apps", held: 4, share: orgShare,
+		{name: "app and organization tokens of one organization for four apps", held: 4, share: orgShare, others: []string{`the bodies of app "app-a`},
 			attackers: [][2]string{{"a1", "app-a1"}, {"a2", "app-a2"}, {"orgA", "app-a3"}, {"orgA2", "app-a4"}}},
 	}
 	for _, tc := range cases {
