@@ -62,10 +62,3 @@ func (g *rankGate) leave() {
 	close(g.waiting[0])
 	g.waiting = g.waiting[1:]
 }
-
-// queued is how many wait.
-func (g *rankGate) queued() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.waiting)
-}

@@ -94,3 +94,10 @@ func waitQueued(t *testing.T, g *rankGate, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// queued is how many wait in line at g.
+func (g *rankGate) queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiting)
+}
