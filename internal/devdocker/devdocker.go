@@ -1,0 +1,183 @@
+// Package devdocker starts a private Docker engine for the container tests
+// (Debian's docker.io, run by hand without systemd) and builds the Docker
+// Compose CLI plugin they drive it with.
+//
+// The engine has its own socket, exec root and pid file, and touches
+// nothing of the host's network configuration: no default bridge, no
+// iptables rules, no IP forwarding. Containers reach each other on the
+// networks compose creates and publish ports on loopback through Docker's
+// userland proxy; builds use the host's network. Its data root, which
+// holds the images and the build cache, is kept between runs (a lock
+// allows one engine on it at a time).
+package devdocker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/assistantcms/cms/internal/childproc"
+)
+
+// Debian's docker.io: the engine and the client whose built-in BuildKit
+// builds without buildx.
+const (
+	Dockerd = "/usr/sbin/dockerd"
+	Client  = "/usr/bin/docker"
+)
+
+// Packages are the Debian packages the container tests need: the engine
+// and its client, and debootstrap, which makes the base image.
+var Packages = []string{"docker.io", "debootstrap"}
+
+// Engine is a running private Docker engine.
+type Engine struct {
+	// Host is the DOCKER_HOST of the engine.
+	Host string
+	// Config is a DOCKER_CONFIG directory holding the Compose plugin.
+	Config string
+
+	proc    *childproc.Proc
+	exec    string
+	lock    *os.File
+	stopped bool
+}
+
+// Options says where the engine keeps its state.
+type Options struct {
+	// DataRoot keeps images and the build cache between runs.
+	DataRoot string
+	// Dir holds the socket, exec root and pid file of this run (the exec
+	// root's path must be short: it holds unix sockets).
+	Dir string
+	// Log receives the engine's output.
+	Log io.Writer
+}
+
+// Start starts the engine and waits until it answers.
+func Start(ctx context.Context, o Options) (*Engine, error) {
+	if err := os.MkdirAll(o.DataRoot, 0o700); err != nil {
+		return nil, fmt.Errorf("create the engine's data root: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(o.DataRoot, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the data root's lock: %w", err)
+	}
+	// Another test's engine on the same data root would corrupt it: wait
+	// for it to finish rather than fail.
+	if err := flock(ctx, lock); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	e := &Engine{lock: lock, exec: filepath.Join(o.Dir, "x")}
+	sock := filepath.Join(o.Dir, "docker.sock")
+	e.Host = "unix://" + sock
+	cmd := exec.Command(Dockerd,
+		"--data-root", filepath.Join(o.DataRoot, "root"),
+		"--exec-root", e.exec,
+		"--host", e.Host,
+		"--pidfile", filepath.Join(o.Dir, "docker.pid"),
+		// Without systemd, cgroups are managed by hand.
+		"--exec-opt", "native.cgroupdriver=cgroupfs",
+		// No process here may raise its hard limit above the host's.
+		"--default-ulimit", "nofile=20000:20000",
+		"--bridge", "none", "--iptables=false", "--ip-forward=false", "--ip-masq=false",
+	)
+	cmd.Stdout, cmd.Stderr = o.Log, o.Log
+	e.proc, err = childproc.Start("dockerd", cmd)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(wait, http.MethodGet, "http://docker/_ping", nil)
+		if res, err := client.Do(req); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return e, nil
+			}
+		}
+		select {
+		case <-e.proc.Done():
+			lock.Close()
+			return nil, errors.New("dockerd exited before it answered; see its log")
+		case <-wait.Done():
+			e.Stop()
+			return nil, fmt.Errorf("dockerd did not answer on %s: %w", sock, wait.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func flock(ctx context.Context, f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock %s: %w", f.Name(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("another engine holds %s: %w", f.Name(), ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Stop stops the engine (it stops what containers still run) and removes
+// its exec root.
+func (e *Engine) Stop() error {
+	if e.stopped {
+		return nil
+	}
+	e.stopped = true
+	err := e.proc.Stop(syscall.SIGTERM, time.Minute)
+	if rmErr := os.RemoveAll(e.exec); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("remove the exec root: %w", rmErr))
+	}
+	return errors.Join(err, e.lock.Close())
+}
+
+// Command is the Docker client against this engine, with the Compose
+// plugin.
+func (e *Engine) Command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, Client, args...)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+e.Host, "DOCKER_BUILDKIT=1")
+	if e.Config != "" {
+		cmd.Env = append(cmd.Env, "DOCKER_CONFIG="+e.Config)
+	}
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// Run runs the client and returns its standard output, or an error with
+// everything it printed.
+func (e *Engine) Run(ctx context.Context, args ...string) (string, error) {
+	cmd := e.Command(ctx, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("docker %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
