@@ -90,9 +90,19 @@ func TestCompose(t *testing.T) {
 				Value float64
 			}
 		}
-		if code := getJSON(ctx, t, status+"/status/data", &data); code != http.StatusOK {
-			t.Fatalf("GET /status/data: %d", code)
-		}
+		// The page reads the services' metrics every few seconds.
+		accepted := -1
+		waitFor(t, time.Minute, fmt.Sprintf("%d events accepted on the status page", sent), func() bool {
+			if code := getJSON(ctx, t, status+"/status/data", &data); code != http.StatusOK {
+				t.Fatalf("GET /status/data: %d", code)
+			}
+			for _, c := range data.Counters {
+				if c.Label == "Events accepted" {
+					accepted = int(c.Value)
+				}
+			}
+			return accepted == sent
+		})
 		var names []string
 		for _, s := range data.Sources {
 			names = append(names, s.Name)
@@ -103,11 +113,6 @@ func TestCompose(t *testing.T) {
 		slices.Sort(names)
 		if want := []string{"api", "consumer", "gateway", "ingest"}; !slices.Equal(names, want) {
 			t.Errorf("sources %v, want %v", names, want)
-		}
-		for _, c := range data.Counters {
-			if c.Label == "Events accepted" && int(c.Value) != sent {
-				t.Errorf("the status page counts %v events accepted, want %d", c.Value, sent)
-			}
 		}
 	})
 
@@ -132,18 +137,25 @@ func TestCompose(t *testing.T) {
 	t.Run("down leaves nothing behind", func(t *testing.T) {
 		d.down(ctx, t)
 		downed = true
-		if ids := lines(docker(ctx, t, "ps", "--all", "--quiet")); len(ids) != 0 {
-			t.Errorf("containers left: %v", ids)
-		}
-		if vs := lines(docker(ctx, t, "volume", "ls", "--quiet")); len(vs) != 0 {
-			t.Errorf("volumes left: %v", vs)
-		}
-		nets := lines(docker(ctx, t, "network", "ls", "--format", "{{.Name}}"))
-		slices.Sort(nets)
-		if want := []string{"host", "none"}; !slices.Equal(nets, want) {
-			t.Errorf("networks %v, want only the engine's own %v", nets, want)
-		}
+		checkNothingLeft(ctx, t)
 	})
+}
+
+// checkNothingLeft checks that the engine holds no container, volume or
+// network but its own.
+func checkNothingLeft(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if ids := lines(docker(ctx, t, "ps", "--all", "--quiet")); len(ids) != 0 {
+		t.Errorf("containers left: %v", ids)
+	}
+	if vs := lines(docker(ctx, t, "volume", "ls", "--quiet")); len(vs) != 0 {
+		t.Errorf("volumes left: %v", vs)
+	}
+	nets := lines(docker(ctx, t, "network", "ls", "--format", "{{.Name}}"))
+	slices.Sort(nets)
+	if want := []string{"host", "none"}; !slices.Equal(nets, want) {
+		t.Errorf("networks %v, want only the engine's own %v", nets, want)
+	}
 }
 
 // waitRows waits until the session's events are rows of ClickHouse, each

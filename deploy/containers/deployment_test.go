@@ -26,6 +26,8 @@ type deployment struct {
 	// ports are the host ports of compose.yaml's port variables; free
 	// ones, so that a run does not depend on what the host serves.
 	ports map[string]int
+	// env holds more variables of the files, NAME=VALUE.
+	env []string
 }
 
 // portVars are compose.yaml's variables of published ports.
@@ -53,6 +55,7 @@ func (d *deployment) command(ctx context.Context, args ...string) *exec.Cmd {
 	for v, p := range d.ports {
 		cmd.Env = append(cmd.Env, v+"="+strconv.Itoa(p))
 	}
+	cmd.Env = append(cmd.Env, d.env...)
 	return cmd
 }
 

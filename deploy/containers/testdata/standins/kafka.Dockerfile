@@ -7,7 +7,7 @@ RUN useradd --uid 1000 --create-home appuser \
     && mkdir -p /var/lib/kafka/data /opt/kafka/bin \
     && chown appuser:appuser /var/lib/kafka/data
 COPY broker /usr/local/bin/kfake-broker
-COPY kafka-entrypoint /usr/local/bin/kafka-entrypoint
+COPY kafka-entrypoint kafka-env /usr/local/bin/
 COPY kafka-broker-api-versions.sh /opt/kafka/bin/kafka-broker-api-versions.sh
 USER appuser
 EXPOSE 9092
