@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -47,13 +48,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	cache = filepath.Join(cache, "cms-containers")
-	// A short directory: the engine's exec root holds unix sockets.
-	dir, err := os.MkdirTemp("", "dk-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "containers:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
+	// A short path, since the engine's exec root holds unix sockets, and
+	// a fixed one, so that a killed run's is cleared by the next.
+	dir := filepath.Join(os.TempDir(), "cms-dockerd-"+strconv.Itoa(os.Getuid()))
 	logs := &childproc.Output{}
 	engine, err = devdocker.Start(ctx, devdocker.Options{DataRoot: filepath.Join(cache, "engine"), Dir: dir, Log: logs})
 	if err != nil {
@@ -78,8 +75,12 @@ func run(m *testing.M) int {
 	return code
 }
 
-// prepare installs Compose and builds the stand-ins and our image.
+// prepare clears what a killed run left, installs Compose and builds the
+// stand-ins and our image.
 func prepare(ctx context.Context, cache string) error {
+	if err := clearEngine(ctx); err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := engine.InstallCompose(ctx, filepath.Join(cache, "docker")); err != nil {
 		return err
@@ -102,6 +103,33 @@ func prepare(ctx context.Context, cache string) error {
 		return fmt.Errorf("build %s from deploy/compose/Dockerfile: %w", image, err)
 	}
 	fmt.Fprintf(os.Stderr, "containers: %s built in %v\n", image, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// clearEngine removes every container, volume and network a killed run
+// may have left on the engine, which is the tests' own, and keeps its
+// cache bounded: images no tag names any more, and build cache beyond a
+// few gigabytes.
+func clearEngine(ctx context.Context) error {
+	out, err := engine.Run(ctx, "ps", "--all", "--quiet")
+	if err != nil {
+		return err
+	}
+	if ids := lines(out); len(ids) > 0 {
+		if _, err := engine.Run(ctx, append([]string{"rm", "--force", "--volumes"}, ids...)...); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{
+		{"volume", "prune", "--force"},
+		{"network", "prune", "--force"},
+		{"image", "prune", "--force"},
+		{"builder", "prune", "--force", "--keep-storage", "4gb"},
+	} {
+		if _, err := engine.Run(ctx, args...); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

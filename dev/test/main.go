@@ -42,6 +42,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/debpkg"
 	"github.com/assistantcms/cms/internal/devclickhouse"
+	"github.com/assistantcms/cms/internal/devdocker"
 	"github.com/assistantcms/cms/internal/devpostgres"
 	"github.com/assistantcms/cms/pkg/content/encoder"
 	"github.com/assistantcms/cms/pkg/content/lexicon"
@@ -63,13 +64,13 @@ func main() {
 		os.Exit(1)
 	}
 	for _, tool := range []struct{ bin, pkg string }{
-		{"promtool", "prometheus"},            // checks the alerting rules and dashboard queries
-		{"amtool", "prometheus-alertmanager"}, // checks the Alertmanager configuration
-		{"chromium", "chromium"},              // renders the status page
-		{"node", "nodejs"},                    // runs the reference client's runtime
-		{"npm", "npm"},                        // installs the reference client
-		{"dockerd", "docker.io"},              // runs the image and compose deployments
-		{"debootstrap", "debootstrap"},        // makes the base image of their stand-ins
+		{"promtool", "prometheus"},               // checks the alerting rules and dashboard queries
+		{"amtool", "prometheus-alertmanager"},    // checks the Alertmanager configuration
+		{"chromium", "chromium"},                 // renders the status page
+		{"node", "nodejs"},                       // runs the reference client's runtime
+		{"npm", "npm"},                           // installs the reference client
+		{devdocker.Dockerd, "docker.io"},         // runs the image and compose deployments
+		{"/usr/sbin/debootstrap", "debootstrap"}, // makes the base image of their stand-ins
 	} {
 		if _, err := debpkg.Ensure(ctx, os.Stderr, []string{tool.bin}, tool.pkg); err != nil {
 			fmt.Fprintf(os.Stderr, "test: install %s: %v\n", tool.bin, err)

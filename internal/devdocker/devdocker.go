@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,10 +37,6 @@ const (
 	Client  = "/usr/bin/docker"
 )
 
-// Packages are the Debian packages the container tests need: the engine
-// and its client, and debootstrap, which makes the base image.
-var Packages = []string{"docker.io", "debootstrap"}
-
 // Engine is a running private Docker engine.
 type Engine struct {
 	// Host is the DOCKER_HOST of the engine.
@@ -48,7 +45,7 @@ type Engine struct {
 	Config string
 
 	proc    *childproc.Proc
-	exec    string
+	dir     string
 	lock    *os.File
 	stopped bool
 }
@@ -57,8 +54,9 @@ type Engine struct {
 type Options struct {
 	// DataRoot keeps images and the build cache between runs.
 	DataRoot string
-	// Dir holds the socket, exec root and pid file of this run (the exec
-	// root's path must be short: it holds unix sockets).
+	// Dir holds the socket and exec root of this run; it is emptied at
+	// start, so what a killed run left there goes, and removed at stop.
+	// Its path must be short: it holds unix sockets.
 	Dir string
 	// Log receives the engine's output.
 	Log io.Writer
@@ -79,14 +77,29 @@ func Start(ctx context.Context, o Options) (*Engine, error) {
 		lock.Close()
 		return nil, err
 	}
-	e := &Engine{lock: lock, exec: filepath.Join(o.Dir, "x")}
+	// An engine of a run that was killed outlives it and would share the
+	// data root with this one.
+	pidFile := filepath.Join(o.DataRoot, "dockerd.pid")
+	if err := stopStale(pidFile, o.DataRoot); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if err := os.RemoveAll(o.Dir); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("clear the engine's run directory: %w", err)
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("create the engine's run directory: %w", err)
+	}
+	e := &Engine{lock: lock, dir: o.Dir}
 	sock := filepath.Join(o.Dir, "docker.sock")
 	e.Host = "unix://" + sock
 	cmd := exec.Command(Dockerd,
 		"--data-root", filepath.Join(o.DataRoot, "root"),
-		"--exec-root", e.exec,
+		"--exec-root", filepath.Join(o.Dir, "x"),
 		"--host", e.Host,
-		"--pidfile", filepath.Join(o.Dir, "docker.pid"),
+		"--pidfile", pidFile,
 		// Without systemd, cgroups are managed by hand.
 		"--exec-opt", "native.cgroupdriver=cgroupfs",
 		// No process here may raise its hard limit above the host's.
@@ -127,6 +140,39 @@ func Start(ctx context.Context, o Options) (*Engine, error) {
 	}
 }
 
+// stopStale kills the engine whose pid the data root records, if that
+// process is still a dockerd of this data root.
+func stopStale(pidFile, dataRoot string) error {
+	b, err := os.ReadFile(pidFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the engine's pid file: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return os.Remove(pidFile)
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || !strings.Contains(string(cmdline), "dockerd") || !strings.Contains(string(cmdline), dataRoot) {
+		return os.Remove(pidFile)
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return fmt.Errorf("find the stale engine %d: %w", pid, err)
+	}
+	_ = p.Signal(syscall.SIGTERM)
+	for range 600 {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = p.Kill()
+	return nil
+}
+
 func flock(ctx context.Context, f *os.File) error {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
@@ -145,15 +191,15 @@ func flock(ctx context.Context, f *os.File) error {
 }
 
 // Stop stops the engine (it stops what containers still run) and removes
-// its exec root.
+// its run directory.
 func (e *Engine) Stop() error {
 	if e.stopped {
 		return nil
 	}
 	e.stopped = true
 	err := e.proc.Stop(syscall.SIGTERM, time.Minute)
-	if rmErr := os.RemoveAll(e.exec); rmErr != nil {
-		err = errors.Join(err, fmt.Errorf("remove the exec root: %w", rmErr))
+	if rmErr := os.RemoveAll(e.dir); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("remove the engine's run directory: %w", rmErr))
 	}
 	return errors.Join(err, e.lock.Close())
 }
