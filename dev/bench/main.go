@@ -25,6 +25,14 @@
 // -sweep 8,16,32,64 instead runs one ingest max and one ceiling per
 // concurrency, to choose -concurrency.
 //
+// -shapes 1x1k,5x1k,50x1k,1x20k,5x20k,50x20k instead measures requests of
+// those shapes (events per request × each event's size; 20k events carry
+// a knowledge-base result, as a runtime's knowledge-base turns do): at
+// each, ingest max called directly, the same through api gateway (with
+// api serve as its other upstream), and the ceiling producing the same
+// records with the same batching, -runs times, then a table of medians
+// with the gateway's CPU beside ingest's (shapes.go).
+//
 // -watchers 10 instead measures what people watching the app's events
 // live cost ingest: it starts api serve on the same broker too, and runs
 // ingest max -runs times without watchers and -runs times with that many
@@ -82,6 +90,7 @@ type options struct {
 	sweep       string
 	keep        bool
 	watchers    int
+	shapes      string
 }
 
 func main() {
@@ -97,6 +106,7 @@ func main() {
 	flag.StringVar(&o.sweep, "sweep", "", "comma-separated concurrencies: run ingest max and ceiling once at each instead of the benchmark")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, logs, database)")
 	flag.IntVar(&o.watchers, "watchers", 0, "instead of the benchmark, compare ingest max without and with this many live watchers of the app (api serve reading the topics)")
+	flag.StringVar(&o.shapes, "shapes", "", "instead of the benchmark, measure these request shapes, EVENTSxSIZE comma-separated (e.g. 1x1k,5x1k,50x1k,1x20k,5x20k,50x20k): ingest direct, through the gateway and the ceiling at each")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -129,11 +139,21 @@ type stack struct {
 	apiDone         chan struct{}
 	apiURL          string
 	managementToken string
+	// gateway fronts ingest and the api in -shapes runs.
+	gateway     *exec.Cmd
+	gatewayDone chan struct{}
+	gatewayURL  string
 }
 
 func run(ctx context.Context, log *slog.Logger, o options) (err error) {
 	if o.runs <= 0 || o.concurrency <= 0 || o.duration <= 0 {
 		return errors.New("-runs, -concurrency and -duration must be positive")
+	}
+	var shapes []shape
+	if o.shapes != "" {
+		if shapes, err = parseShapes(o.shapes); err != nil {
+			return err
+		}
 	}
 	s, err := start(ctx, log, o.keep, o.watchers)
 	defer s.close()
@@ -146,7 +166,7 @@ func run(ctx context.Context, log *slog.Logger, o options) (err error) {
 		return err
 	}
 
-	b := &bench{s: s, o: o, log: log}
+	b := &bench{s: s, o: o, log: log, shapes: shapes}
 	b.bodies = loadgen.Bodies(loadgen.BodyOptions{Count: o.bodies, AppID: demoApp, Seed: o.seed})
 	conc := []int{o.concurrency}
 	if o.sweep != "" {
@@ -167,6 +187,9 @@ func run(ctx context.Context, log *slog.Logger, o options) (err error) {
 	}
 	if o.watchers > 0 {
 		return b.watched(ctx)
+	}
+	if o.shapes != "" {
+		return b.shaped(ctx)
 	}
 	return b.benchmark(ctx)
 }
@@ -297,6 +320,15 @@ func (s *stack) dumpIngestLog() {
 }
 
 func (s *stack) close() {
+	if s.gateway != nil {
+		_ = s.gateway.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.gatewayDone:
+		case <-time.After(15 * time.Second):
+			_ = s.gateway.Process.Kill()
+			<-s.gatewayDone
+		}
+	}
 	if s.api != nil {
 		_ = s.api.Process.Signal(syscall.SIGTERM)
 		select {
@@ -339,6 +371,7 @@ type bench struct {
 	log    *slog.Logger
 	bodies [][]byte
 	client *http.Client
+	shapes []shape
 }
 
 func (b *bench) outstanding() int {
@@ -403,8 +436,9 @@ func (b *bench) httpRun(ctx context.Context, name string, conc int, rate float64
 	return p, nil
 }
 
-// ceilingRun runs the producer ceiling in a loadgen process.
-func (b *bench) ceilingRun(ctx context.Context, name string, conc int) (*phase, error) {
+// ceilingRun runs the producer ceiling in a loadgen process; extra are
+// more of loadgen's flags (the batch and event size of a shape).
+func (b *bench) ceilingRun(ctx context.Context, name string, conc int, extra ...string) (*phase, error) {
 	partitions := defaultPartitions
 	if v := os.Getenv("TOPIC_PARTITIONS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -419,6 +453,7 @@ func (b *bench) ceilingRun(ctx context.Context, name string, conc int) (*phase, 
 		"-bodies", strconv.Itoa(b.o.bodies), "-seed", strconv.FormatUint(b.o.seed, 10), "-app-id", demoApp,
 		"-pid", strconv.Itoa(b.s.broker.PID()), "-json",
 	}
+	args = append(args, extra...)
 	if v := os.Getenv("KAFKA_BATCH_TIMEOUT"); v != "" {
 		args = append(args, "-kafka-batch-timeout", v)
 	}

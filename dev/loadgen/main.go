@@ -39,6 +39,7 @@ type options struct {
 	timeout           time.Duration
 	rate              float64
 	batch, bodies     int
+	eventBytes        int
 	seed              uint64
 	appID, orgID      string
 	pid               int
@@ -61,6 +62,7 @@ func main() {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "limit for one request")
 	fs.Float64Var(&o.rate, "rate", 0, "open loop at this many requests per second; 0 runs a closed loop")
 	fs.IntVar(&o.batch, "batch", loadgen.DefaultBatch, "events per request")
+	fs.IntVar(&o.eventBytes, "event-bytes", 0, "make each event about this large with a knowledge-base result, as a runtime's knowledge-base turns are (0: about 1 KB)")
 	fs.IntVar(&o.bodies, "bodies", loadgen.DefaultBodies, "distinct request bodies")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated bodies")
 	fs.StringVar(&o.appID, "app-id", "", "appId written into events (empty: left out, ingest fills it from the token)")
@@ -100,7 +102,7 @@ func run(ctx context.Context, o options) (*loadgen.Result, error) {
 	if o.concurrency <= 0 || o.duration <= 0 || o.batch <= 0 {
 		return nil, errors.New("-concurrency, -duration and -batch must be positive")
 	}
-	bodies := loadgen.Bodies(loadgen.BodyOptions{Count: o.bodies, Events: o.batch, AppID: o.appID, Seed: o.seed})
+	bodies := loadgen.Bodies(loadgen.BodyOptions{Count: o.bodies, Events: o.batch, AppID: o.appID, Seed: o.seed, EventBytes: o.eventBytes})
 	if o.brokers != "" {
 		return runCeiling(ctx, o, bodies)
 	}

@@ -26,6 +26,10 @@ type BodyOptions struct {
 	AppID string
 	// Seed makes the bodies reproducible: equal options give equal bodies.
 	Seed uint64
+	// EventBytes, when above an event's own size (about 1 KB), makes each
+	// event about that large with the knowledge-base result a runtime
+	// logs with a knowledge-base turn: whole documents found by search.
+	EventBytes int
 }
 
 // Defaults for BodyOptions.
@@ -94,7 +98,7 @@ func Bodies(o BodyOptions) [][]byte {
 				channel: channels[rng.IntN(len(channels))],
 			}
 		}
-		buf := make([]byte, 0, o.Events*1100+16)
+		buf := make([]byte, 0, o.Events*max(1100, o.EventBytes+100)+16)
 		buf = append(buf, `{"events":[`...)
 		for i := range o.Events {
 			if i > 0 {
@@ -102,7 +106,7 @@ func Bodies(o BodyOptions) [][]byte {
 			}
 			// Interleaved, as a server-side SDK flushing many
 			// conversations at once sends them.
-			buf = appendEvent(buf, rng, &sessions[i%nSessions], o.AppID, b*o.Events+i)
+			buf = appendEvent(buf, rng, &sessions[i%nSessions], o.AppID, b*o.Events+i, o.EventBytes)
 		}
 		buf = append(buf, "]}"...)
 		bodies[b] = buf
@@ -110,7 +114,8 @@ func Bodies(o BodyOptions) [][]byte {
 	return bodies
 }
 
-func appendEvent(dst []byte, rng *rand.Rand, s *session, appID string, seq int) []byte {
+func appendEvent(dst []byte, rng *rand.Rand, s *session, appID string, seq, size int) []byte {
+	start := len(dst)
 	t := &turns[rng.IntN(len(turns))]
 	order := 100000 + rng.IntN(900000)
 	at := baseEpoch.Add(time.Duration(seq) * 137 * time.Millisecond)
@@ -136,6 +141,8 @@ func appendEvent(dst []byte, rng *rand.Rand, s *session, appID string, seq int) 
 	dst = appendField(dst, "userId", s.user)
 	dst = append(dst, `,"matchConfidence":`...)
 	dst = strconv.AppendFloat(dst, 0.5+rng.Float64()/2, 'f', 3, 64)
+	// The rest of the event is about 750 bytes.
+	dst = appendKnowledge(dst, rng, size-(len(dst)-start)-750)
 	dst = append(dst, `},"response":{"outputSpeech":{"displayText":`...)
 	dst = strconv.AppendQuote(dst, t.answer)
 	dst = appendField(dst, "ssml", "<speak>"+t.answer+"</speak>")
@@ -155,6 +162,34 @@ func appendEvent(dst []byte, rng *rand.Rand, s *session, appID string, seq int) 
 	dst = append(dst, `]}]},"tag":`...)
 	dst = strconv.AppendQuote(dst, t.tag)
 	return append(dst, "}}"...)
+}
+
+// kbText is a paragraph of the documents of knowledge-base results.
+const kbText = "Returns are free within thirty days of delivery for items that are unworn and in their original packaging. " +
+	"Bring the receipt or the order number to any branch, or print a prepaid label from your account and drop the parcel at a post office. " +
+	"Refunds reach the original payment method within five working days of the parcel arriving at our warehouse. "
+
+// appendKnowledge writes ,"knowledgeBaseResult":{...} of about n bytes
+// (nothing when n is small): documents of a few paragraphs each.
+func appendKnowledge(dst []byte, rng *rand.Rand, n int) []byte {
+	if n < 400 {
+		return dst
+	}
+	end := len(dst) + n
+	dst = append(dst, `,"knowledgeBaseResult":{"faqs":[],"suggested":[],"documents":[`...)
+	for doc := 0; len(dst) < end-200; doc++ {
+		if doc > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"uri":"https://kb.example.com/articles/`...)
+		dst = strconv.AppendInt(dst, int64(rng.IntN(100000)), 10)
+		dst = append(dst, `","title":"Returns and refunds","document":"`...)
+		for text := min(2048, end-len(dst)-40); text > 0; text -= len(kbText) {
+			dst = append(dst, kbText[:min(len(kbText), text)]...)
+		}
+		dst = append(dst, `"}`...)
+	}
+	return append(dst, "]}"...)
 }
 
 // appendField writes ,"key":"value"; keys and values here are plain ASCII

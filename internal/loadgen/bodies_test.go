@@ -15,11 +15,16 @@ func TestBodies(t *testing.T) {
 		opts BodyOptions
 		// want is the number of bodies and events per body.
 		bodies, events, sessions int
+		// size is about each event's size.
+		size int
 	}{
-		{"defaults", BodyOptions{AppID: "demo-app"}, DefaultBodies, DefaultBatch, 10},
-		{"no app id", BodyOptions{Count: 3}, 3, DefaultBatch, 10},
-		{"small batches", BodyOptions{Count: 5, Events: 7, AppID: "a", Seed: 9}, 5, 7, 2},
-		{"one session per event", BodyOptions{Count: 2, Events: 4, EventsPerSession: 1, AppID: "a"}, 2, 4, 4},
+		{"defaults", BodyOptions{AppID: "demo-app"}, DefaultBodies, DefaultBatch, 10, 1050},
+		{"no app id", BodyOptions{Count: 3}, 3, DefaultBatch, 10, 1050},
+		{"small batches", BodyOptions{Count: 5, Events: 7, AppID: "a", Seed: 9}, 5, 7, 2, 1050},
+		{"one session per event", BodyOptions{Count: 2, Events: 4, EventsPerSession: 1, AppID: "a"}, 2, 4, 4, 1050},
+		{"one event", BodyOptions{Count: 3, Events: 1, AppID: "a"}, 3, 1, 1, 1050},
+		{"knowledge-base size", BodyOptions{Count: 3, Events: 5, AppID: "a", EventBytes: 20 << 10}, 3, 5, 1, 20 << 10},
+		{"size below an event's own", BodyOptions{Count: 2, Events: 2, AppID: "a", EventBytes: 500}, 2, 2, 1, 1050},
 	}
 	v := event.NewValidator(event.Limits{})
 	for _, tc := range cases {
@@ -52,8 +57,8 @@ func TestBodies(t *testing.T) {
 				}
 				keys := map[string]bool{}
 				for j, ev := range parsed.Events {
-					if n := len(ev); n < 900 || n > 1200 {
-						t.Errorf("body %d event %d is %d bytes, want about 1 KB", i, j, n)
+					if n := len(ev); n < tc.size*85/100 || n > tc.size*115/100 {
+						t.Errorf("body %d event %d is %d bytes, want about %d", i, j, n, tc.size)
 					}
 					keys[string(res.Accepted[j].Key)] = true
 				}
