@@ -51,6 +51,7 @@ func TestCompose(t *testing.T) {
 		if _, ok := cs["grafana"]; ok {
 			t.Error("grafana ran; the stand-ins leave it out")
 		}
+		checkPublished(t, cs)
 	})
 
 	t.Run("our services run as nonroot on a read-only root", func(t *testing.T) {
@@ -155,6 +156,28 @@ func checkNothingLeft(ctx context.Context, t *testing.T) {
 	slices.Sort(nets)
 	if want := []string{"host", "none"}; !slices.Equal(nets, want) {
 		t.Errorf("networks %v, want only the engine's own %v", nets, want)
+	}
+}
+
+// checkPublished checks that every published port is bound to loopback
+// only, as compose.yaml promises unless GATEWAY_PUBLISH_ADDR says otherwise.
+func checkPublished(t *testing.T, cs map[string]container) {
+	t.Helper()
+	published := 0
+	for _, c := range cs {
+		for _, p := range c.Publishers {
+			if p.PublishedPort == 0 {
+				continue
+			}
+			published++
+			if p.URL != "127.0.0.1" {
+				t.Errorf("%s publishes port %d on %q, want 127.0.0.1 only", c.Service, p.PublishedPort, p.URL)
+			}
+		}
+	}
+	// The gateway, the status page, Prometheus and Alertmanager.
+	if published != 4 {
+		t.Errorf("%d ports published, want 4", published)
 	}
 }
 

@@ -110,11 +110,15 @@ func (d *deployment) logState(t *testing.T) {
 
 // container is a line of docker compose ps --format json.
 type container struct {
-	ID       string
-	Service  string
-	State    string
-	Health   string
-	ExitCode int
+	ID         string
+	Service    string
+	State      string
+	Health     string
+	ExitCode   int
+	Publishers []struct {
+		URL           string
+		PublishedPort int
+	}
 }
 
 func (d *deployment) containers(ctx context.Context, t *testing.T) map[string]container {

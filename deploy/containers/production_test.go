@@ -59,6 +59,7 @@ func TestProductionCompose(t *testing.T) {
 		if _, ok := cs["clickhouse"]; ok {
 			t.Error("the single ClickHouse server ran; the production variant leaves it out")
 		}
+		checkPublished(t, cs)
 		for _, s := range ourServices {
 			t.Run(s, func(t *testing.T) { checkHardened(ctx, t, cs[s].ID) })
 		}
