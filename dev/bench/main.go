@@ -282,29 +282,7 @@ func start(ctx context.Context, log *slog.Logger, keep bool, watchers int) (*sta
 }
 
 func (s *stack) waitReady(ctx context.Context, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("/readyz answered %s", resp.Status)
-		}
-		select {
-		case <-s.ingestDone:
-			return fmt.Errorf("ingest exited before it was ready: %v", s.ingest.ProcessState)
-		case <-ctx.Done():
-			return fmt.Errorf("wait for ingest: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("ingest not ready after %s: %w", limit, err)
-		}
-	}
+	return waitHTTPReady(ctx, "ingest", s.url+"/readyz", s.ingestDone, limit)
 }
 
 func (s *stack) dumpIngestLog() {
@@ -320,33 +298,9 @@ func (s *stack) dumpIngestLog() {
 }
 
 func (s *stack) close() {
-	if s.gateway != nil {
-		_ = s.gateway.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.gatewayDone:
-		case <-time.After(15 * time.Second):
-			_ = s.gateway.Process.Kill()
-			<-s.gatewayDone
-		}
-	}
-	if s.api != nil {
-		_ = s.api.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.apiDone:
-		case <-time.After(15 * time.Second):
-			_ = s.api.Process.Kill()
-			<-s.apiDone
-		}
-	}
-	if s.ingest != nil {
-		_ = s.ingest.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.ingestDone:
-		case <-time.After(15 * time.Second):
-			_ = s.ingest.Process.Kill()
-			<-s.ingestDone
-		}
-	}
+	stopChild(s.gateway, s.gatewayDone)
+	stopChild(s.api, s.apiDone)
+	stopChild(s.ingest, s.ingestDone)
 	if s.broker != nil {
 		if err := s.broker.Stop(); err != nil {
 			s.log.Warn("stop broker", "err", err)
@@ -361,6 +315,49 @@ func (s *stack) close() {
 	}
 	if err := os.RemoveAll(s.dir); err != nil {
 		s.log.Warn("remove temporary directory", "err", err)
+	}
+}
+
+// stopChild stops a started process, killing it after 15 s; done is
+// closed when it has exited.
+func stopChild(cmd *exec.Cmd, done <-chan struct{}) {
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// waitHTTPReady polls url until it answers 200, what exits (done is
+// closed) or limit passes.
+func waitHTTPReady(ctx context.Context, what, url string, done <-chan struct{}, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %s", url, resp.Status)
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("%s exited before it was ready", what)
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w", what, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s: %w", what, limit, err)
+		}
 	}
 }
 

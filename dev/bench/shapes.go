@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,26 +196,8 @@ func (s *stack) startGateway(ctx context.Context) error {
 	s.gateway = cmd
 	s.gatewayDone = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(s.gatewayDone) }()
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.gatewayURL+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		select {
-		case <-s.gatewayDone:
-			return fmt.Errorf("api gateway exited before it was ready: %v", cmd.ProcessState)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return errors.New("api gateway not ready after 60s")
-		}
+	if err := waitHTTPReady(ctx, "api gateway", s.gatewayURL+"/readyz", s.gatewayDone, 60*time.Second); err != nil {
+		return err
 	}
 	s.log.Info("gateway ready", "url", s.gatewayURL, "pid", cmd.Process.Pid, "operator", operator)
 	return nil

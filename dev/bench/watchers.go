@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,23 +51,8 @@ func (s *stack) startAPI(ctx context.Context, db string, watchers int) error {
 	s.api = cmd
 	s.apiDone = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(s.apiDone) }()
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		resp, err := http.Get(s.apiURL + "/readyz")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		select {
-		case <-s.apiDone:
-			return fmt.Errorf("api serve exited before it was ready: %v", cmd.ProcessState)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return errors.New("api serve not ready after 60s")
-		}
+	if err := waitHTTPReady(ctx, "api serve", s.apiURL+"/readyz", s.apiDone, 60*time.Second); err != nil {
+		return err
 	}
 	s.log.Info("api serve ready", "url", s.apiURL, "pid", cmd.Process.Pid)
 	return nil
