@@ -11,7 +11,6 @@
 package containers_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -154,9 +154,9 @@ func docker(ctx context.Context, t *testing.T, args ...string) string {
 // lines splits the client's output into non-empty lines.
 func lines(out string) []string {
 	var ls []string
-	for _, l := range bytes.Split([]byte(out), []byte("\n")) {
-		if s := string(bytes.TrimSpace(l)); s != "" {
-			ls = append(ls, s)
+	for l := range strings.SplitSeq(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			ls = append(ls, l)
 		}
 	}
 	return ls

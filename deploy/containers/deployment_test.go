@@ -1,7 +1,6 @@
 package containers_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/devdocker"
 )
 
 // deployment is a compose project on the engine: its files, layered as -f
@@ -71,13 +71,7 @@ func (d *deployment) compose(ctx context.Context, t *testing.T, args ...string) 
 }
 
 func (d *deployment) run(ctx context.Context, args ...string) (string, error) {
-	cmd := d.command(ctx, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("docker compose %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String(), nil
+	return devdocker.Output(d.command(ctx, args...))
 }
 
 // up starts the project and waits for every service to be healthy (or,

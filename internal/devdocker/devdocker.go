@@ -44,7 +44,7 @@ type Engine struct {
 	// Config is a DOCKER_CONFIG directory holding the Compose plugin.
 	Config string
 
-	proc    *childproc.Proc
+	proc    childproc.Slot
 	dir     string
 	lock    *os.File
 	stopped bool
@@ -63,7 +63,7 @@ type Options struct {
 }
 
 // Start starts the engine and waits until it answers.
-func Start(ctx context.Context, o Options) (*Engine, error) {
+func Start(ctx context.Context, o Options) (_ *Engine, err error) {
 	if err := os.MkdirAll(o.DataRoot, 0o700); err != nil {
 		return nil, fmt.Errorf("create the engine's data root: %w", err)
 	}
@@ -71,25 +71,26 @@ func Start(ctx context.Context, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the data root's lock: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
 	// Another test's engine on the same data root would corrupt it: wait
 	// for it to finish rather than fail.
 	if err := flock(ctx, lock); err != nil {
-		lock.Close()
 		return nil, err
 	}
 	// An engine of a run that was killed outlives it and would share the
 	// data root with this one.
 	pidFile := filepath.Join(o.DataRoot, "dockerd.pid")
 	if err := stopStale(pidFile, o.DataRoot); err != nil {
-		lock.Close()
 		return nil, err
 	}
 	if err := os.RemoveAll(o.Dir); err != nil {
-		lock.Close()
 		return nil, fmt.Errorf("clear the engine's run directory: %w", err)
 	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		lock.Close()
 		return nil, fmt.Errorf("create the engine's run directory: %w", err)
 	}
 	e := &Engine{lock: lock, dir: o.Dir}
@@ -107,37 +108,31 @@ func Start(ctx context.Context, o Options) (*Engine, error) {
 		"--bridge", "none", "--iptables=false", "--ip-forward=false", "--ip-masq=false",
 	)
 	cmd.Stdout, cmd.Stderr = o.Log, o.Log
-	e.proc, err = childproc.Start("dockerd", cmd)
-	if err != nil {
-		lock.Close()
-		return nil, err
-	}
 	client := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		},
 	}}
-	wait, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(wait, http.MethodGet, "http://docker/_ping", nil)
-		if res, err := client.Do(req); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return e, nil
-			}
+	ping := func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/_ping", nil)
+		if err != nil {
+			return err
 		}
-		select {
-		case <-e.proc.Done():
-			lock.Close()
-			return nil, errors.New("dockerd exited before it answered; see its log")
-		case <-wait.Done():
-			e.Stop()
-			return nil, fmt.Errorf("dockerd did not answer on %s: %w", sock, wait.Err())
-		case <-time.After(100 * time.Millisecond):
+		res, err := client.Do(req)
+		if err != nil {
+			return err
 		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered /_ping with %d", sock, res.StatusCode)
+		}
+		return nil
 	}
+	if err := e.proc.Launch(ctx, "dockerd", cmd, time.Minute, ping); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // stopStale kills the engine whose pid the data root records, if that
@@ -197,7 +192,7 @@ func (e *Engine) Stop() error {
 		return nil
 	}
 	e.stopped = true
-	err := e.proc.Stop(syscall.SIGTERM, time.Minute)
+	err := e.proc.Signal(syscall.SIGTERM, time.Minute)
 	if rmErr := os.RemoveAll(e.dir); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("remove the engine's run directory: %w", rmErr))
 	}
@@ -219,11 +214,17 @@ func (e *Engine) Command(ctx context.Context, args ...string) *exec.Cmd {
 // Run runs the client and returns its standard output, or an error with
 // everything it printed.
 func (e *Engine) Run(ctx context.Context, args ...string) (string, error) {
-	cmd := e.Command(ctx, args...)
+	return Output(e.Command(ctx, args...))
+}
+
+// Output runs a client command made by Command (with more of its own
+// environment, say) and returns its standard output, or an error naming
+// the command with everything it printed.
+func Output(cmd *exec.Cmd) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("docker %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		return stdout.String(), fmt.Errorf("docker %s: %w\n%s%s", strings.Join(cmd.Args[1:], " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.String(), nil
 }
