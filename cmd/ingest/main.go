@@ -90,7 +90,8 @@ type flags struct {
 	rateRPS         *float64
 	rateBurst       *int
 	authFailures    auth.FailureFlags
-	batchTimeout    *time.Duration
+	linger          *time.Duration
+	maxInFlight     *int
 	compression     *string
 	trusted         *string
 }
@@ -120,7 +121,9 @@ func defineFlags(fs *envflag.Set) *flags {
 	f.rateRPS = fs.Float64("rate-limit-rps", "RATE_LIMIT_RPS", 1000, "requests per second allowed per token (0 disables)")
 	f.rateBurst = fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
 	f.authFailures = auth.DefineFailureFlags(fs)
-	f.batchTimeout = fs.Duration("kafka-batch-timeout", "KAFKA_BATCH_TIMEOUT", kafka.DefaultBatchTimeout, "how long the producer waits to fill a batch")
+	fs.Alias("KAFKA_LINGER", "KAFKA_BATCH_TIMEOUT")
+	f.linger = fs.Duration("kafka-linger", "KAFKA_LINGER", 0, "how long records wait for others before a produce request to a broker with none unanswered is sent (0: at once)")
+	f.maxInFlight = fs.Int("kafka-max-in-flight", "KAFKA_MAX_IN_FLIGHT", kafka.DefaultMaxInFlight, "produce requests unanswered per broker at most; records arriving meanwhile share the next one")
 	f.compression = fs.String("kafka-compression", "KAFKA_COMPRESSION", kafka.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
 	f.trusted = fs.String("trusted-proxies", "TRUSTED_PROXIES", clientnet.DefaultTrusted,
 		"comma-separated networks (CIDR) or addresses of the proxies in front of ingest, whose X-Forwarded-For names the client whose network events record (empty: none, the connection's peer is the client)")
@@ -142,7 +145,7 @@ func (f *flags) serviceConfig(settings launch.Settings, trustedProxies []netip.P
 		TopicPartitions:  ks.TopicPartitions,
 		TopicReplication: ks.TopicReplication,
 		MaxMessageBytes:  ks.MaxMessageBytes,
-		Producer:         kafka.ProducerConfig{BatchTimeout: *f.batchTimeout, Compression: *f.compression},
+		Producer:         kafka.ProducerConfig{Linger: *f.linger, MaxInFlight: *f.maxInFlight, Compression: *f.compression},
 		Handler:          handler,
 		Limits:           event.Limits{MaxEvents: *f.maxEvents, MaxEventBytes: *f.maxEventBytes, Types: envflag.List(*f.eventTypes)},
 		TokenCacheTTL:    *f.tokenTTL,

@@ -18,9 +18,12 @@
 //
 // Finally it runs an open loop at half the median ingest maximum, timing
 // each request from its scheduled start, and prints a Markdown table of
-// medians with the goals met or not. KAFKA_BATCH_TIMEOUT,
+// medians with the goals met or not. KAFKA_LINGER, KAFKA_MAX_IN_FLIGHT,
 // KAFKA_COMPRESSION, TOPIC_PARTITIONS and MAX_IN_FLIGHT in the environment
-// reach ingest, and the first three the ceiling as well.
+// reach ingest; KAFKA_BATCH_TIMEOUT (kafka-go's batch timeout),
+// KAFKA_COMPRESSION and TOPIC_PARTITIONS reach the ceiling.
+// INGEST_OPERATOR_ADDR gives ingest an operator address, whose
+// /debug/pprof profiles it under the load.
 //
 // -sweep 8,16,32,64 instead runs one ingest max and one ceiling per
 // concurrency, to choose -concurrency.
@@ -241,7 +244,7 @@ func start(ctx context.Context, log *slog.Logger, keep bool, watchers int) (*sta
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	s.url = "http://" + addr
-	for _, k := range []string{"KAFKA_BATCH_TIMEOUT", "KAFKA_COMPRESSION", "TOPIC_PARTITIONS"} {
+	for _, k := range []string{"KAFKA_LINGER", "KAFKA_MAX_IN_FLIGHT", "KAFKA_BATCH_TIMEOUT", "KAFKA_COMPRESSION", "TOPIC_PARTITIONS"} {
 		if v := os.Getenv(k); v != "" {
 			s.env = append(s.env, k+"="+v)
 		}
@@ -260,6 +263,10 @@ func start(ctx context.Context, log *slog.Logger, keep bool, watchers int) (*sta
 		"CONTENT_DB="+db,
 		"RATE_LIMIT_RPS=0",
 	)
+	if op := os.Getenv("INGEST_OPERATOR_ADDR"); op != "" {
+		// Ingest's own /debug/pprof, for profiling it under the load.
+		cmd.Env = append(cmd.Env, "OPERATOR_ADDR="+op)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Ingest dies with the benchmark even if the benchmark is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

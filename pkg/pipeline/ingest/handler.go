@@ -255,6 +255,7 @@ type Handler struct {
 	pace      httpserve.MinUploadRate
 	bufs      sync.Pool
 	gzips     sync.Pool
+	tooLarge  string // the 413's message, made once
 }
 
 // New returns a Handler. limiter may be nil (no per-token limit).
@@ -268,6 +269,7 @@ func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *
 		admission: NewAdmission(shares),
 		pace:      httpserve.MinUploadRate{Rate: cfg.MinUploadRate, Grace: cfg.MinUploadGrace},
 		bufs:      sync.Pool{New: func() any { return new(bytes.Buffer) }},
+		tooLarge:  fmt.Sprintf("body exceeds %d bytes", cfg.MaxBodyBytes),
 	}
 }
 
@@ -563,7 +565,7 @@ func checkHeaders(r *http.Request) (status int, field, msg string) {
 // limits, never reading more than one byte past a limit, counting what it
 // holds against pass before reading it, at the pace of h.pace.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer, pass *Pass, target auth.Target) (status int, msg string) {
-	tooLarge := fmt.Sprintf("body exceeds %d bytes", h.cfg.MaxBodyBytes)
+	tooLarge := h.tooLarge
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		return http.StatusRequestEntityTooLarge, tooLarge
 	}

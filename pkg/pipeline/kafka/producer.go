@@ -17,12 +17,22 @@ import (
 // chosen for a request path: a request waits for its batch, so batches
 // must close after milliseconds, not kafka-go's default second.
 type ProducerConfig struct {
-	// BatchTimeout is how long a partial batch waits for more records.
+	// BatchTimeout is how long a Writer's partial batch waits for more
+	// records.
 	BatchTimeout time.Duration
-	// BatchSize is the most records one produce request carries per partition.
+	// BatchSize is the most records one Writer's produce request carries
+	// per partition.
 	BatchSize int
-	// BatchBytes caps one produce request per partition.
+	// BatchBytes caps one produce request per partition (Writer), or
+	// whole (Producer).
 	BatchBytes int64
+	// Linger is how long the Producer's records wait for others before a
+	// produce request to an idle broker is sent; zero sends at once.
+	Linger time.Duration
+	// MaxInFlight is how many produce requests the Producer has
+	// unanswered per broker at most; records queue meanwhile and go in
+	// the next request.
+	MaxInFlight int
 	// Compression is none, gzip, snappy, lz4 or zstd.
 	Compression string
 	Logger      *slog.Logger
@@ -50,6 +60,7 @@ const (
 	// whole, which would fail every record in it.
 	DefaultBatchBytes  = DefaultMaxMessageBytes
 	DefaultCompression = "lz4"
+	DefaultMaxInFlight = 1
 )
 
 func (c ProducerConfig) withDefaults() ProducerConfig {
@@ -61,6 +72,9 @@ func (c ProducerConfig) withDefaults() ProducerConfig {
 	}
 	if c.BatchBytes <= 0 {
 		c.BatchBytes = DefaultBatchBytes
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
 	}
 	if c.Compression == "" {
 		c.Compression = DefaultCompression
@@ -182,46 +196,34 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// Producer publishes accepted events and quarantine records.
+// Producer publishes accepted events and quarantine records. The records
+// of concurrent calls share produce requests (see coalescer).
 type Producer struct {
-	events     *Writer
-	quarantine *Writer
+	c                  *coalescer
+	events, quarantine string
 }
 
 // NewProducer returns a producer writing to the two topics.
 func (c Cluster) NewProducer(p ProducerConfig, eventsTopic, quarantineTopic string) (*Producer, error) {
-	ev, err := c.NewWriter(p, eventsTopic)
+	p = p.withDefaults()
+	co, err := newCoalescer(c, p, eventsTopic, quarantineTopic)
 	if err != nil {
-		return nil, fmt.Errorf("events writer: %w", err)
+		return nil, fmt.Errorf("producer: %w", err)
 	}
-	q, err := c.NewWriter(p, quarantineTopic)
-	if err != nil {
-		ev.Close()
-		return nil, fmt.Errorf("quarantine writer: %w", err)
-	}
-	return &Producer{events: ev, quarantine: q}, nil
+	return &Producer{c: co, events: eventsTopic, quarantine: quarantineTopic}, nil
 }
 
 // Publish writes both record sets and returns once the broker has
 // acknowledged every record, or with an error. After an error some records
-// may still have been stored: callers treat the batch as not written and
-// the client's retry produces duplicates that collapse by event ID.
+// may still have been stored, and the records may still be read: callers
+// treat the batch as not written and leave its memory to the garbage
+// collector, and the client's retry produces duplicates that collapse by
+// event ID.
 func (p *Producer) Publish(ctx context.Context, accepted, quarantined []event.Record) error {
-	var qErr chan error
-	if len(quarantined) > 0 && len(accepted) > 0 {
-		qErr = make(chan error, 1)
-		go func() { qErr <- p.quarantine.Write(ctx, quarantined) }()
-	} else if len(quarantined) > 0 {
-		return p.quarantine.Write(ctx, quarantined)
-	}
-	err := p.events.Write(ctx, accepted)
-	if qErr != nil {
-		err = errors.Join(err, <-qErr)
-	}
-	return err
+	return p.c.publish(ctx, topicRecords{p.events, accepted}, topicRecords{p.quarantine, quarantined})
 }
 
-// Close flushes and closes the writers.
+// Close sends the records queued and closes the connections.
 func (p *Producer) Close() error {
-	return errors.Join(p.events.Close(), p.quarantine.Close())
+	return p.c.close()
 }
