@@ -11,6 +11,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -332,5 +333,28 @@ func TestSplitKeepsEntriesWithinTheRequestSize(t *testing.T) {
 	}
 	if _, err := (&coalescer{maxBytes: 100}).split(nil, &write{}, l, topicRecords{"missing", []event.Record{rec("a", 1)}}); err == nil {
 		t.Error("a topic without partitions was accepted")
+	}
+}
+
+func TestRequestCompressesOnlyBatchesWorthIt(t *testing.T) {
+	c := &coalescer{attrs: protocol.Attributes(kafkago.Lz4)}
+	w := &write{}
+	small := &entry{w: w, tp: topicPartition{"ev", 0}, recs: []event.Record{{Key: []byte("k"), Value: make([]byte, 900)}}, bytes: 933}
+	large := &entry{w: w, tp: topicPartition{"ev", 1}, recs: []event.Record{{Key: []byte("k"), Value: make([]byte, 5000)}}, bytes: 5033}
+	// Small entries of one partition add up past the threshold.
+	var many []*entry
+	for range 5 {
+		many = append(many, &entry{w: w, tp: topicPartition{"q", 2}, recs: []event.Record{{Value: make([]byte, 900)}}, bytes: 932})
+	}
+	req := c.request(append([]*entry{small, large}, many...))
+	want := map[topicPartition]protocol.Attributes{{"ev", 0}: 0, {"ev", 1}: c.attrs, {"q", 2}: c.attrs}
+	got := map[topicPartition]protocol.Attributes{}
+	for _, tp := range req.Topics {
+		for _, p := range tp.Partitions {
+			got[topicPartition{tp.Topic, p.Partition}] = p.RecordSet.Attributes
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("compression by partition %v, want %v", got, want)
 	}
 }
