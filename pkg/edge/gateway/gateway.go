@@ -6,6 +6,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,6 +102,9 @@ type Gateway struct {
 	// stopping is closed when the server begins to shut down: streams
 	// passing through end then, since they would outlast any drain.
 	stopping chan struct{}
+	// ingestMetrics and apiMetrics are each upstream's series of
+	// requests and latency.
+	ingestMetrics, apiMetrics *upstreamMetrics
 }
 
 // New returns a gateway to the upstreams in cfg.
@@ -134,6 +139,7 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 		}, []string{"upstream"}),
 	}
 	reg := httpserve.NewRegistry(g.requests, g.latency)
+	g.ingestMetrics, g.apiMetrics = newUpstreamMetrics(g, upstreamIngest), newUpstreamMetrics(g, upstreamAPI)
 	transport := &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          256,
@@ -142,7 +148,11 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 		ResponseHeaderTimeout: cfg.ResponseTimeout,
 		// Bodies pass through as sent: gzip batches stay gzip.
 		DisableCompression: true,
+		// Room for a request and a whole body of wholeBodies, so that
+		// they go in one write.
+		WriteBufferSize: wholeBodyMax + 4<<10,
 	}
+	rt := wholeBodies{transport}
 	for _, u := range []struct {
 		name, raw string
 		proxy     **httputil.ReverseProxy
@@ -151,7 +161,7 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 		if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
 			return nil, fmt.Errorf("%s upstream %q: want http://host:port", u.name, u.raw)
 		}
-		*u.proxy = g.proxy(u.name, target, transport)
+		*u.proxy = g.proxy(u.name, target, rt)
 		g.checker.Add(u.name, upstreamReady(transport, target.JoinPath("/readyz").String()))
 	}
 	g.mux = http.NewServeMux()
@@ -168,7 +178,7 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 	return &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
-			if clientnet.Trusted(r.In.RemoteAddr, g.cfg.TrustedProxies) {
+			if len(g.cfg.TrustedProxies) > 0 && clientnet.Trusted(r.In.RemoteAddr, g.cfg.TrustedProxies) {
 				// Appended to, as a proxy in a chain does.
 				r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"]
 			}
@@ -187,13 +197,17 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 				// browser refuse the answer.
 				cors.Strip(resp.Header)
 			}
-			if isEventStream(resp.Header.Get("Content-Type")) {
-				if sw, ok := resp.Request.Context().Value(streamKey{}).(*statusWriter); ok {
-					sw.stream(g.stopping)
-				}
+			sw, ok := resp.Request.Context().Value(callKey{}).(*statusWriter)
+			if !ok {
+				return nil
 			}
-			if body, ok := resp.Request.Context().Value(clientBodyKey{}).(*clientBody); ok {
-				if err := body.failure(); err != nil {
+			if isEventStream(resp.Header.Get("Content-Type")) {
+				sw.stream(g.stopping)
+			} else {
+				sw.holdHeaders = resp.ContentLength >= 0
+			}
+			if sw.body != nil {
+				if err := sw.body.failure(); err != nil {
 					return fmt.Errorf("client request body: %w", err)
 				}
 			}
@@ -202,9 +216,13 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 		// Event responses are small; streaming anything else at once
 		// keeps long answers flowing.
 		FlushInterval: -1,
+		// Without a pool, every answer would allocate a copy buffer of
+		// its own: most of what the gateway allocated, and of its
+		// garbage collection.
+		BufferPool: copyBuffers,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if body, ok := r.Context().Value(clientBodyKey{}).(*clientBody); ok {
-				if berr := body.failure(); berr != nil {
+			if sw, ok := r.Context().Value(callKey{}).(*statusWriter); ok && sw.body != nil {
+				if berr := sw.body.failure(); berr != nil {
 					// The client's fault: told so in the error shape, not
 					// answered as a client gone away (499, no body) or an
 					// unreachable upstream (503, inviting a retry).
@@ -259,9 +277,34 @@ type statusWriter struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	streaming bool
+	// holdHeaders is set for an answer of known length: its headers
+	// are not flushed before its body, so that they go in one write.
+	holdHeaders bool
+	// wrote is set once some of the answer's body is written.
+	wrote bool
+	// body is the client's request body, nil without one.
+	body *clientBody
 }
 
-type streamKey struct{}
+// callKey is the context key of a request's *statusWriter, which
+// ModifyResponse and ErrorHandler reach through the upstream request.
+type callKey struct{}
+
+// bufferPool lends ReverseProxy the buffers it copies answers with.
+type bufferPool struct{ p sync.Pool }
+
+// copyBufferSize is the size of ReverseProxy's own buffers.
+const copyBufferSize = 32 << 10
+
+var copyBuffers = &bufferPool{p: sync.Pool{New: func() any { return new([copyBufferSize]byte) }}}
+
+func (b *bufferPool) Get() []byte { return b.p.Get().(*[copyBufferSize]byte)[:] }
+
+func (b *bufferPool) Put(buf []byte) {
+	if cap(buf) == copyBufferSize {
+		b.p.Put((*[copyBufferSize]byte)(buf[:copyBufferSize]))
+	}
+}
 
 // isEventStream reports whether a Content-Type is text/event-stream.
 func isEventStream(contentType string) bool {
@@ -299,7 +342,21 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	if s.streaming {
 		_ = http.NewResponseController(s.ResponseWriter).SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	}
+	s.wrote = true
 	return s.ResponseWriter.Write(b)
+}
+
+// FlushError flushes, except an answer's headers alone when its body is
+// of known length. ReverseProxy, flushing at once (FlushInterval -1),
+// also flushes the headers on a timer of its own as it starts copying the
+// body; when the timer wins, the answer costs two writes (and the client
+// two reads) instead of one, the body following at once. ReverseProxy
+// calls this and Write under one lock.
+func (s *statusWriter) FlushError() error {
+	if s.holdHeaders && !s.wrote {
+		return nil
+	}
+	return http.NewResponseController(s.ResponseWriter).Flush()
 }
 
 // Unwrap lets http.ResponseController reach the connection (flushes).
@@ -314,8 +371,6 @@ type clientBody struct {
 	mu  sync.Mutex
 	err error
 }
-
-type clientBodyKey struct{}
 
 func (b *clientBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
@@ -356,11 +411,16 @@ func (g *Gateway) clientBodyError(w http.ResponseWriter, r *http.Request, err er
 
 func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	name, proxy := upstreamAPI, g.api
+	proxy, m := g.api, g.apiMetrics
 	events := IsEventsPath(r.URL.Path)
 	if events {
-		name, proxy = upstreamIngest, g.ingest
+		proxy, m = g.ingest, g.ingestMetrics
 	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	sw := &statusWriter{ResponseWriter: w, writeTimeout: g.cfg.HTTP.WriteTimeout, ctx: ctx, cancel: cancel}
+	// One copy of the request, for its context: the proxy clones it again.
+	r = r.WithContext(context.WithValue(ctx, callKey{}, sw))
 	if r.Body != nil && r.Body != http.NoBody {
 		src := r.Body
 		if events && g.cfg.MinUploadRate.Enabled() {
@@ -370,17 +430,11 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 			defer paced.Stop()
 			src = paced
 		}
-		body := &clientBody{ReadCloser: src}
-		r = r.WithContext(context.WithValue(r.Context(), clientBodyKey{}, body))
-		r.Body = body
+		sw.body = &clientBody{ReadCloser: src}
+		r.Body = sw.body
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	sw := &statusWriter{ResponseWriter: w, writeTimeout: g.cfg.HTTP.WriteTimeout, ctx: ctx, cancel: cancel}
-	r = r.WithContext(context.WithValue(ctx, streamKey{}, sw))
 	proxy.ServeHTTP(sw, r)
-	g.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
-	g.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	m.answered(sw.code, time.Since(start))
 }
 
 // clientPaths answers 404 itself to every path but /cms/..., the health
@@ -415,4 +469,61 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	g.log.Info("gateway stopped")
 	return nil
+}
+
+// upstreamMetrics are an upstream's series, looked up once rather than by
+// their labels on every request.
+type upstreamMetrics struct {
+	name     string
+	requests *prometheus.CounterVec
+	latency  prometheus.Observer
+	// byCode holds the counters of the status codes seen so far.
+	byCode [600]atomic.Pointer[codeCounter]
+}
+
+type codeCounter struct{ prometheus.Counter }
+
+func newUpstreamMetrics(g *Gateway, name string) *upstreamMetrics {
+	return &upstreamMetrics{name: name, requests: g.requests, latency: g.latency.WithLabelValues(name)}
+}
+
+// answered counts a request answered with code after d.
+func (m *upstreamMetrics) answered(code int, d time.Duration) {
+	m.latency.Observe(d.Seconds())
+	if code < 0 || code >= len(m.byCode) {
+		m.requests.WithLabelValues(m.name, strconv.Itoa(code)).Inc()
+		return
+	}
+	c := m.byCode[code].Load()
+	if c == nil {
+		c = &codeCounter{m.requests.WithLabelValues(m.name, strconv.Itoa(code))}
+		m.byCode[code].Store(c)
+	}
+	c.Inc()
+}
+
+// wholeBodyMax is the largest request body wholeBodies reads before
+// sending.
+const wholeBodyMax = 64 << 10
+
+// wholeBodies sends a request body of known length up to wholeBodyMax
+// with its headers, in one write. Over HTTP/1 net/http writes the headers
+// first, on their own, and then the body as it is read, unless the body
+// is one it knows to be in memory; ReverseProxy's body never is. A body
+// that fails to arrive fails the request before it reaches the upstream.
+type wholeBodies struct{ rt http.RoundTripper }
+
+func (t wholeBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body == nil || req.Body == http.NoBody || req.ContentLength <= 0 || req.ContentLength > wholeBodyMax {
+		return t.rt.RoundTrip(req)
+	}
+	buf := make([]byte, req.ContentLength)
+	_, err := io.ReadFull(req.Body, buf)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	out := *req
+	out.Body = io.NopCloser(bytes.NewReader(buf))
+	return t.rt.RoundTrip(&out)
 }
