@@ -105,6 +105,8 @@ type Gateway struct {
 	// ingestMetrics and apiMetrics are each upstream's series of
 	// requests and latency.
 	ingestMetrics, apiMetrics *upstreamMetrics
+	// copyBuffers lends the proxies the buffers they copy answers with.
+	copyBuffers *bufferPool
 }
 
 // New returns a gateway to the upstreams in cfg.
@@ -152,7 +154,8 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 		// they go in one write.
 		WriteBufferSize: wholeBodyMax + 4<<10,
 	}
-	rt := wholeBodies{transport}
+	rt := &wholeBodies{rt: transport, budget: wholeBodyBudget}
+	g.copyBuffers = &bufferPool{p: sync.Pool{New: func() any { return new([copyBufferSize]byte) }}}
 	for _, u := range []struct {
 		name, raw string
 		proxy     **httputil.ReverseProxy
@@ -219,7 +222,7 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 		// Without a pool, every answer would allocate a copy buffer of
 		// its own: most of what the gateway allocated, and of its
 		// garbage collection.
-		BufferPool: copyBuffers,
+		BufferPool: g.copyBuffers,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if sw, ok := r.Context().Value(callKey{}).(*statusWriter); ok && sw.body != nil {
 				if berr := sw.body.failure(); berr != nil {
@@ -295,8 +298,6 @@ type bufferPool struct{ p sync.Pool }
 
 // copyBufferSize is the size of ReverseProxy's own buffers.
 const copyBufferSize = 32 << 10
-
-var copyBuffers = &bufferPool{p: sync.Pool{New: func() any { return new([copyBufferSize]byte) }}}
 
 func (b *bufferPool) Get() []byte { return b.p.Get().(*[copyBufferSize]byte)[:] }
 
@@ -506,18 +507,34 @@ func (m *upstreamMetrics) answered(code int, d time.Duration) {
 // sending.
 const wholeBodyMax = 64 << 10
 
+// wholeBodyBudget bounds the memory of the bodies wholeBodies holds at
+// once: many clients sending slowly, each within the minimum upload rate,
+// would otherwise hold wholeBodyMax each. Past it, bodies stream as they
+// come.
+const wholeBodyBudget = 16 << 20
+
 // wholeBodies sends a request body of known length up to wholeBodyMax
 // with its headers, in one write. Over HTTP/1 net/http writes the headers
 // first, on their own, and then the body as it is read, unless the body
 // is one it knows to be in memory; ReverseProxy's body never is. A body
 // that fails to arrive fails the request before it reaches the upstream.
-type wholeBodies struct{ rt http.RoundTripper }
+type wholeBodies struct {
+	rt     http.RoundTripper
+	budget int64
+	held   atomic.Int64
+}
 
-func (t wholeBodies) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body == nil || req.Body == http.NoBody || req.ContentLength <= 0 || req.ContentLength > wholeBodyMax {
+func (t *wholeBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	n := req.ContentLength
+	if req.Body == nil || req.Body == http.NoBody || n <= 0 || n > wholeBodyMax {
 		return t.rt.RoundTrip(req)
 	}
-	buf := make([]byte, req.ContentLength)
+	if t.held.Add(n) > t.budget {
+		t.held.Add(-n)
+		return t.rt.RoundTrip(req)
+	}
+	defer t.held.Add(-n)
+	buf := make([]byte, n)
 	_, err := io.ReadFull(req.Body, buf)
 	req.Body.Close()
 	if err != nil {

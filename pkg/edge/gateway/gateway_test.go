@@ -575,3 +575,52 @@ func TestOperatorAddress(t *testing.T) {
 		}
 	}
 }
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestWholeBodiesStayWithinTheirBudget: clients sending slowly cannot
+// make the gateway hold more than the budget of whole bodies; past it,
+// bodies stream as they come.
+func TestWholeBodiesStayWithinTheirBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		heldFirst int64 // held by other requests
+		size      int
+		wantWhole bool
+	}{
+		{"within the budget", 0, 50, true},
+		{"exactly the budget", 50, 50, true},
+		{"past the budget", 80, 50, false},
+		{"over the size read whole", 0, wholeBodyMax + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := io.NopCloser(bytes.NewReader(make([]byte, tc.size)))
+			var wb *wholeBodies
+			wb = &wholeBodies{budget: 100, rt: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				whole := r.Body != src
+				if whole != tc.wantWhole {
+					t.Errorf("body read whole: %v, want %v", whole, tc.wantWhole)
+				}
+				if held := wb.held.Load(); whole && held != tc.heldFirst+int64(tc.size) || !whole && held != tc.heldFirst {
+					t.Errorf("%d bytes held while sending", held)
+				}
+				return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+			})}
+			if tc.size > int(wb.budget) {
+				wb.budget = wholeBodyBudget
+			}
+			wb.held.Store(tc.heldFirst)
+			req := httptest.NewRequest(http.MethodPut, "http://ingest/cms/app/events", nil)
+			req.Body, req.ContentLength = src, int64(tc.size)
+			if _, err := wb.RoundTrip(req); err != nil {
+				t.Fatal(err)
+			}
+			if held := wb.held.Load(); held != tc.heldFirst {
+				t.Errorf("%d bytes held after the request, want %d", held, tc.heldFirst)
+			}
+		})
+	}
+}
