@@ -69,6 +69,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/loadgen"
+	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 )
 
 // The performance goals the benchmark reports against.
@@ -158,7 +159,17 @@ func run(ctx context.Context, log *slog.Logger, o options) (err error) {
 			return err
 		}
 	}
-	s, err := start(ctx, log, o.keep, o.watchers)
+	var ingestEnv []string
+	if o.shapes != "" {
+		// One app sends everything here. Its share of the body memory (a
+		// quarter of MAX_BODY_MEMORY) would refuse a third of the 1 MB
+		// requests of 50 × 20 KB with 429 and measure admission, not
+		// ingest; the shares are the whole budget instead.
+		for _, k := range []string{"MAX_BODY_MEMORY_PER_APP", "MAX_BODY_MEMORY_PER_TOKEN", "MAX_BODY_MEMORY_PER_ORG"} {
+			ingestEnv = append(ingestEnv, k+"="+strconv.Itoa(ingest.DefaultMaxBodyMemory))
+		}
+	}
+	s, err := start(ctx, log, o.keep, o.watchers, ingestEnv)
 	defer s.close()
 	defer func() {
 		if err != nil && ctx.Err() == nil {
@@ -199,7 +210,7 @@ func run(ctx context.Context, log *slog.Logger, o options) (err error) {
 
 // start builds the binaries and brings up broker and ingest. The returned
 // stack is never nil and must be closed, even with an error.
-func start(ctx context.Context, log *slog.Logger, keep bool, watchers int) (*stack, error) {
+func start(ctx context.Context, log *slog.Logger, keep bool, watchers int, ingestEnv []string) (*stack, error) {
 	s := &stack{log: log, keep: keep, bins: map[string]string{}}
 	dir, err := os.MkdirTemp("", "cms-bench-")
 	if err != nil {
@@ -263,6 +274,7 @@ func start(ctx context.Context, log *slog.Logger, keep bool, watchers int) (*sta
 		"CONTENT_DB="+db,
 		"RATE_LIMIT_RPS=0",
 	)
+	cmd.Env = append(cmd.Env, ingestEnv...)
 	if op := os.Getenv("INGEST_OPERATOR_ADDR"); op != "" {
 		// Ingest's own /debug/pprof, for profiling it under the load.
 		cmd.Env = append(cmd.Env, "OPERATOR_ADDR="+op)
