@@ -51,6 +51,8 @@ func run(args []string) error {
 	group := fs.String("group", "CONSUMER_GROUP", "cms-clickhouse", "consumer group ID; instances with one group share the partitions")
 	dlqTopic := fs.String("dead-letter-topic", "DEAD_LETTER_TOPIC", "cms.events.dead-letter", "topic for messages that can never be written")
 	sessionTimeout := fs.Duration("session-timeout", "KAFKA_SESSION_TIMEOUT", kafka.DefaultSessionTimeout, "consumer group session timeout")
+	fetchMinBytes := fs.Int("fetch-min-bytes", "KAFKA_FETCH_MIN_BYTES", kafka.DefaultMinBytes, "bytes of records a fetch waits for (up to -fetch-max-wait) before the broker answers; 1 answers at once")
+	fetchMaxWait := fs.Duration("fetch-max-wait", "KAFKA_FETCH_MAX_WAIT", kafka.DefaultMaxWait, "longest a fetch waits for -fetch-min-bytes: how late a record can reach the consumer at a low rate")
 	clickhouse := chstore.DefineFlags(fs, chstore.Tables)
 	schema := fs.String("clickhouse-schema", "CLICKHOUSE_SCHEMA", "apply", "apply: apply missing migrations at start; wait: wait until \"consumer migrate\" has applied them")
 	retention := fs.Int("retention-days", "RETENTION_DAYS", 0, "drop events older than this many days (servers with TTL); 0 keeps them")
@@ -96,6 +98,7 @@ func run(args []string) error {
 	svc, err := consumer.NewService(ctx, consumer.ServiceConfig{
 		Kafka: ks.Cluster, Topic: ks.EventsTopic, QuarantineTopic: ks.QuarantineTopic, GroupID: *group, DeadLetterTopic: *dlqTopic,
 		TopicPartitions: ks.TopicPartitions, TopicReplication: ks.TopicReplication, MaxMessageBytes: ks.MaxMessageBytes, SessionTimeout: *sessionTimeout,
+		FetchMinBytes: *fetchMinBytes, FetchMaxWait: *fetchMaxWait,
 		TopicRetention: ks.TopicRetention, TopicMinInsyncReplicas: ks.TopicMinInsyncReplicas,
 		ClickHouse: chCfg, Schema: schemaMode,
 		Consumer: writing.config(settings.ShutdownTimeout),

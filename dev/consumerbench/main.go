@@ -23,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -59,12 +60,17 @@ func main() {
 	batchRows := flag.Int("batch-rows", 0, "BATCH_ROWS of the consumer (0: its default)")
 	freshness := flag.Duration("freshness", 30*time.Second, "length of the steady-load freshness phase (0 skips it)")
 	rate := flag.Int("rate", 10000, "events per second in the freshness phase")
+	perRequest := flag.Int("per-request", 50, "events per ingest request in the freshness phase")
+	var consumerEnv envList
+	flag.Var(&consumerEnv, "consumer-env", "NAME=VALUE for the consumer of the freshness phase (repeat for more), such as FLUSH_INTERVAL=2s")
+	consumerBin := flag.String("consumer-bin", "", "consumer binary for the freshness phase (empty: this tree's), to compare builds")
+	profile := flag.String("consumer-profile", "", "write a CPU profile of the consumer over the freshness phase's load to this file")
 	cluster := flag.Bool("cluster", false, "also drain the topic into one server and into a local 2×2 ClickHouse cluster (with ZooKeeper), side by side")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, log, *events, *batchRows, *freshness, *rate, *cluster); err != nil {
+	if err := run(ctx, log, *events, *batchRows, *freshness, load{rate: *rate, perRequest: *perRequest, profile: *profile, env: consumerEnv, bin: *consumerBin}, *cluster); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
@@ -78,9 +84,34 @@ type rig struct {
 	columns  *chstore.StringColumns
 }
 
-func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness time.Duration, rate int, cluster bool) error {
+// load is the freshness phase's steady load.
+type load struct {
+	rate       int      // events per second
+	perRequest int      // events per ingest request
+	profile    string   // CPU profile of the consumer to write
+	env        []string // extra environment of the consumer
+	bin        string   // the consumer binary, if not this tree's
+}
+
+// envList is a repeated NAME=VALUE flag.
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, " ") }
+
+func (e *envList) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("%q: want NAME=VALUE", v)
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness time.Duration, steady load, cluster bool) error {
 	if events <= 0 || events%10000 != 0 {
 		return errors.New("-events must be a positive multiple of 10,000")
+	}
+	if steady.rate <= 0 || steady.perRequest <= 0 || steady.perRequest > steady.rate {
+		return errors.New("-rate and -per-request must be positive, with -per-request at most -rate")
 	}
 	dir, err := os.MkdirTemp("", "cms-consumerbench-*")
 	if err != nil {
@@ -135,14 +166,14 @@ func run(ctx context.Context, log *slog.Logger, events, batchRows int, freshness
 		return err
 	}
 
-	var fresh *loadgen.Latency
+	var fresh *steadyPhase
 	if freshness > 0 {
-		log.Info("freshness at steady load", "events_per_sec", rate, "for", freshness)
-		if fresh, err = r.freshness(ctx, freshness, rate); err != nil {
+		log.Info("freshness at steady load", "events_per_sec", steady.rate, "events_per_request", steady.perRequest, "for", freshness)
+		if fresh, err = r.freshness(ctx, freshness, steady); err != nil {
 			return err
 		}
 	}
-	report(events, ceiling, cons, fresh, rate)
+	report(events, ceiling, cons, fresh)
 	if cluster {
 		return r.compareCluster(ctx, events, batchRows)
 	}
@@ -243,12 +274,21 @@ func (r *rig) ceiling(ctx context.Context, batches []*chstore.EventBatch) (phase
 // service starts one of the built binaries with env and waits until its
 // readiness endpoint answers 200.
 func (r *rig) service(ctx context.Context, name string, env ...string) (*childproc.Proc, string, error) {
+	return r.serviceBin(ctx, name, "", env...)
+}
+
+// serviceBin is service with the binary at bin, or the built one if bin
+// is empty.
+func (r *rig) serviceBin(ctx context.Context, name, bin string, env ...string) (*childproc.Proc, string, error) {
 	port, err := devbroker.FreePort()
 	if err != nil {
 		return nil, "", err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(filepath.Join(r.bin, name))
+	if bin == "" {
+		bin = filepath.Join(r.bin, name)
+	}
+	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), append(env, strings.ToUpper(name)+"_ADDR="+addr, "KAFKA_BROKERS="+r.broker.Addr())...)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
@@ -328,10 +368,22 @@ func (r *rig) consume(ctx context.Context, n, batchRows int) (phase, error) {
 	}
 }
 
+// steadyPhase is what the freshness phase measured.
+type steadyPhase struct {
+	load
+	latency loadgen.Latency
+	// consumer is the consumer's CPU from the first request to the last
+	// row being queryable, for every event sent.
+	consumer *loadgen.Usage
+	// sent is the rate the load was sent at, in events per second: less
+	// than asked when ingest or the generator cannot keep up.
+	sent float64
+}
+
 // freshness runs ingest and the consumer together at a steady rate and
 // measures, per request, the time from ingest's 200 to all its events
-// being queryable.
-func (r *rig) freshness(ctx context.Context, d time.Duration, rate int) (*loadgen.Latency, error) {
+// being queryable, and the consumer's CPU per row meanwhile.
+func (r *rig) freshness(ctx context.Context, d time.Duration, steady load) (*steadyPhase, error) {
 	db := filepath.Join(r.dir, "cms.db")
 	out, err := exec.CommandContext(ctx, filepath.Join(r.bin, "api"), "-content-db", db, "demo", "--quiet").Output()
 	if err != nil {
@@ -344,7 +396,14 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, rate int) (*loadge
 		return nil, err
 	}
 	defer stopCmd(ingest)
-	cons, _, err := r.service(ctx, "consumer", "CLICKHOUSE_ADDR="+r.ch.Addr(), "EVENTS_TOPIC=fresh.events", "CLICKHOUSE_DATABASE=fresh")
+	opPort, err := devbroker.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	operator := "http://127.0.0.1:" + strconv.Itoa(opPort)
+	env := append([]string{"CLICKHOUSE_ADDR=" + r.ch.Addr(), "EVENTS_TOPIC=fresh.events", "CLICKHOUSE_DATABASE=fresh",
+		"OPERATOR_ADDR=127.0.0.1:" + strconv.Itoa(opPort)}, steady.env...)
+	cons, _, err := r.serviceBin(ctx, "consumer", steady.bin, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -355,10 +414,10 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, rate int) (*loadge
 	}
 	defer s.Close()
 
-	const perReq = 50
-	template := loadgen.Bodies(loadgen.BodyOptions{AppID: "demo-app", Count: 1})[0]
-	reqs := int(d.Seconds() * float64(rate) / perReq)
-	interval := time.Duration(float64(time.Second) * perReq / float64(rate))
+	perReq, rate := steady.perRequest, steady.rate
+	template := loadgen.Bodies(loadgen.BodyOptions{AppID: "demo-app", Count: 1, Events: perReq})[0]
+	reqs := int(d.Seconds() * float64(rate) / float64(perReq))
+	interval := time.Duration(float64(time.Second) * float64(perReq) / float64(rate))
 	acked := make([]time.Time, reqs)
 	visible := make([]time.Time, reqs)
 	client := loadgen.NewClient(32)
@@ -366,14 +425,26 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, rate int) (*loadge
 	var mu sync.Mutex
 	outcomes := map[string]int{}
 	sem := make(chan struct{}, 64)
+	// The consumer has been idle since it was ready; it is measured from
+	// the first request to the last row being queryable.
+	meter, err := loadgen.StartMeter(cons.PID())
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
+	profiled := make(chan error, 1)
+	if steady.profile != "" {
+		go func() { profiled <- r.profile(ctx, operator, d, steady.profile) }()
+	} else {
+		profiled <- nil
+	}
 	pollDone := make(chan struct{})
 	go func() {
 		defer close(pollDone)
 		seen := 0
 		for seen < reqs && time.Since(start) < d+30*time.Second {
 			rows, err := s.Conn().Query(s.Context(ctx), "SELECT toUInt32OrZero(splitByChar('-', event_id)[2]) AS r FROM fresh.events "+
-				"WHERE event_id LIKE 'f-%' GROUP BY r HAVING count() >= 50")
+				"WHERE event_id LIKE 'f-%' GROUP BY r HAVING count() >= "+strconv.Itoa(perReq))
 			if err == nil {
 				now := time.Now()
 				for rows.Next() {
@@ -416,7 +487,18 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, rate int) (*loadge
 		})
 	}
 	wg.Wait()
+	sent := time.Since(start)
+	sentRate := float64(reqs*perReq) / sent.Seconds()
+	r.log.Info("load sent", "requests", reqs, "in", sent.Round(time.Millisecond).String(), "events_per_sec", int(sentRate))
 	<-pollDone
+	r.log.Info("load queryable", "in", time.Since(start).Round(time.Millisecond).String())
+	usage, err := meter.Stop(int64(reqs * perReq))
+	if err != nil {
+		return nil, err
+	}
+	if err := <-profiled; err != nil {
+		return nil, err
+	}
 	var lat []time.Duration
 	missing := 0
 	for i := range reqs {
@@ -432,11 +514,35 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, rate int) (*loadge
 	if missing > 0 {
 		return nil, fmt.Errorf("%d of %d requests were not acknowledged or not seen in ClickHouse (answers: %v)", missing, reqs, outcomes)
 	}
-	l := loadgen.Summarize(lat)
-	return &l, nil
+	return &steadyPhase{load: steady, latency: loadgen.Summarize(lat), consumer: usage, sent: sentRate}, nil
 }
 
-func report(events int, ceiling, cons phase, fresh *loadgen.Latency, rate int) {
+// profile writes a CPU profile of the service at operator, over d, to path.
+func (r *rig) profile(ctx context.Context, operator string, d time.Duration, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, operator+"/debug/pprof/profile?seconds="+strconv.Itoa(int(d.Seconds())), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile the consumer: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile the consumer: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("profile the consumer: %w", err)
+	}
+	return f.Close()
+}
+
+func report(events int, ceiling, cons phase, fresh *steadyPhase) {
 	ratio := cons.rate() / ceiling.rate()
 	fmt.Printf("\n%d REQUEST_RESPONSE events pre-filled on 6 partitions; ClickHouse 18.16 on loopback.\n\n", events)
 	fmt.Println("| | rows/s | CPU s / 100k rows | peak RSS | consumer / ceiling |")
@@ -446,8 +552,11 @@ func report(events int, ceiling, cons phase, fresh *loadgen.Latency, rate int) {
 	fmt.Printf("| ceiling: clickhouse-go inserting decoded rows from memory | %.0f | %.2f (bench process) | %d MiB | 100%% |\n",
 		ceiling.rate(), ceiling.usage.CPUPer100k, ceiling.usage.PeakRSS>>20)
 	if fresh != nil {
-		fmt.Printf("\nFreshness at %d events/s (ingest's 200 to queryable, per request of 50 events, polled every 50 ms): p50 %s, p99 %s, max %s over %d requests.\n",
-			rate, fresh.P50.Round(time.Millisecond), fresh.P99.Round(time.Millisecond), fresh.Max.Round(time.Millisecond), fresh.Count)
+		l := fresh.latency
+		fmt.Printf("\nFreshness at %d events/s (ingest's 200 to queryable, per request of %d events, polled every 50 ms): p50 %s, p99 %s, max %s over %d requests.\n",
+			fresh.rate, fresh.perRequest, l.P50.Round(time.Millisecond), l.P99.Round(time.Millisecond), l.Max.Round(time.Millisecond), l.Count)
+		fmt.Printf("Load sent at %.0f events/s (%d asked). Consumer meanwhile (first request to last row queryable): %.2f CPU s per 100k rows (%.1f CPU s), peak RSS %d MiB.\n",
+			fresh.sent, fresh.rate, fresh.consumer.CPUPer100k, fresh.consumer.CPUSeconds, fresh.consumer.PeakRSS>>20)
 	}
 	met := func(ok bool) string {
 		if ok {
@@ -460,6 +569,8 @@ func report(events int, ceiling, cons phase, fresh *loadgen.Latency, rate int) {
 	fmt.Printf("- at most %.1f CPU s per 100k rows: %s (%.2f; the ceiling's inserts alone took %.2f)\n", goalCPUPer100k,
 		met(cons.usage.CPUPer100k <= goalCPUPer100k), cons.usage.CPUPer100k, ceiling.usage.CPUPer100k)
 	if fresh != nil {
-		fmt.Printf("- freshness p99 under %s: %s (%s)\n", goalFreshnessP99, met(fresh.P99 < goalFreshnessP99), fresh.P99.Round(time.Millisecond))
+		fmt.Printf("- freshness p99 under %s: %s (%s)\n", goalFreshnessP99, met(fresh.latency.P99 < goalFreshnessP99), fresh.latency.P99.Round(time.Millisecond))
+		fmt.Printf("- at most %.1f CPU s per 100k rows at %.0f events/s: %s (%.2f)\n", goalCPUPer100k, fresh.sent,
+			met(fresh.consumer.CPUPer100k <= goalCPUPer100k), fresh.consumer.CPUPer100k)
 	}
 }

@@ -52,7 +52,7 @@ func (e *clusterEnv) startConsumer(t *testing.T, group string, log *slog.Logger)
 	t.Helper()
 	return consumertest.StartWithLog(t, consumer.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: []string{e.broker.Addr()}}, Topic: "events", QuarantineTopic: "quarantine", GroupID: group, DeadLetterTopic: "dead-letters",
-		TopicPartitions: 3, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
+		TopicPartitions: 3, TopicReplication: 1, SessionTimeout: 6 * time.Second, FetchMaxWait: 100 * time.Millisecond,
 		ClickHouse: e.clickhouse(),
 		Consumer:   consumer.Config{BatchRows: 2000, FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},
 	}, log)

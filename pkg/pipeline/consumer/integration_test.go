@@ -63,7 +63,7 @@ func (e *env) startConsumer(t *testing.T, group string) (url string) {
 	t.Helper()
 	return consumertest.Start(t, consumer.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: []string{e.broker.Addr()}}, Topic: "events", QuarantineTopic: "quarantine", GroupID: group, DeadLetterTopic: "dead-letters",
-		TopicPartitions: 3, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
+		TopicPartitions: 3, TopicReplication: 1, SessionTimeout: 6 * time.Second, FetchMaxWait: 100 * time.Millisecond,
 		ClickHouse: chstore.Config{Addrs: []string{e.ch.Addr()}, Database: "analytics", StringColumns: stringColumns},
 		Consumer:   consumer.Config{BatchRows: 1000, FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},
 	})

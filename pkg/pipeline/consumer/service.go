@@ -37,10 +37,12 @@ type ServiceConfig struct {
 	// before giving its partitions to others; zero means the kafka
 	// package's default.
 	SessionTimeout time.Duration
-	// MaxWait bounds how long one fetch waits for new messages; zero means
-	// the kafka package's default.
-	MaxWait    time.Duration
-	ClickHouse chstore.Config
+	// FetchMinBytes and FetchMaxWait are how many bytes of records a
+	// fetch waits for, and how long at most; zero means the kafka
+	// package's defaults.
+	FetchMinBytes int
+	FetchMaxWait  time.Duration
+	ClickHouse    chstore.Config
 	// Schema says whether the service applies the ClickHouse migrations
 	// at start or waits for another step to apply them.
 	Schema   Schema
@@ -148,7 +150,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, log *slog.Logger) (*Serv
 	cfg.Kafka.ReportDurability(ctx, topics, kafka.NewDurabilityGauge(reg), log)
 	reader, err := cfg.Kafka.NewGroupReader(kafka.ReaderConfig{
 		GroupID: cfg.GroupID, Topics: []string{cfg.Topic, cfg.QuarantineTopic}, MaxMessageBytes: cfg.MaxMessageBytes,
-		SessionTimeout: cfg.SessionTimeout, MaxWait: cfg.MaxWait, Logger: log,
+		SessionTimeout: cfg.SessionTimeout, MinBytes: cfg.FetchMinBytes, MaxWait: cfg.FetchMaxWait, Logger: log,
 	})
 	if err != nil {
 		store.Close()

@@ -82,7 +82,7 @@ func TestQuarantineAndResubmit(t *testing.T) {
 	}, db, quiet())
 	consumertest.Start(t, consumer.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: brokers}, Topic: "events", QuarantineTopic: "quarantine", GroupID: "g", DeadLetterTopic: "dead",
-		TopicPartitions: 2, TopicReplication: 1, SessionTimeout: 6 * time.Second, MaxWait: 100 * time.Millisecond,
+		TopicPartitions: 2, TopicReplication: 1, SessionTimeout: 6 * time.Second, FetchMaxWait: 100 * time.Millisecond,
 		ClickHouse: chstore.Config{Addrs: []string{ch.Addr()}, Database: "analytics"},
 		Consumer:   consumer.Config{FlushInterval: 200 * time.Millisecond, RetryMax: time.Second},
 	})
