@@ -10,8 +10,9 @@
 // straight from memory, in batches of the consumer's size and with its
 // String columns sized as the consumer sizes them; both phases report CPU
 // seconds per 100k rows. Last it runs ingest and the consumer together at a
-// steady 10k events/s and reports the time from ingest's 200 to the row
-// being queryable. With -cluster it then drains the topic again, side by
+// steady 10k events/s (-rate, in requests of -per-request events) and
+// reports the time from ingest's 200 to the row being queryable, and the
+// CPU of ingest and of the consumer per event meanwhile. With -cluster it then drains the topic again, side by
 // side, into one server and into a local 2×2 ClickHouse cluster with
 // ZooKeeper, and reports rows/s and the CPU of the consumer and of the
 // servers for both.
@@ -375,6 +376,8 @@ type steadyPhase struct {
 	// consumer is the consumer's CPU from the first request to the last
 	// row being queryable, for every event sent.
 	consumer *loadgen.Usage
+	// ingest is ingest's CPU from the first request to the last answer.
+	ingest *loadgen.Usage
 	// sent is the rate the load was sent at, in events per second: less
 	// than asked when ingest or the generator cannot keep up.
 	sent float64
@@ -428,6 +431,10 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, steady load) (*ste
 	// The consumer has been idle since it was ready; it is measured from
 	// the first request to the last row being queryable.
 	meter, err := loadgen.StartMeter(cons.PID())
+	if err != nil {
+		return nil, err
+	}
+	ingestMeter, err := loadgen.StartMeter(ingest.PID())
 	if err != nil {
 		return nil, err
 	}
@@ -487,6 +494,10 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, steady load) (*ste
 		})
 	}
 	wg.Wait()
+	ingestUsage, err := ingestMeter.Stop(int64(reqs * perReq))
+	if err != nil {
+		return nil, err
+	}
 	sent := time.Since(start)
 	sentRate := float64(reqs*perReq) / sent.Seconds()
 	r.log.Info("load sent", "requests", reqs, "in", sent.Round(time.Millisecond).String(), "events_per_sec", int(sentRate))
@@ -514,7 +525,7 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, steady load) (*ste
 	if missing > 0 {
 		return nil, fmt.Errorf("%d of %d requests were not acknowledged or not seen in ClickHouse (answers: %v)", missing, reqs, outcomes)
 	}
-	return &steadyPhase{load: steady, latency: loadgen.Summarize(lat), consumer: usage, sent: sentRate}, nil
+	return &steadyPhase{load: steady, latency: loadgen.Summarize(lat), consumer: usage, ingest: ingestUsage, sent: sentRate}, nil
 }
 
 // profile writes a CPU profile of the service at operator, over d, to path.
@@ -557,6 +568,8 @@ func report(events int, ceiling, cons phase, fresh *steadyPhase) {
 			fresh.rate, fresh.perRequest, l.P50.Round(time.Millisecond), l.P99.Round(time.Millisecond), l.Max.Round(time.Millisecond), l.Count)
 		fmt.Printf("Load sent at %.0f events/s (%d asked). Consumer meanwhile (first request to last row queryable): %.2f CPU s per 100k rows (%.1f CPU s), peak RSS %d MiB.\n",
 			fresh.sent, fresh.rate, fresh.consumer.CPUPer100k, fresh.consumer.CPUSeconds, fresh.consumer.PeakRSS>>20)
+		fmt.Printf("Ingest meanwhile (first request to last answer): %.2f CPU s per 100k events; ingest and consumer together %.2f.\n",
+			fresh.ingest.CPUPer100k, fresh.ingest.CPUPer100k+fresh.consumer.CPUPer100k)
 	}
 	met := func(ok bool) string {
 		if ok {
