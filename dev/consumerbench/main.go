@@ -482,6 +482,10 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, steady load) (*ste
 			if err != nil {
 				outcome = err.Error()
 			} else {
+				// Read to its end, so that the connection is used again:
+				// a connection per request would cost ingest more than
+				// the request.
+				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				outcome = strconv.Itoa(resp.StatusCode)
 				if resp.StatusCode == 200 {
