@@ -78,19 +78,27 @@ func countProduce(c *kfake.Cluster, fail int, code int16) *atomic.Int64 {
 	return &n
 }
 
+// startProducer starts a kfake cluster of brokers holding topics ev and q of
+// partitions each, and a producer writing to them; both stop with the test.
+func startProducer(t *testing.T, brokers int, partitions int32) (*kfake.Cluster, []string, *Producer) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, "ev", "q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addrs := c.ListenAddrs()
+	p, err := Cluster{Brokers: addrs}.NewProducer(ProducerConfig{}, "ev", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return c, addrs, p
+}
+
 func TestProducerSharesRequestsAmongConcurrentWrites(t *testing.T) {
 	const partitions, writers = 6, 300
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(partitions, "ev", "q"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-	p, err := Cluster{Brokers: brokers}.NewProducer(ProducerConfig{}, "ev", "q")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	c, brokers, p := startProducer(t, 3, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A first write learns the partitions' leaders.
@@ -162,17 +170,7 @@ func TestProducerSharesRequestsAmongConcurrentWrites(t *testing.T) {
 
 func TestProducerFollowsMovedLeaders(t *testing.T) {
 	const partitions = 4
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(partitions, "ev", "q"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-	p, err := Cluster{Brokers: brokers}.NewProducer(ProducerConfig{}, "ev", "q")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	c, brokers, p := startProducer(t, 3, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	publish := func(round int) {
@@ -221,22 +219,12 @@ func TestProducerRetriesWhatMayPass(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "ev", "q"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			brokers := c.ListenAddrs()
-			p, err := Cluster{Brokers: brokers}.NewProducer(ProducerConfig{}, "ev", "q")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			c, brokers, p := startProducer(t, 1, 2)
 			requests := countProduce(c, tc.fail, tc.code)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			start := time.Now()
-			err = p.Publish(ctx, []event.Record{{Key: []byte("k"), Value: []byte("v")}}, nil)
+			err := p.Publish(ctx, []event.Record{{Key: []byte("k"), Value: []byte("v")}}, nil)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("publish: %v", err)
@@ -259,21 +247,13 @@ func TestProducerRetriesWhatMayPass(t *testing.T) {
 }
 
 func TestProducerStopsWaitingWithTheCaller(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "ev", "q"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p, err := Cluster{Brokers: c.ListenAddrs()}.NewProducer(ProducerConfig{}, "ev", "q")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, p := startProducer(t, 1, 1)
 	// Every produce request is refused with an error that may pass: the
 	// caller's deadline, not the retries, ends the wait.
 	countProduce(c, 1<<30, kerr.NotEnoughReplicas.Code)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err = p.Publish(ctx, []event.Record{{Key: []byte("k"), Value: []byte("v")}}, nil)
+	err := p.Publish(ctx, []event.Record{{Key: []byte("k"), Value: []byte("v")}}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("publish: %v, want the deadline's error", err)
 	}

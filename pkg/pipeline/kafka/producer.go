@@ -111,8 +111,9 @@ type Writer struct {
 
 // NewWriter returns a synchronous writer for topic with acks from all
 // in-sync replicas and the Java client's murmur2 partitioner, so that a
-// key lands on the same partition whichever client wrote it. The ingest
-// service and its benchmark ceiling both use it.
+// key lands on the same partition whichever client wrote it: kafka-go's
+// Writer, as it is. Dead letters and the benchmarks' ceiling use it; ingest
+// uses the Producer.
 func (c Cluster) NewWriter(p ProducerConfig, topic string) (*Writer, error) {
 	p = p.withDefaults()
 	codec, err := ParseCompression(p.Compression)
