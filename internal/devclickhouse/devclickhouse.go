@@ -269,6 +269,22 @@ func (s *Server) ping(ctx context.Context) error {
 // PID of the running process, or 0.
 func (s *Server) PID() int { return s.proc.PID() }
 
+// ForceRestoreData makes the next start attach replicated tables whose
+// local parts differ from ZooKeeper's, as after a SIGKILL in the middle of
+// an insert: without it the server refuses to start when most of a small
+// table's rows are such parts. The server moves them aside and fetches
+// what it lacks from its replicas (the flag ClickHouse documents for it).
+func (s *Server) ForceRestoreData() error {
+	flags := filepath.Join(s.o.Dir, "data", "flags")
+	if err := os.MkdirAll(flags, 0o755); err != nil {
+		return fmt.Errorf("create ClickHouse flags directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(flags, "force_restore_data"), nil, 0o644); err != nil {
+		return fmt.Errorf("set force_restore_data: %w", err)
+	}
+	return nil
+}
+
 // Stop ends the server with SIGTERM and waits; after 30 s it is killed.
 func (s *Server) Stop() error { return s.proc.Signal(syscall.SIGTERM, 30*time.Second) }
 
