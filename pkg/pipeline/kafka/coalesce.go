@@ -295,8 +295,8 @@ func (c *coalescer) takeLocked(ln *lane) []*entry {
 	return batch
 }
 
-// requeueLocked queues entries again, at the front of their (possibly new)
-// leader's queue, or fails them when they have had their attempts.
+// requeueLocked queues entries to retry again, at the front of their
+// (possibly new) leader's queue, after that broker's backoff.
 func (c *coalescer) requeueLocked(entries []*entry) {
 	l := c.layout.Load()
 	for _, e := range entries {
