@@ -21,7 +21,8 @@
 // medians with the goals met or not. KAFKA_LINGER, KAFKA_MAX_IN_FLIGHT,
 // KAFKA_COMPRESSION, TOPIC_PARTITIONS and MAX_IN_FLIGHT in the environment
 // reach ingest; KAFKA_BATCH_TIMEOUT (kafka-go's batch timeout),
-// KAFKA_COMPRESSION and TOPIC_PARTITIONS reach the ceiling.
+// KAFKA_COMPRESSION and TOPIC_PARTITIONS reach the ceiling, and
+// KAFKA_BATCH_TIMEOUT ingest too, as the former name of KAFKA_LINGER.
 // INGEST_OPERATOR_ADDR gives ingest an operator address, whose
 // /debug/pprof profiles it under the load.
 //

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -22,12 +21,7 @@ func BenchmarkEventBatch(b *testing.B) {
 		_, _ = w.Write(answer)
 	}))
 	defer up.Close()
-	g, err := New(Config{Ingest: up.URL, API: up.URL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	defer gw.Close()
+	gw := front(b, Config{Ingest: up.URL, API: up.URL})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	body := bytes.Repeat([]byte("x"), 1024)
 	b.ReportAllocs()
@@ -35,7 +29,7 @@ func BenchmarkEventBatch(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			req, _ := http.NewRequest(http.MethodPut, gw.URL+"/cms/app/events", bytes.NewReader(body))
+			req, _ := http.NewRequest(http.MethodPut, gw+"/cms/app/events", bytes.NewReader(body))
 			req.Header.Set("Authorization", "Bearer tok")
 			resp, err := client.Do(req)
 			if err != nil {

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -44,7 +43,6 @@ func corsUpstream(t *testing.T, name string) (url string, hits *atomic.Int64) {
 // passes everything through as before.
 func TestCORS(t *testing.T) {
 	const page, other = "http://127.0.0.1:3000", "https://other.example"
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ingestURL, ingestHits := corsUpstream(t, "ingest")
 	apiURL, apiHits := corsUpstream(t, "api")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -58,13 +56,7 @@ func TestCORS(t *testing.T) {
 		t.Fatal(err)
 	}
 	gateway := func(api string, p *cors.Policy) string {
-		g, err := New(Config{Ingest: ingestURL, API: api, CORS: p}, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(g.Handler())
-		t.Cleanup(srv.Close)
-		return srv.URL
+		return front(t, Config{Ingest: ingestURL, API: api, CORS: p})
 	}
 	on, off, down := gateway(apiURL, policy), gateway(apiURL, nil), gateway(closed, policy)
 	preflight := func(origin string) []string {

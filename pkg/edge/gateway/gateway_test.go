@@ -43,6 +43,19 @@ const bundleJSON = `{
 
 const launch = `{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web","platform":"stentor","sessionId":"s-1","userId":"u-1","environment":"production","isNewSession":true,"isoTime":"2026-11-21T10:00:00.000Z"}`
 
+// front starts a gateway made with cfg on a test server until the test
+// ends, and returns its URL.
+func front(tb testing.TB, cfg Config) string {
+	tb.Helper()
+	g, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	tb.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // serve runs a service on a loopback port until the test ends.
 func serve(t *testing.T, run func(ctx context.Context, ln net.Listener) error) (url string, stop func()) {
 	t.Helper()
@@ -231,13 +244,8 @@ func TestForwardedHeaders(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer upstream.Close()
-	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	defer gw.Close()
-	r := do(t, http.MethodPut, gw.URL+"/cms/app/events", "tok", []byte("zipped"), "Content-Encoding", "gzip")
+	gw := front(t, Config{Ingest: upstream.URL, API: upstream.URL})
+	r := do(t, http.MethodPut, gw+"/cms/app/events", "tok", []byte("zipped"), "Content-Encoding", "gzip")
 	if r.status != http.StatusAccepted {
 		t.Fatalf("status %d", r.status)
 	}
@@ -264,15 +272,10 @@ func TestBodiesPassWhole(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer upstream.Close()
-	g, err := New(Config{Ingest: upstream.URL, API: upstream.URL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	defer gw.Close()
+	gw := front(t, Config{Ingest: upstream.URL, API: upstream.URL})
 	for _, n := range []int{1, 1000, wholeBodyMax - 1, wholeBodyMax, wholeBodyMax + 1, 3 * wholeBodyMax} {
 		body := bytes.Repeat([]byte("0123456789"), n/10+1)[:n]
-		if r := do(t, http.MethodPut, gw.URL+"/cms/app/events", "tok", body); r.status != http.StatusAccepted {
+		if r := do(t, http.MethodPut, gw+"/cms/app/events", "tok", body); r.status != http.StatusAccepted {
 			t.Fatalf("%d bytes: status %d %s", n, r.status, r.body)
 		}
 		if s := <-got; s.length != int64(n) || !bytes.Equal(s.body, body) {
@@ -302,13 +305,8 @@ func TestForwardedForFromTrustedProxies(t *testing.T) {
 		{"the peer is a trusted proxy", loopback, "198.51.100.7, 127.0.0.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := New(Config{Ingest: upstream.URL, API: upstream.URL, TrustedProxies: tc.trusted}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			gw := httptest.NewServer(g.Handler())
-			defer gw.Close()
-			if r := do(t, http.MethodGet, gw.URL+"/cms/app", "tok", nil, "X-Forwarded-For", "198.51.100.7"); r.status != http.StatusAccepted {
+			gw := front(t, Config{Ingest: upstream.URL, API: upstream.URL, TrustedProxies: tc.trusted})
+			if r := do(t, http.MethodGet, gw+"/cms/app", "tok", nil, "X-Forwarded-For", "198.51.100.7"); r.status != http.StatusAccepted {
 				t.Fatalf("status %d", r.status)
 			}
 			if xff := <-got; xff != tc.want {
