@@ -122,7 +122,7 @@ func defineFlags(fs *envflag.Set) *flags {
 	f.rateBurst = fs.Int("rate-limit-burst", "RATE_LIMIT_BURST", 2000, "burst of requests allowed per token")
 	f.authFailures = auth.DefineFailureFlags(fs)
 	fs.Alias("KAFKA_LINGER", "KAFKA_BATCH_TIMEOUT")
-	f.linger = fs.Duration("kafka-linger", "KAFKA_LINGER", 0, "how long records wait for others before a produce request to a broker with none unanswered is sent (0: at once)")
+	f.linger = fs.Duration("kafka-linger", "KAFKA_LINGER", 0, "least time between two produce requests to one broker: records that come sooner wait for the rest of it and go together; a record that finds the broker idle for longer goes at once (0: always at once)")
 	f.maxInFlight = fs.Int("kafka-max-in-flight", "KAFKA_MAX_IN_FLIGHT", kafka.DefaultMaxInFlight, "produce requests unanswered per broker at most; records arriving meanwhile share the next one")
 	f.compression = fs.String("kafka-compression", "KAFKA_COMPRESSION", kafka.DefaultCompression, "none, gzip, snappy, lz4 or zstd")
 	f.trusted = fs.String("trusted-proxies", "TRUSTED_PROXIES", clientnet.DefaultTrusted,

@@ -35,7 +35,12 @@
 // each, ingest max called directly, the same through api gateway (with
 // api serve as its other upstream), and the ceiling producing the same
 // records with the same batching, -runs times, then a table of medians
-// with the gateway's CPU beside ingest's (shapes.go).
+// with the gateway's CPU beside ingest's (shapes.go). With -floors it also
+// measures, at each shape, dev/httpfloor's net/http server that only reads
+// and answers, and its stock httputil.ReverseProxy in front of ingest: the
+// least the same HTTP stack costs for the same requests. With -shape-rate
+// the HTTP paths run as an open loop at that many events per second, and
+// the ceiling, a closed loop, is left out.
 //
 // -watchers 10 instead measures what people watching the app's events
 // live cost ingest: it starts api serve on the same broker too, and runs
@@ -96,6 +101,8 @@ type options struct {
 	keep        bool
 	watchers    int
 	shapes      string
+	floors      bool
+	shapeRate   float64
 }
 
 func main() {
@@ -112,6 +119,8 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, logs, database)")
 	flag.IntVar(&o.watchers, "watchers", 0, "instead of the benchmark, compare ingest max without and with this many live watchers of the app (api serve reading the topics)")
 	flag.StringVar(&o.shapes, "shapes", "", "instead of the benchmark, measure these request shapes, EVENTSxSIZE comma-separated (e.g. 1x1k,5x1k,50x1k,1x20k,5x20k,50x20k): ingest direct, through the gateway and the ceiling at each")
+	flag.BoolVar(&o.floors, "floors", false, "with -shapes, also measure at each shape the least net/http costs: a server that only reads and answers, and a stock httputil.ReverseProxy in front of ingest (dev/httpfloor)")
+	flag.Float64Var(&o.shapeRate, "shape-rate", 0, "with -shapes, send this many events per second in an open loop (at most -half-load-outstanding requests outstanding) instead of a closed loop, and skip the ceiling: the cost per request at a deployment's load rather than at saturation")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -148,6 +157,15 @@ type stack struct {
 	gateway     *exec.Cmd
 	gatewayDone chan struct{}
 	gatewayURL  string
+	// floors are dev/httpfloor processes in -shapes -floors runs.
+	floors []*child
+}
+
+// child is a process the stack started; done is closed when it exited.
+type child struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	url  string
 }
 
 func run(ctx context.Context, log *slog.Logger, o options) (err error) {
@@ -165,9 +183,14 @@ func run(ctx context.Context, log *slog.Logger, o options) (err error) {
 		// One app sends everything here. Its share of the body memory (a
 		// quarter of MAX_BODY_MEMORY) would refuse a third of the 1 MB
 		// requests of 50 × 20 KB with 429 and measure admission, not
-		// ingest; the shares are the whole budget instead.
+		// ingest; the shares are the whole budget instead. So are the
+		// shares of the slots: an open loop's bursts pass a quarter of
+		// MAX_IN_FLIGHT.
 		for _, k := range []string{"MAX_BODY_MEMORY_PER_APP", "MAX_BODY_MEMORY_PER_TOKEN", "MAX_BODY_MEMORY_PER_ORG"} {
 			ingestEnv = append(ingestEnv, k+"="+strconv.Itoa(ingest.DefaultMaxBodyMemory))
+		}
+		for _, k := range []string{"MAX_IN_FLIGHT_PER_APP", "MAX_IN_FLIGHT_PER_TOKEN", "MAX_IN_FLIGHT_PER_ORG"} {
+			ingestEnv = append(ingestEnv, k+"="+strconv.Itoa(ingest.DefaultMaxInFlight))
 		}
 	}
 	s, err := start(ctx, log, o.keep, o.watchers, ingestEnv)
@@ -223,7 +246,7 @@ func start(ctx context.Context, log *slog.Logger, keep bool, watchers int, inges
 		return s, err
 	}
 	log.Info("building", "dir", dir)
-	for name, pkg := range map[string]string{"ingest": "./cmd/ingest", "api": "./cmd/api", "loadgen": "./dev/loadgen"} {
+	for name, pkg := range map[string]string{"ingest": "./cmd/ingest", "api": "./cmd/api", "loadgen": "./dev/loadgen", "httpfloor": "./dev/httpfloor"} {
 		bin := filepath.Join(dir, name)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 		cmd.Dir = root
@@ -318,6 +341,9 @@ func (s *stack) dumpIngestLog() {
 }
 
 func (s *stack) close() {
+	for _, c := range s.floors {
+		stopChild(c.cmd, c.done)
+	}
 	stopChild(s.gateway, s.gatewayDone)
 	stopChild(s.api, s.apiDone)
 	stopChild(s.ingest, s.ingestDone)

@@ -62,60 +62,95 @@ type shapeRuns struct {
 	direct, gateway, ceiling []*phase
 	// gatewayUse is the gateway's own use in each gateway run.
 	gatewayUse []*loadgen.Usage
+	// With -floors: the net/http server that only answers (its use is the
+	// phase's proc), and the stock proxy in front of ingest with its own
+	// use in each run.
+	floor, proxied []*phase
+	proxyUse       []*loadgen.Usage
 }
 
 // shaped measures each shape: ingest called directly, through the
-// gateway, and the ceiling producing the same records with the same
-// batching, -runs times each, alternating.
+// gateway, with -floors net/http's floors, and (unless -shape-rate) the
+// ceiling producing the same records with the same batching, -runs times
+// each, alternating.
 func (b *bench) shaped(ctx context.Context) error {
 	if err := b.s.startGateway(ctx); err != nil {
 		return err
 	}
+	var floor, proxy *child
+	if b.o.floors {
+		var err error
+		if floor, err = b.s.startFloor(ctx, "net/http server"); err != nil {
+			return err
+		}
+		if proxy, err = b.s.startFloor(ctx, "stock proxy", "-proxy", b.s.url); err != nil {
+			return err
+		}
+	}
+	ingestPID := b.s.ingest.Process.Pid
 	var all []shapeRuns
 	for _, sh := range b.shapes {
 		bodies := loadgen.Bodies(loadgen.BodyOptions{Count: b.o.bodies, Events: sh.events, AppID: demoApp, Seed: b.o.seed, EventBytes: sh.eventBytes})
 		r := shapeRuns{shape: sh}
 		for i := 1; i <= b.o.runs; i++ {
 			name := fmt.Sprintf("%s run %d", sh, i)
-			d, _, err := b.shapeHTTP(ctx, name+" direct", b.s.url, sh, bodies, 0)
+			d, _, err := b.shapeHTTP(ctx, name+" direct", b.s.url, sh, bodies, ingestPID, 0)
 			if err != nil {
 				return err
 			}
-			g, gu, err := b.shapeHTTP(ctx, name+" gateway", b.s.gatewayURL, sh, bodies, b.s.gateway.Process.Pid)
+			g, gu, err := b.shapeHTTP(ctx, name+" gateway", b.s.gatewayURL, sh, bodies, ingestPID, b.s.gateway.Process.Pid)
 			if err != nil {
 				return err
 			}
-			c, err := b.ceilingRun(ctx, name+" ceiling", b.o.concurrency,
-				"-batch", strconv.Itoa(sh.events), "-event-bytes", strconv.Itoa(sh.eventBytes))
-			if err != nil {
-				return err
+			if floor != nil {
+				f, _, err := b.shapeHTTP(ctx, name+" net/http server", floor.url, sh, bodies, floor.cmd.Process.Pid, 0)
+				if err != nil {
+					return err
+				}
+				p, pu, err := b.shapeHTTP(ctx, name+" stock proxy", proxy.url, sh, bodies, ingestPID, proxy.cmd.Process.Pid)
+				if err != nil {
+					return err
+				}
+				r.floor, r.proxied, r.proxyUse = append(r.floor, f), append(r.proxied, p), append(r.proxyUse, pu)
 			}
-			r.direct, r.gateway, r.ceiling = append(r.direct, d), append(r.gateway, g), append(r.ceiling, c)
+			r.direct, r.gateway = append(r.direct, d), append(r.gateway, g)
+			if b.o.shapeRate == 0 {
+				c, err := b.ceilingRun(ctx, name+" ceiling", b.o.concurrency,
+					"-batch", strconv.Itoa(sh.events), "-event-bytes", strconv.Itoa(sh.eventBytes))
+				if err != nil {
+					return err
+				}
+				r.ceiling = append(r.ceiling, c)
+			}
 			r.gatewayUse = append(r.gatewayUse, gu)
 		}
 		all = append(all, r)
 	}
-	printShapes(os.Stdout, b.o, all)
+	printShapes(os.Stdout, b.o, b.outstanding(), all)
 	return nil
 }
 
-// shapeHTTP is a closed loop of -concurrency workers sending bodies to
-// url, metering ingest, the broker, this process and, when gatewayPID is
-// set, the gateway.
-func (b *bench) shapeHTTP(ctx context.Context, name, url string, sh shape, bodies [][]byte, gatewayPID int) (*phase, *loadgen.Usage, error) {
-	pids := []int{b.s.ingest.Process.Pid, b.s.broker.PID(), os.Getpid()}
-	if gatewayPID != 0 {
-		pids = append(pids, gatewayPID)
+// shapeHTTP is a closed loop of -concurrency workers (with -shape-rate, an
+// open loop) sending bodies to url, metering the server (ingest, or a floor), the broker, this process
+// and, when frontPID is set, the proxy in front of the server.
+func (b *bench) shapeHTTP(ctx context.Context, name, url string, sh shape, bodies [][]byte, serverPID, frontPID int) (*phase, *loadgen.Usage, error) {
+	pids := []int{serverPID, b.s.broker.PID(), os.Getpid()}
+	if frontPID != 0 {
+		pids = append(pids, frontPID)
 	}
 	meters, err := startMeters(pids...)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := loadgen.RunHTTP(ctx, loadgen.HTTPConfig{
+	cfg := loadgen.HTTPConfig{
 		URL: url + "/cms/app/events", Token: b.s.token, Bodies: bodies,
 		EventsPerBody: sh.events, Concurrency: b.o.concurrency, Duration: b.o.duration,
 		Client: b.client,
-	})
+	}
+	if b.o.shapeRate > 0 {
+		cfg.Rate, cfg.Concurrency = b.o.shapeRate/float64(sh.events), b.outstanding()
+	}
+	r, err := loadgen.RunHTTP(ctx, cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -126,39 +161,89 @@ func (b *bench) shapeHTTP(ctx context.Context, name, url string, sh shape, bodie
 	if err := checkReport(name, r); err != nil {
 		return nil, nil, err
 	}
-	p := &phase{what: "ingest", report: r, proc: u[0], broker: u[1], gen: u[2]}
+	what := "ingest"
+	if serverPID != b.s.ingest.Process.Pid {
+		what = "server"
+	}
+	p := &phase{what: what, report: r, proc: u[0], broker: u[1], gen: u[2]}
 	var gw *loadgen.Usage
-	if gatewayPID != 0 {
+	if frontPID != 0 {
 		gw = u[3]
-		fmt.Printf("%-32s %s; gateway %.2f CPU s/100k\n", name+":", p, gw.CPUPer100k)
+		fmt.Printf("%-32s %s; front %.2f CPU s/100k\n", name+":", p, gw.CPUPer100k)
 	} else {
 		fmt.Printf("%-32s %s\n", name+":", p)
 	}
 	return p, gw, nil
 }
 
-func printShapes(w io.Writer, o options, all []shapeRuns) {
+func printShapes(w io.Writer, o options, outstanding int, all []shapeRuns) {
 	med := func(ps []*phase, f func(*phase) float64) float64 { return loadgen.Median(collect(ps, f)) }
 	eps := func(p *phase) float64 { return p.report.EventsPerSec }
 	cpu := func(p *phase) float64 { return p.proc.CPUPer100k }
 	brk := func(p *phase) float64 { return p.broker.CPUPer100k }
-	fmt.Fprintf(w, "\n%d runs of %s each per shape and path, %d workers (the ceiling: %d goroutines, a WriteMessages call per request's records), acks=all; medians of the runs. CPU is seconds per 100k events.\n\n",
-		o.runs, o.duration, o.concurrency, o.concurrency)
+	usage := func(us []*loadgen.Usage) float64 {
+		v := make([]float64, len(us))
+		for i, u := range us {
+			v[i] = u.CPUPer100k
+		}
+		return loadgen.Median(v)
+	}
+	load := fmt.Sprintf("%d workers (the ceiling: %d goroutines, a WriteMessages call per request's records)", o.concurrency, o.concurrency)
+	if o.shapeRate > 0 {
+		load = fmt.Sprintf("an open loop at %s events/s with at most %d requests outstanding (no ceiling: it is a closed loop)", thousands(o.shapeRate), outstanding)
+	}
+	fmt.Fprintf(w, "\n%d runs of %s each per shape and path, %s, acks=all; medians of the runs. CPU is seconds per 100k events.\n\n", o.runs, o.duration, load)
 	fmt.Fprintln(w, "| events × size | direct events/s | ingest CPU | broker CPU | via gateway events/s | ingest CPU | gateway CPU | gateway / ingest CPU | ceiling events/s | producer CPU | direct / ceiling |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range all {
-		gwCPU := make([]float64, len(r.gatewayUse))
-		ratios := make([]float64, len(r.direct))
-		for i, u := range r.gatewayUse {
-			gwCPU[i] = u.CPUPer100k
-			ratios[i] = eps(r.direct[i]) / eps(r.ceiling[i])
+		gateway := usage(r.gatewayUse)
+		ceiling := "– | – | –"
+		if len(r.ceiling) > 0 {
+			ratios := make([]float64, len(r.ceiling))
+			for i, c := range r.ceiling {
+				ratios[i] = eps(r.direct[i]) / eps(c)
+			}
+			ceiling = fmt.Sprintf("%s | %.2f | %.0f%%", thousands(med(r.ceiling, eps)), med(r.ceiling, cpu), 100*loadgen.Median(ratios))
 		}
-		gateway := loadgen.Median(gwCPU)
-		fmt.Fprintf(w, "| %s | %s | %.2f | %.2f | %s | %.2f | %.2f | %.0f%% | %s | %.2f | %.0f%% |\n", r.shape,
+		fmt.Fprintf(w, "| %s | %s | %.2f | %.2f | %s | %.2f | %.2f | %.0f%% | %s |\n", r.shape,
 			thousands(med(r.direct, eps)), med(r.direct, cpu), med(r.direct, brk),
-			thousands(med(r.gateway, eps)), med(r.gateway, cpu), gateway, 100*gateway/med(r.gateway, cpu),
-			thousands(med(r.ceiling, eps)), med(r.ceiling, cpu), 100*loadgen.Median(ratios))
+			thousands(med(r.gateway, eps)), med(r.gateway, cpu), gateway, 100*gateway/med(r.gateway, cpu), ceiling)
 	}
+	if len(all) == 0 || len(all[0].floor) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nThe least net/http costs for the same requests (dev/httpfloor): a server that reads each body and answers, and a stock httputil.ReverseProxy in front of ingest; ratios are to ingest's CPU in the same path.")
+	fmt.Fprintln(w, "\n| events × size | ingest CPU | net/http server CPU | server / ingest | gateway / ingest | stock proxy CPU | stock proxy / ingest |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	for _, r := range all {
+		direct, server := med(r.direct, cpu), med(r.floor, cpu)
+		gateway, proxy := usage(r.gatewayUse), usage(r.proxyUse)
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.0f%% | %.0f%% | %.2f | %.0f%% |\n", r.shape,
+			direct, server, 100*server/direct, 100*gateway/med(r.gateway, cpu), proxy, 100*proxy/med(r.proxied, cpu))
+	}
+}
+
+// startFloor starts dev/httpfloor with args on a free loopback port.
+func (s *stack) startFloor(ctx context.Context, what string, args ...string) (*child, error) {
+	port, err := devbroker.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	c := &child{url: "http://" + addr, done: make(chan struct{})}
+	c.cmd = exec.Command(s.bins["httpfloor"], append([]string{"-addr", addr}, args...)...)
+	c.cmd.Stderr = os.Stderr
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", what, err)
+	}
+	s.floors = append(s.floors, c)
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	if err := waitHTTPReady(ctx, what, c.url+"/readyz", c.done, 60*time.Second); err != nil {
+		return nil, err
+	}
+	s.log.Info(what+" ready", "url", c.url, "pid", c.cmd.Process.Pid)
+	return c, nil
 }
 
 // startGateway starts api serve (the gateway's other upstream) and api

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/assistantcms/cms/internal/loadgen"
 )
 
 func TestParseShapes(t *testing.T) {
@@ -35,5 +37,47 @@ func TestParseShapes(t *testing.T) {
 	}
 	if s := (shape{5, 20480}).String(); s != "5 × 20 KB" {
 		t.Errorf("shape name %q", s)
+	}
+}
+
+func TestPrintShapes(t *testing.T) {
+	ph := func(eps, cpu float64) *phase {
+		return &phase{report: &loadgen.Report{EventsPerSec: eps}, proc: &loadgen.Usage{CPUPer100k: cpu}, broker: &loadgen.Usage{CPUPer100k: 0.1}}
+	}
+	use := func(cpu float64) *loadgen.Usage { return &loadgen.Usage{CPUPer100k: cpu} }
+	closed := shapeRuns{
+		shape:  shape{5, 1024},
+		direct: []*phase{ph(60000, 1.5)}, gateway: []*phase{ph(40000, 2)}, gatewayUse: []*loadgen.Usage{use(1)},
+		ceiling: []*phase{ph(50000, 0.7)},
+		floor:   []*phase{ph(180000, 0.45)}, proxied: []*phase{ph(30000, 2)}, proxyUse: []*loadgen.Usage{use(2.2)},
+	}
+	open := closed
+	open.ceiling = nil
+	cases := []struct {
+		name string
+		o    options
+		runs shapeRuns
+		want []string
+	}{
+		{"closed loop", options{runs: 1, concurrency: 32}, closed, []string{
+			"32 workers (the ceiling",
+			"| 5 × 1 KB | 60,000 | 1.50 | 0.10 | 40,000 | 2.00 | 1.00 | 50% | 50,000 | 0.70 | 120% |",
+			"| 5 × 1 KB | 1.50 | 0.45 | 30% | 50% | 2.20 | 110% |",
+		}},
+		{"open loop", options{runs: 1, concurrency: 32, shapeRate: 10000}, open, []string{
+			"an open loop at 10,000 events/s with at most 128 requests outstanding",
+			"| 5 × 1 KB | 60,000 | 1.50 | 0.10 | 40,000 | 2.00 | 1.00 | 50% | – | – | – |",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			printShapes(&b, tc.o, 128, []shapeRuns{tc.runs})
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("table lacks %q:\n%s", w, b.String())
+				}
+			}
+		})
 	}
 }

@@ -23,8 +23,9 @@ import (
 // partition every few milliseconds, each waiting out the timeout first. The
 // coalescer keeps one queue per broker, across partitions and topics, and
 // sends everything queued as one produce request as soon as fewer than
-// maxInFlight requests to that broker are unanswered. Idle, a record goes at
-// once; under load, requests grow with the load instead of multiplying.
+// maxInFlight requests to that broker are unanswered, and linger has passed
+// since the last. Idle, a record goes at once; under load, requests grow
+// with the load instead of multiplying.
 type coalescer struct {
 	client      *kafkago.Client
 	transport   *kafkago.Transport
@@ -101,6 +102,8 @@ type lane struct {
 	inFlight int
 	// backoff is set while the broker's last answer asked for a retry.
 	backoff time.Duration
+	// sent is when the last request to the broker took its records.
+	sent time.Time
 }
 
 func newCoalescer(c Cluster, p ProducerConfig, topics ...string) (*coalescer, error) {
@@ -247,15 +250,19 @@ func (c *coalescer) round(ln *lane) {
 	defer c.rounds.Done()
 	c.mu.Lock()
 	wait := ln.backoff
-	c.mu.Unlock()
-	if wait == 0 {
-		wait = c.linger
+	if wait == 0 && c.linger > 0 {
+		// Requests to a broker are at least linger apart: records that
+		// come sooner wait for the rest of it and go together, and a
+		// record that finds the broker idle for longer goes at once.
+		wait = time.Until(ln.sent.Add(c.linger))
 	}
+	c.mu.Unlock()
 	if wait > 0 {
 		time.Sleep(wait)
 	}
 	c.mu.Lock()
 	batch := c.takeLocked(ln)
+	ln.sent = time.Now()
 	c.mu.Unlock()
 
 	var retry []*entry

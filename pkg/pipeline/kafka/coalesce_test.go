@@ -79,8 +79,9 @@ func countProduce(c *kfake.Cluster, fail int, code int16) *atomic.Int64 {
 }
 
 // startProducer starts a kfake cluster of brokers holding topics ev and q of
-// partitions each, and a producer writing to them; both stop with the test.
-func startProducer(t *testing.T, brokers int, partitions int32) (*kfake.Cluster, []string, *Producer) {
+// partitions each, and a producer of cfg writing to them; both stop with the
+// test.
+func startProducer(t *testing.T, brokers int, partitions int32, cfg ProducerConfig) (*kfake.Cluster, []string, *Producer) {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, "ev", "q"))
 	if err != nil {
@@ -88,7 +89,7 @@ func startProducer(t *testing.T, brokers int, partitions int32) (*kfake.Cluster,
 	}
 	t.Cleanup(c.Close)
 	addrs := c.ListenAddrs()
-	p, err := Cluster{Brokers: addrs}.NewProducer(ProducerConfig{}, "ev", "q")
+	p, err := Cluster{Brokers: addrs}.NewProducer(cfg, "ev", "q")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func startProducer(t *testing.T, brokers int, partitions int32) (*kfake.Cluster,
 
 func TestProducerSharesRequestsAmongConcurrentWrites(t *testing.T) {
 	const partitions, writers = 6, 300
-	c, brokers, p := startProducer(t, 3, partitions)
+	c, brokers, p := startProducer(t, 3, partitions, ProducerConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A first write learns the partitions' leaders.
@@ -168,9 +169,57 @@ func TestProducerSharesRequestsAmongConcurrentWrites(t *testing.T) {
 	}
 }
 
+func TestProducerLingersOnlyAfterARequest(t *testing.T) {
+	// Long enough that no produce round trip on a busy machine comes near.
+	const linger = 2 * time.Second
+	c, brokers, p := startProducer(t, 1, 3, ProducerConfig{Linger: linger})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The broker has had no request: the record goes at once.
+	start := time.Now()
+	if err := p.Publish(ctx, []event.Record{{Key: []byte("first"), Value: []byte("first")}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= linger {
+		t.Fatalf("a write to an idle broker took %s: it waited out the linger (%s)", took, linger)
+	}
+	// Writes within the linger of that request wait for the rest of it and
+	// share one request.
+	requests := countProduce(c, 0, 0)
+	const writers = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			key := fmt.Appendf(nil, "k%d", i)
+			if err := p.Publish(ctx, []event.Record{{Key: key, Value: key}}, nil); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < linger {
+		t.Errorf("the writes after the first were acknowledged %s after it, within the linger (%s)", took, linger)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d produce requests for %d writes within the linger, want 1", n, writers)
+	}
+	n := 0
+	for _, msgs := range stored(t, brokers, "ev", 3) {
+		n += len(msgs)
+	}
+	if n != writers+1 {
+		t.Errorf("%d records stored, want %d", n, writers+1)
+	}
+}
+
 func TestProducerFollowsMovedLeaders(t *testing.T) {
 	const partitions = 4
-	c, brokers, p := startProducer(t, 3, partitions)
+	c, brokers, p := startProducer(t, 3, partitions, ProducerConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	publish := func(round int) {
@@ -219,7 +268,7 @@ func TestProducerRetriesWhatMayPass(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, brokers, p := startProducer(t, 1, 2)
+			c, brokers, p := startProducer(t, 1, 2, ProducerConfig{})
 			requests := countProduce(c, tc.fail, tc.code)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -247,7 +296,7 @@ func TestProducerRetriesWhatMayPass(t *testing.T) {
 }
 
 func TestProducerStopsWaitingWithTheCaller(t *testing.T) {
-	c, _, p := startProducer(t, 1, 1)
+	c, _, p := startProducer(t, 1, 1, ProducerConfig{})
 	// Every produce request is refused with an error that may pass: the
 	// caller's deadline, not the retries, ends the wait.
 	countProduce(c, 1<<30, kerr.NotEnoughReplicas.Code)

@@ -26,8 +26,10 @@ type ProducerConfig struct {
 	// BatchBytes caps one produce request per partition (Writer), or
 	// whole (Producer).
 	BatchBytes int64
-	// Linger is how long the Producer's records wait for others before a
-	// produce request to an idle broker is sent; zero sends at once.
+	// Linger is the least time between two of the Producer's produce
+	// requests to one broker: records that come sooner wait for the rest
+	// of it and go together, and a record that finds the broker idle for
+	// longer goes at once. Zero sends at once.
 	Linger time.Duration
 	// MaxInFlight is how many produce requests the Producer has
 	// unanswered per broker at most; records queue meanwhile and go in
