@@ -172,6 +172,12 @@ func run(ctx context.Context, log *slog.Logger, o options) (err error) {
 	if o.runs <= 0 || o.concurrency <= 0 || o.duration <= 0 {
 		return errors.New("-runs, -concurrency and -duration must be positive")
 	}
+	if o.shapes == "" && (o.floors || o.shapeRate != 0) {
+		return errors.New("-floors and -shape-rate measure -shapes: name the shapes")
+	}
+	if o.shapeRate < 0 {
+		return errors.New("-shape-rate must be positive, or 0 for a closed loop")
+	}
 	var shapes []shape
 	if o.shapes != "" {
 		if shapes, err = parseShapes(o.shapes); err != nil {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assistantcms/cms/internal/loadgen"
 )
@@ -77,6 +79,29 @@ func TestPrintShapes(t *testing.T) {
 				if !strings.Contains(b.String(), w) {
 					t.Errorf("table lacks %q:\n%s", w, b.String())
 				}
+			}
+		})
+	}
+}
+
+func TestRunRefusesFloorsAndRatesWithoutShapes(t *testing.T) {
+	base := options{runs: 1, concurrency: 1, duration: time.Second}
+	cases := []struct {
+		name    string
+		edit    func(*options)
+		wantErr string
+	}{
+		{"floors alone", func(o *options) { o.floors = true }, "name the shapes"},
+		{"rate alone", func(o *options) { o.shapeRate = 100 }, "name the shapes"},
+		{"negative rate", func(o *options) { o.shapes, o.shapeRate = "1x1k", -5 }, "-shape-rate must be positive"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := base
+			tc.edit(&o)
+			err := run(t.Context(), slog.New(slog.DiscardHandler), o)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("run = %v, want an error with %q", err, tc.wantErr)
 			}
 		})
 	}
