@@ -6,8 +6,9 @@
 // Without -proxy it reads each request's body to the end and answers 200
 // with a fixed body of ingest's shape and its length: no validation, no
 // Kafka. With -proxy URL it is net/http's stock httputil.ReverseProxy to
-// URL and nothing else: no admission, limits or metrics, as the gateway
-// has. Every path is served the same way, /readyz included.
+// URL and nothing else: no admission, body limits or metrics, as the
+// gateway has. Either way the server has ingest's timeouts and header
+// limit. Every path is served the same way, /readyz included.
 //
 //	go run ./dev/httpfloor -addr 127.0.0.1:18181
 //	go run ./dev/httpfloor -addr 127.0.0.1:18183 -proxy http://127.0.0.1:8081
@@ -15,7 +16,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
 
 func main() {
@@ -37,31 +39,25 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *proxy); err != nil {
+	if err := run(ctx, log, *addr, *proxy); err != nil {
 		log.Error("httpfloor failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, addr, proxy string) error {
+// run serves as ingest and the gateway do, with the same server limits, so
+// that the floor differs from them only in what the handler does.
+func run(ctx context.Context, log *slog.Logger, addr, proxy string) error {
 	h, err := handler(proxy)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve %s: %w", addr, err)
-	case <-ctx.Done():
+	ln, err := httpserve.Listen(log, addr, "", "")
+	if err != nil {
+		return err
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shut down: %w", err)
-	}
-	return nil
+	srv := httpserve.NewServer(h, httpserve.DefaultLimits(), log)
+	return httpserve.Serve(ctx, log, "httpfloor", srv, ln, httpserve.NewChecker(), 5*time.Second)
 }
 
 func handler(proxy string) (http.Handler, error) {
