@@ -137,35 +137,51 @@ func main() {
 
 // stack is what the benchmark started; close stops it in reverse order.
 type stack struct {
-	log        *slog.Logger
-	dir        string
-	keep       bool
-	bins       map[string]string
-	broker     *devbroker.Broker
-	ingest     *exec.Cmd
-	ingestDone chan struct{}
-	ingestLog  string
-	url        string
-	token      string
-	env        []string // ingest settings from the environment that the ceiling mirrors
-	// api serves the live view of events in -watchers runs.
-	api             *exec.Cmd
-	apiDone         chan struct{}
-	apiURL          string
+	log    *slog.Logger
+	dir    string
+	keep   bool
+	bins   map[string]string
+	broker *devbroker.Broker
+	// children are the processes started after the broker (ingest, and
+	// for some runs the api, the gateway and dev/httpfloor), in order.
+	children  []*child
+	ingest    *child
+	ingestLog string
+	token     string
+	env       []string // ingest settings from the environment that the ceiling mirrors
+	// api serves the live view of events in -watchers runs, and is the
+	// gateway's other upstream in -shapes runs.
+	api             *child
 	managementToken string
 	// gateway fronts ingest and the api in -shapes runs.
-	gateway     *exec.Cmd
-	gatewayDone chan struct{}
-	gatewayURL  string
-	// floors are dev/httpfloor processes in -shapes -floors runs.
-	floors []*child
+	gateway *child
 }
 
-// child is a process the stack started; done is closed when it exited.
+// child is an HTTP service the stack started; done is closed when it
+// exited.
 type child struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	url  string
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// launch starts cmd, which dies with the benchmark even if the benchmark
+// is killed, and waits up to a minute for its /readyz at url to answer.
+func (s *stack) launch(ctx context.Context, what string, cmd *exec.Cmd, url string, logAttrs ...any) (*child, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", what, err)
+	}
+	c := &child{cmd: cmd, done: make(chan struct{}), url: url}
+	s.children = append(s.children, c)
+	go func() { _ = cmd.Wait(); close(c.done) }()
+	if err := waitHTTPReady(ctx, what, url+"/readyz", c.done, 60*time.Second); err != nil {
+		return c, err
+	}
+	s.log.Info(what+" ready", append([]any{"url", url, "pid", cmd.Process.Pid}, logAttrs...)...)
+	return c, nil
 }
 
 func run(ctx context.Context, log *slog.Logger, o options) (err error) {
@@ -284,7 +300,6 @@ func start(ctx context.Context, log *slog.Logger, keep bool, watchers int, inges
 		return s, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	s.url = "http://" + addr
 	for _, k := range []string{"KAFKA_LINGER", "KAFKA_MAX_IN_FLIGHT", "KAFKA_BATCH_TIMEOUT", "KAFKA_COMPRESSION", "TOPIC_PARTITIONS"} {
 		if v := os.Getenv(k); v != "" {
 			s.env = append(s.env, k+"="+v)
@@ -310,28 +325,15 @@ func start(ctx context.Context, log *slog.Logger, keep bool, watchers int, inges
 		cmd.Env = append(cmd.Env, "OPERATOR_ADDR="+op)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Ingest dies with the benchmark even if the benchmark is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return s, fmt.Errorf("start ingest: %w", err)
-	}
-	s.ingest = cmd
-	s.ingestDone = make(chan struct{})
-	go func() { _ = cmd.Wait(); close(s.ingestDone) }()
-	if err := s.waitReady(ctx, 60*time.Second); err != nil {
+	if s.ingest, err = s.launch(ctx, "ingest", cmd, "http://"+addr); err != nil {
 		return s, err
 	}
-	log.Info("ingest ready", "url", s.url, "pid", cmd.Process.Pid)
 	if watchers > 0 {
 		if err := s.startAPI(ctx, db, watchers); err != nil {
 			return s, err
 		}
 	}
 	return s, nil
-}
-
-func (s *stack) waitReady(ctx context.Context, limit time.Duration) error {
-	return waitHTTPReady(ctx, "ingest", s.url+"/readyz", s.ingestDone, limit)
 }
 
 func (s *stack) dumpIngestLog() {
@@ -347,12 +349,9 @@ func (s *stack) dumpIngestLog() {
 }
 
 func (s *stack) close() {
-	for _, c := range s.floors {
-		stopChild(c.cmd, c.done)
+	for _, c := range slices.Backward(s.children) {
+		c.stop()
 	}
-	stopChild(s.gateway, s.gatewayDone)
-	stopChild(s.api, s.apiDone)
-	stopChild(s.ingest, s.ingestDone)
 	if s.broker != nil {
 		if err := s.broker.Stop(); err != nil {
 			s.log.Warn("stop broker", "err", err)
@@ -370,18 +369,14 @@ func (s *stack) close() {
 	}
 }
 
-// stopChild stops a started process, killing it after 15 s; done is
-// closed when it has exited.
-func stopChild(cmd *exec.Cmd, done <-chan struct{}) {
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+// stop ends the process with SIGTERM, and kills it after 15 s.
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-c.done:
 	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+		_ = c.cmd.Process.Kill()
+		<-c.done
 	}
 }
 
@@ -460,12 +455,12 @@ func (p *phase) String() string {
 // httpRun puts load on ingest: a closed loop when rate is 0, else an open
 // loop at rate requests/s.
 func (b *bench) httpRun(ctx context.Context, name string, conc int, rate float64, d time.Duration) (*phase, error) {
-	meters, err := startMeters(b.s.ingest.Process.Pid, b.s.broker.PID(), os.Getpid())
+	meters, err := startMeters(b.s.ingest.pid(), b.s.broker.PID(), os.Getpid())
 	if err != nil {
 		return nil, err
 	}
 	r, err := loadgen.RunHTTP(ctx, loadgen.HTTPConfig{
-		URL: b.s.url + "/cms/app/events", Token: b.s.token, Bodies: b.bodies,
+		URL: b.s.ingest.url + "/cms/app/events", Token: b.s.token, Bodies: b.bodies,
 		EventsPerBody: loadgen.DefaultBatch, Concurrency: conc, Duration: d, Rate: rate,
 		Client: b.client,
 	})

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/loadgen"
@@ -83,31 +81,31 @@ func (b *bench) shaped(ctx context.Context) error {
 		if floor, err = b.s.startFloor(ctx, "net/http server"); err != nil {
 			return err
 		}
-		if proxy, err = b.s.startFloor(ctx, "stock proxy", "-proxy", b.s.url); err != nil {
+		if proxy, err = b.s.startFloor(ctx, "stock proxy", "-proxy", b.s.ingest.url); err != nil {
 			return err
 		}
 	}
-	ingestPID := b.s.ingest.Process.Pid
+	ingestPID := b.s.ingest.pid()
 	var all []shapeRuns
 	for _, sh := range b.shapes {
 		bodies := loadgen.Bodies(loadgen.BodyOptions{Count: b.o.bodies, Events: sh.events, AppID: demoApp, Seed: b.o.seed, EventBytes: sh.eventBytes})
 		r := shapeRuns{shape: sh}
 		for i := 1; i <= b.o.runs; i++ {
 			name := fmt.Sprintf("%s run %d", sh, i)
-			d, _, err := b.shapeHTTP(ctx, name+" direct", b.s.url, sh, bodies, ingestPID, 0)
+			d, _, err := b.shapeHTTP(ctx, name+" direct", b.s.ingest.url, sh, bodies, ingestPID, 0)
 			if err != nil {
 				return err
 			}
-			g, gu, err := b.shapeHTTP(ctx, name+" gateway", b.s.gatewayURL, sh, bodies, ingestPID, b.s.gateway.Process.Pid)
+			g, gu, err := b.shapeHTTP(ctx, name+" gateway", b.s.gateway.url, sh, bodies, ingestPID, b.s.gateway.pid())
 			if err != nil {
 				return err
 			}
 			if floor != nil {
-				f, _, err := b.shapeHTTP(ctx, name+" net/http server", floor.url, sh, bodies, floor.cmd.Process.Pid, 0)
+				f, _, err := b.shapeHTTP(ctx, name+" net/http server", floor.url, sh, bodies, floor.pid(), 0)
 				if err != nil {
 					return err
 				}
-				p, pu, err := b.shapeHTTP(ctx, name+" stock proxy", proxy.url, sh, bodies, ingestPID, proxy.cmd.Process.Pid)
+				p, pu, err := b.shapeHTTP(ctx, name+" stock proxy", proxy.url, sh, bodies, ingestPID, proxy.pid())
 				if err != nil {
 					return err
 				}
@@ -131,8 +129,9 @@ func (b *bench) shaped(ctx context.Context) error {
 }
 
 // shapeHTTP is a closed loop of -concurrency workers (with -shape-rate, an
-// open loop) sending bodies to url, metering the server (ingest, or a floor), the broker, this process
-// and, when frontPID is set, the proxy in front of the server.
+// open loop) sending bodies to url, metering the server (ingest, or a
+// floor), the broker, this process and, when frontPID is set, the proxy in
+// front of the server.
 func (b *bench) shapeHTTP(ctx context.Context, name, url string, sh shape, bodies [][]byte, serverPID, frontPID int) (*phase, *loadgen.Usage, error) {
 	pids := []int{serverPID, b.s.broker.PID(), os.Getpid()}
 	if frontPID != 0 {
@@ -162,7 +161,7 @@ func (b *bench) shapeHTTP(ctx context.Context, name, url string, sh shape, bodie
 		return nil, nil, err
 	}
 	what := "ingest"
-	if serverPID != b.s.ingest.Process.Pid {
+	if serverPID != b.s.ingest.pid() {
 		what = "server"
 	}
 	p := &phase{what: what, report: r, proc: u[0], broker: u[1], gen: u[2]}
@@ -230,20 +229,9 @@ func (s *stack) startFloor(ctx context.Context, what string, args ...string) (*c
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := &child{url: "http://" + addr, done: make(chan struct{})}
-	c.cmd = exec.Command(s.bins["httpfloor"], append([]string{"-addr", addr}, args...)...)
-	c.cmd.Stderr = os.Stderr
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", what, err)
-	}
-	s.floors = append(s.floors, c)
-	go func() { _ = c.cmd.Wait(); close(c.done) }()
-	if err := waitHTTPReady(ctx, what, c.url+"/readyz", c.done, 60*time.Second); err != nil {
-		return nil, err
-	}
-	s.log.Info(what+" ready", "url", c.url, "pid", c.cmd.Process.Pid)
-	return c, nil
+	cmd := exec.Command(s.bins["httpfloor"], append([]string{"-addr", addr}, args...)...)
+	cmd.Stderr = os.Stderr
+	return s.launch(ctx, what, cmd, "http://"+addr)
 }
 
 // startGateway starts api serve (the gateway's other upstream) and api
@@ -259,7 +247,6 @@ func (s *stack) startGateway(ctx context.Context) error {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	s.gatewayURL = "http://" + addr
 	// Its metrics and profiles, for a look during a run.
 	opPort, err := devbroker.FreePort()
 	if err != nil {
@@ -272,18 +259,8 @@ func (s *stack) startGateway(ctx context.Context) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(s.bins["api"], "gateway")
-	cmd.Env = append(os.Environ(), "GATEWAY_ADDR="+addr, "OPERATOR_ADDR="+operator, "INGEST_URL="+s.url, "API_URL="+s.apiURL, "LOG_LEVEL=warn")
+	cmd.Env = append(os.Environ(), "GATEWAY_ADDR="+addr, "OPERATOR_ADDR="+operator, "INGEST_URL="+s.ingest.url, "API_URL="+s.api.url, "LOG_LEVEL=warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start api gateway: %w", err)
-	}
-	s.gateway = cmd
-	s.gatewayDone = make(chan struct{})
-	go func() { _ = cmd.Wait(); close(s.gatewayDone) }()
-	if err := waitHTTPReady(ctx, "api gateway", s.gatewayURL+"/readyz", s.gatewayDone, 60*time.Second); err != nil {
-		return err
-	}
-	s.log.Info("gateway ready", "url", s.gatewayURL, "pid", cmd.Process.Pid, "operator", operator)
-	return nil
+	s.gateway, err = s.launch(ctx, "api gateway", cmd, "http://"+addr, "operator", operator)
+	return err
 }

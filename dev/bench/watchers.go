@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/assistantcms/cms/internal/devbroker"
@@ -33,7 +32,6 @@ func (s *stack) startAPI(ctx context.Context, db string, watchers int) error {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	s.apiURL = "http://" + addr
 	logf, err := os.Create(filepath.Join(s.dir, "api.log"))
 	if err != nil {
 		return fmt.Errorf("create api log: %w", err)
@@ -44,18 +42,8 @@ func (s *stack) startAPI(ctx context.Context, db string, watchers int) error {
 		"RATE_LIMIT_RPS=0", "ENCODER_DIR=off", "WORDNET_DIR=off", "LOG_LEVEL=warn",
 		"LIVE_MAX_WATCHERS_PER_APP="+strconv.Itoa(max(watchers, 10)), "LIVE_MAX_WATCHERS="+strconv.Itoa(max(2*watchers, 100)))
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start api serve: %w", err)
-	}
-	s.api = cmd
-	s.apiDone = make(chan struct{})
-	go func() { _ = cmd.Wait(); close(s.apiDone) }()
-	if err := waitHTTPReady(ctx, "api serve", s.apiURL+"/readyz", s.apiDone, 60*time.Second); err != nil {
-		return err
-	}
-	s.log.Info("api serve ready", "url", s.apiURL, "pid", cmd.Process.Pid)
-	return nil
+	s.api, err = s.launch(ctx, "api serve", cmd, "http://"+addr)
+	return err
 }
 
 // watchedPhase is an ingest max run with watchers open: the run, the
@@ -77,7 +65,7 @@ func (b *bench) watch(ctx context.Context, n int) (stop func() (streamed int64, 
 		}
 	}
 	for range n {
-		st, err := livewatch.Open(ctx, b.s.apiURL+"/cms/app/events/live", b.s.managementToken, 1024)
+		st, err := livewatch.Open(ctx, b.s.api.url+"/cms/app/events/live", b.s.managementToken, 1024)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("open a live stream: %w", err)
@@ -126,7 +114,7 @@ func (b *bench) watchedRun(ctx context.Context, name string, n int) (*watchedPha
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadgen.StartMeter(b.s.api.Process.Pid)
+	m, err := loadgen.StartMeter(b.s.api.pid())
 	if err != nil {
 		stop()
 		return nil, err
@@ -156,7 +144,7 @@ func (b *bench) watched(ctx context.Context) error {
 	for i := 1; i <= b.o.runs; i++ {
 		runBare := func() error {
 			// The api runs, idle: with no one watching it reads nothing.
-			m, err := loadgen.StartMeter(b.s.api.Process.Pid)
+			m, err := loadgen.StartMeter(b.s.api.pid())
 			if err != nil {
 				return err
 			}

@@ -12,10 +12,10 @@
 // seconds per 100k rows. Last it runs ingest and the consumer together at a
 // steady 10k events/s (-rate, in requests of -per-request events) and
 // reports the time from ingest's 200 to the row being queryable, and the
-// CPU of ingest and of the consumer per event meanwhile. With -cluster it then drains the topic again, side by
-// side, into one server and into a local 2×2 ClickHouse cluster with
-// ZooKeeper, and reports rows/s and the CPU of the consumer and of the
-// servers for both.
+// CPU of ingest and of the consumer per event meanwhile. With -cluster it
+// then drains the topic again, side by side, into one server and into a
+// local 2×2 ClickHouse cluster with ZooKeeper, and reports rows/s and the
+// CPU of the consumer and of the servers for both.
 package main
 
 import (
