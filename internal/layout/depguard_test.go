@@ -44,7 +44,7 @@ func TestLinterRefusesImportsAcrossTheWalls(t *testing.T) {
 		{"pkg/edge/httpserve/b.go", module + "/pkg/buildinfo", ""},
 		{"pkg/content/contentapi/a.go", module + "/schemas/clickhouse", "contentapi-serves-content"},
 		{"pkg/content/contentapi/b.go", module + "/pkg/operator/analyticspage", "contentapi-serves-content"},
-		{"pkg/content/contentapi/c.go", module + "/pkg/edge/statuspage", "contentapi-serves-content"},
+		{"pkg/content/contentapi/c.go", module + "/pkg/operator/statuspage", "contentapi-serves-content"},
 		{"pkg/content/contentapi/d.go", "github.com/ClickHouse/clickhouse-go/v2", "contentapi-serves-content"},
 		{"pkg/content/contentapi/e.go", module + "/pkg/edge/httpserve", ""},
 		{"pkg/content/search/a.go", module + "/pkg/pipeline/event", "content-apart-from-pipeline"},

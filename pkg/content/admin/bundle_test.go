@@ -137,7 +137,7 @@ func TestImportErrorsNameRecordAndPath(t *testing.T) {
 // intents and FAQs of 20 apps) into a new database, as `api import` does:
 // read, check, write in one transaction.
 //
-//	go test -run XXX -bench Import100k -benchtime 3x ./pkg/admin
+//	go test -run XXX -bench Import100k -benchtime 3x ./pkg/content/admin
 func BenchmarkImport100k(b *testing.B) {
 	dir := b.TempDir()
 	path := filepath.Join(dir, "big.json")

@@ -12,7 +12,7 @@ import (
 // (each with a canonical ID and two synonyms) in one replaceEntityValues
 // mutation over HTTP, on the SQLite store: parse, validate, write, answer.
 //
-//	go test -run XXX -bench ReplaceEntityValues -benchtime 20x ./pkg/graphql
+//	go test -run XXX -bench ReplaceEntityValues -benchtime 20x ./pkg/content/graphql
 func BenchmarkReplaceEntityValues10k(b *testing.B) {
 	e := newEnv(b, Limits{}, nil)
 	values := make([]any, 10_000)

@@ -33,6 +33,6 @@ func TestSchemaFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got != string(want) {
-		t.Errorf("the served schema differs from %s (run go test ./pkg/graphql -run SchemaFile -update-sdl to rewrite it, then review the diff):\n%s", sdlFile, got)
+		t.Errorf("the served schema differs from %s (run go test ./pkg/content/graphql -run SchemaFile -update-sdl to rewrite it, then review the diff):\n%s", sdlFile, got)
 	}
 }
