@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -315,7 +316,7 @@ type rankingFlags struct {
 
 func defineRankingFlags(fs *envflag.Set) rankingFlags {
 	return rankingFlags{
-		encDir:       fs.String("encoder-dir", "ENCODER_DIR", encoder.DefaultDir, "the sentence encoder's model files (deploy/install-encoder installs them), with which search, FAQ matching and RAG rank by meaning as well as by words; \"off\": by words only; -embeddings-url replaces it"),
+		encDir:       fs.String("encoder-dir", "ENCODER_DIR", "", "the sentence encoder's model files (deploy/install-encoder installs them), with which search, FAQ matching and RAG rank by meaning as well as by words; empty: "+encoder.DefaultDir+", else cms/encoder in the user's cache directory; \"off\": by words only; -embeddings-url replaces it"),
 		url:          fs.String("embeddings-url", "EMBEDDINGS_URL", "", "OpenAI-compatible API root (…/v1) whose /embeddings endpoint replaces the built-in sentence encoder; empty: the encoder"),
 		model:        fs.String("embeddings-model", "EMBEDDINGS_MODEL", "", "embedding model name (required with -embeddings-url)"),
 		key:          fs.Secret("embeddings-api-key", "EMBEDDINGS_API_KEY", "", "bearer key for the embeddings endpoint"),
@@ -341,12 +342,19 @@ func (f rankingFlags) embedder(log *slog.Logger) (embeddings.Embedder, error) {
 		log.Info("ranking by meaning through an embeddings endpoint", "url", *f.url, "model", *f.model)
 		return client, nil
 	case *f.encDir != "off":
-		start := time.Now()
-		enc, err := encoder.Load(*f.encDir)
-		if err != nil {
-			return nil, fmt.Errorf("serve: -encoder-dir (ENCODER_DIR): %w; install the model with deploy/install-encoder %s, or set ENCODER_DIR=off to rank by words only", err, *f.encDir)
+		dir, searched := *f.encDir, []string{*f.encDir}
+		if dir == "" {
+			// The machine's installation, else the one a user without
+			// root made in their cache directory.
+			dir, searched = encoder.Locate()
 		}
-		log.Info("ranking by meaning with the built-in sentence encoder", "dir", *f.encDir, "model", enc.Model(), "loaded_in", time.Since(start).Round(time.Millisecond))
+		start := time.Now()
+		enc, err := encoder.Load(dir)
+		if err != nil {
+			return nil, fmt.Errorf("serve: -encoder-dir (ENCODER_DIR): %w (looked in %s); install the model with deploy/install-encoder %s, or set ENCODER_DIR=off to rank by words only",
+				err, strings.Join(searched, " and "), searched[len(searched)-1])
+		}
+		log.Info("ranking by meaning with the built-in sentence encoder", "dir", dir, "model", enc.Model(), "loaded_in", time.Since(start).Round(time.Millisecond))
 		return enc, nil
 	}
 	log.Info("ranking by words only (ENCODER_DIR=off)")

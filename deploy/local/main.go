@@ -1,8 +1,10 @@
 // Command stack runs the product locally on one machine without Docker: the
 // development Kafka-protocol broker, a private ClickHouse, the ingest
 // service, the consumer, the content API and the gateway, each with its
-// operator address, with the demo content and a ready-made token. Ctrl-C
-// stops everything it started.
+// operator address, with the demo content and a ready-made token. On a
+// fresh machine it first installs what the services need (ClickHouse,
+// WordNet, the sentence encoder's model; as far as the user may without
+// root). Ctrl-C stops everything it started.
 //
 //	go run ./deploy/local
 package main
@@ -110,6 +112,10 @@ Press Ctrl-C to stop everything.
 `, one, st.Broker, st.BrokerData, st.ClickHouse, st.ClickHouseDir, op(st.APIOperator), op(st.APIOperator),
 		base, base, op(st.IngestOperator), op(st.IngestOperator), st.Consumer, op(st.ConsumerOperator), op(st.ConsumerOperator),
 		apiBase, apiBase, op(st.APIOperator), op(st.APIOperator), one, one, op(st.GatewayOperator), op(st.GatewayOperator), st.DB, *demoContent, st.Token, st.ManagementToken, one, st.Token, st.Token, one, one, st.ManagementToken, one, st.Token, one, st.Token, *clickhousePort, one, st.ManagementToken)
+
+	if st.Notice != "" {
+		fmt.Fprintln(os.Stderr, "stack:", st.Notice)
+	}
 
 	select {
 	case <-ctx.Done():

@@ -201,7 +201,7 @@ func listenRange() (low, high int) {
 // root, such as "./cmd/ingest") into dir, from wherever the caller runs:
 // tests run in their package's directory.
 func GoBuild(ctx context.Context, dir string, pkgs ...string) error {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return err
 	}
@@ -214,8 +214,8 @@ func GoBuild(ctx context.Context, dir string, pkgs ...string) error {
 	return nil
 }
 
-// moduleRoot finds the directory holding go.mod, from this source file.
-func moduleRoot() (string, error) {
+// ModuleRoot finds the directory holding go.mod, from this source file.
+func ModuleRoot() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", errors.New("locate module root: no caller information")

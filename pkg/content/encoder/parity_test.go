@@ -13,13 +13,13 @@ import (
 	"testing"
 )
 
-// testDir is the model directory of the tests: $ENCODER_DIR, else
-// DefaultDir. A missing model fails the test: parity is the point.
+// testDir is the model directory of the tests: $ENCODER_DIR, else where
+// Locate finds it. A missing model fails the test: parity is the point.
 func testDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("ENCODER_DIR")
 	if dir == "" {
-		dir = DefaultDir
+		dir, _ = Locate()
 	}
 	if _, err := os.Stat(filepath.Join(dir, modelFile)); err != nil {
 		t.Fatalf("model files missing (%v): install them with deploy/install-encoder %s "+

@@ -20,7 +20,7 @@ import (
 func TestEvaluationWithEncoder(t *testing.T) {
 	dir := os.Getenv("ENCODER_DIR")
 	if dir == "" {
-		dir = encoder.DefaultDir
+		dir, _ = encoder.Locate()
 	}
 	enc, err := encoder.Load(dir)
 	if err != nil {
