@@ -87,6 +87,9 @@ func Start(ctx context.Context, o Options) (_ *Engine, err error) {
 	if err := stopStale(pidFile, o.DataRoot); err != nil {
 		return nil, err
 	}
+	if err := unmountUnder(o.Dir); err != nil {
+		return nil, err
+	}
 	if err := os.RemoveAll(o.Dir); err != nil {
 		return nil, fmt.Errorf("clear the engine's run directory: %w", err)
 	}
@@ -193,6 +196,9 @@ func (e *Engine) Stop() error {
 	}
 	e.stopped = true
 	err := e.proc.Signal(syscall.SIGTERM, time.Minute)
+	// A container on the host's network leaves the engine's handle on
+	// that namespace mounted in the run directory after it stops.
+	err = errors.Join(err, unmountUnder(e.dir))
 	if rmErr := os.RemoveAll(e.dir); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("remove the engine's run directory: %w", rmErr))
 	}
@@ -227,4 +233,27 @@ func Output(cmd *exec.Cmd) (string, error) {
 		return stdout.String(), fmt.Errorf("docker %s: %w\n%s%s", strings.Join(cmd.Args[1:], " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// unmountUnder detaches every mount below dir (the engine's namespace
+// handles), deepest first, so that dir can be removed.
+func unmountUnder(dir string) error {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return fmt.Errorf("read the mounts: %w", err)
+	}
+	prefix := filepath.Clean(dir) + string(filepath.Separator)
+	var points []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && strings.HasPrefix(f[1], prefix) {
+			points = append(points, f[1])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(points[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return fmt.Errorf("unmount %s: %w", points[i], err)
+		}
+	}
+	return nil
 }
