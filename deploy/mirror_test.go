@@ -43,6 +43,21 @@ deb [arch=amd64 signed-by=/usr/share/keyrings/debian.gpg] http://mirror.example/
 deb [arch=amd64] http://proxy.example:3142/debian bookworm contrib main
 `},
 			want: "http://proxy.example:3142/debian"},
+		{name: "a disc is no mirror, and neither is a disabled source",
+			files: map[string]string{
+				"sources.list": "deb cdrom:[Debian GNU/Linux 12.5.0 _Bookworm_ - Official amd64 DVD Binary-1]/ bookworm contrib main\n",
+				"sources.list.d/debian.sources": `Types: deb
+URIs: http://off.example/debian
+Suites: bookworm
+Components: main
+Enabled: no
+
+Types: deb
+URIs: https://on.example/debian
+Suites: bookworm
+Components: main
+`},
+			want: "https://on.example/debian"},
 		{name: "a .list file in sources.list.d",
 			files: map[string]string{"sources.list.d/local.list": "deb http://local.example/debian bookworm main\n"},
 			want:  "http://local.example/debian"},

@@ -351,8 +351,8 @@ func (f rankingFlags) embedder(log *slog.Logger) (embeddings.Embedder, error) {
 		start := time.Now()
 		enc, err := encoder.Load(dir)
 		if err != nil {
-			return nil, fmt.Errorf("serve: -encoder-dir (ENCODER_DIR): %w (looked in %s); install the model with deploy/install-encoder %s, or set ENCODER_DIR=off to rank by words only",
-				err, strings.Join(searched, " and "), searched[len(searched)-1])
+			return nil, fmt.Errorf("serve: -encoder-dir (ENCODER_DIR): %w (looked in %s); install the model with deploy/install-encoder DIR into one of them, or set ENCODER_DIR=off to rank by words only",
+				err, strings.Join(searched, " and "))
 		}
 		log.Info("ranking by meaning with the built-in sentence encoder", "dir", dir, "model", enc.Model(), "loaded_in", time.Since(start).Round(time.Millisecond))
 		return enc, nil

@@ -199,12 +199,13 @@ func TestServeRefusesBadSearchSettings(t *testing.T) {
 func corruptModel(t *testing.T, file string) string {
 	t.Helper()
 	dir := t.TempDir()
-	entries, err := os.ReadDir(encoder.DefaultDir)
+	model, _ := encoder.Locate()
+	entries, err := os.ReadDir(model)
 	if err != nil {
-		t.Fatalf("the sentence encoder's model (install it with deploy/install-encoder %s): %v", encoder.DefaultDir, err)
+		t.Fatalf("the sentence encoder's model (install it with deploy/install-encoder %s): %v", model, err)
 	}
 	for _, e := range entries {
-		raw, err := os.ReadFile(filepath.Join(encoder.DefaultDir, e.Name()))
+		raw, err := os.ReadFile(filepath.Join(model, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}

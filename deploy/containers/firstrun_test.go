@@ -38,7 +38,7 @@ const (
 // readmeCommand is the README's first command; the test adds only the
 // ports (the defaults may be taken on the host it shares the network
 // with).
-var readmeCommand = []string{"go", "run", "./deploy/local"}
+const readmeCommand = "go run ./deploy/local"
 
 // TestFirstCommandOnAFreshMachine runs the README's first command on a
 // fresh Debian bookworm with only the README's prerequisites (Go, git,
@@ -46,8 +46,8 @@ var readmeCommand = []string{"go", "run", "./deploy/local"}
 // user without root on the machine root left, less WordNet and the
 // model. Each time, with only what the stack printed: a handler is read,
 // a question is answered by meaning (no word in common with its answer),
-// and, as root, one turn of a runtime's events is sent and counted in
-// ClickHouse; Ctrl-C then leaves no process behind.
+// and one turn of a runtime's events is sent and counted in ClickHouse;
+// Ctrl-C then leaves no process behind.
 func TestFirstCommandOnAFreshMachine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 35*time.Minute)
 	defer cancel()
@@ -77,7 +77,7 @@ func TestFirstCommandOnAFreshMachine(t *testing.T) {
 		"--volume", filepath.Join(cache, "user-go") + ":" + newcomerHome + "/go/pkg/mod",
 		"--volume", filepath.Join(cache, "user-npm") + ":" + newcomerHome + "/.npm",
 		"--volume", filepath.Join(cache, "user-gobuild") + ":" + newcomerHome + "/.cache/go-build",
-	}, append(mirrorEnv(), freshImage, "sleep", "infinity")...)...)
+	}, append(mirrorEnv(ctx, t), freshImage, "sleep", "infinity")...)...)
 	t.Cleanup(func() {
 		if _, err := engine.Run(context.Background(), "rm", "--force", freshContainer); err != nil {
 			t.Errorf("remove %s: %v", freshContainer, err)
@@ -118,6 +118,7 @@ func TestFirstCommandOnAFreshMachine(t *testing.T) {
 		inFresh(ctx, t, newcomer, "test -f "+userModel+"/model.json")
 		st.readHandler(ctx, t)
 		st.answersByMeaning(ctx, t)
+		st.countsATurn(ctx, t)
 		st.interrupt(ctx, t)
 	})
 }
@@ -149,7 +150,8 @@ func freshCache(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	// The user's caches belong to the user in the container.
+	// The user's caches belong to the user in the container: 1000, the
+	// first user useradd makes there.
 	for _, d := range []string{"user-go", "user-npm", "user-gobuild"} {
 		if err := os.Chown(filepath.Join(dir, d), 1000, 1000); err != nil {
 			t.Fatal(err)
@@ -158,13 +160,31 @@ func freshCache(t *testing.T) string {
 	return dir
 }
 
-// mirrorEnv passes on where the host's Go and npm fetch from, as a user
-// behind a mirror or a proxy has them set: "--env" arguments of docker
-// run.
-func mirrorEnv() []string {
+// mirrorEnv passes on where the host's Go and npm fetch from, however
+// they were set (environment, go env -w, .npmrc), as a user behind a
+// mirror or a proxy has them set, and the host's proxy variables:
+// "--env" arguments of docker run.
+func mirrorEnv(ctx context.Context, t *testing.T) []string {
+	t.Helper()
+	goVars := []string{"GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE"}
+	out, err := exec.CommandContext(ctx, "go", append([]string{"env"}, goVars...)...).Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	values := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(values) != len(goVars) {
+		t.Fatalf("go env %v printed %q", goVars, out)
+	}
 	var args []string
-	for _, name := range []string{"GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE",
-		"npm_config_registry", "NPM_CONFIG_REGISTRY", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
+	for i, name := range goVars {
+		args = append(args, "--env", name+"="+values[i])
+	}
+	registry, err := exec.CommandContext(ctx, "npm", "config", "get", "registry").Output()
+	if err != nil {
+		t.Fatalf("npm config get registry: %v", err)
+	}
+	args = append(args, "--env", "npm_config_registry="+strings.TrimSpace(string(registry)))
+	for _, name := range []string{"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
 		if v, ok := os.LookupEnv(name); ok {
 			args = append(args, "--env", name+"="+v)
 		}
@@ -181,9 +201,11 @@ func inFresh(ctx context.Context, t *testing.T, user, script string) string {
 
 // freshStack is the README's command running in the fresh container.
 type freshStack struct {
-	cmd    *exec.Cmd
-	done   chan struct{}
-	runErr error
+	cmd  *exec.Cmd
+	done chan struct{}
+	// runErr and readErr are the command's end and its output's; set
+	// before done is closed.
+	runErr, readErr error
 
 	mu  sync.Mutex
 	out bytes.Buffer
@@ -210,7 +232,7 @@ func startFresh(ctx context.Context, t *testing.T, user, dir string) *freshStack
 	if err != nil {
 		t.Fatal(err)
 	}
-	command := append([]string(nil), readmeCommand...)
+	command := strings.Fields(readmeCommand)
 	for i, flag := range []string{"broker-port", "clickhouse-port", "ingest-port", "consumer-port", "api-port", "gateway-port",
 		"ingest-operator-port", "consumer-operator-port", "api-operator-port", "gateway-operator-port"} {
 		command = append(command, "-"+flag, strconv.Itoa(ports[i]))
@@ -223,6 +245,9 @@ func startFresh(ctx context.Context, t *testing.T, user, dir string) *freshStack
 	// interactive shell, so Ctrl-C is a SIGINT to that group.
 	script := "set -m; " + strings.Join(command, " ") + " 2>&1 & echo pgid $!; wait $!"
 	st := &freshStack{done: make(chan struct{})}
+	// Cold, the command installs packages and compiles everything; far
+	// longer means it hangs.
+	upWithin := 20 * time.Minute
 	st.cmd = engine.Command(ctx, "exec", "--user", user, "--workdir", dir, "--env", "HOME="+home, freshContainer, "bash", "-c", script)
 	stdout, err := st.cmd.StdoutPipe()
 	if err != nil {
@@ -247,6 +272,7 @@ func startFresh(ctx context.Context, t *testing.T, user, dir string) *freshStack
 				once.Do(func() { close(up) })
 			}
 		}
+		st.readErr = sc.Err()
 		_, _ = io.Copy(io.Discard, stdout)
 		st.runErr = st.cmd.Wait()
 	}()
@@ -258,11 +284,13 @@ func startFresh(ctx context.Context, t *testing.T, user, dir string) *freshStack
 	select {
 	case <-up:
 	case <-st.done:
-		t.Fatalf("%s: %s ended before it said it was up (%v)", user, strings.Join(readmeCommand, " "), st.runErr)
+		t.Fatalf("%s: %s ended before it said it was up (%v; reading its output: %v)", user, readmeCommand, st.runErr, st.readErr)
+	case <-time.After(upWithin):
+		t.Fatalf("%s: %s did not say it was up within %v", user, readmeCommand, upWithin)
 	case <-ctx.Done():
-		t.Fatalf("%s: %s did not say it was up: %v", user, strings.Join(readmeCommand, " "), ctx.Err())
+		t.Fatalf("%s: %s did not say it was up: %v", user, readmeCommand, ctx.Err())
 	}
-	t.Logf("%s: %s up in %v", user, strings.Join(readmeCommand, " "), time.Since(started).Round(time.Second))
+	t.Logf("%s: %s up in %v", user, readmeCommand, time.Since(started).Round(time.Second))
 	out := st.output()
 	find := func(re *regexp.Regexp, what string) string {
 		m := re.FindStringSubmatch(out)
@@ -368,9 +396,11 @@ func (st *freshStack) answersByMeaning(ctx context.Context, t *testing.T) {
 	}
 }
 
+// word is a word of a question or an FAQ.
+var word = regexp.MustCompile(`[\pL\pN]+`)
+
 // sharedWords are the words of a found in b, in any case.
 func sharedWords(a, b string) []string {
-	word := regexp.MustCompile(`[\pL\pN]+`)
 	in := map[string]bool{}
 	for _, w := range word.FindAllString(strings.ToLower(b), -1) {
 		in[w] = true
@@ -438,11 +468,12 @@ func (st *freshStack) interrupt(ctx context.Context, t *testing.T) {
 			t.Errorf("the stack failed: %s", l)
 		}
 	}
-	// Every process but the container's first and this shell, read from
-	// /proc without starting another.
+	// Every process but the container's first and this shell, zombies
+	// included (PID 1 reaps no orphan), read from /proc without starting
+	// another: "pid (name) state ...".
 	left := docker(ctx, t, "exec", freshContainer, "bash", "-c",
 		`for p in /proc/[0-9]*; do id=${p#/proc/}; [ "$id" = 1 ] || [ "$id" = $$ ] && continue; `+
-			`IFS= read -r -d '' c < "$p/cmdline" 2>/dev/null; echo "$id $c"; done`)
+			`read -r stat < "$p/stat" 2>/dev/null && echo "$stat"; done`)
 	if l := lines(left); len(l) > 0 {
 		t.Errorf("processes left after Ctrl-C: %q", l)
 	}

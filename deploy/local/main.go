@@ -108,19 +108,21 @@ Change content (needs the management token):
   curl %s/cms/graphql -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
     -d '{"query":"mutation { addIntent(intent: {intentId: \"Greeting\", utterancePatterns: [\"hello there\"]}) { intentId } }"}'
 
-Press Ctrl-C to stop everything.
 `, one, st.Broker, st.BrokerData, st.ClickHouse, st.ClickHouseDir, op(st.APIOperator), op(st.APIOperator),
 		base, base, op(st.IngestOperator), op(st.IngestOperator), st.Consumer, op(st.ConsumerOperator), op(st.ConsumerOperator),
 		apiBase, apiBase, op(st.APIOperator), op(st.APIOperator), one, one, op(st.GatewayOperator), op(st.GatewayOperator), st.DB, *demoContent, st.Token, st.ManagementToken, one, st.Token, st.Token, one, one, st.ManagementToken, one, st.Token, one, st.Token, *clickhousePort, one, st.ManagementToken)
 
 	if st.Notice != "" {
-		fmt.Fprintln(os.Stderr, "stack:", st.Notice)
+		fmt.Printf("stack: %s\n\n", st.Notice)
 	}
+	fmt.Println("Press Ctrl-C to stop everything.")
 
 	select {
 	case <-ctx.Done():
 		log.Info("stopping")
-		st.Stop()
+		if err := st.Shutdown(); err != nil {
+			return err
+		}
 		log.Info("stopped everything")
 		return nil
 	case name := <-st.Exited():

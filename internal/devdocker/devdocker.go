@@ -236,13 +236,19 @@ func Output(cmd *exec.Cmd) (string, error) {
 }
 
 // unmountUnder detaches every mount below dir (the engine's namespace
-// handles), deepest first, so that dir can be removed.
+// handles), in the reverse of their order in the mount table, so that
+// dir can be removed.
 func unmountUnder(dir string) error {
 	b, err := os.ReadFile("/proc/self/mounts")
 	if err != nil {
 		return fmt.Errorf("read the mounts: %w", err)
 	}
-	prefix := filepath.Clean(dir) + string(filepath.Separator)
+	// The table names mounts by real paths, with spaces and the like
+	// escaped in octal.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	prefix := strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`).Replace(filepath.Clean(dir)) + string(filepath.Separator)
 	var points []string
 	for line := range strings.SplitSeq(string(b), "\n") {
 		f := strings.Fields(line)
@@ -251,7 +257,11 @@ func unmountUnder(dir string) error {
 		}
 	}
 	for i := len(points) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(points[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+		point, err := strconv.Unquote(`"` + strings.ReplaceAll(points[i], `"`, `\"`) + `"`)
+		if err != nil {
+			point = points[i]
+		}
+		if err := syscall.Unmount(point, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
 			return fmt.Errorf("unmount %s: %w", points[i], err)
 		}
 	}

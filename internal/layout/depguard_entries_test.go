@@ -1,7 +1,6 @@
 package layout_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +57,7 @@ func depguardRules(t *testing.T) map[string]depguardRule {
 // dependencies, so nothing is downloaded.
 func modulePackages(t *testing.T) []string {
 	t.Helper()
-	cmd := exec.CommandContext(context.Background(), "go", "list", "-e", "-find", "-f", "{{.ImportPath}}", module+"/...")
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-e", "-find", "-f", "{{.ImportPath}}", module+"/...")
 	cmd.Env = append(os.Environ(), "GOFLAGS=")
 	out, err := cmd.Output()
 	if err != nil {

@@ -11,6 +11,7 @@ package localstack
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -100,13 +101,20 @@ type component struct {
 func (s *Stack) Exited() <-chan string { return s.exited }
 
 // Stop ends every component, each before what it uses.
-func (s *Stack) Stop() {
+func (s *Stack) Stop() { _ = s.Shutdown() }
+
+// Shutdown is Stop, saying which components did not end cleanly.
+func (s *Stack) Shutdown() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var errs []error
 	for i := len(s.components) - 1; i >= 0; i-- {
-		_ = s.components[i].stop(syscall.SIGTERM)
+		if err := s.components[i].stop(syscall.SIGTERM); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", s.components[i].name, err))
+		}
 	}
 	s.components = nil
+	return errors.Join(errs...)
 }
 
 func (s *Stack) find(name string) (*component, error) {

@@ -86,6 +86,8 @@ func planFor(m machine) (plan, error) {
 					p.modelDir = encoder.DefaultDir
 				}
 			}
+			// No home to keep it in (HOME unset): by words only.
+			p.encoderOff = p.modelDir == ""
 		case m.modelDir != "":
 		case m.root:
 			need(npmPackage)
