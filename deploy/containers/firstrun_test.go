@@ -171,7 +171,7 @@ func mirrorEnv(ctx context.Context, t *testing.T) []string {
 	if err != nil {
 		t.Fatalf("go env: %v", err)
 	}
-	values := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	values := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	if len(values) != len(goVars) {
 		t.Fatalf("go env %v printed %q", goVars, out)
 	}
