@@ -138,8 +138,7 @@ func inspect(apiEnv []string) machine {
 	m := machine{root: os.Geteuid() == 0, wordNetSet: set("WORDNET_DIR"), encoderSet: set("ENCODER_DIR")}
 	_, err := devclickhouse.Binary()
 	m.clickhouse = err == nil
-	_, err = os.Stat(filepath.Join(lexicon.DefaultDir, "data.noun"))
-	m.wordNet = err == nil
+	m.wordNet = fileExists(filepath.Join(lexicon.DefaultDir, "data.noun"))
 	_, err = exec.LookPath("npm")
 	m.npm = err == nil
 	if dir, _ := encoder.Locate(); fileExists(filepath.Join(dir, "model.json")) {
