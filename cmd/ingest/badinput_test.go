@@ -451,7 +451,7 @@ func TestBadInput(t *testing.T) {
 		// Batch size.
 		{name: "exactly the maximum of events", body: many(badMaxEvents, `{"type":"REQUEST","name":"E"}`), status: 200, accepted: badMaxEvents},
 		{name: "one event over the maximum", body: many(badMaxEvents+1, `{"type":"REQUEST","name":"E"}`), status: 413, field: "events",
-			inMsg: []string{"holds 10001 events; at most 10000 are allowed"}},
+			inMsg: []string{"holds more than 10000 events; at most 10000 are allowed (MAX_EVENTS)"}},
 		{name: "the maximum of invalid events", body: many(badMaxEvents, `{"type":"REQUEST","name":["E"]}`), status: 200, rejected: badMaxEvents, errors: badMaxEvents,
 			event: &eventErr{0, "name", "must be a string, got array"}},
 		{name: "60,000 faulty display items, strict", query: "?strict=true", body: itemsBomb, status: 422, rejected: 1, errors: 21,

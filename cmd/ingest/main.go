@@ -114,7 +114,7 @@ func defineFlags(fs *envflag.Set) *flags {
 	f.contentDB = fs.Secret("content-db", "CONTENT_DB", "cms.db", "content database holding apps and tokens: a SQLite file path or a postgres:// URL")
 	f.tokenTTL = fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
 	f.grace = fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", ingest.DefaultTokenOutageGrace, "how long past the token cache TTL tokens looked up before are still accepted while the content database cannot be reached (negative: not at all)")
-	f.maxEvents = fs.Int("max-events", "MAX_EVENTS", event.DefaultMaxEvents, "most events in one batch; more are answered 413")
+	f.maxEvents = fs.Int("max-events", "MAX_EVENTS", ingest.DefaultMaxEvents, "most events in one batch; more are answered 413 as soon as they are counted, before the batch is validated")
 	f.maxEventBytes = fs.Int("max-event-bytes", "MAX_EVENT_BYTES", event.DefaultMaxEventBytes, "largest event in bytes, as sent (with appId filled in); larger ones are quarantined")
 	f.eventTypes = fs.String("event-types", "EVENT_TYPES", "", "comma-separated event types admitted; others are quarantined (empty: any type)")
 	f.admission = defineAdmissionFlags(fs)
@@ -175,6 +175,8 @@ type admissionFlags struct {
 	maxBodyMemory, maxBodyMemoryPerApp, maxBodyMemoryPerToken, maxBodyMemoryPerOrg *int64
 	minUploadRate                                                                  *int64
 	minUploadGrace                                                                 *time.Duration
+	eventRatePerToken, eventRatePerApp, eventRatePerOrg                            *float64
+	eventBurstPerToken, eventBurstPerApp, eventBurstPerOrg                         *int
 }
 
 func defineAdmissionFlags(fs *envflag.Set) admissionFlags {
@@ -192,6 +194,12 @@ func defineAdmissionFlags(fs *envflag.Set) admissionFlags {
 		maxBodyMemoryPerOrg:   fs.Int64("max-body-memory-per-org", "MAX_BODY_MEMORY_PER_ORG", 0, "what one organization's requests (all its apps and tokens) may hold of -max-body-memory at once; more are answered 429 (0: half of -max-body-memory, or an app's or a token's share if more)"),
 		minUploadRate:         fs.Int64("min-upload-rate", "MIN_UPLOAD_RATE", ingest.DefaultMinUploadRate, "bytes a second a request body must keep up after -min-upload-grace: a body has the grace plus a second for every this many bytes to arrive, else 408 (0: no minimum, the read timeout alone)"),
 		minUploadGrace:        fs.Duration("min-upload-grace", "MIN_UPLOAD_GRACE", ingest.DefaultMinUploadGrace, "time every request body has before -min-upload-rate counts"),
+		eventRatePerToken:     fs.Float64("event-rate-per-token", "EVENT_RATE_PER_TOKEN", ingest.DefaultEventRatePerToken, "events a second one token may send, whichever apps it acts for; a batch that would pass it is answered 429 with Retry-After and nothing of it stored (0: no limit)"),
+		eventBurstPerToken:    fs.Int("event-burst-per-token", "EVENT_BURST_PER_TOKEN", 0, "burst of -event-rate-per-token; at least -max-events (0: twice -max-events)"),
+		eventRatePerApp:       fs.Float64("event-rate-per-app", "EVENT_RATE_PER_APP", ingest.DefaultEventRatePerApp, "events a second one app may be sent, by any of its tokens or its organization's; more are answered 429 with Retry-After (0: no limit)"),
+		eventBurstPerApp:      fs.Int("event-burst-per-app", "EVENT_BURST_PER_APP", 0, "burst of -event-rate-per-app; at least -max-events (0: twice -max-events)"),
+		eventRatePerOrg:       fs.Float64("event-rate-per-org", "EVENT_RATE_PER_ORG", ingest.DefaultEventRatePerOrg, "events a second one organization's apps and tokens may send together; more are answered 429 with Retry-After (0: no limit)"),
+		eventBurstPerOrg:      fs.Int("event-burst-per-org", "EVENT_BURST_PER_ORG", 0, "burst of -event-rate-per-org; at least -max-events (0: four times -max-events)"),
 	}
 }
 
@@ -208,5 +216,16 @@ func (f admissionFlags) config() ingest.Config {
 	if *f.minUploadRate <= 0 {
 		c.MinUploadRate = -1 // the Config's zero means its default
 	}
+	// The flags' zero rate is no limit, the Config's its default.
+	for _, r := range []struct {
+		flag *float64
+		dst  *float64
+	}{{f.eventRatePerToken, &c.EventRatePerToken}, {f.eventRatePerApp, &c.EventRatePerApp}, {f.eventRatePerOrg, &c.EventRatePerOrg}} {
+		*r.dst = *r.flag
+		if *r.flag <= 0 {
+			*r.dst = -1
+		}
+	}
+	c.EventBurstPerToken, c.EventBurstPerApp, c.EventBurstPerOrg = *f.eventBurstPerToken, *f.eventBurstPerApp, *f.eventBurstPerOrg
 	return c
 }

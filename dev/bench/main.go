@@ -317,7 +317,8 @@ func start(ctx context.Context, log *slog.Logger, keep bool, watchers int, inges
 		"INGEST_ADDR="+addr,
 		"KAFKA_BROKERS="+s.broker.Addr(),
 		"CONTENT_DB="+db,
-		"RATE_LIMIT_RPS=0",
+		// The load comes from one token, past what a tenant may send.
+		"RATE_LIMIT_RPS=0", "EVENT_RATE_PER_TOKEN=0", "EVENT_RATE_PER_APP=0", "EVENT_RATE_PER_ORG=0",
 	)
 	cmd.Env = append(cmd.Env, ingestEnv...)
 	if op := os.Getenv("INGEST_OPERATOR_ADDR"); op != "" {

@@ -394,7 +394,8 @@ func (r *rig) freshness(ctx context.Context, d time.Duration, steady load) (*ste
 	}
 	token := strings.TrimSpace(string(out))
 	// Its own topic and database, so the pre-filled events play no part.
-	ingest, ingestURL, err := r.service(ctx, "ingest", "CONTENT_DB="+db, "RATE_LIMIT_RPS=0", "EVENTS_TOPIC=fresh.events")
+	ingest, ingestURL, err := r.service(ctx, "ingest", "CONTENT_DB="+db, "RATE_LIMIT_RPS=0",
+		"EVENT_RATE_PER_TOKEN=0", "EVENT_RATE_PER_APP=0", "EVENT_RATE_PER_ORG=0", "EVENTS_TOPIC=fresh.events")
 	if err != nil {
 		return nil, err
 	}

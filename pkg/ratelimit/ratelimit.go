@@ -37,7 +37,16 @@ func New(rate float64, burst int, now func() time.Time) *Limiter {
 // Allow takes one token from key's bucket. When none is left it reports how
 // long until one is, for a Retry-After header.
 func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
-	if l == nil || l.rate <= 0 {
+	return l.AllowN(key, 1)
+}
+
+// AllowN takes n tokens from key's bucket at once, or none: a request that
+// counts as n things (the events of a batch) passes whole or not at all.
+// When fewer than n are left it reports how long until n are. n above the
+// burst never passes: it is told how long until the bucket is full, zero
+// once it is, so callers keep n within the burst.
+func (l *Limiter) AllowN(key string, n float64) (ok bool, retryAfter time.Duration) {
+	if l == nil || l.rate <= 0 || n <= 0 {
 		return true, 0
 	}
 	l.mu.Lock()
@@ -45,11 +54,11 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	now := l.now()
 	l.maybeSweep(now)
 	b := l.refill(key, now)
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.tokens >= n {
+		b.tokens -= n
 		return true, 0
 	}
-	return false, l.wait(b.tokens)
+	return false, l.waitFor(b.tokens, math.Min(n, l.burst))
 }
 
 // Peek reports whether Allow would admit key now, without taking a token,
@@ -87,14 +96,18 @@ func (l *Limiter) Charge(key string, n float64) {
 
 // Refund gives back one token Allow took for something that turned out
 // not to count.
-func (l *Limiter) Refund(key string) {
-	if l == nil || l.rate <= 0 {
+func (l *Limiter) Refund(key string) { l.RefundN(key, 1) }
+
+// RefundN gives back n tokens AllowN took for something that turned out
+// not to count, such as a batch another limit refused.
+func (l *Limiter) RefundN(key string, n float64) {
+	if l == nil || l.rate <= 0 || n <= 0 {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.refill(key, l.now())
-	b.tokens = math.Min(l.burst, b.tokens+1)
+	b.tokens = math.Min(l.burst, b.tokens+n)
 }
 
 // refill returns key's bucket, made full when new, with what has accrued
@@ -111,8 +124,11 @@ func (l *Limiter) refill(key string, now time.Time) *bucket {
 }
 
 // wait is how long a bucket holding tokens takes to hold one.
-func (l *Limiter) wait(tokens float64) time.Duration {
-	return time.Duration((1 - tokens) / l.rate * float64(time.Second))
+func (l *Limiter) wait(tokens float64) time.Duration { return l.waitFor(tokens, 1) }
+
+// waitFor is how long a bucket holding tokens takes to hold n.
+func (l *Limiter) waitFor(tokens, n float64) time.Duration {
+	return time.Duration((n - tokens) / l.rate * float64(time.Second))
 }
 
 // maybeSweep forgets buckets that have refilled completely, once a minute,

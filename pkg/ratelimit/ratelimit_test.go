@@ -169,3 +169,43 @@ func TestSweepKeepsDebt(t *testing.T) {
 		t.Error("a refilled bucket was kept")
 	}
 }
+
+// TestAllowN takes several tokens at once, all or none, and gives them
+// back.
+func TestAllowN(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	l := New(100, 500, func() time.Time { return clock }) // 100 a second, bursts of 500
+	steps := []struct {
+		name    string
+		advance time.Duration
+		refund  float64 // given back before the take
+		n       float64
+		ok      bool
+		retry   time.Duration
+	}{
+		{name: "within the burst", n: 300, ok: true},
+		{name: "more than is left takes nothing", n: 300, retry: time.Second},
+		{name: "what is left", n: 200, ok: true},
+		{name: "empty", n: 1, retry: 10 * time.Millisecond},
+		{name: "refilled in part", advance: 1500 * time.Millisecond, n: 150, ok: true},
+		{name: "given back", refund: 100, n: 100, ok: true},
+		{name: "refunds stop at the burst: more never passes", advance: time.Hour, refund: 1000, n: 501},
+		{name: "the whole burst", n: 500, ok: true},
+		{name: "zero always passes", n: 0, ok: true},
+	}
+	for _, s := range steps {
+		clock = clock.Add(s.advance)
+		l.RefundN("k", s.refund)
+		ok, retry := l.AllowN("k", s.n)
+		if ok != s.ok || retry != s.retry {
+			t.Errorf("%s: AllowN(%v) = %v, %s; want %v, %s", s.name, s.n, ok, retry, s.ok, s.retry)
+		}
+	}
+	if ok, _ := l.AllowN("other", 500); !ok {
+		t.Error("another key's bucket was not full")
+	}
+	var disabled *Limiter
+	if ok, _ := disabled.AllowN("k", 1e9); !ok {
+		t.Error("a nil limiter refused")
+	}
+}

@@ -16,10 +16,13 @@ import (
 // Default limits. The JSON Schemas under schemas/events state the same
 // numbers; a test keeps them in agreement.
 const (
-	// DefaultMaxEvents is more events than a 10 MiB body of the reference
-	// client's smallest events holds, so that the body limit binds first:
-	// the client re-sends a refused batch, grown, for as long as it runs.
-	DefaultMaxEvents = 100_000
+	// DefaultMaxEvents is the most events in one batch: what ingest holds
+	// of a batch grows with its events as well as its bytes, and a batch
+	// of this many with the largest body fits in an app's default share of
+	// ingest's body memory. A runtime's turn sends a handful; the reference
+	// client re-sends a refused batch, grown, for as long as it runs, so a
+	// runtime cut off for long enough to queue more never gets through.
+	DefaultMaxEvents = 25_000
 	// DefaultMaxEventBytes fits the knowledge-base turns of the reference
 	// client, whose requests carry up to ten whole documents.
 	DefaultMaxEventBytes = 1 << 20

@@ -106,6 +106,26 @@ type Config struct {
 	// sets no minimum.
 	MinUploadRate  int64
 	MinUploadGrace time.Duration
+	// EventRatePerToken and EventBurstPerToken bound the events one
+	// token sends, whichever apps it acts for: a token bucket of
+	// EventBurstPerToken refilled at EventRatePerToken a second, from
+	// which each batch takes its events, all of them or none, before
+	// they are validated and published; a batch that finds too few gets
+	// 429 with Retry-After. The request rate limit counts requests
+	// whatever they hold; this counts what they hold. EventRatePerApp
+	// and EventBurstPerApp bound the events of one app, whichever of its
+	// tokens, or its organization's, sent them; EventRatePerOrg and
+	// EventBurstPerOrg those of one organization. Zero means the
+	// defaults: DefaultEventRatePer*, and bursts of twice the most events
+	// a batch may hold (four times for an organization); a negative rate
+	// sets no limit. A burst must hold the largest batch allowed
+	// (MAX_EVENTS), or that batch could never pass.
+	EventRatePerToken, EventRatePerApp, EventRatePerOrg    float64
+	EventBurstPerToken, EventBurstPerApp, EventBurstPerOrg int
+
+	// maxEvents is the most events in a batch (the validator's limit):
+	// what the shares of body memory and the event bursts must hold.
+	maxEvents int
 }
 
 // Defaults for Config: bodies of a runtime's knowledge-base turns, and of
@@ -133,25 +153,51 @@ const (
 	// its Huffman tables and its 4 KiB read buffer.
 	gzipStateBytes       = 48 << 10
 	maxIdempotencyKeyLen = 256
+	// DefaultMaxEvents is the most events in one batch (event's): that
+	// many events and the largest body allowed, charged MemoryPerEvent and
+	// MemoryPerBodyByte, fit in an app's default share of the body
+	// memory.
+	DefaultMaxEvents = event.DefaultMaxEvents
+	// DefaultEventRatePerToken is twice what a token sends at the request
+	// rate limit's 1,000 requests a second with a runtime turn's handful
+	// of events (five). Its burst holds two of the largest batches.
+	DefaultEventRatePerToken = 10_000
+	// An app's default is a token's, as for the other shares; an
+	// organization's, twice that, and so are their bursts.
+	DefaultEventRatePerApp = DefaultEventRatePerToken
+	DefaultEventRatePerOrg = 2 * DefaultEventRatePerToken
 )
 
-// bodyNeeds is the body memory a body of the limit needs, with the byte
-// past it read to tell whether there is more (so that a larger body is
-// told 413, not 429), and for gzip the decompressor's state.
-func bodyNeeds(limit int64, gz bool) int64 {
-	n := (limit + 1 - BodyAllowance) * MemoryPerBodyByte
+// bodyNeeds is the body memory a body of the limit holding events events
+// needs, with the byte past it read to tell whether there is more (so
+// that a larger body is told 413, not 429), and for gzip the
+// decompressor's state.
+func bodyNeeds(limit int64, events int, gz bool) int64 {
+	n := (limit+1-BodyAllowance)*MemoryPerBodyByte + int64(events)*MemoryPerEvent
 	if gz {
 		n += gzipStateBytes
 	}
 	return max(n, 0)
 }
 
-// largestBody is the body memory the largest body allowed needs.
+// largestBody is the body memory the largest body allowed needs, with the
+// most events a batch may hold.
 func (c Config) largestBody() int64 {
-	return max(bodyNeeds(c.MaxBodyBytes, false), bodyNeeds(c.MaxDecompressedBytes, true))
+	return max(bodyNeeds(c.MaxBodyBytes, c.maxEvents, false), bodyNeeds(c.MaxDecompressedBytes, c.maxEvents, true))
+}
+
+// WithMaxEvents returns c for batches of at most n events (the
+// validator's limit), which the body memory shares and the event bursts
+// must hold.
+func (c Config) WithMaxEvents(n int) Config {
+	c.maxEvents = n
+	return c
 }
 
 func (c Config) withDefaults() Config {
+	if c.maxEvents <= 0 {
+		c.maxEvents = DefaultMaxEvents
+	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -196,7 +242,34 @@ func (c Config) withDefaults() Config {
 	if c.MinUploadGrace <= 0 {
 		c.MinUploadGrace = DefaultMinUploadGrace
 	}
+	for _, r := range c.eventRates() {
+		if *r.rate == 0 {
+			*r.rate = r.defRate
+		}
+		if *r.burst <= 0 {
+			*r.burst = r.bursts * c.maxEvents
+		}
+	}
 	return c
+}
+
+// eventRate is one of the event rate limits of a Config, for the loops
+// that complete, check and apply them.
+type eventRate struct {
+	rate    *float64
+	burst   *int
+	defRate float64
+	// bursts is the default burst in batches of the most events.
+	bursts            int
+	rateEnv, burstEnv string
+}
+
+func (c *Config) eventRates() [3]eventRate {
+	return [...]eventRate{
+		{&c.EventRatePerToken, &c.EventBurstPerToken, DefaultEventRatePerToken, 2, "EVENT_RATE_PER_TOKEN", "EVENT_BURST_PER_TOKEN"},
+		{&c.EventRatePerApp, &c.EventBurstPerApp, DefaultEventRatePerApp, 2, "EVENT_RATE_PER_APP", "EVENT_BURST_PER_APP"},
+		{&c.EventRatePerOrg, &c.EventBurstPerOrg, DefaultEventRatePerOrg, 4, "EVENT_RATE_PER_ORG", "EVENT_BURST_PER_ORG"},
+	}
 }
 
 // check refuses limits under which the largest body allowed could never
@@ -214,13 +287,19 @@ func (c Config) check() error {
 			n    int64
 			need int64
 		}{
-			{"MAX_BODY_BYTES", c.MaxBodyBytes, bodyNeeds(c.MaxBodyBytes, false)},
-			{"MAX_DECOMPRESSED_BYTES", c.MaxDecompressedBytes, bodyNeeds(c.MaxDecompressedBytes, true)},
+			{"MAX_BODY_BYTES", c.MaxBodyBytes, bodyNeeds(c.MaxBodyBytes, c.maxEvents, false)},
+			{"MAX_DECOMPRESSED_BYTES", c.MaxDecompressedBytes, bodyNeeds(c.MaxDecompressedBytes, c.maxEvents, true)},
 		} {
 			if l.need > b.n {
-				return fmt.Errorf("%s %d cannot hold a body of %s %d (%d bytes with the records built from it); raise it or lower %s",
-					b.name, b.n, l.name, l.n, l.need, l.name)
+				return fmt.Errorf("%s %d cannot hold a body of %s %d of MAX_EVENTS %d events (%d bytes with the records built from it); raise it or lower %s or MAX_EVENTS",
+					b.name, b.n, l.name, l.n, c.maxEvents, l.need, l.name)
 			}
+		}
+	}
+	for _, r := range c.eventRates() {
+		if *r.rate > 0 && *r.burst < c.maxEvents {
+			return fmt.Errorf("%s %d cannot hold a batch of MAX_EVENTS %d events, which would never pass; raise it or lower MAX_EVENTS",
+				r.burstEnv, *r.burst, c.maxEvents)
 		}
 	}
 	return nil
@@ -237,8 +316,8 @@ func (c Config) MemoryShareNote() string {
 	if c.MaxBodyMemoryPerApp <= c.MaxBodyMemory/4 {
 		return ""
 	}
-	return fmt.Sprintf("each app, and each token, may hold %d of the %d bytes of MAX_BODY_MEMORY, more than a quarter, as the largest body allowed needs that much; "+
-		"lower MAX_DECOMPRESSED_BYTES or MAX_BODY_BYTES, or raise MAX_BODY_MEMORY, to leave the other apps more", c.MaxBodyMemoryPerApp, c.MaxBodyMemory)
+	return fmt.Sprintf("each app, and each token, may hold %d of the %d bytes of MAX_BODY_MEMORY, more than a quarter, as the largest body allowed, with MAX_EVENTS events, needs that much; "+
+		"lower MAX_DECOMPRESSED_BYTES, MAX_BODY_BYTES or MAX_EVENTS, or raise MAX_BODY_MEMORY, to leave the other apps more", c.MaxBodyMemoryPerApp, c.MaxBodyMemory)
 }
 
 // Handler serves the events endpoint.
@@ -248,6 +327,10 @@ type Handler struct {
 	auth      Authenticator
 	pub       Publisher
 	limiter   *ratelimit.Limiter
+	// events are the event rate limits by token, app and organization,
+	// in the order they are checked; nil when off.
+	events    [3]*ratelimit.Limiter
+	maxEvents int
 	metrics   *Metrics
 	log       *slog.Logger
 	now       func() time.Time
@@ -260,11 +343,17 @@ type Handler struct {
 
 // New returns a Handler. limiter may be nil (no per-token limit).
 func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *ratelimit.Limiter, m *Metrics, log *slog.Logger) *Handler {
+	cfg.maxEvents = v.Limits().MaxEvents
 	cfg = cfg.withDefaults()
+	var events [3]*ratelimit.Limiter
+	for i, r := range cfg.eventRates() {
+		events[i] = ratelimit.Optional(*r.rate, *r.burst)
+	}
 	shares := Shares{Slots: cfg.MaxInFlight, SlotsPerApp: cfg.MaxInFlightPerApp, SlotsPerToken: cfg.MaxInFlightPerToken, SlotsPerOrg: cfg.MaxInFlightPerOrg,
 		Memory: cfg.MaxBodyMemory, MemoryPerApp: cfg.MaxBodyMemoryPerApp, MemoryPerToken: cfg.MaxBodyMemoryPerToken, MemoryPerOrg: cfg.MaxBodyMemoryPerOrg}
 	return &Handler{
 		cfg: cfg, validator: v, auth: a, pub: p, limiter: limiter, metrics: m, log: log,
+		events: events, maxEvents: cfg.maxEvents,
 		now:       time.Now,
 		admission: NewAdmission(shares),
 		pace:      httpserve.MinUploadRate{Rate: cfg.MinUploadRate, Grace: cfg.MinUploadGrace},
@@ -340,8 +429,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 
 	buf := h.bufs.Get().(*bytes.Buffer)
 	defer h.putBuf(buf)
-	if status, msg := h.readBody(w, r, buf, &pass, req.target); status != 0 {
-		httpserve.Error(w, status, "", msg)
+	events, status, field, msg := h.readBody(w, r, buf, &pass, req.target)
+	if status != 0 {
+		httpserve.Error(w, status, field, msg)
+		return
+	}
+	if !h.takeEvents(w, r, req.target, events) {
 		return
 	}
 	res, resp, ok := h.validate(w, r, &req, buf.Bytes())
@@ -349,6 +442,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.publish(ctx, w, req.target, res) {
+		// Nothing was stored: the batch sent again is not charged twice.
+		h.refundEvents(req.target, events)
 		return
 	}
 	h.record(resp, res.Errors)
@@ -563,11 +658,15 @@ func checkHeaders(r *http.Request) (status int, field, msg string) {
 
 // readBody reads the body into buf within the wire and decompressed
 // limits, never reading more than one byte past a limit, counting what it
-// holds against pass before reading it, at the pace of h.pace.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer, pass *Pass, target auth.Target) (status int, msg string) {
+// holds against pass before reading it, at the pace of h.pace. It counts
+// the batch's events as they arrive, charges each against pass before the
+// validator builds anything for it, and stops at the first one past the
+// most a batch may hold; it returns how many there are, or the status,
+// field and message of its refusal.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer, pass *Pass, target auth.Target) (events, status int, field, msg string) {
 	tooLarge := h.tooLarge
 	if r.ContentLength > h.cfg.MaxBodyBytes {
-		return http.StatusRequestEntityTooLarge, tooLarge
+		return 0, http.StatusRequestEntityTooLarge, "", tooLarge
 	}
 	var body io.Reader = r.Body
 	if h.pace.Enabled() && r.ContentLength != 0 {
@@ -580,40 +679,101 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 	gz := strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip")
 	if gz {
 		if err := pass.Hold(gzipStateBytes); err != nil {
-			return h.refuse(w, r, target, err)
+			status, msg = h.refuse(w, r, target, err)
+			return 0, status, "", msg
 		}
 		zr, err := h.gzipReader(wire)
 		if err != nil {
 			if isTimeout(wire.err) {
-				return h.refuse(w, r, target, wire.err)
+				status, msg = h.refuse(w, r, target, wire.err)
+				return 0, status, "", msg
 			}
 			if wire.n > h.cfg.MaxBodyBytes {
-				return http.StatusRequestEntityTooLarge, tooLarge
+				return 0, http.StatusRequestEntityTooLarge, "", tooLarge
 			}
-			return http.StatusBadRequest, "body is not valid gzip: " + err.Error()
+			return 0, http.StatusBadRequest, "", "body is not valid gzip: " + err.Error()
 		}
 		defer h.gzips.Put(zr)
 		src = io.LimitReader(zr, h.cfg.MaxDecompressedBytes+1)
 	}
-	_, err := buf.ReadFrom(pass.Body(src))
+	counted := &countingBody{r: pass.Body(src), pass: pass, max: h.maxEvents}
+	_, err := buf.ReadFrom(counted)
+	events = counted.counter.events
 	switch {
+	case errors.Is(err, errTooManyEvents):
+		// The rest of the body is not read: the connection goes.
+		w.Header().Set("Connection", "close")
+		return 0, http.StatusRequestEntityTooLarge, "events",
+			fmt.Sprintf("holds more than %d events; at most %d are allowed (MAX_EVENTS)", h.maxEvents, h.maxEvents)
 	case errors.Is(err, ErrAppMemory) || errors.Is(err, ErrTokenMemory) || errors.Is(err, ErrOrgMemory) || errors.Is(err, ErrBodyMemory):
-		return h.refuse(w, r, target, err)
+		status, msg = h.refuse(w, r, target, err)
+		return 0, status, "", msg
 	case isTimeout(wire.err):
 		// Too slow for the minimum rate or the server's read timeout.
-		return h.refuse(w, r, target, wire.err)
+		status, msg = h.refuse(w, r, target, wire.err)
+		return 0, status, "", msg
 	case wire.n > h.cfg.MaxBodyBytes:
-		return http.StatusRequestEntityTooLarge, tooLarge
+		return 0, http.StatusRequestEntityTooLarge, "", tooLarge
 	case gz && int64(buf.Len()) > h.cfg.MaxDecompressedBytes:
-		return http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body exceeds %d bytes", h.cfg.MaxDecompressedBytes)
+		return 0, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("decompressed body exceeds %d bytes", h.cfg.MaxDecompressedBytes)
 	case err == nil:
-		return 0, ""
+		return events, 0, "", ""
 	case gz && (wire.err == nil || errors.Is(wire.err, io.EOF)):
 		// The wire was read cleanly, so the fault is in the gzip stream.
-		return http.StatusBadRequest, "body is not valid gzip: " + err.Error()
+		return 0, http.StatusBadRequest, "", "body is not valid gzip: " + err.Error()
 	default:
-		return http.StatusBadRequest, "body could not be read: " + err.Error()
+		return 0, http.StatusBadRequest, "", "body could not be read: " + err.Error()
 	}
+}
+
+// takeEvents takes a batch's events from the event rate limits of its
+// token, app and organization, from all three or from none, before they
+// are validated and published. It answers a batch refused, with 429,
+// Retry-After and the limit that refused it.
+func (h *Handler) takeEvents(w http.ResponseWriter, r *http.Request, target auth.Target, events int) bool {
+	n := float64(events)
+	keys := eventKeys(target)
+	for i, l := range h.events {
+		ok, wait := l.AllowN(keys[i], n)
+		if ok {
+			continue
+		}
+		for j := range i {
+			h.events[j].RefundN(keys[j], n)
+		}
+		h.refuseEvents(w, r, target, i, events, wait)
+		return false
+	}
+	return true
+}
+
+// refundEvents gives back what takeEvents took for a batch not stored.
+func (h *Handler) refundEvents(target auth.Target, events int) {
+	keys := eventKeys(target)
+	for i, l := range h.events {
+		l.RefundN(keys[i], float64(events))
+	}
+}
+
+// eventKeys are the keys of target in h.events.
+func eventKeys(target auth.Target) [3]string {
+	return [...]string{target.TokenID, target.AppID, target.OrganizationID}
+}
+
+// refuseEvents answers a batch the event rate limit i (token, app or
+// organization) refused.
+func (h *Handler) refuseEvents(w http.ResponseWriter, r *http.Request, target auth.Target, i, events int, wait time.Duration) {
+	c := &h.cfg
+	r0 := c.eventRates()[i]
+	who := [...]string{"this token", fmt.Sprintf("app %q", target.AppID), fmt.Sprintf("organization %q", target.OrganizationID)}[i]
+	budget := [...]string{budgetTokenEvents, budgetAppEvents, budgetOrgEvents}[i]
+	h.metrics.refusals.WithLabelValues(budget).Inc()
+	h.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", slog.String("organization", target.OrganizationID),
+		slog.String("app", target.AppID), slog.String("token", target.TokenID), slog.String("budget", budget), slog.Int("events", events))
+	httpserve.RetryAfter(w, wait.Seconds())
+	httpserve.Error(w, http.StatusTooManyRequests, "",
+		fmt.Sprintf("the batch's %d events would take %s past its event rate limit of %g events a second with bursts of %d (%s, %s); nothing of it was stored: retry after the time in Retry-After, or send fewer events",
+			events, who, *r0.rate, *r0.burst, r0.rateEnv, r0.burstEnv))
 }
 
 // refuse answers a request refused for lack of a budget (an Admission

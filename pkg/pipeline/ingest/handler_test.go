@@ -279,7 +279,11 @@ func TestFieldLabel(t *testing.T) {
 
 func TestConfigCheck(t *testing.T) {
 	const mib = 1 << 20
-	gzipBody := func(n int64) int64 { return (n+1-BodyAllowance)*MemoryPerBodyByte + gzipStateBytes }
+	// A gzip body of n bytes decompressed, of the most events a batch may
+	// hold.
+	gzipBody := func(n int64) int64 {
+		return (n+1-BodyAllowance)*MemoryPerBodyByte + DefaultMaxEvents*MemoryPerEvent + gzipStateBytes
+	}
 	cases := []struct {
 		name  string
 		cfg   Config
@@ -289,18 +293,32 @@ func TestConfigCheck(t *testing.T) {
 		{"a decompressed body the budget cannot hold", Config{MaxDecompressedBytes: 100 * mib}, "MAX_BODY_MEMORY 268435456 cannot hold a body of MAX_DECOMPRESSED_BYTES 104857600"},
 		{"a wire body the budget cannot hold", Config{MaxBodyBytes: mib, MaxDecompressedBytes: mib, MaxBodyMemory: 2 * mib}, "MAX_BODY_MEMORY 2097152 cannot hold a body of MAX_BODY_BYTES 1048576"},
 		{"just enough", Config{MaxBodyBytes: mib, MaxDecompressedBytes: mib, MaxBodyMemory: gzipBody(mib)}, ""},
-		{"an app's share that cannot hold the largest body", Config{MaxBodyMemoryPerApp: 40 * mib},
-			"MAX_BODY_MEMORY_PER_APP 41943040 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216"},
+		{"an app's share that cannot hold the largest body", Config{MaxBodyMemoryPerApp: 50 * mib},
+			"MAX_BODY_MEMORY_PER_APP 52428800 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216 of MAX_EVENTS 25000 events"},
 		{"an app's share just enough for the largest body", Config{MaxBodyMemoryPerApp: gzipBody(DefaultMaxDecompressedBytes)}, ""},
 		{"a budget whose quarter cannot hold the largest body: the share is raised", Config{MaxDecompressedBytes: 64 * mib}, ""},
-		{"a token's share that cannot hold the largest body", Config{MaxBodyMemoryPerToken: 40 * mib},
-			"MAX_BODY_MEMORY_PER_TOKEN 41943040 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216"},
+		{"a token's share that cannot hold the largest body", Config{MaxBodyMemoryPerToken: 50 * mib},
+			"MAX_BODY_MEMORY_PER_TOKEN 52428800 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216 of MAX_EVENTS 25000 events"},
 		{"a token's share just enough for the largest body", Config{MaxBodyMemoryPerToken: gzipBody(DefaultMaxDecompressedBytes)}, ""},
-		{"an organization's share that cannot hold the largest body", Config{MaxBodyMemoryPerOrg: 40 * mib},
-			"MAX_BODY_MEMORY_PER_ORG 41943040 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216"},
+		{"an organization's share that cannot hold the largest body", Config{MaxBodyMemoryPerOrg: 50 * mib},
+			"MAX_BODY_MEMORY_PER_ORG 52428800 cannot hold a body of MAX_DECOMPRESSED_BYTES 16777216 of MAX_EVENTS 25000 events"},
 		{"an organization's share just enough for the largest body", Config{MaxBodyMemoryPerOrg: gzipBody(DefaultMaxDecompressedBytes)}, ""},
 		{"a wire body a token's share cannot hold", Config{MaxBodyBytes: mib, MaxDecompressedBytes: mib, MaxBodyMemoryPerToken: mib},
 			"MAX_BODY_MEMORY_PER_TOKEN 1048576 cannot hold a body of MAX_BODY_BYTES 1048576"},
+		// Each event of the largest batch costs MemoryPerEvent too.
+		{"a share that cannot hold the most events", Config{MaxBodyMemoryPerApp: 64 * mib}.WithMaxEvents(100_000),
+			"MAX_BODY_MEMORY_PER_APP 67108864 cannot hold a body of MAX_BODY_BYTES 10485760 of MAX_EVENTS 100000 events"},
+		{"the most events in the default shares", Config{}.WithMaxEvents(DefaultMaxEvents), ""},
+		{"the most events raise the default shares", Config{}.WithMaxEvents(100_000), ""},
+		// A batch of MAX_EVENTS must pass a full bucket of each event limit.
+		{"a token's event burst below the most events", Config{EventBurstPerToken: DefaultMaxEvents - 1},
+			"EVENT_BURST_PER_TOKEN 24999 cannot hold a batch of MAX_EVENTS 25000 events"},
+		{"an app's event burst below the most events", Config{EventBurstPerApp: 1000}.WithMaxEvents(2000),
+			"EVENT_BURST_PER_APP 1000 cannot hold a batch of MAX_EVENTS 2000 events"},
+		{"an organization's event burst below the most events", Config{EventBurstPerOrg: 10},
+			"EVENT_BURST_PER_ORG 10 cannot hold a batch of MAX_EVENTS 25000 events"},
+		{"an event burst of the most events", Config{EventBurstPerToken: 100, EventBurstPerApp: 100, EventBurstPerOrg: 100}.WithMaxEvents(100), ""},
+		{"no event limit, so no burst to hold it", Config{EventRatePerOrg: -1, EventBurstPerOrg: 10}, ""},
 	}
 	for _, c := range cases {
 		err := c.cfg.check()
@@ -316,7 +334,10 @@ func TestConfigCheck(t *testing.T) {
 // token may hold more.
 func TestDefaultShares(t *testing.T) {
 	const mib = 1 << 20
-	largest := int64((64*mib+1-BodyAllowance)*MemoryPerBodyByte + gzipStateBytes) // of a 64 MiB gzip body
+	// Of a 64 MiB gzip body of the most events.
+	largest := int64((64*mib+1-BodyAllowance)*MemoryPerBodyByte + DefaultMaxEvents*MemoryPerEvent + gzipStateBytes)
+	// Of a 16 MiB gzip body of 100,000 events.
+	manyEvents := int64((16*mib+1-BodyAllowance)*MemoryPerBodyByte + 100_000*MemoryPerEvent + gzipStateBytes)
 	type shares struct {
 		app, token, org                   int
 		appMemory, tokenMemory, orgMemory int64
@@ -334,6 +355,8 @@ func TestDefaultShares(t *testing.T) {
 			shares{64, 64, 128, largest, largest, largest}, true},
 		{"raised to hold the largest body, within half", Config{MaxDecompressedBytes: 64 * mib, MaxBodyMemory: 500 * mib},
 			shares{64, 64, 128, largest, largest, 250 * mib}, true},
+		{"raised to hold the most events", Config{}.WithMaxEvents(100_000),
+			shares{64, 64, 128, manyEvents, manyEvents, 128 * mib}, true},
 		{"an app's set", Config{MaxInFlightPerApp: 7, MaxBodyMemoryPerApp: 99 * mib, MaxDecompressedBytes: 64 * mib},
 			shares{7, 7, 128, 99 * mib, 99 * mib, 128 * mib}, false},
 		{"an app's set past half", Config{MaxInFlightPerApp: 200, MaxBodyMemoryPerApp: 200 * mib},

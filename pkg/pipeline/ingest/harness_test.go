@@ -73,6 +73,8 @@ type harnessOpts struct {
 	// authFailures bounds failed authentications per client network
 	// (burst; at one a second); zero: none.
 	authFailures int
+	// tune, when set, changes the handler's limits last.
+	tune func(*ingest.Config)
 }
 
 func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
@@ -123,6 +125,9 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 		CORS:            o.cors,
 	}
 	cfg.Limits.MaxEvents = o.maxEvents
+	if o.tune != nil {
+		o.tune(&cfg.Handler)
+	}
 	if o.authFailures > 0 {
 		cfg.AuthFailureRate = 1
 	}

@@ -33,12 +33,16 @@ const (
 	budgetMemory      = "body_memory"       // 503: the body memory
 	budgetUploadRate  = "upload_rate"       // 408: the minimum upload rate
 	budgetReadTimeout = "read_timeout"      // 408: the server's read timeout
+	budgetTokenEvents = "token_event_rate"  // 429: the token's event rate limit
+	budgetAppEvents   = "app_event_rate"    // 429: the app's event rate limit
+	budgetOrgEvents   = "org_event_rate"    // 429: the organization's event rate limit
 )
 
 // budgets are every value of the refusals' budget label.
 func budgets() []string {
 	return []string{budgetAppSlots, budgetTokenSlots, budgetOrgSlots, budgetSlots,
-		budgetAppMemory, budgetTokenMemory, budgetOrgMemory, budgetMemory, budgetUploadRate, budgetReadTimeout}
+		budgetAppMemory, budgetTokenMemory, budgetOrgMemory, budgetMemory, budgetUploadRate, budgetReadTimeout,
+		budgetTokenEvents, budgetAppEvents, budgetOrgEvents}
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -78,7 +82,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "cms", Subsystem: "ingest", Name: "admission_refusals_total",
 			Help: "Requests refused for want of a budget: app_slots, token_slots, org_slots, app_body_memory, token_body_memory, " +
-				"org_body_memory (429, the client's share), slots, body_memory (503, the server's), upload_rate, read_timeout (408, the body too slow).",
+				"org_body_memory, token_event_rate, app_event_rate, org_event_rate (429, the client's share), slots, body_memory (503, the server's), " +
+				"upload_rate, read_timeout (408, the body too slow).",
 		}, []string{"budget"}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.events, m.rejected, m.batchSize, m.produceLatency, m.inFlight, m.refusals)

@@ -103,7 +103,8 @@ func (cfg *ServiceConfig) EventLimits() (event.Limits, error) {
 	}
 	l, d := cfg.Limits, event.DefaultLimits()
 	if l.MaxEvents <= 0 {
-		l.MaxEvents = d.MaxEvents
+		// Ingest's own: what the shares of body memory hold.
+		l.MaxEvents = DefaultMaxEvents
 	}
 	if l.MaxEventBytes <= 0 {
 		l.MaxEventBytes = d.MaxEventBytes
@@ -120,7 +121,8 @@ func (cfg *ServiceConfig) EventLimits() (event.Limits, error) {
 // Check refuses settings that cannot work together, before anything is
 // opened or connected.
 func (cfg ServiceConfig) Check() error {
-	if _, err := cfg.EventLimits(); err != nil {
+	limits, err := cfg.EventLimits()
+	if err != nil {
 		return err
 	}
 	if w, p := cfg.HTTP.WriteTimeout, cfg.Handler.withDefaults().ProduceTimeout; w > 0 && w <= p {
@@ -128,7 +130,7 @@ func (cfg ServiceConfig) Check() error {
 		// unsent, and the client would send the batch again.
 		return fmt.Errorf("write timeout %s must be longer than the produce timeout %s", w, p)
 	}
-	return cfg.Handler.check()
+	return cfg.Handler.WithMaxEvents(limits.MaxEvents).check()
 }
 
 // HTTPLimits completes cfg.HTTP: the Default* limits for zero fields, and
@@ -155,7 +157,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	if note := cfg.Handler.MemoryShareNote(); note != "" {
+	if note := cfg.Handler.WithMaxEvents(limits.MaxEvents).MemoryShareNote(); note != "" {
 		log.Warn("each app's share of body memory is more than a quarter", "detail", note)
 	}
 	startup := cfg.StartupTimeout
