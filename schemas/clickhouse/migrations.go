@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 )
 
 //go:embed *.sql
@@ -208,6 +209,25 @@ func (l layout) distributed(table string, sharded bool) string {
 		"\nENGINE = Distributed(" + strings.Join(args, ", ") + ")\n"
 }
 
+// distributedOver is, in a cluster, the statement creating the
+// Distributed table name with the columns of local table as's local table,
+// reading and writing target's local tables by name, sharded as events.
+func (l layout) distributedOver(name, as, target string) string {
+	args := []string{quoteString(l.cluster), quoteString(l.dbName), quoteString(target + LocalSuffix), ShardingKey}
+	return "CREATE TABLE IF NOT EXISTS " + l.db + "." + name + l.onCluster() + " AS " + l.table(as) +
+		"\nENGINE = Distributed(" + strings.Join(args, ", ") + ")"
+}
+
+// columnExists is a query returning 1 when the table holding the rows of
+// table has column, on the server it runs on.
+func (l layout) columnExists(table, column string) string {
+	if l.cluster != "" {
+		table += LocalSuffix
+	}
+	return "SELECT count() > 0 FROM system.columns WHERE database = " + quoteString(l.dbName) +
+		" AND table = " + quoteString(table) + " AND name = " + quoteString(column)
+}
+
 // CreateDatabase is the statement that creates the database.
 func CreateDatabase(o Options) (string, error) {
 	l, err := newLayout(o)
@@ -243,7 +263,38 @@ type Migration struct {
 	// order, as the native protocol takes them: one at a time.
 	SQL        string
 	Statements []string
+	// SkipOnce, when set, is a query whose single value is 1 once the
+	// statements marked in Once have done their work (a table swapped for
+	// another, which cannot be done twice); a runner then skips those
+	// statements and runs the others. Once holds one flag per statement.
+	SkipOnce string
+	Once     []bool
 }
+
+// Run runs the migration's statements in order with exec, skipping those
+// done already: before each statement marked in Once, done reads
+// SkipOnce, so that a runner that started before another finished the
+// swap does not redo it.
+func (m Migration) Run(exec func(statement string) error, done func(query string) (bool, error)) error {
+	for i, st := range m.Statements {
+		if m.SkipOnce != "" && i < len(m.Once) && m.Once[i] {
+			d, err := done(m.SkipOnce)
+			if err != nil {
+				return fmt.Errorf("migration %d (%s): check whether statement %d is done: %w", m.Version, m.Name, i+1, err)
+			}
+			if d {
+				continue
+			}
+		}
+		if err := exec(st); err != nil {
+			return fmt.Errorf("migration %d (%s), statement %d: %w", m.Version, m.Name, i+1, err)
+		}
+	}
+	return nil
+}
+
+// onceMark starts a statement that runs only until SkipOnce says done.
+const onceMark = "@@once@@"
 
 type params struct {
 	DB, Time, Codec, TTL, IfNotExists string
@@ -266,6 +317,31 @@ type params struct {
 	// TimeKey orders events by event_time as a UInt64: milliseconds
 	// where the server keeps them, else seconds.
 	TimeKey string
+	// EventColumns are the columns of events before migration 13, in
+	// order, as a list.
+	EventColumns string
+	// ArrivalRank is events.arrival_rank computed from received_at: the
+	// bitwise NOT of its nanoseconds (whole seconds on servers keeping
+	// seconds), so that the earliest receipt ranks highest.
+	ArrivalRank string
+}
+
+// eventColumns are the columns of events before migration 13.
+const eventColumns = "event_id, app_id, organization_id, event_time, received_at, type, name, " +
+	"session_id, user_id, channel, platform, selected_handler, current_handler, environment, " +
+	"request_type, intent_id, raw_query, query_normalized, match_confidence, output_display_text, output_ssml, " +
+	"display_count, tag, tags, error_message, error_stack, message, kb_used, kb_documents, kb_faqs, " +
+	"event_time_source, runtime_time, token_id, client_network, payload, extra, kafka_partition, kafka_offset"
+
+// ArrivalRank is events.arrival_rank of a copy received at t: the bitwise
+// NOT of t in nanoseconds since 1970, so that ReplacingMergeTree, which
+// keeps the row of the highest version, keeps the copy received first.
+func ArrivalRank(t time.Time) uint64 {
+	ns := t.UnixNano()
+	if ns < 0 {
+		ns = 0
+	}
+	return ^uint64(ns)
 }
 
 // Conditions on an events row that the rollups share, as SQL.
@@ -370,9 +446,12 @@ func renderParams(f Features, o Options, l layout) (p params, ttl func(column st
 	p.TimeSource = fmt.Sprintf("Enum8('received' = %d, 'runtime' = %d) DEFAULT if(event_time = received_at, 'received', 'runtime')",
 		TimeSourceReceived, TimeSourceRuntime)
 	p.TimeKey = "toUInt64(toUnixTimestamp(event_time))"
+	p.ArrivalRank = "bitNot(toUInt64(toUnixTimestamp(received_at)) * 1000000000)"
 	if f.DateTime64 {
 		p.TimeKey = "toUInt64(toUnixTimestamp64Milli(event_time))"
+		p.ArrivalRank = "bitNot(toUInt64(toUnixTimestamp64Nano(received_at)))"
 	}
+	p.EventColumns = eventColumns
 	if f.AddColumnIfNotExists {
 		p.IfNotExists = " IF NOT EXISTS"
 	}
@@ -390,8 +469,17 @@ func renderFile(name string, l layout, p params, ttl func(string) string) (Migra
 	if err != nil {
 		return Migration{}, err
 	}
+	skipOnce := ""
 	t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
 		"ttl": ttl, "table": l.table, "engine": l.engine, "distributed": l.distributed,
+		"distributedOver": l.distributedOver,
+		// skipOnceColumn makes the statements marked with skip run only
+		// while table lacks column.
+		"skipOnceColumn": func(table, column string) string {
+			skipOnce = l.columnExists(table, column)
+			return ""
+		},
+		"skip":             func() string { return onceMark },
 		"countEveryInsert": l.countEveryInsert,
 		"turn":             func() string { return turnCondition },
 		"fallback":         func() string { return fallbackCondition },
@@ -407,7 +495,17 @@ func renderFile(name string, l layout, p params, ttl func(string) string) (Migra
 		return Migration{}, fmt.Errorf("render migration %s: %w", name, err)
 	}
 	sql := strings.TrimSpace(stripComments(b.String()))
-	return Migration{Version: v, Name: rest, SQL: sql, Statements: statements(sql)}, nil
+	m := Migration{Version: v, Name: rest, SkipOnce: skipOnce}
+	for _, st := range statements(sql) {
+		st, once := strings.CutPrefix(st, onceMark)
+		if once && skipOnce == "" {
+			return Migration{}, fmt.Errorf("migration %s marks a statement to skip but says not when", name)
+		}
+		m.Statements = append(m.Statements, st)
+		m.Once = append(m.Once, once)
+	}
+	m.SQL = strings.ReplaceAll(sql, onceMark, "")
+	return m, nil
 }
 
 // statements splits a migration at the semicolons that end its lines.

@@ -16,30 +16,30 @@ import (
 
 // singleServerTables are the tables of the single-server schema, with
 // their engines.
-var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "quarantine": "ReplacingMergeTree",
-	"query_counts": "View", "query_counts_daily": "SummingMergeTree", "query_counts_daily_mv12": "MaterializedView",
-	"query_sources": "AggregatingMergeTree", "query_sources_mv12": "MaterializedView",
-	"user_queries": "ReplacingMergeTree", "user_queries_mv12": "MaterializedView",
+var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "events_v12": "ReplacingMergeTree", "quarantine": "ReplacingMergeTree",
+	"query_counts": "View", "query_counts_daily": "SummingMergeTree", "query_counts_daily_mv13": "MaterializedView",
+	"query_sources": "AggregatingMergeTree", "query_sources_mv13": "MaterializedView",
+	"user_queries": "ReplacingMergeTree", "user_queries_mv13": "MaterializedView",
 	"suggestion_blocks": "ReplacingMergeTree",
-	"app_daily":         "AggregatingMergeTree", "app_daily_mv": "MaterializedView",
-	"intent_daily": "AggregatingMergeTree", "intent_daily_mv": "MaterializedView",
-	"unanswered_daily": "AggregatingMergeTree", "unanswered_daily_mv12": "MaterializedView",
-	"sessions": "AggregatingMergeTree", "sessions_mv": "MaterializedView"}
+	"app_daily":         "AggregatingMergeTree", "app_daily_mv13": "MaterializedView",
+	"intent_daily": "AggregatingMergeTree", "intent_daily_mv13": "MaterializedView",
+	"unanswered_daily": "AggregatingMergeTree", "unanswered_daily_mv13": "MaterializedView",
+	"sessions": "AggregatingMergeTree", "sessions_mv13": "MaterializedView"}
 
 // clusterTables are the tables of the cluster layout: shard-local tables
 // behind Distributed ones under the single-server names.
 var clusterTables = map[string]string{
-	"events_local": "ReplacingMergeTree", "events": "Distributed",
+	"events_local": "ReplacingMergeTree", "events": "Distributed", "events_v12_local": "ReplacingMergeTree",
 	"quarantine_local": "ReplacingMergeTree", "quarantine": "Distributed",
 	"query_counts": "View", "schema_migrations": "ReplacingMergeTree",
-	"query_counts_daily_local": "SummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv12": "MaterializedView",
-	"query_sources_local": "AggregatingMergeTree", "query_sources": "Distributed", "query_sources_mv12": "MaterializedView",
-	"user_queries_local": "ReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv12": "MaterializedView",
+	"query_counts_daily_local": "SummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv13": "MaterializedView",
+	"query_sources_local": "AggregatingMergeTree", "query_sources": "Distributed", "query_sources_mv13": "MaterializedView",
+	"user_queries_local": "ReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv13": "MaterializedView",
 	"suggestion_blocks_local": "ReplacingMergeTree", "suggestion_blocks": "Distributed",
-	"app_daily_local": "AggregatingMergeTree", "app_daily": "Distributed", "app_daily_mv": "MaterializedView",
-	"intent_daily_local": "AggregatingMergeTree", "intent_daily": "Distributed", "intent_daily_mv": "MaterializedView",
-	"unanswered_daily_local": "AggregatingMergeTree", "unanswered_daily": "Distributed", "unanswered_daily_mv12": "MaterializedView",
-	"sessions_local": "AggregatingMergeTree", "sessions": "Distributed", "sessions_mv": "MaterializedView",
+	"app_daily_local": "AggregatingMergeTree", "app_daily": "Distributed", "app_daily_mv13": "MaterializedView",
+	"intent_daily_local": "AggregatingMergeTree", "intent_daily": "Distributed", "intent_daily_mv13": "MaterializedView",
+	"unanswered_daily_local": "AggregatingMergeTree", "unanswered_daily": "Distributed", "unanswered_daily_mv13": "MaterializedView",
+	"sessions_local": "AggregatingMergeTree", "sessions": "Distributed", "sessions_mv13": "MaterializedView",
 }
 
 // modernRenderings are the renderings for current servers that
@@ -102,16 +102,31 @@ func TestModernDDLRunsOnCurrentClickHouse(t *testing.T) {
 			}
 			for round := 1; round <= 2; round++ {
 				for _, m := range migs {
-					for i, st := range m.Statements {
-						if err := s.Exec(ctx, st); err != nil {
-							t.Fatalf("round %d, migration %d (%s), statement %d: %v\n%s", round, m.Version, m.Name, i+1, err, st)
-						}
+					if err := runModern(ctx, s, m); err != nil {
+						t.Fatalf("round %d: %v", round, err)
 					}
 				}
 			}
 			checkModernSchema(ctx, t, s, db, r.o, r.tables)
 		})
 	}
+}
+
+// runModern runs a migration on the modern engine as the migration runner
+// does, skipping what is done already.
+func runModern(ctx context.Context, s *modernch.Session, m Migration) error {
+	return m.Run(func(st string) error {
+		if err := s.Exec(ctx, st); err != nil {
+			return fmt.Errorf("%w\n%s", err, st)
+		}
+		return nil
+	}, func(q string) (bool, error) {
+		res, err := s.Query(ctx, q)
+		if err != nil {
+			return false, err
+		}
+		return len(res.Rows) == 1 && fmt.Sprint(res.Rows[0]...) == "1", nil
+	})
 }
 
 // checkModernSchema checks the tables the migrations created, as the
@@ -409,14 +424,15 @@ func TestMigration9CompletesAnOlderCluster(t *testing.T) {
 	}
 	for round := 1; round <= 2; round++ {
 		for _, m := range migs[1:] {
-			for _, st := range m.Statements {
-				if err := s.Exec(ctx, st); err != nil {
-					t.Fatalf("round %d, migration %d: %v\n%s", round, m.Version, err, st)
-				}
+			if err := runModern(ctx, s, m); err != nil {
+				t.Fatalf("round %d: %v", round, err)
 			}
 		}
 	}
-	if got, want := describe(), "[[events [runtime_time token_id client_network]] [events_local [runtime_time token_id client_network]]]"; got != want {
+	// Migration 13 keeps the older local table as events_v12_local, and
+	// its copy has the columns too.
+	if got, want := describe(), "[[events [runtime_time token_id client_network]] [events_local [runtime_time token_id client_network]] "+
+		"[events_v12_local [runtime_time token_id client_network]]]"; got != want {
 		t.Errorf("after migration 9: %s, want %s", got, want)
 	}
 }
@@ -506,5 +522,92 @@ func TestQueryTablesExpireWithEvents(t *testing.T) {
 	}
 	if fmt.Sprint(res.Rows) != "[[asked 0 days ago 2]]" {
 		t.Errorf("query_counts: %v", res.Rows)
+	}
+}
+
+// TestFirstCopyWinsOnCurrentClickHouse checks migration 13 on a
+// ClickHouse 26 engine (chDB), on one server and in the cluster layout:
+// two copies of an event written before it, unmerged, where FINAL shows
+// the later one, show the first after it; a later copy written after it,
+// with the rank the consumer sends, loses to the first too, and the views
+// made over the new table count what is written.
+func TestFirstCopyWinsOnCurrentClickHouse(t *testing.T) {
+	for _, o := range []Options{{Database: "analytics"}, {Database: "analytics", Cluster: "cms", Unreplicated: true}} {
+		t.Run(fmt.Sprint(o.Cluster != ""), func(t *testing.T) {
+			v, _ := ParseVersion("26.7")
+			migs, err := Render(FeaturesOf(v), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := modernch.OpenForTestWith(t, modernch.Options{Cluster: o.Cluster})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			create, err := CreateDatabase(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exec := func(st string) {
+				t.Helper()
+				if err := s.Exec(ctx, st); err != nil {
+					t.Fatalf("%v\n%s", err, st)
+				}
+			}
+			query := func(q string) string {
+				t.Helper()
+				res, err := s.Query(ctx, q)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, q)
+				}
+				return fmt.Sprint(res.Rows)
+			}
+			exec(create)
+			for _, m := range migs {
+				if m.Version == 13 {
+					break
+				}
+				if err := runModern(ctx, s, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			local := "analytics.events"
+			if o.Cluster != "" {
+				local += LocalSuffix
+			}
+			exec("SYSTEM STOP MERGES " + local)
+			// Inserted one at a time, as two batches are, the later
+			// receipt last; written by an earlier consumer, without a rank.
+			for _, row := range []string{"'alice', 'where is my order', '2026-11-20 10:00:00.100'", "'mallory', 'refund everything', '2026-11-20 10:00:00.101'"} {
+				exec("INSERT INTO analytics.events (event_id, app_id, session_id, user_id, raw_query, received_at, event_time) " +
+					"SETTINGS insert_distributed_sync = 1 VALUES ('copied', 'a', 's', " + row + ", '2026-11-20 10:00:00')")
+			}
+			final := "SELECT user_id, raw_query FROM analytics.events FINAL WHERE event_id = 'copied'"
+			if got := query(final); got != "[[mallory refund everything]]" {
+				t.Fatalf("before migration 13 FINAL reads %s: the test no longer shows the later copy winning", got)
+			}
+			for round := 1; round <= 2; round++ {
+				if err := runModern(ctx, s, migs[12]); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+			}
+			if got := query(final); got != "[[alice where is my order]]" {
+				t.Errorf("after migration 13 FINAL reads %s, want alice's copy", got)
+			}
+			// A copy received now, with the rank the consumer gives it.
+			exec(fmt.Sprintf("INSERT INTO analytics.events (event_id, app_id, session_id, user_id, raw_query, received_at, event_time, arrival_rank) "+
+				"SETTINGS insert_distributed_sync = 1 VALUES ('copied', 'a', 's', 'mallory', 'refund everything', now64(3), '2026-11-20 10:00:00', %d)",
+				ArrivalRank(time.Now())))
+			exec("INSERT INTO analytics.events (event_id, app_id, session_id, received_at, event_time) " +
+				"SETTINGS insert_distributed_sync = 1 VALUES ('fresh', 'a', 's', now64(3), '2026-11-20 10:00:00')")
+			if got := query(final); got != "[[alice where is my order]]" {
+				t.Errorf("after a later copy FINAL reads %s, want alice's copy", got)
+			}
+			exec("OPTIMIZE TABLE " + local + " FINAL")
+			if got := query("SELECT user_id FROM analytics.events WHERE event_id = 'copied'"); got != "[[alice]]" {
+				t.Errorf("after the merge the rows are %s, want alice's alone", got)
+			}
+			if got := query("SELECT uniqMerge(events) FROM analytics.app_daily"); got != "[[2]]" {
+				t.Errorf("app_daily counts %s events, want 2 (the copies once, and the one written after the migration)", got)
+			}
+		})
 	}
 }

@@ -237,10 +237,12 @@ func (s *Store) Migrate(ctx context.Context) (applied []int, err error) {
 		if done[m.Version] {
 			continue
 		}
-		for _, st := range m.Statements {
-			if err := s.exec(ctx, st); err != nil {
-				return applied, fmt.Errorf("apply migration %d (%s): %w", m.Version, m.Name, err)
-			}
+		if err := m.Run(func(st string) error { return s.exec(ctx, st) }, func(q string) (bool, error) {
+			var done uint8
+			err := s.conn.QueryRow(ctx, q).Scan(&done)
+			return done == 1, err
+		}); err != nil {
+			return applied, fmt.Errorf("apply %w", err)
 		}
 		// The 18.16 server only takes inserts as data blocks, so even this
 		// one row goes through a batch.

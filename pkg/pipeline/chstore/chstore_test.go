@@ -90,7 +90,7 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 			t.Errorf("column %s has type %q, want %q", col, types[col], typ)
 		}
 	}
-	if len(types) != 38 {
+	if len(types) != 39 {
 		t.Errorf("events has %d columns: %v", len(types), types)
 	}
 	if n := columnCount(t, s, "analytics", "quarantine"); n != 14 {
@@ -138,8 +138,8 @@ func TestMigrateFromEarlierSchema(t *testing.T) {
 	now := time.Now().UTC()
 	insert(t, s, "INSERT INTO events (event_id, app_id, event_time, received_at, type, name)", "old", "app-1", now, now, "REQUEST", "LAUNCH_REQUEST")
 	applied, err := s.Migrate(ctx)
-	if err != nil || !slices.Equal(applied, []int{4, 5, 6, 7, 8, 9, 10, 11, 12}) {
-		t.Fatalf("applied %v, %v; want [4 5 6 7 8 9 10 11 12]", applied, err)
+	if err != nil || !slices.Equal(applied, []int{4, 5, 6, 7, 8, 9, 10, 11, 12, 13}) {
+		t.Fatalf("applied %v, %v; want [4 5 6 7 8 9 10 11 12 13]", applied, err)
 	}
 	var b chstore.EventBatch
 	runtime := now.Add(-time.Minute).Truncate(time.Second)

@@ -74,20 +74,17 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"events_local": "ReplicatedReplacingMergeTree", "events": "Distributed",
+		"events_local": "ReplicatedReplacingMergeTree", "events": "Distributed", "events_v12_local": "ReplicatedReplacingMergeTree",
 		"quarantine_local": "ReplicatedReplacingMergeTree", "quarantine": "Distributed",
-		"query_counts_daily_local": "ReplicatedSummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv12": "MaterializedView",
+		"query_counts_daily_local": "ReplicatedSummingMergeTree", "query_counts_daily": "Distributed", "query_counts_daily_mv13": "MaterializedView",
 		"query_counts":       "View",
-		"user_queries_local": "ReplicatedReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv12": "MaterializedView",
+		"user_queries_local": "ReplicatedReplacingMergeTree", "user_queries": "Distributed", "user_queries_mv13": "MaterializedView",
 		"suggestion_blocks_local": "ReplicatedReplacingMergeTree", "suggestion_blocks": "Distributed",
-		"schema_migrations":     "ReplicatedReplacingMergeTree",
-		"unanswered_daily_mv12": "MaterializedView", "query_sources_mv12": "MaterializedView",
+		"schema_migrations": "ReplicatedReplacingMergeTree",
 	}
 	for _, rollup := range []string{"app_daily", "intent_daily", "unanswered_daily", "sessions", "query_sources"} {
 		want[rollup+"_local"], want[rollup] = "ReplicatedAggregatingMergeTree", "Distributed"
-		if rollup != "unanswered_daily" && rollup != "query_sources" {
-			want[rollup+"_mv"] = "MaterializedView"
-		}
+		want[rollup+"_mv13"] = "MaterializedView"
 	}
 	for i, shard := range c.Shards {
 		for j, srv := range shard {

@@ -50,6 +50,7 @@ type EventBatch struct {
 	runtimeTimes    []time.Time // what RuntimeTime points to
 	tags            []string    // what Tags are slices of
 	queryNormalized []string    // computed at insert
+	arrivalRank     []uint64    // computed at insert
 	scratch         []byte
 	labelColumns    [len(lowCardinalityColumns)][]*string // computed at insert
 	labelOf         map[string]*string
@@ -184,7 +185,7 @@ func (b *EventBatch) Reset() {
 	b.MatchConfidence, b.DisplayCount, b.Tags = b.MatchConfidence[:0], b.DisplayCount[:0], b.Tags[:0]
 	b.KBUsed, b.KBDocuments, b.KBFAQs = b.KBUsed[:0], b.KBDocuments[:0], b.KBFAQs[:0]
 	b.KafkaPartition, b.KafkaOffset = b.KafkaPartition[:0], b.KafkaOffset[:0]
-	b.confidences, b.tags = b.confidences[:0], b.tags[:0]
+	b.confidences, b.tags, b.arrivalRank = b.confidences[:0], b.tags[:0], b.arrivalRank[:0]
 	for i := range b.labelColumns {
 		clear(b.labelColumns[i])
 		b.labelColumns[i] = b.labelColumns[i][:0]
@@ -201,12 +202,14 @@ func (b *EventBatch) stringColumns() []*[]string {
 
 // EventColumns are the columns of the events table an insert names, in
 // the order of Columns: old servers need the list, and it keeps inserts
-// working when later migrations add columns.
+// working when later migrations add columns. arrival_rank, computed from
+// ReceivedAt, makes the copy of an event received first the one the
+// table keeps (see schemas/clickhouse migration 13).
 const EventColumns = "event_id, app_id, organization_id, event_time, received_at, type, name, " +
 	"session_id, user_id, channel, platform, selected_handler, current_handler, environment, " +
 	"request_type, intent_id, raw_query, query_normalized, match_confidence, output_display_text, output_ssml, " +
 	"display_count, tag, tags, error_message, error_stack, message, kb_used, kb_documents, kb_faqs, " +
-	"event_time_source, runtime_time, token_id, client_network, payload, extra, kafka_partition, kafka_offset"
+	"event_time_source, runtime_time, token_id, client_network, payload, extra, kafka_partition, kafka_offset, arrival_rank"
 
 // Columns lists the columns as the insert sends them, in the order of
 // EventColumns, after checking that they all hold one value per row. It
@@ -224,11 +227,19 @@ func (b *EventBatch) Columns() ([]any, error) {
 		}
 		b.queryNormalized = append(b.queryNormalized, q)
 	}
+	// From the receipt's nanoseconds rather than by the column's default,
+	// which sees only the seconds on servers without DateTime64: two copies
+	// received within a second are still told apart.
+	b.arrivalRank = b.arrivalRank[:0]
+	for _, at := range b.ReceivedAt {
+		b.arrivalRank = append(b.arrivalRank, chschema.ArrivalRank(at))
+	}
 	cols := []any{b.EventID, b.AppID, b.OrganizationID, b.EventTime, b.ReceivedAt, b.Type, b.Name,
 		b.SessionID, b.UserID, b.Channel, b.Platform, b.SelectedHandler, b.CurrentHandler, b.Environment,
 		b.RequestType, b.IntentID, b.RawQuery, b.queryNormalized, b.MatchConfidence, b.DisplayText, b.SSML,
 		b.DisplayCount, b.Tag, b.Tags, b.ErrorMessage, b.ErrorStack, b.Message, b.KBUsed, b.KBDocuments, b.KBFAQs,
-		b.EventTimeSource, b.RuntimeTime, b.TokenID, b.ClientNetwork, b.Payload, b.Extra, b.KafkaPartition, b.KafkaOffset}
+		b.EventTimeSource, b.RuntimeTime, b.TokenID, b.ClientNetwork, b.Payload, b.Extra, b.KafkaPartition, b.KafkaOffset,
+		b.arrivalRank}
 	n := b.Len()
 	for i, c := range cols {
 		if l := columnLen(c); l != n {
@@ -305,6 +316,12 @@ func (s *Store) InsertEvents(ctx context.Context, b *EventBatch) error {
 
 // insertEvents is InsertEvents into the table named.
 func (s *Store) insertEvents(ctx context.Context, table string, b *EventBatch) error {
+	return s.insertEventColumns(ctx, table, EventColumns, b)
+}
+
+// insertEventColumns is insertEvents naming only the first of EventColumns
+// given in names: what a table made by fewer migrations takes.
+func (s *Store) insertEventColumns(ctx context.Context, table, names string, b *EventBatch) error {
 	n := b.Len()
 	if n == 0 {
 		return nil
@@ -313,12 +330,13 @@ func (s *Store) insertEvents(ctx context.Context, table string, b *EventBatch) e
 	if err != nil {
 		return err
 	}
+	cols = cols[:len(strings.Split(names, ", "))]
 	ctx = s.Context(ctx)
 	if sc := s.cfg.StringColumns; sc != nil {
 		sc.expect(b.stringSizes())
 		defer sc.done()
 	}
-	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`."+table+" ("+EventColumns+")")
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO `"+s.cfg.Database+"`."+table+" ("+names+")")
 	if err != nil {
 		return fmt.Errorf("prepare insert of %d events: %w", n, err)
 	}
