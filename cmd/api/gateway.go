@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 
 	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/gateway"
@@ -32,6 +33,8 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	minGrace := fs.Duration("min-upload-grace", "GATEWAY_MIN_UPLOAD_GRACE", gateway.DefaultMinUploadGrace, "time every event batch has before -min-upload-rate counts")
 	trusted := fs.String("trusted-proxies", "GATEWAY_TRUSTED_PROXIES", "",
 		"comma-separated networks (CIDR) or addresses of the proxies in front of the gateway (a load balancer), whose X-Forwarded-For it passes on (empty: none; a client's own is dropped)")
+	source := fs.String("source-addr", "GATEWAY_SOURCE_ADDR", "",
+		"local address the gateway connects to ingest and the api from (127.0.0.2, say), so that on one host they trust that address as their proxy (TRUSTED_PROXIES) and no other local client; empty: the system picks")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,13 +49,19 @@ func runGateway(ctx context.Context, args []string, lookupEnv func(string) (stri
 	if err != nil {
 		return fmt.Errorf("gateway: -trusted-proxies (GATEWAY_TRUSTED_PROXIES): %w", err)
 	}
+	var sourceAddr netip.Addr
+	if *source != "" {
+		if sourceAddr, err = netip.ParseAddr(*source); err != nil {
+			return fmt.Errorf("gateway: -source-addr (GATEWAY_SOURCE_ADDR) %q: want an IP address of this host, such as 127.0.0.2: %w", *source, err)
+		}
+	}
 	pace := httpserve.MinUploadRate{Rate: *minRate, Grace: *minGrace}
 	if pace.Rate <= 0 {
 		pace.Rate = -1 // the Config's zero means its default
 	}
 	g, err := gateway.New(gateway.Config{Ingest: *ingestURL, API: *apiURL, ResponseTimeout: *respTimeout,
 		ShutdownTimeout: settings.ShutdownTimeout, CORS: settings.CORS, HTTP: settings.HTTP, MinUploadRate: pace,
-		TrustedProxies: trustedProxies}, settings.Log)
+		TrustedProxies: trustedProxies, SourceAddr: sourceAddr}, settings.Log)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ type liveStack struct {
 	broker          *devbroker.Broker
 	api, gateway    string
 	tokens          map[string]string
+	db              string
 	stopAPI         func() (code int, took time.Duration)
 	apiLogs, gwLogs *childproc.Output
 }
@@ -54,10 +55,11 @@ func startLiveStack(ctx context.Context, t *testing.T) *liveStack {
 		}
 		return strings.TrimSpace(out.String())
 	}
-	s := &liveStack{tokens: map[string]string{}}
+	s := &liveStack{tokens: map[string]string{}, db: db}
 	s.tokens["runtimeA"] = admin("demo", "--quiet")
 	s.tokens["manageA"] = admin("demo", "--quiet", "--management")
 	s.tokens["readerA"] = admin("token", "create", "--app", "demo-app", "--scopes", "events:read", "--quiet")
+	s.tokens["revokedA"] = admin("token", "create", "--app", "demo-app", "--scopes", "events:read,content:read", "--quiet")
 	s.tokens["orgA"] = admin("token", "create", "--org", "demo-org", "--scopes", "events:read,content:read", "--quiet")
 	admin("org", "create", "--name", "B", "--id", "org-b")
 	admin("app", "create", "--org", "org-b", "--name", "B", "--id", "app-b")
@@ -82,7 +84,7 @@ func startLiveStack(ctx context.Context, t *testing.T) *liveStack {
 	s.apiLogs, s.gwLogs = &childproc.Output{}, &childproc.Output{}
 	apiEnv := map[string]string{"CONTENT_DB": db, "API_ADDR": s.api, "KAFKA_BROKERS": s.broker.Addr(), "RATE_LIMIT_RPS": "0",
 		"ENCODER_DIR": "off", "WORDNET_DIR": "off", "LIVE_EVENTS_PER_SECOND": "100000", "LIVE_SUMMARY_INTERVAL": "300ms",
-		"LIVE_HEARTBEAT_INTERVAL": "200ms", "LIVE_MAX_WATCHERS_PER_APP": "4"}
+		"LIVE_HEARTBEAT_INTERVAL": "200ms", "LIVE_MAX_WATCHERS_PER_APP": "4", "TOKEN_CACHE_TTL": liveTokenTTL.String()}
 	apiCtx, cancelAPI := context.WithCancel(context.Background())
 	apiDone := make(chan int, 1)
 	go func() { apiDone <- run(apiCtx, []string{"serve"}, lookupIn(apiEnv), s.apiLogs, s.apiLogs) }()
@@ -122,6 +124,10 @@ func startLiveStack(ctx context.Context, t *testing.T) *liveStack {
 	})
 	return s
 }
+
+// liveTokenTTL is the api's TOKEN_CACHE_TTL in the live stack: how long
+// after its revocation a token may still be accepted.
+const liveTokenTTL = 2 * time.Second
 
 func lookupIn(env map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
@@ -304,6 +310,7 @@ func TestLiveEvents(t *testing.T) {
 			got[ev.EventID] = true
 		}
 	})
+	t.Run("a revoked token's stream ends when its requests are refused", func(t *testing.T) { checkRevokedStreamEnds(ctx, t, s) })
 	t.Run("the api's shutdown ends every stream with a message", func(t *testing.T) {
 		viaGateway := s.watch(t, "readerA", "")
 		direct, err := livewatch.Open(ctx, "http://"+s.api+livehttp.Path, s.tokens["readerB"], 1000)
@@ -422,5 +429,51 @@ func checkLiveRefusals(t *testing.T, s *liveStack) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<title>Live events") || resp.Header.Get("Content-Security-Policy") != livehttp.PageCSP {
 		t.Errorf("the page through the gateway: %d, CSP %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
+	}
+}
+
+// checkRevokedStreamEnds revokes a token that watches a stream and reads
+// content: the stream ends, with the reason token, within a second of the
+// time its requests are refused, and both within TOKEN_CACHE_TTL and a
+// second of the revocation.
+func checkRevokedStreamEnds(ctx context.Context, t *testing.T, s *liveStack) {
+	const slack = time.Second + 500*time.Millisecond
+	st := s.watch(t, "revokedA", "")
+	token := s.tokens["revokedA"]
+	get := func() int { return status(ctx, "http://"+s.gateway+"/cms/app", token) }
+	if code := get(); code != http.StatusOK {
+		t.Fatalf("GET /cms/app with the token before its revocation: %d", code)
+	}
+	var out, errs bytes.Buffer
+	revoked := time.Now()
+	if code := run(ctx, []string{"-content-db", s.db, "token", "revoke", token[len("cms_") : len("cms_")+16]}, noEnv, &out, &errs); code != 0 {
+		t.Fatalf("token revoke: exit %d: %s", code, errs.String())
+	}
+	restRefused := make(chan time.Duration, 1)
+	go func() {
+		for time.Since(revoked) < liveTokenTTL+10*time.Second {
+			if get() == http.StatusUnauthorized {
+				restRefused <- time.Since(revoked)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		restRefused <- -1
+	}()
+	m, err := st.Skip("end", liveTokenTTL+10*time.Second, "event", "state", "summary")
+	streamEnded := time.Since(revoked)
+	if err != nil {
+		t.Fatalf("the stream %v after the revocation: %v", streamEnded, err)
+	}
+	if !strings.Contains(m.Data, `"reason":"token"`) {
+		t.Errorf("end %s, want the token's", m.Data)
+	}
+	rest := <-restRefused
+	t.Logf("revoked: requests refused after %v, the stream ended after %v (TOKEN_CACHE_TTL %v)", rest, streamEnded, liveTokenTTL)
+	if rest < 0 {
+		t.Fatalf("requests with the token were never refused")
+	}
+	if streamEnded > liveTokenTTL+slack || streamEnded > rest+slack {
+		t.Errorf("the stream ended %v after the revocation, requests were refused after %v: want within %v of both, TOKEN_CACHE_TTL %v", streamEnded, rest, slack, liveTokenTTL)
 	}
 }

@@ -84,6 +84,7 @@ Tokens of app demo-app (organization demo-org):
     reads content and sends events, nothing more: what a runtime, and a web page, may carry
   management token  %s
     also changes content (GraphQL mutations) and reads events back: keep it secret
+  %s
 
 Send events:
   curl -X PUT %s/cms/app/events -H 'Authorization: Bearer %s' \
@@ -110,7 +111,7 @@ Change content (needs the management token):
 
 `, one, st.Broker, st.BrokerData, st.ClickHouse, st.ClickHouseDir, op(st.APIOperator), op(st.APIOperator),
 		base, base, op(st.IngestOperator), op(st.IngestOperator), st.Consumer, op(st.ConsumerOperator), op(st.ConsumerOperator),
-		apiBase, apiBase, op(st.APIOperator), op(st.APIOperator), one, one, op(st.GatewayOperator), op(st.GatewayOperator), st.DB, *demoContent, st.Token, st.ManagementToken, one, st.Token, st.Token, one, one, st.ManagementToken, one, st.Token, one, st.Token, *clickhousePort, one, st.ManagementToken)
+		apiBase, apiBase, op(st.APIOperator), op(st.APIOperator), one, one, op(st.GatewayOperator), op(st.GatewayOperator), st.DB, *demoContent, st.Token, st.ManagementToken, st.Warning, one, st.Token, st.Token, one, one, st.ManagementToken, one, st.Token, one, st.Token, *clickhousePort, one, st.ManagementToken)
 
 	if st.Notice != "" {
 		fmt.Printf("stack: %s\n\n", st.Notice)

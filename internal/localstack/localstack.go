@@ -55,6 +55,18 @@ type Options struct {
 	ContentDB string
 }
 
+// GatewaySourceAddr is the loopback address the gateway connects to
+// ingest and the api from, and the one proxy they trust: every client of
+// the stack is on this host, so trusting loopback would let any of them
+// name its own network in X-Forwarded-For.
+const GatewaySourceAddr = "127.0.0.2"
+
+// TokenWarning says what the demo's runtime token lets anyone holding it
+// do on this stack, whose suggestions need one source only.
+const TokenWarning = "The local stack suggests HISTORICAL queries from one source (HISTORY_MIN_SOURCES=1): " +
+	"anyone with the runtime token, which a web page carries, can plant a suggestion shown to every user. " +
+	"Production keeps the default, 5 distinct client networks; never expose this stack with that setting."
+
 // Stack is a running local stack. Addresses are host:port on loopback.
 // Token is demo-app's runtime token (content:read, events:write: what a
 // web page may carry); ManagementToken also writes content and reads
@@ -63,7 +75,9 @@ type Stack struct {
 	Dir, DB, Token, ManagementToken string
 	// Notice says in one line what could not be installed without root
 	// and how to install it; empty when nothing is missing.
-	Notice                         string
+	Notice string
+	// Warning is TokenWarning, to print beside the tokens.
+	Warning                        string
 	Broker, ClickHouse             string
 	Ingest, Consumer, API, Gateway string
 	// Operator addresses, by service: where /metrics, /debug/pprof/
@@ -198,7 +212,7 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("locate %s: %w", o.Dir, err)
 	}
-	s := &Stack{Dir: abs, DB: filepath.Join(abs, "cms.db"), exited: make(chan string, 4),
+	s := &Stack{Dir: abs, DB: filepath.Join(abs, "cms.db"), exited: make(chan string, 4), Warning: TokenWarning,
 		BrokerData: filepath.Join(abs, "kafka"), ClickHouseDir: filepath.Join(abs, "clickhouse")}
 	defer func() {
 		if err != nil {
@@ -288,15 +302,17 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		name, bin, addr, operator string
 		args, env                 []string
 	}{
-		// The gateway on loopback is ingest's trusted proxy (the default),
-		// and every client of the stack is on this host, one network: the
-		// api suggests what enough users asked from it.
+		// The gateway, connecting from an address of its own, is the one
+		// proxy ingest and the api trust; every client of the stack is on
+		// this host, one network, so the api suggests what enough users
+		// asked from it (HISTORY_MIN_SOURCES=1; see TokenWarning).
 		{IngestName, "ingest", s.Ingest, s.IngestOperator, nil, []string{"INGEST_ADDR=" + s.Ingest, "KAFKA_BROKERS=" + s.Broker, "CONTENT_DB=" + s.DB,
-			"TRUSTED_PROXIES=127.0.0.0/8,::1/128"}},
+			"TRUSTED_PROXIES=" + GatewaySourceAddr}},
 		{ConsumerName, "consumer", s.Consumer, s.ConsumerOperator, nil, []string{"CONSUMER_ADDR=" + s.Consumer, "KAFKA_BROKERS=" + s.Broker, "CLICKHOUSE_ADDR=" + s.ClickHouse}},
 		{APIName, "api", s.API, s.APIOperator, []string{"serve"}, append([]string{"API_ADDR=" + s.API, "CONTENT_DB=" + s.DB, "CLICKHOUSE_ADDR=" + s.ClickHouse, "STATUS_SOURCES=" + sources,
-			"HISTORY_MIN_SOURCES=1", "KAFKA_BROKERS=" + s.Broker}, apiEnv...)},
-		{GatewayName, "api", s.Gateway, s.GatewayOperator, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API}},
+			"HISTORY_MIN_SOURCES=1", "KAFKA_BROKERS=" + s.Broker, "TRUSTED_PROXIES=" + GatewaySourceAddr}, apiEnv...)},
+		{GatewayName, "api", s.Gateway, s.GatewayOperator, []string{"gateway"}, []string{"GATEWAY_ADDR=" + s.Gateway, "INGEST_URL=http://" + s.Ingest, "API_URL=http://" + s.API,
+			"GATEWAY_SOURCE_ADDR=" + GatewaySourceAddr}},
 	} {
 		svc.env = append(svc.env, "OPERATOR_ADDR="+svc.operator)
 		sv := &service{stack: s, name: svc.name, readyURL: "http://" + svc.addr + "/readyz", timeout: o.ReadyTimeout, newCmd: func() *exec.Cmd {

@@ -144,7 +144,13 @@ type Authenticator struct {
 	// holds when tokens last authenticated, which it exempts.
 	failures *ratelimit.Limiter
 
+	// lister, when the store can list tokens, tells which IDs exist, so
+	// that a network past its bound is refused only tokens of IDs the
+	// store does not have (see knownID).
+	lister tokenLister
+
 	mu       sync.Mutex
+	known    knownIDs
 	tokens   map[string]cached[content.Token]
 	good     map[string]time.Time
 	apps     map[string]cached[content.App]
@@ -184,6 +190,19 @@ type Options struct {
 	FailureBurst int
 }
 
+// tokenLister lists the store's tokens; the content stores do.
+type tokenLister interface {
+	ListTokens(ctx context.Context, f content.TokenFilter) ([]content.Token, error)
+}
+
+// knownIDs are the token IDs the store had when last listed.
+type knownIDs struct {
+	ids    map[string]struct{}
+	listed time.Time
+	// listing is the listing under way, if any.
+	listing *lookup
+}
+
 // Defaults of the failed authentications one client network may make.
 const (
 	DefaultFailureRate  = 1
@@ -201,8 +220,10 @@ func NewAuthenticator(store Store, o Options) (*Authenticator, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	lister, _ := store.(tokenLister)
 	return &Authenticator{
 		store:    store,
+		lister:   lister,
 		ttl:      o.CacheTTL,
 		grace:    max(o.OutageGrace, 0),
 		now:      o.Now,
@@ -328,40 +349,156 @@ func (a *Authenticator) Authenticate(ctx context.Context, h http.Header) (Princi
 	// guesses cannot all pass, and gives it back when it was no guess.
 	// Tokens cached, or good within recentlyGood, are exempt, so that
 	// others behind the same network go on.
+	//
+	// Past the bound, a token is still checked when the store has its ID
+	// (known from a listing of the store's IDs, made at most once every
+	// knownIDsRefresh): what the bound is for, lookups of IDs nobody
+	// issued, is refused from memory, while a valid token is not refused
+	// for what others behind its network did.
 	network := clientNetwork(ctx)
+	limited := network != "" && a.failures != nil
+	wasCached := a.cachedToken(id)
 	counted := false
-	if network != "" && a.failures != nil && !a.cachedToken(id) && !a.recentlyGood(id) {
+	var throttled *Error
+	if limited && !wasCached && !a.recentlyGood(id) {
 		ok, wait := a.failures.Allow(network)
-		if !ok {
-			return Principal{}, &Error{Kind: Throttled, RetryAfter: wait,
-				Message: "too many failed authentications from this network; retry after the time in Retry-After"}
+		if ok {
+			counted = true
+		} else {
+			throttled = throttledError(wait)
+			known, next := a.knownID(ctx, id)
+			if !known {
+				throttled.RetryAfter = max(wait, next)
+				return Principal{}, throttled
+			}
 		}
-		counted = true
 	}
-	tok, found, err := getCached(ctx, a, a.tokens, "t:"+id, id, a.store.Token)
+	tok, found, err := getCached(ctx, a, a.tokens, "t:"+id, id, a.store.Token, false)
 	if err != nil {
 		if counted {
 			a.failures.Refund(network)
 		}
 		return Principal{}, &Error{Kind: Unavailable, Message: "token store unavailable", Err: err}
 	}
-	// The hash comparison runs even for unknown IDs so that timing does not
-	// tell a known ID from an unknown one.
-	stored := tok.Hash
-	if !found {
-		stored = make([]byte, 32)
+	matches := tokenMatches(tok, found, raw)
+	if !matches && wasCached && throttled == nil {
+		// Refused from the cache, which holds the IDs others use: every
+		// refusal asks the store, or its time would tell an ID in use
+		// from one nobody issued. It is a failure like any other,
+		// counted before the lookup runs.
+		if limited && !counted {
+			ok, wait := a.failures.Allow(network)
+			if !ok {
+				return Principal{}, throttledError(wait)
+			}
+			counted = true
+		}
+		tok, found, err = getCached(ctx, a, a.tokens, "t:"+id, id, a.store.Token, true)
+		if err != nil {
+			if counted {
+				a.failures.Refund(network)
+			}
+			return Principal{}, &Error{Kind: Unavailable, Message: "token store unavailable", Err: err}
+		}
+		matches = tokenMatches(tok, found, raw)
 	}
-	matches := HashMatches(stored, raw) && found
 	if counted && matches {
 		// A real token, if maybe revoked: a page that still carries one
 		// is not guessing.
 		a.failures.Refund(network)
+	}
+	if !matches && throttled != nil {
+		return Principal{}, throttled
 	}
 	if !matches || tok.Revoked() {
 		return Principal{}, unauthorized()
 	}
 	a.markGood(id)
 	return Principal{TokenID: tok.ID, OrganizationID: tok.OrganizationID, AppID: tok.AppID, Scopes: tok.Scopes}, nil
+}
+
+// throttledError is the answer to a network past its bound on failures.
+func throttledError(wait time.Duration) *Error {
+	return &Error{Kind: Throttled, RetryAfter: wait,
+		Message: "too many failed authentications from this network; retry after the time in Retry-After"}
+}
+
+// tokenMatches reports whether raw is the token found. The hash
+// comparison runs even for unknown IDs so that timing does not tell a
+// known ID from an unknown one.
+func tokenMatches(tok content.Token, found bool, raw string) bool {
+	stored := tok.Hash
+	if !found {
+		stored = make([]byte, 32)
+	}
+	return HashMatches(stored, raw) && found
+}
+
+// knownIDsRefresh is how often, at most, the store's token IDs are
+// listed for networks past their bound: one listing a second for the
+// process, however many guesses arrive.
+const knownIDsRefresh = time.Second
+
+// knownID reports whether the store has a token of id, by a listing of
+// its IDs at most knownIDsRefresh old; when it does not, next is how long
+// until a new listing may show a token made since. Without a store that
+// lists tokens, no ID is known.
+func (a *Authenticator) knownID(ctx context.Context, id string) (known bool, next time.Duration) {
+	if a.lister == nil {
+		return false, 0
+	}
+	for {
+		a.mu.Lock()
+		if _, ok := a.known.ids[id]; ok {
+			a.mu.Unlock()
+			return true, 0
+		}
+		age := a.now().Sub(a.known.listed)
+		if a.known.ids != nil && age < knownIDsRefresh {
+			a.mu.Unlock()
+			return false, knownIDsRefresh - age
+		}
+		l := a.known.listing
+		if l == nil {
+			l = &lookup{done: make(chan struct{})}
+			a.known.listing = l
+			go a.listIDs(context.WithoutCancel(ctx), l)
+		}
+		a.mu.Unlock()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return false, knownIDsRefresh
+		}
+		if l.err != nil {
+			return false, knownIDsRefresh
+		}
+	}
+}
+
+// listIDs lists the store's token IDs into a.known, then ends l. A failed
+// listing counts as one, so that an outage is not asked again at once.
+func (a *Authenticator) listIDs(ctx context.Context, l *lookup) {
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	toks, err := a.lister.ListTokens(ctx, content.TokenFilter{})
+	a.mu.Lock()
+	a.known.listing = nil
+	a.known.listed = a.now()
+	if err == nil {
+		ids := make(map[string]struct{}, len(toks))
+		for _, t := range toks {
+			ids[t.ID] = struct{}{}
+		}
+		a.known.ids = ids
+	} else {
+		l.err = fmt.Errorf("list token IDs: %w", err)
+		if a.known.ids == nil {
+			a.known.ids = map[string]struct{}{}
+		}
+	}
+	a.mu.Unlock()
+	close(l.done)
 }
 
 // Resolve decides which app a request acts for. An app token acts for its
@@ -389,7 +526,7 @@ func (a *Authenticator) Resolve(ctx context.Context, p Principal, appIDParam str
 		// outright, and the negative cache must not hold long keys.
 		return Target{}, &Error{Kind: Forbidden, Message: "appId is not an app of this token's organization"}
 	}
-	app, found, err := getCached(ctx, a, a.apps, "a:"+appIDParam, appIDParam, a.store.App)
+	app, found, err := getCached(ctx, a, a.apps, "a:"+appIDParam, appIDParam, a.store.App, false)
 	if err != nil {
 		return Target{}, &Error{Kind: Unavailable, Message: "content store unavailable", Err: err}
 	}
@@ -432,13 +569,14 @@ const lookupTimeout = 5 * time.Second
 // cached within the TTL plus the outage grace is used, so that callers
 // known a moment ago are not turned away for the length of an outage;
 // such a lookup is also used when a new one is slower than staleWait.
-func getCached[T any](ctx context.Context, a *Authenticator, m map[string]cached[T], key, id string, load func(context.Context, string) (T, error)) (T, bool, error) {
+// With reload, the store is asked even when a fresh lookup is cached.
+func getCached[T any](ctx context.Context, a *Authenticator, m map[string]cached[T], key, id string, load func(context.Context, string) (T, error), reload bool) (T, bool, error) {
 	var zero T
 	for {
 		a.mu.Lock()
 		c, ok := m[id]
 		age := a.now().Sub(c.fetched)
-		if ok && age < a.ttl {
+		if ok && age < a.ttl && !reload {
 			a.mu.Unlock()
 			return c.val, c.found, nil
 		}
@@ -468,6 +606,7 @@ func getCached[T any](ctx context.Context, a *Authenticator, m map[string]cached
 			return zero, false, l.err
 		}
 		// The entry is fresh now.
+		reload = false
 	}
 }
 

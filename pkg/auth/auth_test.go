@@ -206,7 +206,10 @@ func TestAuthenticateCachesAndRevokes(t *testing.T) {
 		t.Errorf("revoked token after TTL: %v", err)
 	}
 
-	// Unknown IDs are cached too, and a wrong secret for a known ID fails.
+	// Every refusal asks the store, cached or not, so that how soon a
+	// token is refused does not tell whether its ID is in use (the bound
+	// on a network's failures bounds these lookups); a wrong secret for
+	// a known ID fails.
 	unknown, _, _ := NewToken()
 	before := s.calls.Load()
 	for range 10 {
@@ -214,8 +217,8 @@ func TestAuthenticateCachesAndRevokes(t *testing.T) {
 			t.Fatal("unknown token accepted")
 		}
 	}
-	if n := s.calls.Load() - before; n != 1 {
-		t.Errorf("%d lookups for 10 requests with one unknown token, want 1", n)
+	if n := s.calls.Load() - before; n != 10 {
+		t.Errorf("%d lookups for 10 requests with one unknown token, want 10", n)
 	}
 	orgTok := toks["org"]
 	forged := orgTok[:len(orgTok)-4] + "AAAA"
@@ -633,5 +636,112 @@ func TestFailuresOfANetworkNotGuesses(t *testing.T) {
 	clock = clock.Add(time.Hour)
 	if p, err := a.Authenticate(ctx, header(toks["org"])); err != nil || p.OrganizationID != "o1" {
 		t.Errorf("a token good an hour ago: %+v, %v", p, err)
+	}
+}
+
+// listingStore is a store that can list its tokens, as the content
+// stores can; lists counts the listings.
+type listingStore struct {
+	*fakeStore
+	lists atomic.Int32
+}
+
+func (s *listingStore) ListTokens(ctx context.Context, f content.TokenFilter) ([]content.Token, error) {
+	s.lists.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []content.Token
+	for _, t := range s.tokens {
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// TestOthersFailuresDoNotRefuseAValidToken: someone behind the same
+// network spends its budget on guesses; a valid token that network has
+// not used before still works, one made after the flood began within a
+// second, while the guesses go on being refused without a lookup and
+// the store's IDs are listed at most once a second however many come.
+func TestOthersFailuresDoNotRefuseAValidToken(t *testing.T) {
+	fs, toks := newFixture(t)
+	s := &listingStore{fakeStore: fs}
+	clock := time.Unix(0, 0)
+	a, err := NewAuthenticator(s, Options{FailureRate: 1, FailureBurst: 5, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := WithClientNetwork(t.Context(), "203.0.113.0/24")
+	guess := func(i int) error {
+		_, err := a.Authenticate(ctx, header(fmt.Sprintf("cms_%016x_%s", i+1, strings.Repeat("A", 43))))
+		return err
+	}
+	kind := func(err error) Kind {
+		var ae *Error
+		if !errors.As(err, &ae) {
+			return 0
+		}
+		return ae.Kind
+	}
+	for i := range 5 {
+		if k := kind(guess(i)); k != Unauthenticated {
+			t.Fatalf("guess %d: %s, want unauthenticated", i, k)
+		}
+	}
+	lookups := fs.calls.Load()
+	for i := 5; i < 200; i++ {
+		if k := kind(guess(i)); k != Throttled {
+			t.Fatalf("guess %d: %s, want throttled", i, k)
+		}
+	}
+	if got := fs.calls.Load() - lookups; got != 0 {
+		t.Errorf("%d lookups for 195 guesses past the burst, want none", got)
+	}
+	if got := s.lists.Load(); got != 1 {
+		t.Errorf("%d listings of the store's IDs within a second, want 1", got)
+	}
+
+	// A valid token, never used here, from the throttled network.
+	if p, err := a.Authenticate(ctx, header(toks["app"])); err != nil || p.AppID != "a1" {
+		t.Errorf("a valid token from the throttled network: %+v, %v", p, err)
+	}
+	// A known ID with a wrong secret is still a failure, answered 429.
+	wrong := toks["org"][:len(toks["org"])-1] + map[bool]string{true: "B", false: "A"}[strings.HasSuffix(toks["org"], "A")]
+	if k := kind(func() error { _, err := a.Authenticate(ctx, header(wrong)); return err }()); k != Throttled {
+		t.Errorf("a known ID's wrong secret past the bound: %s, want throttled", k)
+	}
+	// A token made after the listing: refused until a new listing may be
+	// made, which Retry-After says; then it works.
+	fresh, id, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.mu.Lock()
+	fs.tokens[id] = content.Token{Scopes: content.RuntimeScopes, ID: id, Hash: HashToken(fresh), OrganizationID: "o1", AppID: "a2"}
+	fs.mu.Unlock()
+	var ae *Error
+	if _, err := a.Authenticate(ctx, header(fresh)); !errors.As(err, &ae) || ae.Kind != Throttled || ae.RetryAfter <= 0 || ae.RetryAfter > time.Second {
+		t.Fatalf("a token made after the listing: %v, want throttled for at most a second", err)
+	}
+	clock = clock.Add(ae.RetryAfter)
+	// The second's one failure goes to a guess, so the network is past
+	// its bound still.
+	if k := kind(guess(999)); k != Unauthenticated {
+		t.Fatalf("the guess a second later: %s, want unauthenticated", k)
+	}
+	if p, err := a.Authenticate(ctx, header(fresh)); err != nil || p.AppID != "a2" {
+		t.Errorf("the new token after Retry-After: %+v, %v", p, err)
+	}
+	if got := s.lists.Load(); got != 2 {
+		t.Errorf("%d listings, want 2", got)
+	}
+	// The guesses go on costing nothing.
+	lookups = fs.calls.Load()
+	for i := 1000; i < 1100; i++ {
+		if k := kind(guess(i)); k != Throttled {
+			t.Fatalf("guess %d: %s, want throttled", i, k)
+		}
+	}
+	if got, lists := fs.calls.Load()-lookups, s.lists.Load(); got != 0 || lists != 2 {
+		t.Errorf("%d lookups and %d listings for 100 more guesses, want none and 2", got, lists)
 	}
 }

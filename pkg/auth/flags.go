@@ -13,7 +13,7 @@ type FailureFlags struct {
 func DefineFailureFlags(fs *envflag.Set) FailureFlags {
 	return FailureFlags{
 		rate: fs.Float64("auth-failure-rate", "AUTH_FAILURE_RATE", DefaultFailureRate,
-			"failed authentications a second one client network may make once its burst is spent; past it, tokens not cached are answered 429 without a lookup (0: no bound)"),
+			"failed authentications a second one client network may make once its burst is spent; past it, tokens of IDs the store does not have are answered 429 without a lookup, and valid tokens still work (0: no bound)"),
 		burst: fs.Int("auth-failure-burst", "AUTH_FAILURE_BURST", DefaultFailureBurst, "failed authentications one client network may make at once"),
 	}
 }

@@ -47,12 +47,13 @@ func medianNanos(rounds, batch int, checks map[string]func()) map[string]float64
 // TestTokenCheckTimeDoesNotDependOnTheMatchedPrefix checks wrong tokens
 // that share all but the last character with a real one against wrong
 // tokens that share only the public ID, and tokens of an ID that does not
-// exist: digests are compared, in constant time, so how much of a guess
-// is right must not show in the time it takes to refuse it. The bound is
-// loose (the machine is shared and noisy); what it catches is a path that
-// does more or less work, such as skipping the hash for unknown IDs or a
-// store query for some tokens only. A control shows the measurement does
-// resolve a skipped hash: malformed tokens are refused before hashing.
+// exist: digests are compared, in constant time, and every refusal asks
+// the store once, so how much of a guess is right must not show in the
+// time it takes to refuse it. The bound is loose (the machine is shared
+// and noisy); what it catches is a path that does more or less work, such
+// as skipping the hash for unknown IDs or a store query for some tokens
+// only. A control shows the measurement does resolve a skipped hash:
+// malformed tokens are refused before hashing.
 func TestTokenCheckTimeDoesNotDependOnTheMatchedPrefix(t *testing.T) {
 	s, toks := newFixture(t)
 	real := toks["app"]
@@ -96,9 +97,12 @@ func TestTokenCheckTimeDoesNotDependOnTheMatchedPrefix(t *testing.T) {
 		check() // fills the cache: the measurement compares cached paths
 	}
 	calls := s.calls.Load()
-	med := medianNanos(400, 200, checks)
-	if s.calls.Load() != calls {
-		t.Fatalf("the store was queried during the measurement (%d calls); the paths compared are not the cached ones", s.calls.Load()-calls)
+	const rounds, batch = 400, 200
+	med := medianNanos(rounds, batch, checks)
+	// Every refusal of a well-formed token asks the store once (a
+	// malformed one never does): the same work on every path.
+	if got, want := s.calls.Load()-calls, int32(3*rounds*batch); got != want {
+		t.Fatalf("%d store lookups during the measurement, want %d, one for each refusal of a well-formed token", got, want)
 	}
 	t.Logf("median per check: near miss %.0f ns, far miss %.0f ns, unknown ID %.0f ns, malformed (no hash) %.0f ns",
 		med["near"], med["far"], med["unknown id"], med["malformed"])
@@ -122,6 +126,70 @@ func TestTokenCheckTimeDoesNotDependOnTheMatchedPrefix(t *testing.T) {
 	t.Logf("HashMatches median: near miss %.0f ns, far miss %.0f ns", hm["near"], hm["far"])
 	if r := max(hm["near"], hm["far"]) / min(hm["near"], hm["far"]); r > bound {
 		t.Errorf("HashMatches: near %.0f ns vs far %.0f ns, ratio %.2f over %.1f", hm["near"], hm["far"], r, bound)
+	}
+}
+
+// slowStore takes delay for every token lookup, as a database does.
+type slowStore struct {
+	*fakeStore
+	delay time.Duration
+}
+
+func (s *slowStore) Token(ctx context.Context, id string) (content.Token, error) {
+	time.Sleep(s.delay)
+	return s.fakeStore.Token(ctx, id)
+}
+
+// TestRefusalTimeDoesNotTellALookup: a token of an ID nobody issued is
+// new each time, so not cached; a known ID with a wrong secret is cached
+// (others use it). Each refusal asks the store alike, so the time does
+// not tell which IDs exist or are in use. A control shows the
+// measurement resolves a lookup: the good token, cached, is accepted
+// without one.
+func TestRefusalTimeDoesNotTellALookup(t *testing.T) {
+	fs, toks := newFixture(t)
+	s := &slowStore{fakeStore: fs, delay: 300 * time.Microsecond}
+	real := toks["app"]
+	wrong := real[:len(real)-1] + map[bool]string{true: "B", false: "A"}[strings.HasSuffix(real, "A")]
+	a, err := NewAuthenticator(s, Options{CacheTTL: MaxCacheTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	good := http.Header{"Authorization": {"Bearer " + real}}
+	if _, err := a.Authenticate(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	calls := fs.calls.Load()
+	const rounds, batch = 100, 2
+	med := medianNanos(rounds, batch, map[string]func(){
+		"unknown": func() {
+			other, _, _ := NewToken() // a new ID every time
+			if _, err := a.Authenticate(ctx, http.Header{"Authorization": {"Bearer " + other}}); err == nil {
+				panic("an unknown token was accepted")
+			}
+		},
+		"known": func() {
+			if _, err := a.Authenticate(ctx, http.Header{"Authorization": {"Bearer " + wrong}}); err == nil {
+				panic("a wrong secret was accepted")
+			}
+		},
+		"good": func() {
+			if _, err := a.Authenticate(ctx, good); err != nil {
+				panic(err)
+			}
+		},
+	})
+	u, k, g := med["unknown"], med["known"], med["good"]
+	t.Logf("median: unknown ID %.0f µs, known ID with a wrong secret %.0f µs, the good token (cached) %.0f µs", u/1e3, k/1e3, g/1e3)
+	if got, want := fs.calls.Load()-calls, int32(2*rounds*batch); got != want {
+		t.Errorf("%d store lookups for %d refusals, want one each", got, want)
+	}
+	if r := max(u, k) / min(u, k); r > 1.2 {
+		t.Errorf("unknown ID %.0f µs vs known ID %.0f µs: ratio %.2f over 1.2", u/1e3, k/1e3, r)
+	}
+	if k-g < float64(s.delay)/2 {
+		t.Errorf("a refusal %.0f µs, an accepted cached token %.0f µs: the lookup does not show, so the equality above shows nothing", k/1e3, g/1e3)
 	}
 }
 
@@ -167,8 +235,9 @@ func TestLookupsGoByHash(t *testing.T) {
 	s.mu.Lock()
 	looked := slices.Clone(s.ids)
 	s.mu.Unlock()
-	if len(looked) != 1 || looked[0] != id {
-		t.Errorf("store lookups by %q, want one by the public ID %q", looked, id)
+	// One lookup for the token, one for the refusal of the other secret.
+	if len(looked) != 2 || looked[0] != id || looked[1] != id {
+		t.Errorf("store lookups by %q, want two by the public ID %q", looked, id)
 	}
 	want := sha256.Sum256([]byte(tok))
 	a.mu.Lock()

@@ -12,9 +12,12 @@ import (
 )
 
 // DefaultTrusted are the peers trusted to name the client in
-// X-Forwarded-For when nothing else is configured: loopback, where the
-// local stack's gateway runs.
-const DefaultTrusted = "127.0.0.0/8,::1/128"
+// X-Forwarded-For when nothing else is configured: none. Trusting a
+// network lets every client that connects from it choose the client it
+// is counted as (loopback is every process on the host), so a
+// deployment names its proxies: the local stack's gateway connects from
+// an address of its own, compose's from a fixed one.
+const DefaultTrusted = ""
 
 // Client networks are the IPv4 /24 or IPv6 /48 holding a client's
 // address: what one household, office or mobile carrier's customers

@@ -8,7 +8,15 @@ import (
 )
 
 func TestOf(t *testing.T) {
-	loopback, err := ParseTrusted(DefaultTrusted)
+	loopback, err := ParseTrusted("127.0.0.0/8,::1/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway, err := ParseTrusted("127.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byDefault, err := ParseTrusted(DefaultTrusted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +36,10 @@ func TestOf(t *testing.T) {
 		{"not trusted, so ignored", "127.0.0.1:5000", []string{"198.51.100.1"}, nil, "127.0.0.0/24"},
 		{"the local gateway", "127.0.0.1:5000", []string{"198.51.100.7"}, loopback, "198.51.100.0/24"},
 		{"a trusted peer without the header", "127.0.0.1:5000", nil, loopback, "127.0.0.0/24"},
+		{"by default a loopback peer is not trusted", "127.0.0.1:5000", []string{"198.51.100.7"}, byDefault, "127.0.0.0/24"},
+		{"by default IPv6 loopback is not trusted", "[::1]:5000", []string{"198.51.100.7"}, byDefault, "::/48"},
+		{"the gateway's own source address", "127.0.0.2:5000", []string{"198.51.100.7"}, gateway, "198.51.100.0/24"},
+		{"another local client than the gateway", "127.0.0.1:5000", []string{"198.51.100.7"}, gateway, "127.0.0.0/24"},
 		{"the entry the proxy appended, not the client's", "10.1.2.3:5000", []string{"1.2.3.4, 198.51.100.7"}, proxies, "198.51.100.0/24"},
 		{"through two proxies", "10.1.2.3:5000", []string{"1.2.3.4, 198.51.100.7, 192.0.2.1"}, proxies, "198.51.100.0/24"},
 		{"over several header lines", "10.1.2.3:5000", []string{"1.2.3.4", "198.51.100.7", "10.9.9.9"}, proxies, "198.51.100.0/24"},

@@ -55,6 +55,11 @@ type Config struct {
 	// who the client is. From any other peer, a client's X-Forwarded-For
 	// is dropped: it would name whoever the client wished.
 	TrustedProxies []netip.Prefix
+	// SourceAddr, when valid, is the local address the gateway connects
+	// to its upstreams from. On one host, where every client is on
+	// loopback, an address of the gateway's own (127.0.0.2, say) is what
+	// the upstreams trust as their proxy, rather than all of loopback.
+	SourceAddr netip.Addr
 	// CORS, when it allows some origin, is the policy browsers see: the
 	// gateway answers preflights itself and replaces what the upstreams
 	// say about cross-origin access. Nil passes everything through.
@@ -142,8 +147,12 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	}
 	reg := httpserve.NewRegistry(g.requests, g.latency)
 	g.ingestMetrics, g.apiMetrics = newUpstreamMetrics(g, upstreamIngest), newUpstreamMetrics(g, upstreamAPI)
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	if cfg.SourceAddr.IsValid() {
+		dialer.LocalAddr = &net.TCPAddr{IP: cfg.SourceAddr.Unmap().AsSlice()}
+	}
 	transport := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dialer.DialContext,
 		MaxIdleConns:          256,
 		MaxIdleConnsPerHost:   128,
 		IdleConnTimeout:       90 * time.Second,

@@ -316,6 +316,50 @@ func TestForwardedForFromTrustedProxies(t *testing.T) {
 	}
 }
 
+// TestConnectsFromItsSourceAddress: with SourceAddr the upstreams see
+// the gateway's connections, requests and readiness checks alike, come
+// from that address, so that they can trust it alone rather than every
+// local client; without it the system picks (127.0.0.1 on loopback).
+func TestConnectsFromItsSourceAddress(t *testing.T) {
+	peers := make(chan string, 4)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		select {
+		case peers <- r.URL.Path + " " + host:
+		default:
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer upstream.Close()
+	for _, tc := range []struct {
+		name   string
+		source netip.Addr
+		want   string
+	}{
+		{"unset", netip.Addr{}, "127.0.0.1"},
+		{"a loopback address of its own", netip.MustParseAddr("127.0.0.2"), "127.0.0.2"},
+		{"another one", netip.MustParseAddr("127.0.0.53"), "127.0.0.53"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := front(t, Config{Ingest: upstream.URL, API: upstream.URL, SourceAddr: tc.source})
+			if r := do(t, http.MethodGet, gw+"/cms/app", "tok", nil); r.status != http.StatusOK {
+				t.Fatalf("status %d", r.status)
+			}
+			if got, want := <-peers, "/cms/app "+tc.want; got != want {
+				t.Errorf("upstream saw %q, want %q", got, want)
+			}
+			if r := do(t, http.MethodGet, gw+"/readyz", "", nil); r.status != http.StatusOK {
+				t.Fatalf("readyz: status %d %s", r.status, r.body)
+			}
+			for range 2 {
+				if got, want := <-peers, "/readyz "+tc.want; got != want {
+					t.Errorf("upstream saw %q, want %q", got, want)
+				}
+			}
+		})
+	}
+}
+
 func TestHTTPLimits(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	g, err := New(Config{Ingest: "http://127.0.0.1:1", API: "http://127.0.0.1:1"}, log)
