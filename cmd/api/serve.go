@@ -122,6 +122,7 @@ type serveFlags struct {
 	refresh      *time.Duration
 	grace        *time.Duration
 	maxAge       *time.Duration
+	stateBudget  *int64
 	graphql      graphqlFlags
 	clickhouse   func() chstore.Config
 	history      historyFlags
@@ -153,6 +154,7 @@ func defineServeFlags(fs *envflag.Set, logLevel *string) *serveFlags {
 	f.refresh = fs.Duration("refresh-interval", "CONTENT_REFRESH_INTERVAL", contentapi.DefaultRefreshInterval, "longest time before changes written by other processes show")
 	f.grace = fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", contentapi.DefaultOutageGrace, "how long cached answers are served while the content database cannot be reached (negative: not at all)")
 	f.maxAge = fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
+	f.stateBudget = fs.Int64("app-state-budget", "APP_STATE_BUDGET_BYTES", contentapi.DefaultAppStateBudget, "bytes of per-app state kept in memory (search indexes, vectors, rendered answers); past it the apps used least recently are evicted and reloaded from the content database on their next request (negative: no bound)")
 	f.graphql = defineGraphQLFlags(fs)
 	f.clickhouse = chstore.DefineFlags(fs, chstore.History)
 	f.history = defineHistoryFlags(fs)
@@ -189,7 +191,7 @@ func (f *serveFlags) check() ([]netip.Prefix, graphql.Limits, error) {
 // apiConfig is the content API's configuration: caching, past queries
 // from history, and what search, FAQ and RAG know beyond the content.
 func (f *serveFlags) apiConfig(store contentdb.Store, history contentapi.History, log *slog.Logger) (contentapi.Config, error) {
-	cfg := contentapi.Config{RefreshInterval: *f.refresh, OutageGrace: *f.grace, CacheMaxAge: *f.maxAge,
+	cfg := contentapi.Config{RefreshInterval: *f.refresh, OutageGrace: *f.grace, CacheMaxAge: *f.maxAge, AppStateBudget: *f.stateBudget,
 		History: history, HistoryRefresh: *f.history.refresh}
 	switch wn, err := loadWordNet(*f.wordnet); {
 	case err != nil:
@@ -203,6 +205,8 @@ func (f *serveFlags) apiConfig(store contentdb.Store, history contentapi.History
 	if err := f.ranking.apply(&cfg.Knowledge, store, log); err != nil {
 		return contentapi.Config{}, err
 	}
+	// The built-in encoder, not an endpoint, embeds the questions.
+	cfg.EmbedsOnCores = *f.ranking.url == "" && *f.ranking.encDir != "off"
 	if *f.llmURL != "" {
 		cfg.Generator = &knowledge.OpenAI{BaseURL: *f.llmURL, Model: *f.llmModel, APIKey: *f.llmKey}
 	}
@@ -211,7 +215,7 @@ func (f *serveFlags) apiConfig(store contentdb.Store, history contentapi.History
 
 // graphqlFlags bound what one GraphQL request may cost.
 type graphqlFlags struct {
-	body, answer                              *int64
+	body, answer, readerAnswer, budget        *int64
 	depth, introDepth, fields, cost, listSize *int
 }
 
@@ -224,6 +228,10 @@ func defineGraphQLFlags(fs *envflag.Set) graphqlFlags {
 		cost:       fs.Int("graphql-max-cost", "GRAPHQL_MAX_COST", graphql.DefaultMaxCost, "most fields one GraphQL answer may hold: estimated before the request runs (lists counted as -graphql-list-size items, introspection exactly) and counted while it is resolved"),
 		listSize:   fs.Int("graphql-list-size", "GRAPHQL_LIST_SIZE", graphql.DefaultListSize, "items the GraphQL cost estimate assumes a list of records, or of objects within a record, returns"),
 		answer:     fs.Int64("graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", graphql.DefaultMaxAnswerBytes, "largest GraphQL answer, counted while it is resolved"),
+		readerAnswer: fs.Int64("graphql-max-reader-answer-bytes", "GRAPHQL_MAX_READER_ANSWER_BYTES", graphql.DefaultMaxReaderAnswerBytes,
+			"largest GraphQL answer for a token without content:write (a runtime's, readable in a web page); at most -graphql-max-answer-bytes"),
+		budget: fs.Int64("graphql-answer-budget-bytes", "GRAPHQL_ANSWER_BUDGET_BYTES", graphql.DefaultAnswerBudgetBytes,
+			"GraphQL answers being built at once, in bytes, shared fairly: an organization at most half while others build answers, its apps and tokens equal parts of its share"),
 	}
 }
 
@@ -237,6 +245,8 @@ func (f graphqlFlags) limits() (graphql.Limits, error) {
 		{"graphql-max-cost", "GRAPHQL_MAX_COST", int64(*f.cost)},
 		{"graphql-list-size", "GRAPHQL_LIST_SIZE", int64(*f.listSize)},
 		{"graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", *f.answer},
+		{"graphql-max-reader-answer-bytes", "GRAPHQL_MAX_READER_ANSWER_BYTES", *f.readerAnswer},
+		{"graphql-answer-budget-bytes", "GRAPHQL_ANSWER_BUDGET_BYTES", *f.budget},
 	} {
 		if l.v < 1 {
 			// Zero would not switch the limit off but fall back to the default.
@@ -244,7 +254,7 @@ func (f graphqlFlags) limits() (graphql.Limits, error) {
 		}
 	}
 	return graphql.Limits{MaxBodyBytes: *f.body, MaxDepth: *f.depth, MaxIntrospectionDepth: *f.introDepth, MaxFields: *f.fields,
-		MaxCost: *f.cost, ListSize: *f.listSize, MaxAnswerBytes: *f.answer}, nil
+		MaxCost: *f.cost, ListSize: *f.listSize, MaxAnswerBytes: *f.answer, MaxReaderAnswerBytes: *f.readerAnswer, AnswerBudgetBytes: *f.budget}, nil
 }
 
 // historyFlags decide which past queries are suggested as HISTORICAL.

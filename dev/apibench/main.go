@@ -41,7 +41,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -126,29 +125,6 @@ func serveStatic(ctx context.Context, file, addr string) error {
 		return err
 	}
 	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func waitReady(ctx context.Context, url string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not ready within 30s", url)
 }
 
 // handlerBundle is one app with n handlers of about 1 KB each.
@@ -274,7 +250,7 @@ func run(ctx context.Context, log *slog.Logger, s suite, d time.Duration, runs, 
 	}
 	token := strings.TrimSpace(string(out))
 
-	apiAddr, err := freeAddr()
+	apiAddr, err := childproc.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -291,7 +267,7 @@ func run(ctx context.Context, log *slog.Logger, s suite, d time.Duration, runs, 
 		if err != nil {
 			return nil, 0, err
 		}
-		if err := waitReady(ctx, apiURL+"/readyz"); err != nil {
+		if err := childproc.WaitOK(ctx, apiURL+"/readyz", 30*time.Second); err != nil {
 			api.Stop(syscall.SIGTERM, 10*time.Second)
 			return nil, 0, err
 		}
@@ -354,7 +330,7 @@ func run(ctx context.Context, log *slog.Logger, s suite, d time.Duration, runs, 
 		if err := os.WriteFile(file, body, 0o644); err != nil {
 			return err
 		}
-		addr, err := freeAddr()
+		addr, err := childproc.FreeAddr()
 		if err != nil {
 			return err
 		}
@@ -365,7 +341,7 @@ func run(ctx context.Context, log *slog.Logger, s suite, d time.Duration, runs, 
 			return err
 		}
 		defer p.Stop(syscall.SIGTERM, 10*time.Second)
-		if err := waitReady(ctx, "http://"+addr+"/static"); err != nil {
+		if err := childproc.WaitOK(ctx, "http://"+addr+"/static", 30*time.Second); err != nil {
 			return err
 		}
 		eps[i].ceiling = "http://" + addr + "/static"

@@ -73,6 +73,17 @@ type Config struct {
 	// Knowledge is what search, FAQ matching and suggestions know beyond
 	// each app's content (a lexicon of general English).
 	Knowledge knowledge.Options
+	// AppStateBudget bounds the bytes of what the api keeps per app
+	// (its search indexes and vectors, rendered answers); past it the
+	// apps used least recently are evicted and loaded again, from the
+	// content database and its stored vectors, on their next request.
+	// Zero means DefaultAppStateBudget, negative no bound.
+	AppStateBudget int64
+	// EmbedsOnCores says that Knowledge embeds questions on this
+	// process's cores (the built-in encoder) rather than through an
+	// endpoint: then a question's embedding takes its turn at the ranking
+	// gate with its ranking.
+	EmbedsOnCores bool
 }
 
 // Defaults for Config.
@@ -80,6 +91,11 @@ const (
 	DefaultRefreshInterval = time.Second
 	DefaultOutageGrace     = 30 * time.Second
 	DefaultCacheMaxAge     = 10 * time.Second
+	// DefaultAppStateBudget holds a few hundred apps of a few hundred
+	// documents, or one of tens of thousands, in a quarter of a 1 GiB
+	// replica: the heap grows to about twice what is live before it is
+	// collected, and the sentence encoder takes its share.
+	DefaultAppStateBudget = 256 << 20
 )
 
 // API is the content endpoints.
@@ -131,9 +147,28 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 	// keep them; must-revalidate makes it ask again (cheaply, with the
 	// ETag) once they are older than max-age.
 	cc := "private, max-age=" + strconv.Itoa(int(cfg.CacheMaxAge/time.Second)) + ", must-revalidate"
-	return &API{cfg: cfg, history: newHistoryCache(cfg.History, cfg.HistoryRefresh),
+	c := newCache(store, cfg.RefreshInterval, cfg.OutageGrace)
+	switch {
+	case cfg.AppStateBudget == 0:
+		c.budget = DefaultAppStateBudget
+	case cfg.AppStateBudget > 0:
+		c.budget = cfg.AppStateBudget
+	}
+	history := newHistoryCache(cfg.History, cfg.HistoryRefresh)
+	// What is kept of an evicted app elsewhere goes with it: its past
+	// queries and its questions' vectors.
+	forgetter, _ := cfg.Knowledge.Embedder.(interface{ Forget(app string) })
+	c.evicted = func(apps []string) {
+		history.forget(apps)
+		for _, app := range apps {
+			if forgetter != nil {
+				forgetter.Forget(app)
+			}
+		}
+	}
+	return &API{cfg: cfg, history: history,
 		keys:  &keyCache{store: store, ttl: cfg.RefreshInterval, entries: map[string]keyEntry{}},
-		store: store, authn: authn, limiter: limiter, cache: newCache(store, cfg.RefreshInterval, cfg.OutageGrace), log: log, cacheControl: cc,
+		store: store, authn: authn, limiter: limiter, cache: c, log: log, cacheControl: cc,
 		ranking: newRankGate(runtime.GOMAXPROCS(0))}
 }
 
@@ -203,6 +238,7 @@ func (a *API) principalFor(c *gin.Context, want content.Scopes, need string) (au
 	}
 	if a.limiter != nil {
 		if ok, wait := a.limiter.Allow(p.TokenID); !ok {
+			httpserve.PauseRefusal(c.Request.Context(), wait)
 			httpserve.RetryAfter(c.Writer, wait.Seconds())
 			abort(c, http.StatusTooManyRequests, "", "Too many requests for this token; retry after the time in Retry-After.")
 			return p, false

@@ -1,10 +1,12 @@
 package contentapi
 
 import (
+	"container/list"
 	"context"
 	"encoding/hex"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zeebo/xxh3"
@@ -33,6 +35,13 @@ func newBody(data []byte) *body {
 //
 // A value is loaded once however many requests want it, and loading one
 // key does not hold up requests for the app's other keys.
+//
+// What it holds of all apps together is kept within a budget of bytes:
+// each app's values are counted as they are built (see sizeOf), and past
+// the budget the apps used least recently are evicted whole, to be
+// loaded again by their next request. Without it a replica would keep
+// every app it ever served, its memory growing with the number of
+// tenants rather than with its traffic.
 type cache struct {
 	revs    RevisionSource
 	refresh time.Duration
@@ -41,11 +50,32 @@ type cache struct {
 	grace time.Duration
 	now   func() time.Time
 
+	// budget bounds the bytes held; 0 holds every app.
+	budget int64
+	// evicted, when set, is told the apps evicted, so that what is kept
+	// of them elsewhere goes too. It is called without locks held.
+	evicted func(appIDs []string)
+
 	mu   sync.Mutex
 	apps map[string]*appCache
+	// lru orders apps by last use, most recent first; held is the sum of
+	// their bytes, evictions counts apps evicted.
+	lru       list.List // of *appCache
+	held      int64
+	evictions uint64
 }
 
 type appCache struct {
+	id string
+	// el is the app's place in the cache's lru and bytes what it was
+	// last counted to hold; both are guarded by the cache's mu, and el is
+	// nil once the app is evicted.
+	el    *list.Element
+	bytes int64
+	// loads counts values being loaded: an app whose load is under way
+	// is not evicted, or that work would be lost.
+	loads atomic.Int32
+
 	mu  sync.Mutex
 	rev int64
 	// known says rev has been read; checked is when it last was, and
@@ -75,6 +105,10 @@ type entry struct {
 	v       any
 	err     error
 	staleOK bool
+	// counted is the size of v the app was last counted with; a value
+	// that grows after it is loaded (a base whose vectors came later) is
+	// counted again at its next use.
+	counted atomic.Int64
 }
 
 func (e *entry) loaded() bool {
@@ -93,15 +127,123 @@ func newCache(revs RevisionSource, refresh, grace time.Duration) *cache {
 	return &cache{revs: revs, refresh: refresh, grace: grace, now: time.Now, apps: map[string]*appCache{}}
 }
 
+// Estimates of what the cache spends beyond its values: an app's
+// bookkeeping (its maps, list element and revision state) and an entry's.
+const (
+	appOverhead   = 512
+	entryOverhead = 160
+)
+
+// sizer is a value that tells its size, which may grow after it is built.
+type sizer interface{ Bytes() int64 }
+
+// sizeOf estimates the memory a cached value holds.
+func sizeOf(v any) int64 {
+	switch v := v.(type) {
+	case *body:
+		return int64(len(v.data)+len(v.etag)) + 48
+	case sizer:
+		return v.Bytes()
+	}
+	return 0
+}
+
+// app returns the app's cache, made when absent, as the most recently
+// used.
 func (c *cache) app(appID string) *appCache {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	a, ok := c.apps[appID]
-	if !ok {
-		a = &appCache{entries: map[string]*entry{}, stale: map[string]*entry{}}
-		c.apps[appID] = a
+	if ok {
+		c.lru.MoveToFront(a.el)
+		c.mu.Unlock()
+		return a
 	}
+	a = &appCache{id: appID, entries: map[string]*entry{}, stale: map[string]*entry{}, bytes: appOverhead}
+	c.apps[appID] = a
+	a.el = c.lru.PushFront(a)
+	c.held += appOverhead
+	gone := c.shrinkLocked()
+	c.mu.Unlock()
+	c.forget(gone)
 	return a
+}
+
+// account counts what the app holds now, then evicts past the budget.
+// Neither lock may be held by the caller.
+func (c *cache) account(a *appCache) {
+	c.mu.Lock()
+	a.mu.Lock()
+	n := int64(appOverhead)
+	for _, m := range []map[string]*entry{a.entries, a.stale} {
+		for k, e := range m {
+			if e.loaded() && e.err == nil {
+				size := sizeOf(e.v)
+				e.counted.Store(size)
+				n += size + int64(len(k)) + entryOverhead
+			}
+		}
+	}
+	a.mu.Unlock()
+	if a.el != nil { // an evicted app's values go with their last request
+		c.held += n - a.bytes
+		a.bytes = n
+	}
+	gone := c.shrinkLocked()
+	c.mu.Unlock()
+	c.forget(gone)
+}
+
+// shrinkLocked evicts the least recently used apps until the budget
+// holds, and returns their IDs. The most recently used app is kept
+// whatever it holds (it is being answered), and so are apps whose values
+// are being loaded. c.mu is held.
+func (c *cache) shrinkLocked() []string {
+	var gone []string
+	for c.budget > 0 && c.held > c.budget {
+		var victim *appCache
+		for el := c.lru.Back(); el != nil && el != c.lru.Front(); el = el.Prev() {
+			if a := el.Value.(*appCache); a.loads.Load() == 0 {
+				victim = a
+				break
+			}
+		}
+		if victim == nil {
+			break
+		}
+		c.lru.Remove(victim.el)
+		delete(c.apps, victim.id)
+		c.held -= victim.bytes
+		victim.el, victim.bytes = nil, 0
+		c.evictions++
+		gone = append(gone, victim.id)
+		// Requests under way keep the values they hold; dropping the maps
+		// lets the memory go as soon as they are answered. A request that
+		// still looks here loads afresh, into this orphan, uncounted: its
+		// values go with it.
+		victim.mu.Lock()
+		victim.entries, victim.stale = map[string]*entry{}, map[string]*entry{}
+		victim.mu.Unlock()
+	}
+	return gone
+}
+
+func (c *cache) forget(gone []string) {
+	if len(gone) > 0 && c.evicted != nil {
+		c.evicted(gone)
+	}
+}
+
+// cacheStats is what the cache holds.
+type cacheStats struct {
+	apps          int
+	bytes, budget int64
+	evictions     uint64
+}
+
+func (c *cache) stats() cacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cacheStats{apps: len(c.apps), bytes: c.held, budget: c.budget, evictions: c.evictions}
 }
 
 // body returns the response body cached under key for the app's current
@@ -186,9 +328,14 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 	if !found {
 		e = &entry{done: make(chan struct{}), staleOK: staleOK}
 		a.entries[key] = e
+		a.loads.Add(1)
 	}
+	recount := found && e.loaded() && e.err == nil && sizeOf(e.v) != e.counted.Load()
 	old := a.stale[key]
 	a.mu.Unlock()
+	if recount {
+		c.account(a)
+	}
 	// The load outlives the request that started it: others may be
 	// waiting for it.
 	lctx := context.WithoutCancel(ctx)
@@ -244,6 +391,14 @@ func (c *cache) check(a *appCache, appID string, gen uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), revisionTimeout)
 	rev, err := c.revs.Revision(ctx, appID)
 	cancel()
+	if c.checked(a, rev, err, gen) {
+		c.account(a) // values of the old revision went
+	}
+}
+
+// checked records a revision read; it reports whether values were
+// dropped.
+func (c *cache) checked(a *appCache, rev int64, err error, gen uint64) (dropped bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	close(a.checking)
@@ -253,10 +408,11 @@ func (c *cache) check(a *appCache, appID string, gen uint64) {
 	now := c.now()
 	if err != nil {
 		a.failed, a.failure = now, err
-		return
+		return false
 	}
 	a.failed, a.failure = time.Time{}, nil
 	if rev != a.rev || !a.known {
+		dropped = len(a.entries) > 0
 		for k, e := range a.entries {
 			if e.staleOK && e.loaded() && e.err == nil {
 				a.stale[k] = e
@@ -269,6 +425,7 @@ func (c *cache) check(a *appCache, appID string, gen uint64) {
 	if a.gen == gen {
 		a.recheck = false
 	}
+	return dropped
 }
 
 // fill loads e's value. A load that panics fails its waiters rather than
@@ -288,6 +445,8 @@ func (c *cache) fill(ctx context.Context, a *appCache, key string, e *entry, loa
 		}
 		a.mu.Unlock()
 		close(e.done)
+		a.loads.Add(-1)
+		c.account(a)
 	}()
 	v, err = load(ctx)
 }
@@ -303,7 +462,14 @@ func (c *cache) Invalidate(appID string) {
 		}
 		c.mu.Unlock()
 	} else {
-		apps = []*appCache{c.app(appID)}
+		// An app not held has nothing to check again: its next request
+		// reads its revision anyway. Making one here would let changes
+		// to apps this replica never serves fill its memory.
+		c.mu.Lock()
+		if a, ok := c.apps[appID]; ok {
+			apps = []*appCache{a}
+		}
+		c.mu.Unlock()
 	}
 	for _, a := range apps {
 		a.mu.Lock()

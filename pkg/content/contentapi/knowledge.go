@@ -2,6 +2,7 @@ package contentapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -82,7 +83,7 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 			a.limiter.Charge(owed.(*change).token, float64(time.Since(start))/float64(WorkPerRequest))
 			a.owed.CompareAndDelete(appID, owed)
 		} else {
-			charge(ctx, time.Since(start))
+			charge(ctx, time.Since(start), WorkPerRequest)
 		}
 		// The previous revision's base answers meanwhile (with its vectors),
 		// and most texts of a new revision are cached already: waiting a
@@ -171,24 +172,22 @@ func (a *API) search(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if q, b, ok := a.asked(c); ok {
-		query := a.understand(c, b, q)
-		defer query.Release()
-		if !a.enterRanking(c) {
-			return
-		}
-		buf, _ := a.buffers.Get().(*[]byte)
-		if buf == nil {
-			buf = new([]byte)
-		}
-		func() {
-			defer a.ranking.leave() // before the answer is written: a slow reader holds no place
-			*buf = b.SearchQuery(query, location).AppendJSON((*buf)[:0])
-		}()
-		c.Data(http.StatusOK, jsonContentType, *buf)
-		if cap(*buf) <= maxPooledBuffer {
-			a.buffers.Put(buf)
-		}
+	q, b, ok := a.asked(c)
+	if !ok {
+		return
+	}
+	buf, _ := a.buffers.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	if !a.rankQuestion(c, b, q, func(query knowledge.Query) {
+		*buf = b.SearchQuery(query, location).AppendJSON((*buf)[:0])
+	}) {
+		return
+	}
+	c.Data(http.StatusOK, jsonContentType, *buf)
+	if cap(*buf) <= maxPooledBuffer {
+		a.buffers.Put(buf)
 	}
 }
 
@@ -197,15 +196,24 @@ func (a *API) faq(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if q, b, ok := a.asked(c); ok {
-		query := a.understand(c, b, q)
-		defer query.Release()
-		if !a.enterRanking(c) {
-			return
-		}
-		defer a.ranking.leave()
-		c.JSON(http.StatusOK, b.FAQsQuery(query, size))
+	q, b, ok := a.asked(c)
+	if !ok {
+		return
 	}
+	var body []byte
+	var err error
+	if !a.rankQuestion(c, b, q, func(query knowledge.Query) {
+		// Encoded before the query is released: the result may refer to
+		// its arrays.
+		body, err = json.Marshal(b.FAQsQuery(query, size))
+	}) {
+		return
+	}
+	if err != nil {
+		a.serverError(c, "encode the FAQ answer", err)
+		return
+	}
+	c.Data(http.StatusOK, jsonContentType, body)
 }
 
 // RetrievalHeader says how search and FAQ answers were ranked when
@@ -236,16 +244,50 @@ func (a *API) understand(c *gin.Context, b *knowledge.Base, q string) knowledge.
 	return query
 }
 
-// enterRanking takes a place at the ranking gate (see rankGate) for
-// work on the CPU alone: no network call may run while it is held. False
-// when the request ended while it waited (answered 503).
-func (a *API) enterRanking(c *gin.Context) bool {
-	if err := a.ranking.enter(c.Request.Context()); err != nil {
+// ranked runs work, which must need the CPU alone (no network call), with
+// a place at the ranking gate (see rankGate), and charges the time it
+// took to the request's token (RankPerRequest). False when the request ended while it
+// waited (answered 503): then work did not run.
+func (a *API) ranked(c *gin.Context, work func()) bool {
+	t := target(c)
+	tenant := rankTenant{org: t.OrganizationID, app: t.AppID}
+	ctx := c.Request.Context()
+	if err := a.ranking.enter(ctx, tenant); err != nil {
 		abort(c, http.StatusServiceUnavailable, "", "The request ended while it waited to be answered.")
 		return false
 	}
+	start := time.Now()
+	defer func() {
+		// Given back before the answer is written: a slow reader holds no
+		// place.
+		a.ranking.leave(tenant)
+		charge(ctx, time.Since(start), RankPerRequest)
+	}()
+	work()
 	return true
 }
+
+// rankQuestion understands q and ranks it with work at the ranking gate.
+// A question embedded on this process's cores (the built-in encoder,
+// about as costly as its ranking) is embedded with the place held, so that
+// it takes its turn too; one sent to an embeddings endpoint is embedded
+// before, so that no place waits on the network.
+func (a *API) rankQuestion(c *gin.Context, b *knowledge.Base, q string, work func(knowledge.Query)) bool {
+	if !a.onCores(b) {
+		query := a.understand(c, b, q)
+		defer query.Release()
+		return a.ranked(c, func() { work(query) })
+	}
+	return a.ranked(c, func() {
+		query := a.understand(c, b, q)
+		defer query.Release()
+		work(query)
+	})
+}
+
+// onCores reports whether understanding a question of b needs this
+// process's CPU alone.
+func (a *API) onCores(b *knowledge.Base) bool { return !b.Semantic() || a.cfg.EmbedsOnCores }
 
 // Timing of semantic retrieval in the API.
 const (
@@ -280,7 +322,21 @@ func (a *API) rag(c *gin.Context) {
 	// useRetrievalApi ("retrieve" or "query") chooses between two
 	// retrieval services in the reference client; here both retrieve the
 	// same way, so it is accepted and not needed.
-	ans, genErr := b.Answer(c.Request.Context(), q, location, a.cfg.Generator, temperature(c.Query("temperature")))
+	var ans knowledge.Answer
+	var genErr error
+	answer := func() {
+		ans, genErr = b.Answer(c.Request.Context(), q, location, a.cfg.Generator, temperature(c.Query("temperature")))
+	}
+	if a.cfg.Generator == nil && a.onCores(b) {
+		// All of it on this process's cores: it takes its turn as a
+		// search does. An answer that waits on an endpoint (embeddings or
+		// a generator) takes no place.
+		if !a.ranked(c, answer) {
+			return
+		}
+	} else {
+		answer()
+	}
 	if genErr != nil {
 		a.log.Warn("answer generator failed; answered extractively", "err", genErr, "request_id", c.GetString(requestIDKey))
 		c.Header("X-Answer-Generator", "fallback")
@@ -387,13 +443,13 @@ func (a *API) suggestions(c *gin.Context) {
 			c.Header(OmittedHeader, knowledge.KindHistorical)
 		}
 	}
-	if !a.enterRanking(c) {
+	var found []knowledge.Suggestion
+	if !a.ranked(c, func() { found = b.Suggest(typed, kinds, history, size) }) {
 		return
 	}
-	defer a.ranking.leave()
 	c.JSON(http.StatusOK, struct {
 		Suggestions []knowledge.Suggestion `json:"suggestions"`
-	}{b.Suggest(typed, kinds, history, size)})
+	}{found})
 }
 
 // historyCache keeps each channel's past queries for a while, so that
@@ -417,6 +473,21 @@ func newHistoryCache(src History, refresh time.Duration) *historyCache {
 		refresh = DefaultHistoryRefresh
 	}
 	return &historyCache{src: src, refresh: refresh, entries: map[string]*historyEntry{}}
+}
+
+// forget drops the past queries of the apps' channels.
+func (h *historyCache) forget(apps []string) {
+	gone := make(map[string]bool, len(apps))
+	for _, app := range apps {
+		gone[app] = true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range h.entries {
+		if app, _, _ := strings.Cut(k, "\x00"); gone[app] {
+			delete(h.entries, k)
+		}
+	}
 }
 
 // get returns the channel's past queries, or nil when they cannot be read

@@ -19,8 +19,15 @@ func TestRankingWaitsItsTurn(t *testing.T) {
 	}
 	g := e.svc.api.ranking
 	ctx := context.Background()
-	for range runtime.GOMAXPROCS(0) {
-		if err := g.enter(ctx); err != nil {
+	// The app's organization holds its share, another the rest.
+	mine, other := rankTenant{"org-1", "app-1"}, rankTenant{"org-other", "app-other"}
+	for range g.perOrg {
+		if err := g.enter(ctx, mine); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range runtime.GOMAXPROCS(0) - g.perOrg {
+		if err := g.enter(ctx, other); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,11 +69,11 @@ func TestRankingWaitsItsTurn(t *testing.T) {
 			t.Fatalf("%s answered %d while every place was taken", path, status)
 		default:
 		}
-		g.leave()
+		g.leave(mine)
 		if status := <-answered; status != 200 {
 			t.Errorf("%s: %d once a place was free", path, status)
 		}
-		if err := g.enter(ctx); err != nil { // the place back, for the next path
+		if err := g.enter(ctx, mine); err != nil { // the place back, for the next path
 			t.Fatal(err)
 		}
 	}

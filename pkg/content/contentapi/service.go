@@ -144,6 +144,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 
 	api := New(cfg.API, store, authn, limiter, log)
 	api.retrieval = metrics.retrieval
+	registerStateMetrics(reg, api.cache)
 	// Gin's debug mode prints every route to stdout; the mode is Gin's own
 	// process-wide setting.
 	gin.SetMode(gin.ReleaseMode)
@@ -212,4 +213,23 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.log.Info("api stopped")
 	return nil
+}
+
+// registerStateMetrics exports what the api keeps per app against its
+// budget (AppStateBudget), read when scraped.
+func registerStateMetrics(reg prometheus.Registerer, c *cache) {
+	opts := func(name, help string) prometheus.GaugeOpts {
+		return prometheus.GaugeOpts{Namespace: "cms", Subsystem: "api", Name: name, Help: help}
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(opts("app_state_bytes", "Estimated bytes of per-app state held (search indexes, vectors, rendered answers)."),
+			func() float64 { return float64(c.stats().bytes) }),
+		prometheus.NewGaugeFunc(opts("app_state_apps", "Apps whose state is held in memory."),
+			func() float64 { return float64(c.stats().apps) }),
+		prometheus.NewGaugeFunc(opts("app_state_budget_bytes", "Bound on the bytes of per-app state (APP_STATE_BUDGET_BYTES); 0: none."),
+			func() float64 { return float64(c.stats().budget) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "cms", Subsystem: "api", Name: "app_state_evictions_total",
+			Help: "Apps whose state was evicted to keep within the budget, to be loaded again on their next request."},
+			func() float64 { return float64(c.stats().evictions) }),
+	)
 }

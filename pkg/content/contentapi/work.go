@@ -18,6 +18,15 @@ import (
 // documents (under a second to build) still fits in one burst.
 const WorkPerRequest = 500 * time.Microsecond
 
+// RankPerRequest is how long ranking a question (with the built-in
+// encoder, embedding it) may take for the price of one request, charged
+// beyond the request itself: a question of a few words, a fraction of a
+// millisecond, costs a few requests; a unique question of 1,000
+// characters, about 20 to 30 ms, a few hundred. At the default limit a
+// token gets a tenth of a core for ranking, so that one public token
+// cannot spend the CPU the app's others need, or another tenant's.
+const RankPerRequest = 100 * time.Microsecond
+
 // payer is the token a request's extra work is charged to.
 type payer struct {
 	limiter *ratelimit.Limiter
@@ -31,10 +40,11 @@ func withPayer(ctx context.Context, p payer) context.Context {
 }
 
 // charge bills the request of ctx, if it has a payer, for work that took
-// d. Loads that outlive their request keep its values, so a build started
-// by a request is billed to it even when it ends after the request.
-func charge(ctx context.Context, d time.Duration) {
+// d, a request for each per of it. Loads that outlive their request keep
+// its values, so a build started by a request is billed to it even when
+// it ends after the request.
+func charge(ctx context.Context, d, per time.Duration) {
 	if p, ok := ctx.Value(payerKey{}).(payer); ok {
-		p.limiter.Charge(p.token, float64(d)/float64(WorkPerRequest))
+		p.limiter.Charge(p.token, float64(d)/float64(per))
 	}
 }

@@ -301,6 +301,21 @@ func (c *Cache) evict() {
 	}
 }
 
+// Forget drops every vector of tenant: the api forgets an app it has
+// evicted from memory, whose questions are then embedded afresh.
+func (c *Cache) Forget(tenant string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.tenants[tenant]
+	if !ok {
+		return
+	}
+	for el := t.lru.Front(); el != nil; el = el.Next() {
+		delete(c.entries, el.Value.(*cacheEntry).key)
+	}
+	delete(c.tenants, tenant)
+}
+
 // TenantLen is the number of vectors tenant holds.
 func (c *Cache) TenantLen(tenant string) int {
 	c.mu.Lock()
@@ -346,6 +361,9 @@ func (c Cached) EmbedApp(ctx context.Context, app string, texts []string) ([][]f
 
 // Model is the embedder's model.
 func (c Cached) Model() string { return c.Embedder.Model() }
+
+// Forget drops the app's vectors from the cache.
+func (c Cached) Forget(app string) { c.Cache.Forget(app) }
 
 // Unwrap is the embedder behind the cache, for what it tells of its model
 // (its token counter).

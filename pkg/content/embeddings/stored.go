@@ -42,6 +42,27 @@ type Stored struct {
 
 	mu     sync.Mutex
 	pruned map[string]time.Time // app -> when its unused vectors were last pruned
+	// sweepAt is how many apps pruned holds when it is next swept.
+	sweepAt int
+}
+
+// minSweep is the least number of apps pruned holds before it is swept.
+const minSweep = 1024
+
+// sweepLocked drops the apps pruned long enough ago to be due again,
+// which an absent entry means too, once the map has doubled since the
+// last sweep: a replica serving ever more apps keeps only those pruned
+// within the hour. s.mu is held.
+func (s *Stored) sweepLocked(now time.Time) {
+	if len(s.pruned) < max(s.sweepAt, minSweep) {
+		return
+	}
+	for app, at := range s.pruned {
+		if now.Sub(at) >= pruneEvery {
+			delete(s.pruned, app)
+		}
+	}
+	s.sweepAt = 2 * len(s.pruned)
 }
 
 // NewStored embeds through store with emb; log may be nil.
@@ -126,6 +147,7 @@ func (s *Stored) prune(ctx context.Context, app, model string) {
 	due := now.Sub(s.pruned[app]) >= pruneEvery
 	if due {
 		s.pruned[app] = now
+		s.sweepLocked(now)
 	}
 	s.mu.Unlock()
 	if !due {

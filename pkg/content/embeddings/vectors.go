@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"unsafe"
 )
 
 // Vectors is an immutable set of vectors for measuring cosine similarity
@@ -126,6 +127,17 @@ func (v *Vectors) Len() int { return v.n }
 
 // Dim is their dimension (0 when there are none).
 func (v *Vectors) Dim() int { return v.dim }
+
+// Bytes is the memory the vectors hold: their 8-bit rows, scales and
+// sketches.
+func (v *Vectors) Bytes() int64 {
+	if v == nil {
+		return 0
+	}
+	sk := &v.sketch
+	return int64(unsafe.Sizeof(*v)) + int64(cap(v.rows)) + 4*int64(cap(v.scale)) +
+		8*int64(cap(sk.mean)) + 8*int64(cap(sk.signs)) + 4*int64(cap(sk.spread)+cap(sk.toMean)+cap(sk.cosines))
+}
 
 // Probe is a question's vector prepared for measuring its similarity to
 // Vectors of its dimension: normalised, as 16-bit integers with a scale.

@@ -36,6 +36,13 @@ type executionKey struct{}
 // execution is what the resolvers of one request share.
 type execution struct {
 	maxFields, maxBytes int64
+	// bytesLimit names the setting maxBytes comes from.
+	bytesLimit string
+	// budget is the process's, charged as the answer grows; held is what
+	// this answer holds of it.
+	budget  *answerBudget
+	spender spender
+	held    int64
 
 	mu      sync.Mutex
 	fields  int64
@@ -79,19 +86,62 @@ type refusal struct {
 // (GRAPHQL_MAX_COST, 20,000) costs 200 requests.
 const FieldsPerRequest = 100
 
-// answered is how many fields were charged when resolving ended: those
-// of the answer, or, if it was refused, those built before the refusal.
-func (x *execution) answered() int64 {
+// BytesPerRequest is how many bytes of an answer cost as much of the
+// token's rate limit as a request: what a runtime reads, a few kilobytes,
+// costs a few requests; an answer of a runtime token's most
+// (GRAPHQL_MAX_READER_ANSWER_BYTES, 1 MiB) about 1,000, so that at the
+// default rate a token has about a megabyte of answers built a second.
+const BytesPerRequest = 1 << 10
+
+// answered is what was charged when resolving ended, fields and bytes:
+// those of the answer, or, if it was refused, those built before the
+// refusal.
+func (x *execution) answered() (fields, bytes int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.fields
+	return x.fields, x.bytes
+}
+
+// requests is what an answer of fields and bytes costs of its token's
+// rate, beyond the one request it counted: its fields or its bytes,
+// whichever weigh more.
+func requests(fields, bytes int64) float64 {
+	return max(float64(fields)/FieldsPerRequest, float64(bytes)/BytesPerRequest)
 }
 
 // newExecution starts counting at the cost of the root: its selections
-// (introspection, counted exactly before, included).
-func newExecution(l Limits, root weight) *execution {
-	return &execution{maxFields: int64(l.MaxCost), maxBytes: l.MaxAnswerBytes, fields: root.fields, bytes: root.bytes,
+// (introspection, counted exactly before, included). A token that
+// cannot write content gets the smaller answers of
+// MaxReaderAnswerBytes.
+func newExecution(l Limits, root weight, budget *answerBudget, s spender, writer bool) *execution {
+	x := &execution{maxFields: int64(l.MaxCost), maxBytes: l.MaxAnswerBytes, bytesLimit: "GRAPHQL_MAX_ANSWER_BYTES",
+		budget: budget, spender: s, fields: root.fields, bytes: root.bytes,
 		records: map[recordKey]*record{}, lists: map[listKey][]*record{}, weights: map[*ast.Field][]weighed{}}
+	if !writer && l.MaxReaderAnswerBytes < x.maxBytes {
+		x.maxBytes, x.bytesLimit = l.MaxReaderAnswerBytes, "GRAPHQL_MAX_READER_ANSWER_BYTES, for tokens without content:write"
+	}
+	return x
+}
+
+// start charges the root to the budget; false when it was refused (see
+// refusedAt).
+func (x *execution) start() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r := x.budget.take(x.spender, x.bytes); r != nil {
+		x.refused = &refusal{err: r.error("the query's root")}
+		return false
+	}
+	x.held = x.bytes
+	return true
+}
+
+// release gives back what the answer held of the budget, once written.
+func (x *execution) release() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.budget.give(x.spender, x.held)
+	x.held = 0
 }
 
 func withExecution(ctx context.Context, x *execution) context.Context {
@@ -124,8 +174,15 @@ func (x *execution) charge(p gql.ResolveParams, fields, bytes int64) error {
 		err = errorf(CodeAnswerTooLarge, "", "the answer holds more than %d fields (GRAPHQL_MAX_COST), counted while resolving %s; select fewer fields, aliases or records",
 			x.maxFields, responsePath(p.Info.Path.AsArray()))
 	case bytes > x.maxBytes:
-		err = errorf(CodeAnswerTooLarge, "", "the answer is larger than %d bytes (GRAPHQL_MAX_ANSWER_BYTES), counted while resolving %s; select fewer fields, aliases or records",
-			x.maxBytes, responsePath(p.Info.Path.AsArray()))
+		err = errorf(CodeAnswerTooLarge, "", "the answer is larger than %d bytes (%s), counted while resolving %s; select fewer fields, aliases or records",
+			x.maxBytes, x.bytesLimit, responsePath(p.Info.Path.AsArray()))
+	case bytes > x.bytes:
+		if r := x.budget.take(x.spender, bytes-x.bytes); r != nil {
+			err = r.error(responsePath(p.Info.Path.AsArray()))
+			break
+		}
+		x.held += bytes - x.bytes
+		fallthrough
 	default:
 		x.fields, x.bytes = fields, bytes
 		return nil

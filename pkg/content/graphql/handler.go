@@ -41,6 +41,7 @@ type Handler struct {
 	authn   Authenticator
 	limiter *ratelimit.Limiter
 	limits  Limits
+	budget  *answerBudget
 	rules   []gql.ValidationRuleFn
 	log     *slog.Logger
 }
@@ -57,6 +58,7 @@ func New(limits Limits, store Store, authn Authenticator, limiter *ratelimit.Lim
 		return nil, fmt.Errorf("build GraphQL schema: %w", err)
 	}
 	h := &Handler{schema: schema, authn: authn, limiter: limiter, limits: limits.withDefaults(), rules: validationRules(), log: log}
+	h.budget = newAnswerBudget(h.limits.AnswerBudgetBytes)
 	h.cost = &costModel{schema: &h.schema, listSize: int64(h.limits.ListSize)}
 	return h, nil
 }
@@ -130,6 +132,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (auth.Principal,
 	}
 	if h.limiter != nil {
 		if ok, wait := h.limiter.Allow(p.TokenID); !ok {
+			httpserve.PauseRefusal(r.Context(), wait)
 			httpserve.RetryAfter(w, wait.Seconds())
 			writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "too many requests for this token; retry after the time in Retry-After"))
 			return auth.Principal{}, false
@@ -184,6 +187,13 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request, p auth.Principal
 		if err := p.Require(need, what); err != nil {
 			writeScopeError(w, err)
 			return request{}, nil, false
+		}
+		if need == content.ContentWrite && !p.Scopes.Has(content.ContentRead) {
+			if f := readsBack(d.ast, op); f != nil {
+				writeScopeError(w, p.Require(content.ContentRead, fmt.Sprintf(
+					"reading %q back from a mutation's result (without it select only IDs, createdAt, updatedAt and __typename)", f.Name.Value)))
+				return request{}, nil, false
+			}
 		}
 	}
 	if v := h.validate(d.ast); !v.IsValid {
@@ -276,16 +286,31 @@ func (h *Handler) bound(w http.ResponseWriter, d *document, op *ast.OperationDef
 // execute runs the operation, charges p's token for the answer's size
 // and answers, unless the answer grew past what the limits allow.
 func (h *Handler) execute(w http.ResponseWriter, r *http.Request, p auth.Principal, d *document, req request, root weight) {
-	x := newExecution(h.limits, root)
-	res := gql.Execute(gql.ExecuteParams{
-		Schema: h.schema, AST: d.ast, OperationName: req.OperationName, Args: req.Variables,
-		Context: withExecution(withPrincipal(r.Context(), p), x),
-	})
+	x := newExecution(h.limits, root, h.budget, spender{org: p.OrganizationID, app: p.AppID, token: p.TokenID}, p.Scopes.Has(content.ContentWrite))
+	defer x.release() // once the answer is written
+	var res *gql.Result
+	if x.start() {
+		res = gql.Execute(gql.ExecuteParams{
+			Schema: h.schema, AST: d.ast, OperationName: req.OperationName, Args: req.Variables,
+			Context: withExecution(withPrincipal(r.Context(), p), x),
+		})
+	}
 	// The answer's size is its work: the token pays for it beyond the one
 	// request Allow counted.
-	h.limiter.Charge(p.TokenID, float64(x.answered())/FieldsPerRequest)
+	h.limiter.Charge(p.TokenID, requests(x.answered()))
 	if ref, applied := x.refusedAt(); ref != nil {
-		writeResult(w, http.StatusUnprocessableEntity, result{Errors: []gqlerrors.FormattedError{refused(d, ref, applied)}})
+		status := http.StatusUnprocessableEntity
+		switch ref.err.code {
+		case CodeRateLimited:
+			status = http.StatusTooManyRequests
+		case CodeUnavailable:
+			status = http.StatusServiceUnavailable
+		}
+		if status != http.StatusUnprocessableEntity {
+			// Answers being built now end within moments.
+			httpserve.RetryAfter(w, 1)
+		}
+		writeResult(w, status, result{Errors: []gqlerrors.FormattedError{refused(d, ref, applied)}})
 		return
 	}
 	d.relocate(res.Errors)
@@ -300,11 +325,11 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, p auth.Princip
 	case err != nil:
 		h.log.Error("GraphQL answer could not be encoded", "err", err)
 		writeError(w, http.StatusInternalServerError, errorf(CodeInternal, "", "the answer could not be encoded"))
-	case int64(len(body)) > h.limits.MaxAnswerBytes:
+	case int64(len(body)) > x.maxBytes:
 		// Introspection, which is bounded by its cost, is not charged
 		// while resolving; this bounds what was not.
 		writeError(w, http.StatusUnprocessableEntity, errorf(CodeAnswerTooLarge, "",
-			"the answer is %d bytes, larger than %d bytes (GRAPHQL_MAX_ANSWER_BYTES); select fewer fields, aliases or records", len(body), h.limits.MaxAnswerBytes))
+			"the answer is %d bytes, larger than %d bytes (%s); select fewer fields, aliases or records", len(body), x.maxBytes, x.bytesLimit))
 	default:
 		writeBody(w, http.StatusOK, body)
 	}

@@ -31,6 +31,14 @@ type Limits struct {
 	// MaxAnswerBytes bounds the JSON of one answer, charged as fields are
 	// resolved, so that an answer over it is refused before it is built.
 	MaxAnswerBytes int64
+	// MaxReaderAnswerBytes bounds it for a token that cannot write
+	// content: a runtime's, which anyone can read from a web page. What a
+	// runtime reads is kilobytes; an author's export may be megabytes.
+	MaxReaderAnswerBytes int64
+	// AnswerBudgetBytes bounds the JSON of all answers being built at
+	// once, shared fairly between organizations, apps and tokens (see
+	// answerBudget).
+	AnswerBudgetBytes int64
 }
 
 // Defaults for Limits.
@@ -42,6 +50,8 @@ const (
 	DefaultMaxCost               = 20_000
 	DefaultListSize              = 20
 	DefaultMaxAnswerBytes        = 16 << 20
+	DefaultMaxReaderAnswerBytes  = 1 << 20
+	DefaultAnswerBudgetBytes     = 64 << 20
 )
 
 func (l Limits) withDefaults() Limits {
@@ -65,6 +75,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxAnswerBytes <= 0 {
 		l.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if l.MaxReaderAnswerBytes <= 0 {
+		l.MaxReaderAnswerBytes = DefaultMaxReaderAnswerBytes
+	}
+	if l.AnswerBudgetBytes <= 0 {
+		l.AnswerBudgetBytes = DefaultAnswerBudgetBytes
 	}
 	return l
 }

@@ -126,6 +126,15 @@ func TestScopesOfOperations(t *testing.T) {
 		{"events", mutation, 403, "content:read"}, // refused before its body is read
 		{"write", query, 403, "content:read"},
 		{"write", mutation, 200, ""},
+		// What a mutation answers tells a write-only token no more than
+		// IDs and times: an update that changes nothing would otherwise
+		// read the whole record.
+		{"write", `mutation { updateHandler(handlerId: "LaunchRequest", handler: {}) { intentId updatedAt __typename } }`, 200, ""},
+		{"write", `mutation { updateHandler(handlerId: "LaunchRequest", handler: {}) { intentId document } }`, 403, "content:read"},
+		{"write", `mutation { updateHandler(handlerId: "LaunchRequest", handler: {}) { content { key } } }`, 403, "content:read"},
+		{"write", `mutation { updateHandler(handlerId: "LaunchRequest", handler: {}) { ...h } } fragment h on Handler { intentId ... on Handler { name } }`, 403, "content:read"},
+		{"write", `mutation { a: updateHandler(handlerId: "LaunchRequest", handler: {}) { intentId } b: replaceEntityValues(entityId: "COLOR", values: [{name: "red"}]) { values { name } } }`, 403, "content:read"},
+		{"manage", `mutation { updateHandler(handlerId: "LaunchRequest", handler: {}) { intentId document } }`, 200, ""},
 		{"manage", query, 200, ""},
 	}
 	for _, tt := range tests {

@@ -41,6 +41,8 @@ type Base struct {
 	groupOf map[[2]string]string
 	// sem is semantic retrieval, nil when no embedder is configured.
 	sem *semantic
+	// built is the memory the build allocated for words (see Bytes).
+	built int64
 }
 
 type faq struct {
@@ -178,6 +180,7 @@ func New(src Content, o Options) (*Base, error) {
 	b.faqs = search.BuildWith(variants, cfg)
 	b.suggest = search.NewSuggester(cands)
 	b.intents = search.BuildWith(utterances, cfg)
+	b.built = b.lexicalBytes()
 	return b, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content/embeddings"
@@ -103,6 +104,8 @@ type semantic struct {
 	err      error     // of the last build, until one succeeds
 	next     time.Time
 	building chan struct{} // closed when the running build ends; nil when none runs
+	// bytes is the memory index holds, set when it is built.
+	bytes atomic.Int64
 }
 
 // semIndex is the vectors of an app's content and what each stands for.
@@ -300,6 +303,7 @@ func (s *semantic) startLocked() {
 			return
 		}
 		s.index, s.err = index, nil
+		s.bytes.Store(index.bytes())
 		s.texts = nil // needed no more
 	}()
 }
