@@ -238,7 +238,7 @@ func (a *API) principalFor(c *gin.Context, want content.Scopes, need string) (au
 	}
 	if a.limiter != nil {
 		if ok, wait := a.limiter.Allow(p.TokenID); !ok {
-			httpserve.PauseRefusal(c.Request.Context(), wait)
+			httpserve.PauseRefusal(c.Request.Context())
 			httpserve.RetryAfter(c.Writer, wait.Seconds())
 			abort(c, http.StatusTooManyRequests, "", "Too many requests for this token; retry after the time in Retry-After.")
 			return p, false

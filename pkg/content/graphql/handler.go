@@ -132,7 +132,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (auth.Principal,
 	}
 	if h.limiter != nil {
 		if ok, wait := h.limiter.Allow(p.TokenID); !ok {
-			httpserve.PauseRefusal(r.Context(), wait)
+			httpserve.PauseRefusal(r.Context())
 			httpserve.RetryAfter(w, wait.Seconds())
 			writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "too many requests for this token; retry after the time in Retry-After"))
 			return auth.Principal{}, false

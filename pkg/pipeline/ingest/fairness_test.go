@@ -307,12 +307,22 @@ type bombSlots struct {
 	refused chan attackResult // what the server answered
 	cease   chan struct{}     // closed: open no more bombs
 	stop    chan struct{}     // closed: let go of the bombs still open
+	ceased  sync.Once
+	stopped sync.Once
 	wg      sync.WaitGroup
 }
 
-func newBombSlots() *bombSlots {
-	return &bombSlots{changed: make(chan struct{}, 1), refused: make(chan attackResult, 1000),
+// newBombSlots returns slots whose bombs are let go when t ends, however
+// it ends, so that none dials a server gone.
+func newBombSlots(t *testing.T) *bombSlots {
+	s := &bombSlots{changed: make(chan struct{}, 1), refused: make(chan attackResult, 1000),
 		cease: make(chan struct{}), stop: make(chan struct{})}
+	t.Cleanup(func() {
+		s.ceased.Do(func() { close(s.cease) })
+		s.stopped.Do(func() { close(s.stop) })
+		s.wg.Wait()
+	})
+	return s
 }
 
 // keep keeps one bomb open as token to path, at the attacker's pace.
@@ -349,7 +359,7 @@ func (s *bombSlots) keep(t *testing.T, base, token, path string, bomb []byte) {
 // the deadline passes; it returns how many are open, which it then lets go,
 // and what the server answered the others.
 func (s *bombSlots) settle(held int, deadline time.Duration) (open int, refused []attackResult) {
-	close(s.cease)
+	s.ceased.Do(func() { close(s.cease) })
 	timeout := time.After(deadline)
 wait:
 	for int(s.open.Load()) > held {
@@ -360,7 +370,7 @@ wait:
 		}
 	}
 	open = int(s.open.Load())
-	close(s.stop)
+	s.stopped.Do(func() { close(s.stop) })
 	s.wg.Wait()
 	close(s.refused)
 	for r := range s.refused {
@@ -434,7 +444,7 @@ func TestOneOrganizationCannotStarveAnother(t *testing.T) {
 				return "/cms/app/events"
 			}
 
-			slots := newBombSlots()
+			slots := newBombSlots(t)
 			for _, a := range tc.attackers {
 				for range 2 {
 					slots.keep(t, h.url, h.tokens[a[0]], path(a[0], a[1]), bomb)
