@@ -255,6 +255,22 @@ func MigrationsTable(o Options) (string, error) {
 		" (version UInt32, name String, applied_at DateTime('UTC')) ENGINE = " + engine + " ORDER BY version", nil
 }
 
+// MigrationLock is the statements that take and give back the lock one
+// runner holds while it applies a migration that moves a table (one with
+// SkipOnce): creating the lock's table fails for every runner but one,
+// on one server and, through the distributed DDL queue, on a cluster.
+// Such a migration run by several at once could deadlock the 18.x
+// servers' table locks (a copy, a rename and a view over one table).
+func MigrationLock(o Options, version int) (take, give string, err error) {
+	l, err := newLayout(o)
+	if err != nil {
+		return "", "", err
+	}
+	table := fmt.Sprintf("%s.schema_migration_lock_%d", l.db, version)
+	return "CREATE TABLE " + table + l.onCluster() + " (taken_at DateTime DEFAULT now()) ENGINE = Memory",
+		"DROP TABLE IF EXISTS " + table + l.onCluster(), nil
+}
+
 // Migration is one versioned schema step.
 type Migration struct {
 	Version int

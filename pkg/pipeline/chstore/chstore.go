@@ -237,28 +237,99 @@ func (s *Store) Migrate(ctx context.Context) (applied []int, err error) {
 		if done[m.Version] {
 			continue
 		}
-		if err := m.Run(func(st string) error { return s.exec(ctx, st) }, func(q string) (bool, error) {
-			var done uint8
-			err := s.conn.QueryRow(ctx, q).Scan(&done)
-			return done == 1, err
-		}); err != nil {
-			return applied, fmt.Errorf("apply %w", err)
-		}
-		// The 18.16 server only takes inserts as data blocks, so even this
-		// one row goes through a batch.
-		b, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+db+".schema_migrations (version, name, applied_at)")
+		ran, err := s.apply(ctx, db, m)
 		if err != nil {
-			return applied, fmt.Errorf("record migration %d: %w", m.Version, err)
+			return applied, err
 		}
-		if err := b.Append(uint32(m.Version), m.Name, time.Now().UTC()); err != nil {
-			return applied, fmt.Errorf("record migration %d: %w", m.Version, err)
+		if ran {
+			applied = append(applied, m.Version)
 		}
-		if err := b.Send(); err != nil {
-			return applied, fmt.Errorf("record migration %d: %w", m.Version, err)
-		}
-		applied = append(applied, m.Version)
 	}
 	return applied, nil
+}
+
+// MigrationLockWait is how long a runner waits for another to apply a
+// migration that moves a table before it gives up.
+const MigrationLockWait = 10 * time.Minute
+
+// apply runs one migration and records it; false when another runner
+// applied it meanwhile. A migration that moves a table is applied by one
+// runner at a time, under its lock (see chschema.MigrationLock).
+func (s *Store) apply(ctx context.Context, db string, m chschema.Migration) (ran bool, err error) {
+	if m.SkipOnce != "" {
+		release, ranElsewhere, err := s.lockMigration(ctx, m)
+		if err != nil || ranElsewhere {
+			return false, err
+		}
+		defer func() {
+			if rerr := release(); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
+	if err := m.Run(func(st string) error { return s.exec(ctx, st) }, func(q string) (bool, error) {
+		var done uint8
+		err := s.conn.QueryRow(ctx, q).Scan(&done)
+		return done == 1, err
+	}); err != nil {
+		return false, fmt.Errorf("apply %w", err)
+	}
+	// The 18.16 server only takes inserts as data blocks, so even this
+	// one row goes through a batch.
+	b, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+db+".schema_migrations (version, name, applied_at)")
+	if err != nil {
+		return false, fmt.Errorf("record migration %d: %w", m.Version, err)
+	}
+	if err := b.Append(uint32(m.Version), m.Name, time.Now().UTC()); err != nil {
+		return false, fmt.Errorf("record migration %d: %w", m.Version, err)
+	}
+	if err := b.Send(); err != nil {
+		return false, fmt.Errorf("record migration %d: %w", m.Version, err)
+	}
+	return true, nil
+}
+
+// lockMigration takes m's lock, waiting while another runner holds it,
+// and returns how to give it back; ran is true when the other runner
+// applied m meanwhile (then nothing is held).
+func (s *Store) lockMigration(ctx context.Context, m chschema.Migration) (release func() error, ran bool, err error) {
+	take, give, err := chschema.MigrationLock(s.schemaOptions(), m.Version)
+	if err != nil {
+		return nil, false, err
+	}
+	deadline := time.Now().Add(MigrationLockWait)
+	for {
+		err := s.conn.Exec(ctx, take)
+		if err == nil {
+			return func() error {
+				if err := s.conn.Exec(context.WithoutCancel(ctx), give); err != nil {
+					return fmt.Errorf("migration %d applied, but its lock not given back (run %s): %w", m.Version, give, err)
+				}
+				return nil
+			}, false, nil
+		}
+		if !alreadyExists(err) && !strings.Contains(err.Error(), "already exists") {
+			return nil, false, fmt.Errorf("take the lock of migration %d: %w", m.Version, err)
+		}
+		done, err := s.AppliedVersions(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if done[m.Version] {
+			return nil, true, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, false, fmt.Errorf("migration %d (%s) has been applied by another process for over %v; if none is applying it, its lock is left from one that stopped: %s, and start again",
+				m.Version, m.Name, MigrationLockWait, give)
+		}
+		// Another runner holds the lock: what it does shows in the
+		// migrations table, which is read again after a pause.
+		select {
+		case <-ctx.Done():
+			return nil, false, fmt.Errorf("wait for migration %d: %w", m.Version, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // exec runs one schema statement. What another consumer has done first is

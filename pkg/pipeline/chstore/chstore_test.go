@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -271,5 +272,64 @@ func TestQueryCountsView(t *testing.T) {
 	}
 	if len(got) != 2 || got["where is my order"] != 6 || got["opening hours"] != 2 {
 		t.Errorf("query counts %v", got)
+	}
+}
+
+// TestMigrationThatMovesATableWaitsForItsLock: while another runner holds
+// the lock of migration 13 (which moves events to a new table), Migrate
+// runs none of its statements and waits; once that runner has applied it
+// and given the lock back, Migrate skips it. Runners moving one table at
+// once could deadlock an 18.x server's table locks.
+func TestMigrationThatMovesATableWaitsForItsLock(t *testing.T) {
+	srv := devclickhouse.StartForTest(t)
+	ctx := context.Background()
+	cfg := chstore.Config{Addrs: []string{srv.Addr()}, Database: "analytics", RetentionDays: 30}
+	s, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	take, give, err := chschema.MigrationLock(chschema.Options{Database: "analytics"}, 13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Conn().Exec(ctx, "CREATE DATABASE IF NOT EXISTS analytics"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Conn().Exec(ctx, take); err != nil {
+		t.Fatal(err)
+	}
+	waiting, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	applied, err := s.Migrate(waiting)
+	if err == nil || !strings.Contains(err.Error(), "wait for migration 13") {
+		t.Fatalf("Migrate with the lock held elsewhere: applied %v, err %v; want it waiting for migration 13", applied, err)
+	}
+	if slices.Contains(applied, 13) || !slices.Contains(applied, 12) {
+		t.Errorf("applied %v while the lock was held; want up to 12", applied)
+	}
+	var moved uint64
+	if err := s.Conn().QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = 'analytics' AND name = 'events_v13'").Scan(&moved); err != nil || moved != 0 {
+		t.Fatalf("events_v13 made while the lock was held elsewhere (%d, %v)", moved, err)
+	}
+
+	// The holder finishes: it applies 13 and gives the lock back.
+	holder, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := holder.Conn().Exec(ctx, give); err != nil {
+		t.Fatal(err)
+	}
+	if applied, err := holder.Migrate(ctx); err != nil || !slices.Equal(applied, []int{13}) {
+		t.Fatalf("the holder applied %v, %v; want 13", applied, err)
+	}
+	if applied, err := s.Migrate(ctx); err != nil || len(applied) != 0 {
+		t.Fatalf("after the holder: applied %v, %v; want nothing", applied, err)
+	}
+	var locks uint64
+	if err := s.Conn().QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = 'analytics' AND name LIKE 'schema_migration_lock%'").Scan(&locks); err != nil || locks != 0 {
+		t.Errorf("%d lock tables left (%v)", locks, err)
 	}
 }
