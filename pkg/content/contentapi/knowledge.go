@@ -48,7 +48,7 @@ const (
 
 // base returns the app's knowledge base at its current revision, built
 // once per revision.
-func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
+func (a *API) base(ctx context.Context, org, appID string) (*knowledge.Base, error) {
 	v, err := a.cache.getOrStale(ctx, appID, "knowledge", func(ctx context.Context) (any, error) {
 		var src knowledge.Content
 		for _, k := range []struct {
@@ -74,8 +74,17 @@ func (a *API) base(ctx context.Context, appID string) (*knowledge.Base, error) {
 		// build that change needs are both charged to it, never to a
 		// reader.
 		owed, ok := a.owed.Load(appID)
+		// The build is work for one core, as a ranking is, and takes its
+		// turn with the app's organization's rankings: builds beside
+		// rankings would ask more of the cores than there are, and every
+		// ranking would wait on the scheduler's time slices.
+		tenant := rankTenant{org: org, app: appID}
+		if err := a.ranking.enter(ctx, tenant); err != nil {
+			return nil, err
+		}
 		start := time.Now()
 		b, err := knowledge.New(src, o)
+		a.ranking.leave(tenant)
 		if err != nil {
 			return nil, err // still owed
 		}
@@ -159,7 +168,8 @@ func (a *API) asked(c *gin.Context) (string, *knowledge.Base, bool) {
 	if !ok {
 		return "", nil, false
 	}
-	b, err := a.base(c.Request.Context(), target(c).AppID)
+	t := target(c)
+	b, err := a.base(c.Request.Context(), t.OrganizationID, t.AppID)
 	if err != nil {
 		a.serverError(c, "build the knowledge base", err)
 		return "", nil, false
@@ -432,7 +442,7 @@ func (a *API) suggestions(c *gin.Context) {
 	if !a.resolve(c, p, app.ID) {
 		return
 	}
-	b, err := a.base(c.Request.Context(), app.ID)
+	b, err := a.base(c.Request.Context(), app.OrganizationID, app.ID)
 	if err != nil {
 		a.serverError(c, "build the knowledge base", err)
 		return
