@@ -107,12 +107,10 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "api")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/api")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build: %w", err)
+	if err := childproc.GoBuild(ctx, dir, "./cmd/api"); err != nil {
+		return err
 	}
+	bin := filepath.Join(dir, "api")
 	questions, err := readQuestions()
 	if err != nil {
 		return err
