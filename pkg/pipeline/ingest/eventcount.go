@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"errors"
 	"io"
 )
@@ -38,6 +39,11 @@ type eventCounter struct {
 	// inEvents while the events array is open; element when its next
 	// value starts an element.
 	inEvents, element bool
+	// rooted once the root object has opened; dead once the body is seen
+	// not to be one JSON object (it starts otherwise, or goes on after
+	// it): the validator refuses it whatever it holds, so the rest is not
+	// read byte by byte (a gzip bomb of zeros would be, megabytes of it).
+	rooted, dead bool
 }
 
 const eventsKey = "events"
@@ -45,14 +51,12 @@ const eventsKey = "events"
 // count reads p and returns the events that start in it.
 func (c *eventCounter) count(p []byte) int {
 	before := c.events
-	for i := 0; i < len(p); i++ {
+	for i := 0; i < len(p) && !c.dead; i++ {
 		b := p[i]
 		if c.inString {
 			if !c.inKey && !c.escape {
 				// The bulk of a body: skip to the next quote or backslash.
-				for i < len(p) && p[i] != '"' && p[i] != '\\' {
-					i++
-				}
+				i += nextQuoteOrBackslash(p[i:])
 				if i == len(p) {
 					break
 				}
@@ -80,6 +84,13 @@ func (c *eventCounter) count(p []byte) int {
 		switch b {
 		case ' ', '\t', '\n', '\r', ':':
 			continue
+		}
+		if c.depth == 0 {
+			if b != '{' || c.rooted {
+				c.dead = true
+				break
+			}
+			c.rooted = true
 		}
 		if c.inEvents && c.depth == 2 && c.element && b != ',' && b != ']' {
 			c.events++
@@ -117,6 +128,19 @@ func (c *eventCounter) count(p []byte) int {
 		}
 	}
 	return c.events - before
+}
+
+// nextQuoteOrBackslash is the index in p of its first '"' or '\\', or
+// len(p): two searches for one byte each, which run in assembly.
+func nextQuoteOrBackslash(p []byte) int {
+	n := len(p)
+	if i := bytes.IndexByte(p, '"'); i >= 0 {
+		n = i
+	}
+	if i := bytes.IndexByte(p[:n], '\\'); i >= 0 {
+		n = i
+	}
+	return n
 }
 
 // countingBody counts the events of a body as it is read, refuses it once
