@@ -202,11 +202,11 @@ func (f *serveFlags) apiConfig(store contentdb.Store, history contentapi.History
 	default:
 		log.Info("no WordNet: search expands queries only with the apps' own synonyms", "dir", *f.wordnet)
 	}
-	if err := f.ranking.apply(&cfg.Knowledge, store, log); err != nil {
+	onCores, err := f.ranking.apply(&cfg.Knowledge, store, log)
+	if err != nil {
 		return contentapi.Config{}, err
 	}
-	// The built-in encoder, not an endpoint, embeds the questions.
-	cfg.EmbedsOnCores = *f.ranking.url == "" && *f.ranking.encDir != "off"
+	cfg.EmbedsOnCores = onCores
 	if *f.llmURL != "" {
 		cfg.Generator = &knowledge.OpenAI{BaseURL: *f.llmURL, Model: *f.llmModel, APIKey: *f.llmKey}
 	}
@@ -372,14 +372,15 @@ func (f rankingFlags) embedder(log *slog.Logger) (embeddings.Embedder, error) {
 }
 
 // apply sets how opts rank by meaning, leaving them ranking by words
-// only when there is no embedder.
-func (f rankingFlags) apply(opts *knowledge.Options, store embeddings.VectorStore, log *slog.Logger) error {
+// only when there is no embedder; onCores says the built-in encoder, not
+// an endpoint, embeds the questions.
+func (f rankingFlags) apply(opts *knowledge.Options, store embeddings.VectorStore, log *slog.Logger) (onCores bool, err error) {
 	emb, err := f.embedder(log)
 	if err != nil || emb == nil {
-		return err
+		return false, err
 	}
 	if *f.minSim < -1 || *f.minSim > 1 {
-		return fmt.Errorf("serve: -embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) %v: want -1 to 1", *f.minSim)
+		return false, fmt.Errorf("serve: -embeddings-min-similarity (EMBEDDINGS_MIN_SIMILARITY) %v: want -1 to 1", *f.minSim)
 	}
 	// Questions through the cache in memory; the content through the
 	// content database, so a restart or a replica embeds only what no
@@ -388,7 +389,8 @@ func (f rankingFlags) apply(opts *knowledge.Options, store embeddings.VectorStor
 	opts.ContentEmbedder = embeddings.NewStored(store, emb, log)
 	opts.QueryTimeout = *f.queryTimeout
 	opts.MinSimilarity = *f.minSim
-	return nil
+	_, onCores = emb.(*encoder.Encoder)
+	return onCores, nil
 }
 
 // statusFlags are what the status page charts and how often it reads

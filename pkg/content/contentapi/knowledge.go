@@ -279,7 +279,7 @@ func (a *API) ranked(c *gin.Context, work func()) bool {
 
 // rankQuestion understands q and ranks it with work at the ranking gate.
 // A question embedded on this process's cores (the built-in encoder,
-// about as costly as its ranking) is embedded with the place held, so that
+// work on the CPU as its ranking is) is embedded with the place held, so that
 // it takes its turn too; one sent to an embeddings endpoint is embedded
 // before, so that no place waits on the network.
 func (a *API) rankQuestion(c *gin.Context, b *knowledge.Base, q string, work func(knowledge.Query)) bool {

@@ -22,7 +22,7 @@ const WorkPerRequest = 500 * time.Microsecond
 // encoder, embedding it) may take for the price of one request, charged
 // beyond the request itself: a question of a few words, a fraction of a
 // millisecond, costs a few requests; a unique question of 1,000
-// characters, about 20 to 30 ms, a few hundred. At the default limit a
+// characters, about 30 ms, a few hundred. At the default limit a
 // token gets a tenth of a core for ranking, so that one public token
 // cannot spend the CPU the app's others need, or another tenant's.
 const RankPerRequest = 100 * time.Microsecond

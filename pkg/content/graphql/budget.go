@@ -1,9 +1,6 @@
 package graphql
 
-import (
-	"fmt"
-	"sync"
-)
+import "sync"
 
 // answerBudget bounds the bytes of the answers being built at once in
 // the process, shared fairly: while others build answers, an
@@ -128,12 +125,4 @@ func (r *budgetRefusal) error(path string) *codedError {
 	}
 	return errorf(CodeRateLimited, "", "the answers this %s is having built at once hold its share of the server's answer budget, %d bytes (GRAPHQL_ANSWER_BUDGET_BYTES), counted while resolving %s; retry after the time in Retry-After, or ask for less at once",
 		r.share, r.limit, path)
-}
-
-// String describes the refusal for logs and tests.
-func (r *budgetRefusal) String() string {
-	if r.process {
-		return fmt.Sprintf("process budget %d", r.limit)
-	}
-	return fmt.Sprintf("%s share %d", r.share, r.limit)
 }

@@ -25,7 +25,7 @@ func TestAnswerBudgetShares(t *testing.T) {
 		s      spender
 		n      int64
 		give   bool
-		refuse string // "" when granted, else budgetRefusal.String()
+		refuse string // "" when granted, else described (see describe)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -80,7 +80,7 @@ func TestAnswerBudgetShares(t *testing.T) {
 				r := bud.take(st.s, st.n)
 				got := ""
 				if r != nil {
-					got = r.String()
+					got = describe(r)
 				} else {
 					held[st.s] += st.n
 				}
@@ -96,6 +96,14 @@ func TestAnswerBudgetShares(t *testing.T) {
 			}
 		})
 	}
+}
+
+// describe is which share a refusal names, and its limit.
+func describe(r *budgetRefusal) string {
+	if r.process {
+		return fmt.Sprintf("process budget %d", r.limit)
+	}
+	return fmt.Sprintf("%s share %d", r.share, r.limit)
 }
 
 // TestReaderAnswersAreSmall is the attack of a web page's visitor with
