@@ -124,6 +124,9 @@ type API struct {
 	// ranking lets as many searches, FAQ queries and suggestions rank at
 	// once as there are cores, the others in turn.
 	ranking *rankGate
+	// building lets index builds and the background work of embedding
+	// an app's content run on all cores but one, in turn.
+	building *rankGate
 }
 
 // New returns the API. limiter may be nil to disable rate limiting.
@@ -169,7 +172,7 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 	return &API{cfg: cfg, history: history,
 		keys:  &keyCache{store: store, ttl: cfg.RefreshInterval, entries: map[string]keyEntry{}},
 		store: store, authn: authn, limiter: limiter, cache: c, log: log, cacheControl: cc,
-		ranking: newRankGate(runtime.GOMAXPROCS(0))}
+		ranking: newRankGate(runtime.GOMAXPROCS(0)), building: newRankGate(runtime.GOMAXPROCS(0) - 1)}
 }
 
 // Invalidate makes the next read of the app see changes at once.

@@ -66,6 +66,24 @@ func (a *API) base(ctx context.Context, org, appID string) (*knowledge.Base, err
 		if o.Log == nil {
 			o.Log = a.log.With("app_id", appID)
 		}
+		// The build is work for one core, and so is its work in the
+		// background (cutting the content into passages, reading its
+		// stored vectors, or encoding it when questions are encoded here
+		// too): they take turns at the build gate, across organizations
+		// and apps, and leave a core to the rankings. A build beside
+		// the rankings yields its core often (see search.BuildWith); one
+		// holding a ranking place for tens of milliseconds made every
+		// question of the other apps queue at the remaining place.
+		tenant := rankTenant{org: org, app: appID}
+		o.Turn = func(ctx context.Context, work func()) error {
+			if err := a.building.enter(ctx, tenant); err != nil {
+				return err
+			}
+			defer a.building.leave(tenant)
+			work()
+			return nil
+		}
+		o.EmbedInTurns = a.cfg.EmbedsOnCores
 		// Who changed the content pays for the index, or else the
 		// request that needed it. The change is read before the build and
 		// cleared after it only if no newer one came meanwhile: a change
@@ -74,25 +92,24 @@ func (a *API) base(ctx context.Context, org, appID string) (*knowledge.Base, err
 		// build that change needs are both charged to it, never to a
 		// reader.
 		owed, ok := a.owed.Load(appID)
-		// The build is work for one core, as a ranking is, and takes its
-		// turn with the app's organization's rankings: builds beside
-		// rankings would ask more of the cores than there are, and every
-		// ranking would wait on the scheduler's time slices.
-		tenant := rankTenant{org: org, app: appID}
-		if err := a.ranking.enter(ctx, tenant); err != nil {
-			return nil, err
+		var b *knowledge.Base
+		var err error
+		var took time.Duration
+		if terr := o.Turn(ctx, func() {
+			start := time.Now()
+			b, err = knowledge.New(src, o)
+			took = time.Since(start)
+		}); terr != nil {
+			return nil, terr
 		}
-		start := time.Now()
-		b, err := knowledge.New(src, o)
-		a.ranking.leave(tenant)
 		if err != nil {
 			return nil, err // still owed
 		}
 		if ok {
-			a.limiter.Charge(owed.(*change).token, float64(time.Since(start))/float64(WorkPerRequest))
+			a.limiter.Charge(owed.(*change).token, float64(took)/float64(WorkPerRequest))
 			a.owed.CompareAndDelete(appID, owed)
 		} else {
-			charge(ctx, time.Since(start), WorkPerRequest)
+			charge(ctx, took, WorkPerRequest)
 		}
 		// The previous revision's base answers meanwhile (with its vectors),
 		// and most texts of a new revision are cached already: waiting a

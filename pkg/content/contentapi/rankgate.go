@@ -10,7 +10,7 @@ import (
 
 // rankGate lets at most a fixed number of rankings run at once and the
 // others in, taking turns across organizations and, within one, across
-// its apps. A ranking is work for one core and no waiting, so running
+// its apps. Index builds take turns at a gate of their own (API.building). A ranking is work for one core and no waiting, so running
 // more than there are cores only shares the cores out: every answer is
 // slower, and Go's scheduler, which runs the goroutine woken last first,
 // lets some wait many times longer than others.
@@ -138,7 +138,7 @@ func (g *rankGate) leave(t rankTenant) {
 	defer g.mu.Unlock()
 	o := g.orgs[t.org]
 	if o == nil || o.held == 0 {
-		panic("contentapi: ranking place given back by an organization holding none")
+		panic("contentapi: a place given back by an organization holding none")
 	}
 	o.held--
 	g.free++

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // TestRankingWaitsItsTurn: searches, FAQ queries and suggestions rank
@@ -76,5 +77,62 @@ func TestRankingWaitsItsTurn(t *testing.T) {
 		if err := g.enter(ctx, mine); err != nil { // the place back, for the next path
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBuildsTakeTurnsApartFromRankings: an app's index is built with a
+// place at the build gate, which leaves a core to the rankings: with
+// every build place taken, an app never served waits for one; with every
+// ranking place taken, its index is built all the same.
+func TestBuildsTakeTurnsApartFromRankings(t *testing.T) {
+	e := newEnv(t, ServiceConfig{})
+	api := e.svc.api
+	if got, want := api.building.places, max(runtime.GOMAXPROCS(0)-1, 1); got != want {
+		t.Errorf("%d build places, want %d", got, want)
+	}
+	ctx := context.Background()
+	other := rankTenant{"org-other", "app-other"}
+	for range api.building.places {
+		if err := api.building.enter(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answered := make(chan response, 1)
+	go func() { answered <- e.get("/cms/search?question=puncture", "app1") }()
+	waitQueued(t, api.building, 1)
+	select {
+	case r := <-answered:
+		t.Fatalf("answered %d while every build place was taken", r.status)
+	default:
+	}
+	api.building.leave(other)
+	if r := <-answered; r.status != 200 {
+		t.Errorf("%d once a build place was free: %s", r.status, r.body)
+	}
+	for range api.building.places - 1 {
+		api.building.leave(other)
+	}
+
+	// Two other organizations hold every place, as one may hold all but
+	// one while another asks.
+	third := rankTenant{"org-third", "app-third"}
+	holders := []rankTenant{third}
+	for range api.ranking.places - 1 {
+		holders = append(holders, other)
+	}
+	for _, h := range holders {
+		if err := api.ranking.enter(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, h := range holders {
+			api.ranking.leave(h)
+		}
+	}()
+	built, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := api.base(built, "org-1", "app-2"); err != nil {
+		t.Errorf("index built with every ranking place taken: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ package knowledge
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -97,6 +98,18 @@ type Options struct {
 	// App is the app the base is of. An Embedder that is also an
 	// AppEmbedder embeds the app's texts apart from every other app's.
 	App string
+	// Turn, when set, runs the background work of embedding the content
+	// that needs this process's cores alone (cutting it into passages,
+	// making its vectors) when it is the app's turn, on one core: a
+	// caller that shares its cores among tenants passes its gate, so that
+	// an app loading its vectors takes turns with everyone's rankings
+	// instead of taking every core beside them. Nil runs it at once.
+	Turn func(ctx context.Context, work func()) error
+	// EmbedInTurns runs the content's embedding in Turn too, a part at a
+	// time: for a ContentEmbedder (or Embedder) that works on this
+	// process's cores or reads a local store, never for one that waits
+	// on the network, as a turn is held while it works.
+	EmbedInTurns bool
 }
 
 // Build indexes an app's documents, FAQs and intents.

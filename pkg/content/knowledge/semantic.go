@@ -61,6 +61,10 @@ const (
 	// buildChunk is how many texts of the content go to the embedder at
 	// once.
 	buildChunk = 256
+	// turnChunk is how many go at once when embedding takes turns
+	// (Options.EmbedInTurns): fewer, so that a turn is held briefly when
+	// texts are encoded rather than read.
+	turnChunk = 64
 	// leadWeight is the share of a document's similarity that is its
 	// lead's; the rest is its best passage's. On the evaluation set the
 	// lead alone ranked documents better than their best passage alone
@@ -89,6 +93,8 @@ type semantic struct {
 	queryTimeout  time.Duration
 	minSimilarity float64
 	log           *slog.Logger
+	turn          func(ctx context.Context, work func()) error // nil: at once
+	embedInTurns  bool
 	// The content is planned (cut into passages, its distinct texts
 	// listed) by the first build, in the background, as counting tokens
 	// takes time: texts are the distinct texts to embed, plan says what
@@ -199,7 +205,8 @@ func forApp(e Embedder, app string) Embedder {
 }
 
 func newSemantic(o Options, docs, faqs []search.Doc, answerOf func(group string) string) *semantic {
-	s := &semantic{emb: forApp(o.Embedder, o.App), contentEmb: forApp(o.ContentEmbedder, o.App), queryTimeout: o.QueryTimeout, minSimilarity: o.MinSimilarity, log: o.Log}
+	s := &semantic{emb: forApp(o.Embedder, o.App), contentEmb: forApp(o.ContentEmbedder, o.App), queryTimeout: o.QueryTimeout, minSimilarity: o.MinSimilarity, log: o.Log,
+		turn: o.Turn, embedInTurns: o.EmbedInTurns && o.Turn != nil}
 	if o.ContentEmbedder == nil {
 		s.contentEmb = s.emb
 	}
@@ -217,8 +224,9 @@ func newSemantic(o Options, docs, faqs []search.Doc, answerOf func(group string)
 }
 
 // planIndex lists the distinct texts to embed for docs and the FAQ
-// question variants faqs, and what each stands for.
-func planIndex(tc TokenCounter, docs, faqs []search.Doc, answerOf func(group string) string) ([]string, *semIndex) {
+// question variants faqs, and what each stands for, counting tokens on
+// up to cores goroutines.
+func planIndex(tc TokenCounter, docs, faqs []search.Doc, answerOf func(group string) string, cores int) ([]string, *semIndex) {
 	var texts []string
 	ids := map[string]int32{}
 	id := func(text string) int32 {
@@ -235,15 +243,16 @@ func planIndex(tc TokenCounter, docs, faqs []search.Doc, answerOf func(group str
 	}
 	p := &semIndex{docLead: make([]int32, len(docs)), exact: exactDocs, candidates: candidateDocs, scratch: &sync.Pool{}}
 	window := tc.Window()
-	// Counting tokens is most of the work: documents are cut on every
-	// core, then numbered in order.
+	// Counting tokens is most of the work: documents are cut on the
+	// cores given, then numbered in order.
 	cuts := make([][]span, len(docs))
 	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(docs)/64))
+	workers := max(1, min(cores, len(docs)/64))
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(docs); i += workers {
 				cuts[i] = splitPassages(docs[i].Body, tc.Tokens, window)
+				runtime.Gosched() // as search.BuildWith does
 			}
 		})
 	}
@@ -310,15 +319,32 @@ func (s *semantic) startLocked() {
 
 func (s *semantic) build(ctx context.Context) (*semIndex, error) {
 	if s.plan == nil {
-		s.texts, s.plan = planIndex(s.counter, s.docs, s.faqs, s.answerOf)
+		cores := runtime.GOMAXPROCS(0)
+		if s.turn != nil {
+			cores = 1 // a turn is one core
+		}
+		if err := s.inTurn(ctx, func() { s.texts, s.plan = planIndex(s.counter, s.docs, s.faqs, s.answerOf, cores) }); err != nil {
+			return nil, fmt.Errorf("cut the app's content into passages: %w", err)
+		}
 		s.docs, s.faqs, s.answerOf = nil, nil, nil // needed no more
 	}
 	vs := make([][]float32, 0, len(s.texts))
+	chunk := buildChunk
+	if s.embedInTurns {
+		chunk = turnChunk
+	}
 	// In parts, so that a cache behind the embedder keeps each part as it
 	// comes: a build that fails part way resumes there when tried again.
-	for from := 0; from < len(s.texts); from += buildChunk {
-		part := s.texts[from:min(from+buildChunk, len(s.texts))]
-		got, err := s.contentEmb.Embed(ctx, part)
+	for from := 0; from < len(s.texts); from += chunk {
+		part := s.texts[from:min(from+chunk, len(s.texts))]
+		var got [][]float32
+		var err error
+		embed := func() { got, err = s.contentEmb.Embed(ctx, part) }
+		if !s.embedInTurns {
+			embed()
+		} else if terr := s.inTurn(ctx, embed); terr != nil {
+			err = terr
+		}
 		if err != nil {
 			return nil, fmt.Errorf("embed the app's content (texts %d to %d of %d): %w", from+1, from+len(part), len(s.texts), err)
 		}
@@ -327,13 +353,26 @@ func (s *semantic) build(ctx context.Context) (*semIndex, error) {
 		}
 		vs = append(vs, got...)
 	}
-	vecs, err := embeddings.NewVectors(vs)
+	var vecs *embeddings.Vectors
+	var err error
+	if terr := s.inTurn(ctx, func() { vecs, err = embeddings.NewVectors(vs) }); terr != nil {
+		err = terr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("content vectors: %w", err)
 	}
 	index := *s.plan
 	index.vecs = vecs
 	return &index, nil
+}
+
+// inTurn runs work in the app's turn (Options.Turn), or at once.
+func (s *semantic) inTurn(ctx context.Context, work func()) error {
+	if s.turn == nil {
+		work()
+		return nil
+	}
+	return s.turn(ctx, work)
 }
 
 // vectors are the content's vectors, or why there are none yet; a failed

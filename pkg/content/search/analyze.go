@@ -86,11 +86,15 @@ func (s *stems) of(w string) string {
 }
 
 // tokensWith is tokens with a stem memo (nil for none).
-func tokensWith(text string, memo *stems) []token {
-	toks := words(text, memo)
-	out := toks
-	for i := 0; i+1 < len(toks); i++ {
-		a, b := toks[i], toks[i+1]
+func tokensWith(text string, memo *stems) []token { return appendTokens(nil, text, memo) }
+
+// appendTokens appends text's tokens (see tokensWith) to dst.
+func appendTokens(dst []token, text string, memo *stems) []token {
+	from := len(dst)
+	out := appendWords(dst, text, memo)
+	n := len(out)
+	for i := from; i+1 < n; i++ {
+		a, b := out[i], out[i+1]
 		if b.bstart == a.bend+1 && text[a.bend] == '-' {
 			w := a.word + b.word
 			out = append(out, token{word: w, term: memo.of(w), start: a.start, end: b.end, bstart: a.bstart, bend: b.bend})
@@ -100,8 +104,10 @@ func tokensWith(text string, memo *stems) []token {
 }
 
 // words splits text into its words.
-func words(text string, memo *stems) []token {
-	var out []token
+func words(text string, memo *stems) []token { return appendWords(nil, text, memo) }
+
+// appendWords appends text's words to out.
+func appendWords(out []token, text string, memo *stems) []token {
 	pos := 0 // UTF-16 offset of the rune at i
 	start, startPos := -1, 0
 	flush := func(end, endPos int) {

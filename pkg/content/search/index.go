@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -139,9 +140,14 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs)), titleSpans: make([][]tokSpan, len(docs)), paras: make([][]chunk, len(docs))}
 	words := map[string]string{}
 	var titleSum, bodySum int
+	toks := &tokenScratch{counts: map[string]int{}}
 	for i := range docs {
-		tl, bl := ix.indexDoc(i, memo, words)
+		tl, bl := ix.indexDoc(i, memo, words, toks)
 		titleSum, bodySum = titleSum+tl, bodySum+bl
+		// A build runs beside rankings on few cores: giving up the core
+		// between documents lets a waiting question run now, not when the
+		// scheduler preempts the build (after 10 ms).
+		runtime.Gosched()
 	}
 	if n := len(docs); n > 0 {
 		ix.avgTitle, ix.avgBody = math.Max(1, float64(titleSum)/float64(n)), math.Max(1, float64(bodySum)/float64(n))
@@ -165,20 +171,34 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 	return ix
 }
 
+// tokenScratch holds the tokens and postings of the document being
+// indexed, reused for the next: they are read only while it is.
+type tokenScratch struct {
+	title, body, words []token
+	counts             map[string]int // term to its place in postings
+	postings           []posting
+}
+
 // indexDoc adds item i's words to the postings, records its spans and
 // paragraphs, and returns how many words its title and body have. seen
 // maps each word seen to its term.
-func (ix *Index) indexDoc(i int, memo *stems, seen map[string]string) (titleLen, bodyLen int) {
+func (ix *Index) indexDoc(i int, memo *stems, seen map[string]string, scratch *tokenScratch) (titleLen, bodyLen int) {
 	docs := ix.docs
-	counts := map[string]*posting{}
+	// Each term's posting, by its place in ps; both reused for the next
+	// document, as builds run while others rank and the collector's work
+	// is their latency.
+	clear(scratch.counts)
+	counts, ps := scratch.counts, scratch.postings[:0]
 	add := func(toks []token, title bool) {
 		for _, t := range toks {
 			seen[t.word] = t.term
-			p := counts[t.term]
-			if p == nil {
-				p = &posting{doc: int32(i)}
-				counts[t.term] = p
+			j, ok := counts[t.term]
+			if !ok {
+				j = len(ps)
+				counts[t.term] = j
+				ps = append(ps, posting{doc: int32(i)})
 			}
+			p := &ps[j]
 			if title {
 				p.title = min(p.title+1, math.MaxUint16)
 			} else {
@@ -186,12 +206,15 @@ func (ix *Index) indexDoc(i int, memo *stems, seen map[string]string) (titleLen,
 			}
 		}
 	}
-	tt, bt := tokensWith(docs[i].Title, memo), tokensWith(docs[i].Body, memo)
+	scratch.title = appendTokens(scratch.title[:0], docs[i].Title, memo)
+	scratch.body = appendTokens(scratch.body[:0], docs[i].Body, memo)
+	scratch.words = appendWords(scratch.words[:0], docs[i].Title, memo)
+	tt, bt := scratch.title, scratch.body
 	for _, t := range tt {
 		ix.termID(t.term) // so that title matches can be told (TitleHighlights)
 	}
 	// The title's words alone, not the joined forms tokensWith adds.
-	if tw := words(docs[i].Title, memo); len(tw) > 0 {
+	if tw := scratch.words; len(tw) > 0 {
 		ix.titleSpans[i] = make([]tokSpan, len(tw))
 		for j, t := range tw {
 			ix.titleSpans[i][j] = tokSpan{term: ix.termID(t.term), start: uint32(t.start), end: uint32(t.end)}
@@ -207,9 +230,10 @@ func (ix *Index) indexDoc(i int, memo *stems, seen map[string]string) (titleLen,
 	add(tt, true)
 	add(bt, false)
 	ix.titleLen[i], ix.bodyLen[i] = uint16(min(len(tt), math.MaxUint16)), uint32(len(bt))
-	for term, p := range counts {
-		ix.postings[term] = append(ix.postings[term], *p)
+	for term, j := range counts {
+		ix.postings[term] = append(ix.postings[term], ps[j])
 	}
+	scratch.postings = ps
 	return len(tt), len(bt)
 }
 
