@@ -272,8 +272,8 @@ func (a *API) understand(c *gin.Context, b *knowledge.Base, q string) knowledge.
 }
 
 // ranked runs work, which must need the CPU alone (no network call), with
-// a place at the ranking gate (see rankGate), and charges the time it
-// took to the request's token (RankPerRequest). False when the request ended while it
+// a place at the ranking gate (see rankGate), and charges the CPU time it
+// used to the request's token (RankPerRequest). False when the request ended while it
 // waited (answered 503): then work did not run.
 func (a *API) ranked(c *gin.Context, work func()) bool {
 	t := target(c)
@@ -283,14 +283,10 @@ func (a *API) ranked(c *gin.Context, work func()) bool {
 		abort(c, http.StatusServiceUnavailable, "", "The request ended while it waited to be answered.")
 		return false
 	}
-	start := time.Now()
-	defer func() {
-		// Given back before the answer is written: a slow reader holds no
-		// place.
-		a.ranking.leave(tenant)
-		charge(ctx, time.Since(start), RankPerRequest)
-	}()
-	work()
+	// Given back before the answer is written (ranked returns first): a
+	// slow reader holds no place.
+	defer a.ranking.leave(tenant)
+	charge(ctx, cpuTime(work), RankPerRequest)
 	return true
 }
 

@@ -2,6 +2,7 @@ package contentapi
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/ratelimit"
@@ -18,14 +19,32 @@ import (
 // documents (under a second to build) still fits in one burst.
 const WorkPerRequest = 500 * time.Microsecond
 
-// RankPerRequest is how long ranking a question (with the built-in
-// encoder, embedding it) may take for the price of one request, charged
+// RankPerRequest is how much CPU time ranking a question (with the
+// built-in encoder, embedding it) may use for the price of one request, charged
 // beyond the request itself: a question of a few words, a fraction of a
 // millisecond, costs a few requests; a unique question of 1,000
 // characters, about 30 ms, a few hundred. At the default limit a
 // token gets a tenth of a core for ranking, so that one public token
 // cannot spend the CPU the app's others need, or another tenant's.
 const RankPerRequest = 100 * time.Microsecond
+
+// cpuTime runs work, which must run on its own goroutine alone (no
+// goroutines of its own, no waiting), and returns the CPU time it used:
+// its thread's, as it is kept on one thread meanwhile. Where a thread's
+// time cannot be read, it is the time work took. Wall time would charge
+// a token for time its work waited for a core: under another tenant's
+// load, the very tenant being crowded out would pay more and be refused.
+func cpuTime(work func()) time.Duration {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	from, ok := threadCPU()
+	work()
+	if to, ok2 := threadCPU(); ok && ok2 {
+		return to - from
+	}
+	return time.Since(start)
+}
 
 // payer is the token a request's extra work is charged to.
 type payer struct {

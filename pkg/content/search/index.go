@@ -2,6 +2,7 @@ package search
 
 import (
 	"cmp"
+	"hash/maphash"
 	"math"
 	"math/bits"
 	"runtime"
@@ -48,9 +49,15 @@ type Index struct {
 	// words are the folded words seen, sorted, each with its stem: for
 	// prefix matching of an unfinished last word.
 	words []wordStem
-	// deletions maps every term with one letter deleted to the terms it
-	// came from: for matching with one typo.
-	deletions map[string][]string
+	// typos maps the hash of every term with one letter deleted to the
+	// term it came from (its ID), and typosMore to any others: for
+	// matching with one typo. Hashes and IDs, not strings: this is an
+	// index's largest table, and a map without pointers is one the
+	// collector never reads, however many apps are held. A collision
+	// costs nothing, as every candidate is checked (damerau1).
+	typos     map[uint64]uint32
+	typosMore map[uint64][]uint32
+	typoSeed  maphash.Seed
 	// synonyms are the indexed terms each term stands for in the app's
 	// own content, read as weaker matches; nil when it has none.
 	synonyms map[string][]string
@@ -136,7 +143,7 @@ func Build(docs []Doc) *Index { return BuildWith(docs, Config{}) }
 func BuildWith(docs []Doc, cfg Config) *Index {
 	memo := &stems{m: map[string]string{}}
 	ix := &Index{lexicon: cfg.Lexicon, docs: docs, titleLen: make([]uint16, len(docs)), bodyLen: make([]uint32, len(docs)),
-		postings: map[string][]posting{}, maxW: map[string]float32{}, deletions: map[string][]string{},
+		postings: map[string][]posting{}, maxW: map[string]float32{}, typos: map[uint64]uint32{}, typoSeed: maphash.MakeSeed(),
 		termIDs: map[string]uint32{}, bodySpans: make([][]tokSpan, len(docs)), titleSpans: make([][]tokSpan, len(docs)), paras: make([][]chunk, len(docs))}
 	words := map[string]string{}
 	var titleSum, bodySum int
@@ -273,10 +280,20 @@ func (ix *Index) weighPostings() {
 // linkTerms records the deletions of each term, for matching misspelt
 // words, and the synonyms of sets some item holds.
 func (ix *Index) linkTerms(sets [][]string) {
+	var buf []byte
 	for term := range ix.postings {
-		for _, d := range deletes(term) {
-			ix.deletions[d] = append(ix.deletions[d], term)
-		}
+		id := ix.termIDs[term]
+		buf = eachDeletion(term, buf, func(d []byte) {
+			h := maphash.Bytes(ix.typoSeed, d)
+			if first, ok := ix.typos[h]; !ok {
+				ix.typos[h] = id
+			} else if first != id && !slices.Contains(ix.typosMore[h], id) {
+				if ix.typosMore == nil {
+					ix.typosMore = map[uint64][]uint32{}
+				}
+				ix.typosMore[h] = append(ix.typosMore[h], id)
+			}
+		})
 	}
 	for term, syn := range synonymTable(sets) {
 		// Only synonyms some item holds can match.
@@ -308,18 +325,38 @@ const maxTypoRunes = 32
 
 // deletes lists s with each one of its letters removed.
 func deletes(s string) []string {
+	var out []string
+	eachDeletion(s, nil, func(d []byte) { out = append(out, string(d)) })
+	return out
+}
+
+// eachDeletion calls f with s with each one of its letters removed, in
+// buf (returned for reuse; f must not keep it), when s is a word given
+// typo matches.
+func eachDeletion(s string, buf []byte, f func([]byte)) []byte {
 	if len(s) > 4*maxTypoRunes {
-		return nil // longer in runes too, and not worth converting
+		return buf // longer in runes too, and not worth counting
 	}
-	r := []rune(s)
-	if len(r) < 4 || len(r) > maxTypoRunes { // short words have too many neighbours to guess
+	if n := utf8.RuneCountInString(s); n < 4 || n > maxTypoRunes { // short words have too many neighbours to guess
+		return buf
+	}
+	for i := 0; i < len(s); {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		buf = append(append(buf[:0], s[:i]...), s[i+w:]...)
+		f(buf)
+		i += w
+	}
+	return buf
+}
+
+// typoTerms are the indexed terms of which d is a deletion.
+func (ix *Index) typoTerms(d string) []uint32 {
+	h := maphash.String(ix.typoSeed, d)
+	first, ok := ix.typos[h]
+	if !ok {
 		return nil
 	}
-	out := make([]string, 0, len(r))
-	for i := range r {
-		out = append(out, string(r[:i])+string(r[i+1:]))
-	}
-	return out
+	return append([]uint32{first}, ix.typosMore[h]...)
 }
 
 func (ix *Index) idf(term string) float64 {
@@ -367,8 +404,8 @@ func (ix *Index) expand(term, word string, partial string) []expansion {
 	} else {
 		seen := map[string]bool{}
 		for _, cand := range append([]string{term}, deletes(term)...) {
-			for _, t := range ix.deletions[cand] {
-				if !seen[t] && damerau1(term, t) {
+			for _, id := range ix.typoTerms(cand) {
+				if t := ix.termText[id]; !seen[t] && damerau1(term, t) {
 					seen[t] = true
 					out = append(out, expansion{term: t, weight: typoWeight})
 				}

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -303,5 +304,26 @@ func TestDeletesSkipsVeryLongWords(t *testing.T) {
 		if got := len(deletes(tc.word)); got != tc.want {
 			t.Errorf("deletes of a %d-rune word: %d, want %d", len([]rune(tc.word)), got, tc.want)
 		}
+	}
+}
+
+// TestTypoCollisionsMatchNothing: the typo table is keyed by hashes, so
+// a deletion may name a term it is not a deletion of; such a term is
+// never matched, as every candidate is checked.
+func TestTypoCollisionsMatchNothing(t *testing.T) {
+	ix := Build(corpus)
+	if got := ids(ix.Search("zzzzz", Options{})); got != "" {
+		t.Fatalf("zzzzz found %q before any collision", got)
+	}
+	id, ok := ix.termIDs["punctur"]
+	if !ok {
+		t.Fatal(`no term "punctur"`)
+	}
+	ix.typos[maphash.String(ix.typoSeed, "zzzz")] = id // as if "zzzz" hashed as a deletion of it
+	if got := ids(ix.Search("zzzzz", Options{})); got != "" {
+		t.Errorf("zzzzz found %q through a collision", got)
+	}
+	if got := ids(ix.Search("punctre", Options{})); !strings.HasPrefix(got, "puncture") {
+		t.Errorf("punctre found %q, want puncture first", got)
 	}
 }

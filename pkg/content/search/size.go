@@ -40,8 +40,9 @@ func (ix *Index) Bytes() int64 {
 		}
 	}
 	n += int64(cap(ix.words)) * int64(unsafe.Sizeof(wordStem{}))
-	for t, from := range ix.deletions {
-		n += mapEntry + stringBytes(t) + sliceHeader + int64(cap(from))*stringHeader
+	n += int64(len(ix.typos)) * (mapEntry + 8 + 4)
+	for _, more := range ix.typosMore {
+		n += mapEntry + 8 + sliceHeader + int64(cap(more))*4
 	}
 	for t, syn := range ix.synonyms {
 		n += mapEntry + stringBytes(t) + sliceHeader + int64(cap(syn))*stringHeader

@@ -77,10 +77,19 @@ type PacedBody struct {
 	slow    *SlowBodyError // set once the body is cut off
 }
 
-// Read reads from the body; once it was cut off, a failed read reports why.
+// Read reads from the body; once it was cut off, a read reports why.
 func (b *PacedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
+	// Counted under the lock the cut is made under, so that bytes are
+	// either counted before it (and read) or came after it (and are
+	// dropped): the error's Received is what the reader got.
+	b.mu.Lock()
+	if slow := b.slow; slow != nil {
+		b.mu.Unlock()
+		return 0, slow
+	}
 	b.n.Add(int64(n))
+	b.mu.Unlock()
 	if err == io.EOF {
 		// The whole body came: what the request does next (waiting for
 		// the broker, or for an upstream's answer) is not the client's
@@ -88,11 +97,6 @@ func (b *PacedBody) Read(p []byte) (int, error) {
 		// request.
 		b.Stop()
 		return n, err
-	}
-	if err != nil {
-		if slow := b.Slow(); slow != nil {
-			return n, slow
-		}
 	}
 	return n, err
 }
