@@ -108,7 +108,9 @@ type Options struct {
 	// EmbedInTurns runs the content's embedding in Turn too, a part at a
 	// time: for a ContentEmbedder (or Embedder) that works on this
 	// process's cores or reads a local store, never for one that waits
-	// on the network, as a turn is held while it works.
+	// on the network, as a turn is held while it works. An encoder that
+	// spreads a part over every core still does so within its turn:
+	// turns bound how many parts are embedded at once.
 	EmbedInTurns bool
 }
 
