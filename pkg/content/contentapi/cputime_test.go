@@ -7,7 +7,9 @@ import (
 )
 
 // TestCPUTimeIsNotWaiting: work is charged the CPU it used, not the time
-// it waited: a sleep costs next to nothing, a busy loop about its length.
+// it waited: a sleep costs next to nothing; busy work costs something,
+// never more than the time it took (less when the machine is busy and
+// it waited for a core meanwhile).
 func TestCPUTimeIsNotWaiting(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("a thread's CPU time is read on Linux; elsewhere work is timed by the clock")
@@ -16,14 +18,14 @@ func TestCPUTimeIsNotWaiting(t *testing.T) {
 		t.Errorf("sleeping 50 ms charged %v", d)
 	}
 	var sink int
+	start := time.Now()
 	d := cpuTime(func() {
 		for end := time.Now().Add(30 * time.Millisecond); time.Now().Before(end); {
 			sink++
 		}
 	})
-	// At least half of it: the loop may lose the core now and then.
-	if d < 15*time.Millisecond || d > 200*time.Millisecond {
-		t.Errorf("30 ms of work charged %v", d)
+	if took := time.Since(start); d <= 0 || d > took {
+		t.Errorf("%v of busy work charged %v", took, d)
 	}
 	_ = sink
 }

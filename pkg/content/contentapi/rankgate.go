@@ -10,10 +10,11 @@ import (
 
 // rankGate lets at most a fixed number of rankings run at once and the
 // others in, taking turns across organizations and, within one, across
-// its apps. Index builds take turns at a gate of their own (API.building). A ranking is work for one core and no waiting, so running
+// its apps. A ranking is work for one core and no waiting, so running
 // more than there are cores only shares the cores out: every answer is
 // slower, and Go's scheduler, which runs the goroutine woken last first,
-// lets some wait many times longer than others.
+// lets some wait many times longer than others. Index builds take turns
+// at a gate of their own (API.building).
 //
 // Turns, not arrival order, are what keep tenants apart: one token
 // sending questions from many connections queues behind itself, and

@@ -90,8 +90,12 @@ func tokensWith(text string, memo *stems) []token { return appendTokens(nil, tex
 
 // appendTokens appends text's tokens (see tokensWith) to dst.
 func appendTokens(dst []token, text string, memo *stems) []token {
-	from := len(dst)
-	out := appendWords(dst, text, memo)
+	return appendJoined(appendWords(dst, text, memo), len(dst), text, memo)
+}
+
+// appendJoined appends to out the joined forms of hyphenated words of
+// text among its words out[from:].
+func appendJoined(out []token, from int, text string, memo *stems) []token {
 	n := len(out)
 	for i := from; i+1 < n; i++ {
 		a, b := out[i], out[i+1]

@@ -181,9 +181,9 @@ func BuildWith(docs []Doc, cfg Config) *Index {
 // tokenScratch holds the tokens and postings of the document being
 // indexed, reused for the next: they are read only while it is.
 type tokenScratch struct {
-	title, body, words []token
-	counts             map[string]int // term to its place in postings
-	postings           []posting
+	title, body []token
+	counts      map[string]int // term to its place in postings
+	postings    []posting
 }
 
 // indexDoc adds item i's words to the postings, records its spans and
@@ -213,15 +213,17 @@ func (ix *Index) indexDoc(i int, memo *stems, seen map[string]string, scratch *t
 			}
 		}
 	}
-	scratch.title = appendTokens(scratch.title[:0], docs[i].Title, memo)
+	// The title's words, then the joined forms appendTokens would add.
+	scratch.title = appendWords(scratch.title[:0], docs[i].Title, memo)
+	titleWords := len(scratch.title)
+	scratch.title = appendJoined(scratch.title, 0, docs[i].Title, memo)
 	scratch.body = appendTokens(scratch.body[:0], docs[i].Body, memo)
-	scratch.words = appendWords(scratch.words[:0], docs[i].Title, memo)
 	tt, bt := scratch.title, scratch.body
 	for _, t := range tt {
 		ix.termID(t.term) // so that title matches can be told (TitleHighlights)
 	}
 	// The title's words alone, not the joined forms tokensWith adds.
-	if tw := scratch.words; len(tw) > 0 {
+	if tw := tt[:titleWords]; len(tw) > 0 {
 		ix.titleSpans[i] = make([]tokSpan, len(tw))
 		for j, t := range tw {
 			ix.titleSpans[i][j] = tokSpan{term: ix.termID(t.term), start: uint32(t.start), end: uint32(t.end)}
@@ -349,14 +351,18 @@ func eachDeletion(s string, buf []byte, f func([]byte)) []byte {
 	return buf
 }
 
-// typoTerms are the indexed terms of which d is a deletion.
-func (ix *Index) typoTerms(d string) []uint32 {
+// eachTypoTerm calls f with the indexed terms of which d may be a
+// deletion (its hash's).
+func (ix *Index) eachTypoTerm(d string, f func(term string)) {
 	h := maphash.String(ix.typoSeed, d)
 	first, ok := ix.typos[h]
 	if !ok {
-		return nil
+		return
 	}
-	return append([]uint32{first}, ix.typosMore[h]...)
+	f(ix.termText[first])
+	for _, id := range ix.typosMore[h] {
+		f(ix.termText[id])
+	}
 }
 
 func (ix *Index) idf(term string) float64 {
@@ -404,12 +410,12 @@ func (ix *Index) expand(term, word string, partial string) []expansion {
 	} else {
 		seen := map[string]bool{}
 		for _, cand := range append([]string{term}, deletes(term)...) {
-			for _, id := range ix.typoTerms(cand) {
-				if t := ix.termText[id]; !seen[t] && damerau1(term, t) {
+			ix.eachTypoTerm(cand, func(t string) {
+				if !seen[t] && damerau1(term, t) {
 					seen[t] = true
 					out = append(out, expansion{term: t, weight: typoWeight})
 				}
-			}
+			})
 			if _, ok := ix.postings[cand]; ok && !seen[cand] && cand != term {
 				seen[cand] = true
 				out = append(out, expansion{term: cand, weight: typoWeight})
