@@ -15,11 +15,11 @@ import (
 
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/fixture"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // historyBundle is an app with a channel whose suggestions the tests ask
@@ -41,7 +41,7 @@ type historyResponse struct {
 // app's token.
 func serveHistory(t *testing.T, hist contentapi.History) func(path, token string) historyResponse {
 	t.Helper()
-	store, tokens := fixture.Open(t, historyBundle, map[string]content.Token{"app1": {OrganizationID: "org-1", AppID: "app-1"}})
+	store, tokens := fixture.Open(t, historyBundle, map[string]tenancy.Token{"app1": {OrganizationID: "org-1", AppID: "app-1"}})
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{API: contentapi.Config{History: hist, HistoryRefresh: time.Millisecond}},
 		store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

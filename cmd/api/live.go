@@ -7,12 +7,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	"github.com/assistantcms/cms/pkg/pipeline/livetail"
 	"github.com/assistantcms/cms/pkg/pipeline/livetail/livehttp"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // liveFlags are the settings of the live view of events: the Kafka it
@@ -110,7 +110,7 @@ func (f liveFlags) build(reg prometheus.Registerer, log *slog.Logger) (liveView,
 	page := livehttp.Page()
 	return liveView{
 		hub: hub,
-		route: contentapi.AuthorizedRoute{Path: livehttp.Path, Scope: auth.EventsRead, Need: "watching events",
+		route: contentapi.AuthorizedRoute{Path: livehttp.Path, Scope: tenancy.EventsRead, Need: "watching events",
 			Serve: h.Stream, Page: page, WantsPage: livehttp.WantsPage},
 		pages: []contentapi.Page{{Path: livehttp.ScriptPath, Handler: page}, {Path: livehttp.StylePath, Handler: page}},
 	}, nil

@@ -22,8 +22,8 @@ import (
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/testcert"
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // TestSecuredKafkaEndToEnd runs ingest and the consumer against a broker
@@ -185,9 +185,9 @@ func (r *rig) startIngest(t *testing.T, env ...string) *ingestProc {
 		t.Fatal(err)
 	}
 	for _, step := range []error{
-		store.CreateOrganization(ctx, content.Organization{ID: "o", Name: "o", CreatedAt: now}),
-		store.CreateApp(ctx, content.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
-		store.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: now}),
+		store.CreateOrganization(ctx, tenancy.Organization{ID: "o", Name: "o", CreatedAt: now}),
+		store.CreateApp(ctx, tenancy.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
+		store.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: now}),
 	} {
 		if step != nil {
 			t.Fatal(step)

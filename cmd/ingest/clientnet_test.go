@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // clientFrom is an HTTP client whose connections come from the local
@@ -166,7 +166,7 @@ func TestValidTokenNotRefusedForOthersFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = store.CreateToken(t.Context(), content.Token{Scopes: content.RuntimeScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: time.Now()})
+	err = store.CreateToken(t.Context(), tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: time.Now()})
 	store.Close()
 	if err != nil {
 		t.Fatal(err)

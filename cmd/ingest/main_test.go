@@ -16,8 +16,8 @@ import (
 	"github.com/assistantcms/cms/internal/childproc"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // The ingest and broker binaries are built once for the package by
@@ -88,9 +88,9 @@ func launchIngest(t *testing.T, opts devbroker.Options, env ...string) *ingestPr
 	now := time.Now()
 	p := &ingestProc{broker: broker, tokens: map[string]string{}, logs: &childproc.Output{}, done: make(chan struct{})}
 	steps := []error{
-		store.CreateOrganization(ctx, content.Organization{ID: "o", Name: "o", CreatedAt: now}),
-		store.CreateApp(ctx, content.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
-		store.CreateApp(ctx, content.App{ID: "b", OrganizationID: "o", Name: "b", CreatedAt: now, UpdatedAt: now}),
+		store.CreateOrganization(ctx, tenancy.Organization{ID: "o", Name: "o", CreatedAt: now}),
+		store.CreateApp(ctx, tenancy.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
+		store.CreateApp(ctx, tenancy.App{ID: "b", OrganizationID: "o", Name: "b", CreatedAt: now, UpdatedAt: now}),
 	}
 	for name, app := range map[string]string{"a": "a", "b": "b", "org": ""} {
 		tok, id, err := auth.NewToken()
@@ -98,7 +98,7 @@ func launchIngest(t *testing.T, opts devbroker.Options, env ...string) *ingestPr
 			t.Fatal(err)
 		}
 		p.tokens[name] = tok
-		steps = append(steps, store.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: app, CreatedAt: now}))
+		steps = append(steps, store.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: app, CreatedAt: now}))
 	}
 	for _, step := range steps {
 		if step != nil {

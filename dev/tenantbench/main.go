@@ -67,6 +67,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/encoder"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // The goals the report is held against.
@@ -417,11 +418,11 @@ func fill(ctx context.Context, log *slog.Logger, db string, o options) error {
 	vecs := embeddings.NewStored(store, hashed{model: enc.Model(), dim: enc.Dims()}, nil)
 	const batch = 50
 	for from := 0; from < o.apps; from += batch {
-		b := &content.Bundle{Organizations: []content.Organization{{ID: org, Name: "Bench"}}}
+		b := &content.Bundle{Organizations: []tenancy.Organization{{ID: org, Name: "Bench"}}}
 		apps := map[string]knowledge.Content{}
 		for i := from; i < min(from+batch, o.apps); i++ {
 			id := fmt.Sprintf("app-%d", i)
-			b.Apps = append(b.Apps, content.App{ID: id, OrganizationID: org, Name: "App " + strconv.Itoa(i), Doc: json.RawMessage(`{}`)})
+			b.Apps = append(b.Apps, tenancy.App{ID: id, OrganizationID: org, Name: "App " + strconv.Itoa(i), Doc: json.RawMessage(`{}`)})
 			c := knowledge.Content{}
 			for d := range o.docs {
 				r, err := copyRecord(docs[(i*37+d)%len(docs)], id, "title", fmt.Sprintf("d%d", d))

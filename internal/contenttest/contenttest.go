@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Run runs the contract against stores returned by open. open must return a
@@ -71,13 +72,13 @@ func at(d time.Duration) time.Time { return time.Date(2025, 3, 4, 5, 6, 7, 0, ti
 func fixture(t *testing.T, s content.Store) {
 	t.Helper()
 	ctx := t.Context()
-	for _, o := range []content.Organization{
+	for _, o := range []tenancy.Organization{
 		{ID: "org-a", Name: "Org A", CreatedAt: at(0)},
 		{ID: "org-b", Name: "Org B", CreatedAt: at(time.Second)},
 	} {
 		must(t, s.CreateOrganization(ctx, o), "CreateOrganization %s", o.ID)
 	}
-	for _, a := range []content.App{
+	for _, a := range []tenancy.App{
 		{ID: "app-a1", OrganizationID: "org-a", Name: "A1", CreatedAt: at(0), UpdatedAt: at(0)},
 		{ID: "app-a2", OrganizationID: "org-a", Name: "A2", CreatedAt: at(time.Second), UpdatedAt: at(2 * time.Second)},
 		{ID: "app-b1", OrganizationID: "org-b", Name: "B1", CreatedAt: at(0), UpdatedAt: at(0)},
@@ -104,7 +105,7 @@ func testOrganizations(t *testing.T, s content.Store) {
 	// Created out of order, with a non-UTC zone and fractional seconds, to
 	// check round trips and ordering by creation time then ID.
 	zone := time.FixedZone("UTC+2", 2*60*60)
-	orgs := []content.Organization{
+	orgs := []tenancy.Organization{
 		{ID: "org-c", Name: "Third", CreatedAt: at(1500 * time.Millisecond).In(zone)},
 		{ID: "org-b", Name: "Second, same time as first", CreatedAt: at(0)},
 		{ID: "org-a", Name: "First", CreatedAt: at(0)},
@@ -127,7 +128,7 @@ func testOrganizations(t *testing.T, s content.Store) {
 func testApps(t *testing.T, s content.Store) {
 	ctx := t.Context()
 	fixture(t, s)
-	want := content.App{
+	want := tenancy.App{
 		ID: "app-x", OrganizationID: "org-b", Name: "X",
 		CreatedAt: at(123456789 * time.Nanosecond).In(time.FixedZone("x", -3600)),
 		UpdatedAt: at(time.Hour),
@@ -141,7 +142,7 @@ func testApps(t *testing.T, s content.Store) {
 func testListApps(t *testing.T, s content.Store) {
 	ctx := t.Context()
 	fixture(t, s)
-	must(t, s.CreateOrganization(ctx, content.Organization{ID: "org-empty", Name: "Empty", CreatedAt: at(0)}), "CreateOrganization")
+	must(t, s.CreateOrganization(ctx, tenancy.Organization{ID: "org-empty", Name: "Empty", CreatedAt: at(0)}), "CreateOrganization")
 	tests := []struct {
 		org  string
 		want []string
@@ -163,18 +164,18 @@ func testListApps(t *testing.T, s content.Store) {
 	got, err := s.ListApps(ctx, "org-a")
 	must(t, err, "ListApps")
 	if len(got) == 2 {
-		assertApp(t, got[1], content.App{ID: "app-a2", OrganizationID: "org-a", Name: "A2", CreatedAt: at(time.Second), UpdatedAt: at(2 * time.Second)})
+		assertApp(t, got[1], tenancy.App{ID: "app-a2", OrganizationID: "org-a", Name: "A2", CreatedAt: at(time.Second), UpdatedAt: at(2 * time.Second)})
 	}
 }
 
 func testTokens(t *testing.T, s content.Store) {
 	ctx := t.Context()
 	fixture(t, s)
-	tests := []content.Token{
-		{ID: "tok-org", Hash: hash("org"), OrganizationID: "org-a", Scopes: content.AllScopes, Name: "org token", CreatedAt: at(time.Millisecond)},
-		{ID: "tok-app", Hash: hash("app"), OrganizationID: "org-a", AppID: "app-a2", Scopes: content.RuntimeScopes, Name: "app token", CreatedAt: at(0).In(time.FixedZone("y", 5400))},
-		{ID: "tok-noname", Hash: hash("noname"), OrganizationID: "org-b", AppID: "app-b1", Scopes: content.ContentWrite | content.EventsRead, CreatedAt: at(0)},
-		{ID: "tok-revoked", Hash: hash("revoked"), OrganizationID: "org-b", Scopes: content.EventsWrite, CreatedAt: at(0), RevokedAt: at(time.Minute)},
+	tests := []tenancy.Token{
+		{ID: "tok-org", Hash: hash("org"), OrganizationID: "org-a", Scopes: tenancy.AllScopes, Name: "org token", CreatedAt: at(time.Millisecond)},
+		{ID: "tok-app", Hash: hash("app"), OrganizationID: "org-a", AppID: "app-a2", Scopes: tenancy.RuntimeScopes, Name: "app token", CreatedAt: at(0).In(time.FixedZone("y", 5400))},
+		{ID: "tok-noname", Hash: hash("noname"), OrganizationID: "org-b", AppID: "app-b1", Scopes: tenancy.ContentWrite | tenancy.EventsRead, CreatedAt: at(0)},
+		{ID: "tok-revoked", Hash: hash("revoked"), OrganizationID: "org-b", Scopes: tenancy.EventsWrite, CreatedAt: at(0), RevokedAt: at(time.Minute)},
 	}
 	for _, want := range tests {
 		t.Run(want.ID, func(t *testing.T) {
@@ -188,38 +189,38 @@ func testTokens(t *testing.T, s content.Store) {
 
 func testCreateErrors(t *testing.T, s content.Store) {
 	fixture(t, s)
-	must(t, s.CreateToken(t.Context(), content.Token{Scopes: content.AllScopes, ID: "tok-1", Hash: hash("1"), OrganizationID: "org-a", CreatedAt: at(0)}), "CreateToken")
+	must(t, s.CreateToken(t.Context(), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-1", Hash: hash("1"), OrganizationID: "org-a", CreatedAt: at(0)}), "CreateToken")
 	tests := []struct {
 		name string
 		op   func(ctx context.Context) error
 		want error
 	}{
 		{"duplicate organization", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, content.Organization{ID: "org-a", Name: "again", CreatedAt: at(0)})
+			return s.CreateOrganization(ctx, tenancy.Organization{ID: "org-a", Name: "again", CreatedAt: at(0)})
 		}, content.ErrConflict},
 		{"duplicate app", func(ctx context.Context) error {
-			return s.CreateApp(ctx, content.App{ID: "app-a1", OrganizationID: "org-a", Name: "again", CreatedAt: at(0), UpdatedAt: at(0)})
+			return s.CreateApp(ctx, tenancy.App{ID: "app-a1", OrganizationID: "org-a", Name: "again", CreatedAt: at(0), UpdatedAt: at(0)})
 		}, content.ErrConflict},
 		{"duplicate app id in another organization", func(ctx context.Context) error {
-			return s.CreateApp(ctx, content.App{ID: "app-a1", OrganizationID: "org-b", Name: "again", CreatedAt: at(0), UpdatedAt: at(0)})
+			return s.CreateApp(ctx, tenancy.App{ID: "app-a1", OrganizationID: "org-b", Name: "again", CreatedAt: at(0), UpdatedAt: at(0)})
 		}, content.ErrConflict},
 		{"app in unknown organization", func(ctx context.Context) error {
-			return s.CreateApp(ctx, content.App{ID: "app-new", OrganizationID: "org-unknown", Name: "n", CreatedAt: at(0), UpdatedAt: at(0)})
+			return s.CreateApp(ctx, tenancy.App{ID: "app-new", OrganizationID: "org-unknown", Name: "n", CreatedAt: at(0), UpdatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"duplicate token", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-1", Hash: hash("other"), OrganizationID: "org-b", CreatedAt: at(0)})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-1", Hash: hash("other"), OrganizationID: "org-b", CreatedAt: at(0)})
 		}, content.ErrConflict},
 		{"token of unknown organization", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-2", Hash: hash("2"), OrganizationID: "org-unknown", CreatedAt: at(0)})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-2", Hash: hash("2"), OrganizationID: "org-unknown", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"token of unknown app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-3", Hash: hash("3"), OrganizationID: "org-a", AppID: "app-unknown", CreatedAt: at(0)})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-3", Hash: hash("3"), OrganizationID: "org-a", AppID: "app-unknown", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"token of another organization's app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-4", Hash: hash("4"), OrganizationID: "org-a", AppID: "app-b1", CreatedAt: at(0)})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-4", Hash: hash("4"), OrganizationID: "org-a", AppID: "app-b1", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"token of unknown organization and app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-5", Hash: hash("5"), OrganizationID: "org-unknown", AppID: "app-a1", CreatedAt: at(0)})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-5", Hash: hash("5"), OrganizationID: "org-unknown", AppID: "app-a1", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 	}
 	for _, tt := range tests {
@@ -238,7 +239,7 @@ func testCreateErrors(t *testing.T, s content.Store) {
 	apps, err := s.ListApps(ctx, "")
 	must(t, err, "ListApps")
 	assertIDs(t, "ListApps", appIDs(apps), []string{"app-a1", "app-b1", "app-a2"})
-	toks, err := s.ListTokens(ctx, content.TokenFilter{})
+	toks, err := s.ListTokens(ctx, tenancy.TokenFilter{})
 	must(t, err, "ListTokens")
 	assertIDs(t, "ListTokens", tokenIDs(toks), []string{"tok-1"})
 	if got, err := s.Organization(ctx, "org-a"); err != nil || got.Name != "Org A" {
@@ -279,7 +280,7 @@ func testListTokens(t *testing.T, s content.Store) {
 	ctx := t.Context()
 	fixture(t, s)
 	// Inserted out of order; t3 and t4 share a creation time.
-	for _, tok := range []content.Token{
+	for _, tok := range []tenancy.Token{
 		{ID: "t4", OrganizationID: "org-a", AppID: "app-a1", CreatedAt: at(2 * time.Second)},
 		{ID: "t2", OrganizationID: "org-a", CreatedAt: at(100 * time.Millisecond)},
 		{ID: "t1", OrganizationID: "org-a", AppID: "app-a1", CreatedAt: at(0)},
@@ -287,22 +288,22 @@ func testListTokens(t *testing.T, s content.Store) {
 		{ID: "t5", OrganizationID: "org-b", AppID: "app-b1", CreatedAt: at(time.Second)},
 		{ID: "t6", OrganizationID: "org-b", CreatedAt: at(3 * time.Second), RevokedAt: at(4 * time.Second)},
 	} {
-		tok.Hash, tok.Scopes = hash(tok.ID), content.RuntimeScopes
+		tok.Hash, tok.Scopes = hash(tok.ID), tenancy.RuntimeScopes
 		must(t, s.CreateToken(ctx, tok), "CreateToken %s", tok.ID)
 	}
 	tests := []struct {
 		name   string
-		filter content.TokenFilter
+		filter tenancy.TokenFilter
 		want   []string
 	}{
-		{"all", content.TokenFilter{}, []string{"t1", "t2", "t5", "t3", "t4", "t6"}},
-		{"organization", content.TokenFilter{OrganizationID: "org-a"}, []string{"t1", "t2", "t3", "t4"}},
-		{"other organization", content.TokenFilter{OrganizationID: "org-b"}, []string{"t5", "t6"}},
-		{"app", content.TokenFilter{AppID: "app-a1"}, []string{"t1", "t4"}},
-		{"app and its organization", content.TokenFilter{OrganizationID: "org-a", AppID: "app-a2"}, []string{"t3"}},
-		{"app and another organization", content.TokenFilter{OrganizationID: "org-b", AppID: "app-a1"}, nil},
-		{"unknown organization", content.TokenFilter{OrganizationID: "org-unknown"}, nil},
-		{"unknown app", content.TokenFilter{AppID: "app-unknown"}, nil},
+		{"all", tenancy.TokenFilter{}, []string{"t1", "t2", "t5", "t3", "t4", "t6"}},
+		{"organization", tenancy.TokenFilter{OrganizationID: "org-a"}, []string{"t1", "t2", "t3", "t4"}},
+		{"other organization", tenancy.TokenFilter{OrganizationID: "org-b"}, []string{"t5", "t6"}},
+		{"app", tenancy.TokenFilter{AppID: "app-a1"}, []string{"t1", "t4"}},
+		{"app and its organization", tenancy.TokenFilter{OrganizationID: "org-a", AppID: "app-a2"}, []string{"t3"}},
+		{"app and another organization", tenancy.TokenFilter{OrganizationID: "org-b", AppID: "app-a1"}, nil},
+		{"unknown organization", tenancy.TokenFilter{OrganizationID: "org-unknown"}, nil},
+		{"unknown app", tenancy.TokenFilter{AppID: "app-unknown"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,11 +312,11 @@ func testListTokens(t *testing.T, s content.Store) {
 			assertIDs(t, "ListTokens", tokenIDs(got), tt.want)
 		})
 	}
-	all, err := s.ListTokens(ctx, content.TokenFilter{OrganizationID: "org-b"})
+	all, err := s.ListTokens(ctx, tenancy.TokenFilter{OrganizationID: "org-b"})
 	must(t, err, "ListTokens")
 	if len(all) == 2 {
-		assertToken(t, all[0], content.Token{Scopes: content.RuntimeScopes, ID: "t5", Hash: hash("t5"), OrganizationID: "org-b", AppID: "app-b1", CreatedAt: at(time.Second)})
-		assertToken(t, all[1], content.Token{Scopes: content.RuntimeScopes, ID: "t6", Hash: hash("t6"), OrganizationID: "org-b", CreatedAt: at(3 * time.Second), RevokedAt: at(4 * time.Second)})
+		assertToken(t, all[0], tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: "t5", Hash: hash("t5"), OrganizationID: "org-b", AppID: "app-b1", CreatedAt: at(time.Second)})
+		assertToken(t, all[1], tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: "t6", Hash: hash("t6"), OrganizationID: "org-b", CreatedAt: at(3 * time.Second), RevokedAt: at(4 * time.Second)})
 	}
 }
 
@@ -323,7 +324,7 @@ func testRevokeToken(t *testing.T, s content.Store) {
 	ctx := t.Context()
 	fixture(t, s)
 	for _, id := range []string{"tok-1", "tok-2"} {
-		must(t, s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: id, Hash: hash(id), OrganizationID: "org-a", AppID: "app-a1", CreatedAt: at(0)}), "CreateToken %s", id)
+		must(t, s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: hash(id), OrganizationID: "org-a", AppID: "app-a1", CreatedAt: at(0)}), "CreateToken %s", id)
 	}
 	first := at(time.Hour + 250*time.Millisecond).In(time.FixedZone("z", 3600))
 	steps := []struct {
@@ -350,7 +351,7 @@ func testRevokeToken(t *testing.T, s content.Store) {
 	if other.Revoked() {
 		t.Errorf("revoking tok-1 revoked tok-2 at %v", other.RevokedAt)
 	}
-	list, err := s.ListTokens(ctx, content.TokenFilter{AppID: "app-a1"})
+	list, err := s.ListTokens(ctx, tenancy.TokenFilter{AppID: "app-a1"})
 	must(t, err, "ListTokens")
 	for _, tok := range list {
 		if revoked := tok.ID == "tok-1"; tok.Revoked() != revoked {
@@ -377,7 +378,7 @@ func testConcurrent(t *testing.T, s content.Store) {
 					t.Errorf("ListOrganizations: %v", err)
 					return
 				}
-				if _, err := s.ListTokens(ctx, content.TokenFilter{}); err != nil {
+				if _, err := s.ListTokens(ctx, tenancy.TokenFilter{}); err != nil {
 					t.Errorf("ListTokens: %v", err)
 					return
 				}
@@ -392,7 +393,7 @@ func testConcurrent(t *testing.T, s content.Store) {
 	must(t, err, "ListOrganizations")
 	apps, err := s.ListApps(ctx, "")
 	must(t, err, "ListApps")
-	toks, err := s.ListTokens(ctx, content.TokenFilter{})
+	toks, err := s.ListTokens(ctx, tenancy.TokenFilter{})
 	must(t, err, "ListTokens")
 	if len(orgs) != workers || len(apps) != workers*perWorker || len(toks) != workers*perWorker {
 		t.Fatalf("got %d organizations, %d apps, %d tokens; want %d, %d, %d",
@@ -411,16 +412,16 @@ func testConcurrent(t *testing.T, s content.Store) {
 
 func concurrentWorker(ctx context.Context, s content.Store, w, n int) error {
 	org := fmt.Sprintf("org-%d", w)
-	if err := s.CreateOrganization(ctx, content.Organization{ID: org, Name: org, CreatedAt: at(0)}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: org, Name: org, CreatedAt: at(0)}); err != nil {
 		return err
 	}
 	for i := range n {
 		app := fmt.Sprintf("app-%d-%d", w, i)
 		tok := fmt.Sprintf("tok-%d-%d", w, i)
-		if err := s.CreateApp(ctx, content.App{ID: app, OrganizationID: org, Name: app, CreatedAt: at(0), UpdatedAt: at(0)}); err != nil {
+		if err := s.CreateApp(ctx, tenancy.App{ID: app, OrganizationID: org, Name: app, CreatedAt: at(0), UpdatedAt: at(0)}); err != nil {
 			return err
 		}
-		if err := s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: tok, Hash: hash(tok), OrganizationID: org, AppID: app, CreatedAt: at(time.Duration(i))}); err != nil {
+		if err := s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: tok, Hash: hash(tok), OrganizationID: org, AppID: app, CreatedAt: at(time.Duration(i))}); err != nil {
 			return err
 		}
 		if _, err := s.App(ctx, app); err != nil {
@@ -439,7 +440,7 @@ func concurrentWorker(ctx context.Context, s content.Store, w, n int) error {
 			}
 		}
 	}
-	toks, err := s.ListTokens(ctx, content.TokenFilter{OrganizationID: org})
+	toks, err := s.ListTokens(ctx, tenancy.TokenFilter{OrganizationID: org})
 	if err != nil {
 		return err
 	}
@@ -453,20 +454,20 @@ func concurrentWorker(ctx context.Context, s content.Store, w, n int) error {
 // succeeds and the others see ErrConflict.
 func testConcurrentConflict(t *testing.T, s content.Store) {
 	ctx := t.Context()
-	must(t, s.CreateOrganization(ctx, content.Organization{ID: "org", Name: "org", CreatedAt: at(0)}), "CreateOrganization")
-	must(t, s.CreateApp(ctx, content.App{ID: "app", OrganizationID: "org", Name: "app", CreatedAt: at(0), UpdatedAt: at(0)}), "CreateApp")
+	must(t, s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "org", CreatedAt: at(0)}), "CreateOrganization")
+	must(t, s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", Name: "app", CreatedAt: at(0), UpdatedAt: at(0)}), "CreateApp")
 	ops := []struct {
 		name   string
 		create func(ctx context.Context, i int) error
 	}{
 		{"organization", func(ctx context.Context, i int) error {
-			return s.CreateOrganization(ctx, content.Organization{ID: "org-race", Name: fmt.Sprint(i), CreatedAt: at(0)})
+			return s.CreateOrganization(ctx, tenancy.Organization{ID: "org-race", Name: fmt.Sprint(i), CreatedAt: at(0)})
 		}},
 		{"app", func(ctx context.Context, i int) error {
-			return s.CreateApp(ctx, content.App{ID: "app-race", OrganizationID: "org", Name: fmt.Sprint(i), CreatedAt: at(0), UpdatedAt: at(0)})
+			return s.CreateApp(ctx, tenancy.App{ID: "app-race", OrganizationID: "org", Name: fmt.Sprint(i), CreatedAt: at(0), UpdatedAt: at(0)})
 		}},
 		{"token", func(ctx context.Context, i int) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok-race", Hash: hash(fmt.Sprint(i)), OrganizationID: "org", AppID: "app", CreatedAt: at(0)})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-race", Hash: hash(fmt.Sprint(i)), OrganizationID: "org", AppID: "app", CreatedAt: at(0)})
 		}},
 	}
 	for _, op := range ops {
@@ -502,14 +503,14 @@ func hash(s string) []byte {
 	return h
 }
 
-func assertOrg(t *testing.T, got, want content.Organization) {
+func assertOrg(t *testing.T, got, want tenancy.Organization) {
 	t.Helper()
 	if got.ID != want.ID || got.Name != want.Name || !got.CreatedAt.Equal(want.CreatedAt) {
 		t.Errorf("organization = %+v, want %+v", got, want)
 	}
 }
 
-func assertApp(t *testing.T, got, want content.App) {
+func assertApp(t *testing.T, got, want tenancy.App) {
 	t.Helper()
 	if got.ID != want.ID || got.OrganizationID != want.OrganizationID || got.Name != want.Name ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(want.UpdatedAt) {
@@ -517,7 +518,7 @@ func assertApp(t *testing.T, got, want content.App) {
 	}
 }
 
-func assertToken(t *testing.T, got, want content.Token) {
+func assertToken(t *testing.T, got, want tenancy.Token) {
 	t.Helper()
 	if got.ID != want.ID || !bytes.Equal(got.Hash, want.Hash) || got.OrganizationID != want.OrganizationID ||
 		got.AppID != want.AppID || got.Scopes != want.Scopes || got.Name != want.Name ||
@@ -534,7 +535,7 @@ func assertIDs(t *testing.T, what string, got, want []string) {
 	}
 }
 
-func orgIDs(orgs []content.Organization) []string {
+func orgIDs(orgs []tenancy.Organization) []string {
 	var ids []string
 	for _, o := range orgs {
 		ids = append(ids, o.ID)
@@ -542,7 +543,7 @@ func orgIDs(orgs []content.Organization) []string {
 	return ids
 }
 
-func appIDs(apps []content.App) []string {
+func appIDs(apps []tenancy.App) []string {
 	var ids []string
 	for _, a := range apps {
 		ids = append(ids, a.ID)
@@ -550,7 +551,7 @@ func appIDs(apps []content.App) []string {
 	return ids
 }
 
-func tokenIDs(toks []content.Token) []string {
+func tokenIDs(toks []tenancy.Token) []string {
 	var ids []string
 	for _, tok := range toks {
 		ids = append(ids, tok.ID)
@@ -565,13 +566,13 @@ func testTimesAreUTC(t *testing.T, s content.Store) {
 	zone := time.FixedZone("UTC-7", -7*60*60)
 	created := time.Date(2025, 6, 1, 20, 0, 0, 123456789, zone)
 	revoked := created.Add(time.Nanosecond)
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateApp(ctx, content.App{ID: "app", OrganizationID: "org", Name: "App", CreatedAt: created, UpdatedAt: created}); err != nil {
+	if err := s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", Name: "App", CreatedAt: created, UpdatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", AppID: "app", CreatedAt: created}); err != nil {
+	if err := s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", AppID: "app", CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RevokeToken(ctx, "tok", revoked); err != nil {
@@ -618,7 +619,7 @@ func testTimesAreUTC(t *testing.T, s content.Store) {
 // testErrorsNameTheRecord: every failure says what it was about.
 func testErrorsNameTheRecord(t *testing.T, s content.Store) {
 	ctx := context.Background()
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -628,26 +629,26 @@ func testErrorsNameTheRecord(t *testing.T, s content.Store) {
 	}{
 		{"missing app", func(ctx context.Context) error { _, err := s.App(ctx, "nope"); return err }, `app "nope": not found`},
 		{"duplicate organization", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: time.Now()})
+			return s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: time.Now()})
 		}, `organization "org": already exists`},
 		{"token for missing app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "org", AppID: "nope", CreatedAt: time.Now()})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "org", AppID: "nope", CreatedAt: time.Now()})
 		}, `app "nope": not found`},
 		{"token for missing organization", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "nope", CreatedAt: time.Now()})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "nope", CreatedAt: time.Now()})
 		}, `organization "nope": not found`},
 		{"record of missing app", func(ctx context.Context) error {
 			_, err := s.CreateRecord(ctx, content.Record{Kind: content.KindIntent, AppID: "nope", ID: "x", Doc: []byte(`{}`)})
 			return err
 		}, `app "nope": not found`},
 		{"empty hash", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "t", OrganizationID: "org", CreatedAt: time.Now()})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "t", OrganizationID: "org", CreatedAt: time.Now()})
 		}, `empty hash`},
 		{"no scopes", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{ID: "t", Hash: []byte{1}, OrganizationID: "org-a", CreatedAt: time.Now()})
+			return s.CreateToken(ctx, tenancy.Token{ID: "t", Hash: []byte{1}, OrganizationID: "org-a", CreatedAt: time.Now()})
 		}, `a token needs at least one scope`},
 		{"empty id", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, content.Organization{CreatedAt: time.Now()})
+			return s.CreateOrganization(ctx, tenancy.Organization{CreatedAt: time.Now()})
 		}, `empty id`},
 	}
 	for _, tt := range tests {

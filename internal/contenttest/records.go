@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // rec builds a record from JSON text, failing the test on a problem.
@@ -23,7 +24,7 @@ func rec(t *testing.T, kind content.Kind, doc string) content.Record {
 	return r
 }
 
-func app(t *testing.T, doc string) content.App {
+func app(t *testing.T, doc string) tenancy.App {
 	t.Helper()
 	var v any
 	if err := json.Unmarshal([]byte(doc), &v); err != nil {
@@ -39,8 +40,8 @@ func app(t *testing.T, doc string) content.App {
 // bundle is two organizations, an app in each, and records of every kind.
 func bundle(t *testing.T) *content.Bundle {
 	return &content.Bundle{
-		Organizations: []content.Organization{{ID: "org-a", Name: "A"}, {ID: "org-b", Name: "B"}},
-		Apps: []content.App{
+		Organizations: []tenancy.Organization{{ID: "org-a", Name: "A"}, {ID: "org-b", Name: "B"}},
+		Apps: []tenancy.App{
 			app(t, `{"appId":"app-a","organizationId":"org-a","name":"App A","channels":[{"id":"web","type":"CHAT","key":"key-a"}],"future":{"x":1}}`),
 			app(t, `{"appId":"app-b","organizationId":"org-b","name":"App B"}`),
 		},
@@ -202,11 +203,11 @@ func testImportErrors(t *testing.T, s content.Store) {
 		section content.Section
 		path    string
 	}{
-		{"app moving organization", content.Bundle{Apps: []content.App{app(t, `{"appId":"app-a","organizationId":"org-b","name":"A"}`)}},
+		{"app moving organization", content.Bundle{Apps: []tenancy.App{app(t, `{"appId":"app-a","organizationId":"org-b","name":"A"}`)}},
 			content.SectionApps, "organizationId"},
-		{"missing organization", content.Bundle{Apps: []content.App{app(t, `{"appId":"app-c","organizationId":"org-z","name":"C"}`)}},
+		{"missing organization", content.Bundle{Apps: []tenancy.App{app(t, `{"appId":"app-c","organizationId":"org-z","name":"C"}`)}},
 			content.SectionApps, "organizationId"},
-		{"channel key of another app", content.Bundle{Apps: []content.App{app(t, `{"appId":"app-b","organizationId":"org-b","name":"B","channels":[{"id":"w"},{"id":"x","key":"key-a"}]}`)}},
+		{"channel key of another app", content.Bundle{Apps: []tenancy.App{app(t, `{"appId":"app-b","organizationId":"org-b","name":"B","channels":[{"id":"w"},{"id":"x","key":"key-a"}]}`)}},
 			content.SectionApps, "channels[1].key"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // brokerBin is the development broker, built once for the package.
@@ -91,7 +92,7 @@ func TestRunAgainstIngest(t *testing.T) {
 	ctx := context.Background()
 	broker := devbroker.StartForTest(t, brokerBin)
 	store, tokens := fixture.Open(t, `{"organizations":[{"id":"demo-org","name":"Demo"}],"apps":[{"appId":"demo-app","organizationId":"demo-org","name":"Demo"}]}`,
-		map[string]content.Token{"app": {OrganizationID: "demo-org", AppID: "demo-app"}})
+		map[string]tenancy.Token{"app": {OrganizationID: "demo-org", AppID: "demo-app"}})
 	ingestURL, topic := ingesttest.Serve(t, broker.Addr(), store, "demo-events")
 
 	turns, err := TurnsFrom(demoBundle(t), "demo-app")

@@ -1,6 +1,7 @@
 // Package layout_test checks the shape of the module. The import rules
 // (the binaries link only pkg/ and schemas/, the walls between the
-// event model, the pipeline, content and the HTTP plumbing) are
+// event model, the pipeline, content, the tenancy model, the token domain
+// and the HTTP plumbing) are
 // golangci-lint's depguard rules in .golangci.yml, which .ci/run runs;
 // depguard_test.go shows that they refuse what they should. What an
 // import rule cannot say is checked here.
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,6 +40,27 @@ func TestTokenDomainChoosesNoHTTPStatus(t *testing.T) {
 		}
 		if strings.Contains(string(src), "http.Status") {
 			t.Errorf("%s names an HTTP status", filepath.Join(f[0], name))
+		}
+	}
+}
+
+// The pipeline and the token domain link no content package, not even
+// through another package: a direct import is a depguard rule, a
+// transitive one only the link graph shows.
+func TestPipelineLinksNoContent(t *testing.T) {
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", "-f", "{{.ImportPath}}",
+		module+"/pkg/pipeline/...", module+"/pkg/auth/...", module+"/pkg/tenancy")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"/pkg/tenancy") {
+		t.Fatalf("go list named no %s/pkg/tenancy among %d packages: not the link graph asked for", module, len(deps))
+	}
+	for _, p := range deps {
+		if p == module+"/pkg/content" || strings.HasPrefix(p, module+"/pkg/content/") {
+			t.Errorf("the pipeline or the token domain links %s", p)
 		}
 	}
 }

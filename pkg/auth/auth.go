@@ -12,14 +12,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/ratelimit"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
-// Store is the part of the content store authentication reads.
+// Store is the part of the tenancy store (pkg/tenancy) authentication reads.
 type Store interface {
-	Token(ctx context.Context, id string) (content.Token, error)
-	App(ctx context.Context, id string) (content.App, error)
+	Token(ctx context.Context, id string) (tenancy.Token, error)
+	App(ctx context.Context, id string) (tenancy.App, error)
 }
 
 // MaxCacheTTL bounds how long a cached token is trusted, so that a revoked
@@ -39,12 +39,12 @@ type Principal struct {
 	// AppID is empty for an organization-level token.
 	AppID string
 	// Scopes is what the token may do.
-	Scopes content.Scopes
+	Scopes tenancy.Scopes
 }
 
 // Require refuses a principal without every scope of want; what says
 // what needs them, for the message ("GraphQL mutations").
-func (p Principal) Require(want content.Scopes, what string) error {
+func (p Principal) Require(want tenancy.Scopes, what string) error {
 	missing := want &^ p.Scopes
 	if missing == 0 {
 		return nil
@@ -103,7 +103,7 @@ type Error struct {
 	Kind    Kind
 	Message string
 	// Scope is what a ScopeMissing error's token lacks.
-	Scope content.Scopes
+	Scope tenancy.Scopes
 	// RetryAfter is when a Throttled client may try again.
 	RetryAfter time.Duration
 	Err        error
@@ -151,9 +151,9 @@ type Authenticator struct {
 
 	mu       sync.Mutex
 	known    knownIDs
-	tokens   map[string]cached[content.Token]
+	tokens   map[string]cached[tenancy.Token]
 	good     map[string]time.Time
-	apps     map[string]cached[content.App]
+	apps     map[string]cached[tenancy.App]
 	inflight map[string]*lookup
 }
 
@@ -190,9 +190,9 @@ type Options struct {
 	FailureBurst int
 }
 
-// tokenLister lists the store's tokens; the content stores do.
+// tokenLister lists the store's tokens; the stores do.
 type tokenLister interface {
-	ListTokens(ctx context.Context, f content.TokenFilter) ([]content.Token, error)
+	ListTokens(ctx context.Context, f tenancy.TokenFilter) ([]tenancy.Token, error)
 }
 
 // knownIDs are the token IDs the store had when last listed.
@@ -227,9 +227,9 @@ func NewAuthenticator(store Store, o Options) (*Authenticator, error) {
 		ttl:      o.CacheTTL,
 		grace:    max(o.OutageGrace, 0),
 		now:      o.Now,
-		tokens:   make(map[string]cached[content.Token]),
+		tokens:   make(map[string]cached[tenancy.Token]),
 		good:     make(map[string]time.Time),
-		apps:     make(map[string]cached[content.App]),
+		apps:     make(map[string]cached[tenancy.App]),
 		inflight: make(map[string]*lookup),
 		failures: failureLimiter(o),
 	}, nil
@@ -426,7 +426,7 @@ func throttledError(wait time.Duration) *Error {
 // tokenMatches reports whether raw is the token found. The hash
 // comparison runs even for unknown IDs so that timing does not tell a
 // known ID from an unknown one.
-func tokenMatches(tok content.Token, found bool, raw string) bool {
+func tokenMatches(tok tenancy.Token, found bool, raw string) bool {
 	stored := tok.Hash
 	if !found {
 		stored = make([]byte, 32)
@@ -481,7 +481,7 @@ func (a *Authenticator) knownID(ctx context.Context, id string) (known bool, nex
 func (a *Authenticator) listIDs(ctx context.Context, l *lookup) {
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	toks, err := a.lister.ListTokens(ctx, content.TokenFilter{})
+	toks, err := a.lister.ListTokens(ctx, tenancy.TokenFilter{})
 	a.mu.Lock()
 	a.known.listing = nil
 	a.known.listed = a.now()
@@ -540,11 +540,11 @@ func (a *Authenticator) Resolve(ctx context.Context, p Principal, appIDParam str
 }
 
 // PossibleID reports whether s could be the ID of an app or a record: the
-// content store refuses any other (longer than content.MaxIDLength, not
+// content store refuses any other (longer than tenancy.MaxIDLength, not
 // UTF-8, with '/' or control characters), so a request naming one matches
 // nothing and need not reach the database.
 func PossibleID(s string) bool {
-	return s != "" && len(s) <= content.MaxIDLength && utf8.ValidString(s) &&
+	return s != "" && len(s) <= tenancy.MaxIDLength && utf8.ValidString(s) &&
 		!strings.ContainsRune(s, '/') && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
@@ -643,7 +643,7 @@ func fetch[T any](ctx context.Context, a *Authenticator, m map[string]cached[T],
 	defer cancel()
 	val, err := load(ctx, id)
 	found := err == nil
-	if errors.Is(err, content.ErrNotFound) {
+	if errors.Is(err, tenancy.ErrNotFound) {
 		err = nil
 	}
 	a.mu.Lock()

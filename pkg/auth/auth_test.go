@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 func TestBearerToken(t *testing.T) {
@@ -80,44 +80,44 @@ func TestTokenFormat(t *testing.T) {
 // fakeStore counts lookups; the cache logic is what is under test here.
 type fakeStore struct {
 	mu     sync.Mutex
-	tokens map[string]content.Token
-	apps   map[string]content.App
+	tokens map[string]tenancy.Token
+	apps   map[string]tenancy.App
 	calls  atomic.Int32
 	fail   atomic.Bool
 	gate   chan struct{}
 }
 
-func (s *fakeStore) Token(ctx context.Context, id string) (content.Token, error) {
+func (s *fakeStore) Token(ctx context.Context, id string) (tenancy.Token, error) {
 	s.calls.Add(1)
 	if s.gate != nil {
 		<-s.gate
 	}
 	if s.fail.Load() {
-		return content.Token{}, errors.New("database is locked")
+		return tenancy.Token{}, errors.New("database is locked")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tokens[id]
 	if !ok {
-		return t, content.ErrNotFound
+		return t, tenancy.ErrNotFound
 	}
 	return t, nil
 }
 
-func (s *fakeStore) App(ctx context.Context, id string) (content.App, error) {
+func (s *fakeStore) App(ctx context.Context, id string) (tenancy.App, error) {
 	s.calls.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.apps[id]
 	if !ok {
-		return a, content.ErrNotFound
+		return a, tenancy.ErrNotFound
 	}
 	return a, nil
 }
 
 func newFixture(t *testing.T) (*fakeStore, map[string]string) {
 	t.Helper()
-	s := &fakeStore{tokens: map[string]content.Token{}, apps: map[string]content.App{
+	s := &fakeStore{tokens: map[string]tenancy.Token{}, apps: map[string]tenancy.App{
 		"a1": {ID: "a1", OrganizationID: "o1"}, "a2": {ID: "a2", OrganizationID: "o1"}, "b1": {ID: "b1", OrganizationID: "o2"},
 	}}
 	toks := map[string]string{}
@@ -126,7 +126,7 @@ func newFixture(t *testing.T) (*fakeStore, map[string]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.tokens[id] = content.Token{Scopes: content.AllScopes, ID: id, Hash: HashToken(tok), OrganizationID: scope[0], AppID: scope[1]}
+		s.tokens[id] = tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: HashToken(tok), OrganizationID: scope[0], AppID: scope[1]}
 		toks[name] = tok
 	}
 	return s, toks
@@ -355,7 +355,7 @@ func TestAuthenticateOutageGrace(t *testing.T) {
 	ctx := context.Background()
 	revoked, revokedID, _ := NewToken()
 	s.mu.Lock()
-	s.tokens[revokedID] = content.Token{Scopes: content.AllScopes, ID: revokedID, Hash: HashToken(revoked), OrganizationID: "o1", AppID: "a1", RevokedAt: time.Unix(0, 0)}
+	s.tokens[revokedID] = tenancy.Token{Scopes: tenancy.AllScopes, ID: revokedID, Hash: HashToken(revoked), OrganizationID: "o1", AppID: "a1", RevokedAt: time.Unix(0, 0)}
 	s.mu.Unlock()
 	for _, tok := range []string{toks["app"], revoked} {
 		_, _ = a.Authenticate(ctx, header(tok))
@@ -463,36 +463,36 @@ func TestPrincipalCarriesScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.tokens[id] = content.Token{Scopes: content.RuntimeScopes, ID: id, Hash: HashToken(tok), OrganizationID: "o1", AppID: "a1"}
+	s.tokens[id] = tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: id, Hash: HashToken(tok), OrganizationID: "o1", AppID: "a1"}
 	a, err := NewAuthenticator(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	runtime, err := a.Authenticate(t.Context(), header(tok))
-	if err != nil || runtime.Scopes != content.RuntimeScopes {
+	if err != nil || runtime.Scopes != tenancy.RuntimeScopes {
 		t.Fatalf("runtime token: %+v, %v", runtime, err)
 	}
 	all, err := a.Authenticate(t.Context(), header(toks["app"]))
-	if err != nil || all.Scopes != content.AllScopes {
+	if err != nil || all.Scopes != tenancy.AllScopes {
 		t.Fatalf("token of every scope: %+v, %v", all, err)
 	}
 	tests := []struct {
 		name      string
 		p         Principal
-		want      content.Scopes
+		want      tenancy.Scopes
 		message   string // "" when allowed
 		challenge string
 	}{
-		{"runtime reads content", runtime, content.ContentRead, "", ""},
-		{"runtime sends events", runtime, content.EventsWrite, "", ""},
-		{"runtime writes content", runtime, content.ContentWrite,
+		{"runtime reads content", runtime, tenancy.ContentRead, "", ""},
+		{"runtime sends events", runtime, tenancy.EventsWrite, "", ""},
+		{"runtime writes content", runtime, tenancy.ContentWrite,
 			"this token lacks the content:write scope needed for GraphQL mutations",
 			`Bearer error="insufficient_scope", scope="content:write"`},
-		{"runtime reads events and writes content", runtime, content.ContentWrite | content.EventsRead,
+		{"runtime reads events and writes content", runtime, tenancy.ContentWrite | tenancy.EventsRead,
 			"this token lacks the content:write,events:read scopes needed for GraphQL mutations",
 			`Bearer error="insufficient_scope", scope="content:write events:read"`},
-		{"every scope", all, content.AllScopes, "", ""},
-		{"no scope", Principal{}, content.ContentRead,
+		{"every scope", all, tenancy.AllScopes, "", ""},
+		{"no scope", Principal{}, tenancy.ContentRead,
 			"this token lacks the content:read scope needed for GraphQL mutations",
 			`Bearer error="insufficient_scope", scope="content:read"`},
 	}
@@ -597,7 +597,7 @@ func TestFailuresOfANetworkNotGuesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.tokens[rid] = content.Token{Scopes: content.RuntimeScopes, ID: rid, Hash: HashToken(revoked), OrganizationID: "o1", AppID: "a1", RevokedAt: time.Unix(1, 0)}
+	s.tokens[rid] = tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: rid, Hash: HashToken(revoked), OrganizationID: "o1", AppID: "a1", RevokedAt: time.Unix(1, 0)}
 	a, err := NewAuthenticator(s, Options{CacheTTL: 10 * time.Second, FailureRate: 0.001, FailureBurst: 5, Now: func() time.Time { return clock }})
 	if err != nil {
 		t.Fatal(err)
@@ -646,11 +646,11 @@ type listingStore struct {
 	lists atomic.Int32
 }
 
-func (s *listingStore) ListTokens(ctx context.Context, f content.TokenFilter) ([]content.Token, error) {
+func (s *listingStore) ListTokens(ctx context.Context, f tenancy.TokenFilter) ([]tenancy.Token, error) {
 	s.lists.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []content.Token
+	var out []tenancy.Token
 	for _, t := range s.tokens {
 		out = append(out, t)
 	}
@@ -716,7 +716,7 @@ func TestOthersFailuresDoNotRefuseAValidToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs.mu.Lock()
-	fs.tokens[id] = content.Token{Scopes: content.RuntimeScopes, ID: id, Hash: HashToken(fresh), OrganizationID: "o1", AppID: "a2"}
+	fs.tokens[id] = tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: id, Hash: HashToken(fresh), OrganizationID: "o1", AppID: "a2"}
 	fs.mu.Unlock()
 	var ae *Error
 	if _, err := a.Authenticate(ctx, header(fresh)); !errors.As(err, &ae) || ae.Kind != Throttled || ae.RetryAfter <= 0 || ae.RetryAfter > time.Second {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // medianNanos measures each named check in interleaved batches, in a new
@@ -135,7 +135,7 @@ type slowStore struct {
 	delay time.Duration
 }
 
-func (s *slowStore) Token(ctx context.Context, id string) (content.Token, error) {
+func (s *slowStore) Token(ctx context.Context, id string) (tenancy.Token, error) {
 	time.Sleep(s.delay)
 	return s.fakeStore.Token(ctx, id)
 }
@@ -200,7 +200,7 @@ type recordingStore struct {
 	ids []string
 }
 
-func (r *recordingStore) Token(ctx context.Context, id string) (content.Token, error) {
+func (r *recordingStore) Token(ctx context.Context, id string) (tenancy.Token, error) {
 	r.mu.Lock()
 	r.ids = append(r.ids, id)
 	r.mu.Unlock()
@@ -284,8 +284,8 @@ func TestLookupsGoByHash(t *testing.T) {
 
 func TestPossibleID(t *testing.T) {
 	for s, want := range map[string]bool{
-		"app-1": true, "Welcome": true, "é": true, strings.Repeat("a", content.MaxIDLength): true, " padded ": true,
-		"": false, strings.Repeat("a", content.MaxIDLength+1): false, "a\x00b": false, "\xff": false,
+		"app-1": true, "Welcome": true, "é": true, strings.Repeat("a", tenancy.MaxIDLength): true, " padded ": true,
+		"": false, strings.Repeat("a", tenancy.MaxIDLength+1): false, "a\x00b": false, "\xff": false,
 		"a/b": false, "tab\there": false, "line\nbreak": false, "\u0085": false,
 	} {
 		if got := PossibleID(s); got != want {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Kind is a kind of content record.
@@ -51,14 +53,14 @@ type Record struct {
 
 // Bundle is a set of content moved in and out in one piece.
 type Bundle struct {
-	Organizations []Organization
-	Apps          []App
+	Organizations []tenancy.Organization
+	Apps          []tenancy.App
 	// Records of every kind.
 	Records []Record
 	// Tokens are carried by bundles that move a whole content database
 	// (api export --tokens). Store.Import and Store.Export leave them to
 	// the caller, who copies them with the token methods.
-	Tokens []Token
+	Tokens []tenancy.Token
 }
 
 // Len is the number of items in the bundle.
@@ -103,8 +105,8 @@ func (r Record) AppendJSON(dst []byte, organizationID string) []byte {
 	})
 }
 
-// AppendJSON appends the app as clients read it.
-func (a App) AppendJSON(dst []byte) []byte {
+// AppendApp appends the app as clients read it.
+func AppendApp(dst []byte, a tenancy.App) []byte {
 	return appendDoc(dst, a.Doc, [][2]string{
 		{"appId", a.ID}, {"organizationId", a.OrganizationID}, {"name", a.Name},
 		{"createdAt", a.CreatedAt.UTC().Format(TimeLayout)}, {"updatedAt", a.UpdatedAt.UTC().Format(TimeLayout)},

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Problem is one thing wrong with written content, at a JSON path such as
@@ -28,9 +30,6 @@ func (p Problem) Error() string {
 	}
 	return p.Path + ": " + p.Message
 }
-
-// MaxIDLength bounds identifiers, which appear in URL paths.
-const MaxIDLength = 256
 
 // checker collects problems while reading a decoded JSON value (objects as
 // map[string]any, arrays as []any).
@@ -91,8 +90,8 @@ func (c *checker) id(obj map[string]any, key, path string) string {
 		return ""
 	}
 	switch {
-	case len(s) > MaxIDLength:
-		c.add(join(path, key), "is longer than %d bytes", MaxIDLength)
+	case len(s) > tenancy.MaxIDLength:
+		c.add(join(path, key), "is longer than %d bytes", tenancy.MaxIDLength)
 	case !utf8.ValidString(s):
 		c.add(join(path, key), "is not valid UTF-8")
 	case strings.ContainsRune(s, '/'):
@@ -336,20 +335,20 @@ func (c *checker) handler(obj map[string]any, path string) {
 }
 
 // ParseApp checks v, a decoded JSON object, as an app.
-func ParseApp(v any, path string) (App, []Problem) {
+func ParseApp(v any, path string) (tenancy.App, []Problem) {
 	var c checker
 	obj, ok := c.object(v, path)
 	if !ok {
-		return App{}, c.problems
+		return tenancy.App{}, c.problems
 	}
 	c.storable(obj, path, 1)
-	a := App{ID: c.id(obj, "appId", path), OrganizationID: c.id(obj, "organizationId", path)}
+	a := tenancy.App{ID: c.id(obj, "appId", path), OrganizationID: c.id(obj, "organizationId", path)}
 	a.Name = c.str(obj, "name", path, true)
 	c.strings(obj, "examplePhrases", path)
 	c.strings(obj, "keywords", path)
 	keys := map[string]int{}
 	c.objects(obj, "channels", path, func(m map[string]any, p string) {
-		ch := Channel{ID: c.id(m, "id", p), Type: c.str(m, "type", p, false), Key: c.str(m, "key", p, false)}
+		ch := tenancy.Channel{ID: c.id(m, "id", p), Type: c.str(m, "type", p, false), Key: c.str(m, "key", p, false)}
 		if ch.Key != "" {
 			if _, dup := keys[ch.Key]; dup {
 				c.add(join(p, "key"), "%q is the key of another channel of this app", ch.Key)
@@ -359,25 +358,25 @@ func ParseApp(v any, path string) (App, []Problem) {
 		a.Channels = append(a.Channels, ch)
 	})
 	if len(c.problems) > 0 {
-		return App{}, c.problems
+		return tenancy.App{}, c.problems
 	}
 	doc, err := canonical(obj, []string{"name"})
 	if err != nil {
-		return App{}, []Problem{{Path: path, Message: err.Error()}}
+		return tenancy.App{}, []Problem{{Path: path, Message: err.Error()}}
 	}
 	a.Doc = doc
 	return a, nil
 }
 
 // ParseOrganization checks v, a decoded JSON object, as an organization.
-func ParseOrganization(v any, path string) (Organization, []Problem) {
+func ParseOrganization(v any, path string) (tenancy.Organization, []Problem) {
 	var c checker
 	obj, ok := c.object(v, path)
 	if !ok {
-		return Organization{}, c.problems
+		return tenancy.Organization{}, c.problems
 	}
 	c.storable(obj, path, 1)
-	o := Organization{ID: c.id(obj, "id", path), Name: c.str(obj, "name", path, true)}
+	o := tenancy.Organization{ID: c.id(obj, "id", path), Name: c.str(obj, "name", path, true)}
 	for _, k := range sortedKeys(obj) {
 		if k != "id" && k != "name" && !IsServerField(k) {
 			c.add(join(path, k), "is not a field of an organization (id, name)")
@@ -389,14 +388,14 @@ func ParseOrganization(v any, path string) (Organization, []Problem) {
 // ParseToken reads an access token as an export with tokens writes it:
 // its ID, the SHA-256 of the whole token in hex (never the secret), its
 // owners, name and times.
-func ParseToken(v any, path string) (Token, []Problem) {
+func ParseToken(v any, path string) (tenancy.Token, []Problem) {
 	var c checker
 	obj, ok := c.object(v, path)
 	if !ok {
-		return Token{}, c.problems
+		return tenancy.Token{}, c.problems
 	}
 	c.storable(obj, path, 1)
-	t := Token{ID: c.id(obj, "id", path), OrganizationID: c.id(obj, "organizationId", path),
+	t := tenancy.Token{ID: c.id(obj, "id", path), OrganizationID: c.id(obj, "organizationId", path),
 		AppID: c.str(obj, "appId", path, false), Name: c.str(obj, "name", path, false)}
 	if h := c.str(obj, "hash", path, true); h != "" {
 		if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size {
@@ -409,19 +408,19 @@ func ParseToken(v any, path string) (Token, []Problem) {
 	t.RevokedAt = c.time(obj, "revokedAt", path, false)
 	// A bundle exported before tokens had scopes carries tokens that
 	// could do what LegacyScopes allows, and still may.
-	t.Scopes = LegacyScopes
+	t.Scopes = tenancy.LegacyScopes
 	if _, ok := field(obj, "scopes"); ok {
 		t.Scopes = 0
 		for i, name := range c.strings(obj, "scopes", path) {
-			one, err := ParseScopes(name)
+			one, err := tenancy.ParseScopes(name)
 			if err != nil || strings.ContainsAny(name, ", \t\n") {
-				c.add(index(join(path, "scopes"), i), "%q is not a scope (%s)", name, strings.Join(ScopeNames(), ", "))
+				c.add(index(join(path, "scopes"), i), "%q is not a scope (%s)", name, strings.Join(tenancy.ScopeNames(), ", "))
 				continue
 			}
 			t.Scopes |= one
 		}
 		if t.Scopes == 0 && len(c.problems) == 0 {
-			c.add(join(path, "scopes"), "must name at least one scope (%s)", strings.Join(ScopeNames(), ", "))
+			c.add(join(path, "scopes"), "must name at least one scope (%s)", strings.Join(tenancy.ScopeNames(), ", "))
 		}
 	}
 	for _, k := range sortedKeys(obj) {
@@ -455,7 +454,7 @@ func (c *checker) time(obj map[string]any, key, path string, required bool) time
 }
 
 // ChannelsOf reads the channels of a stored app document.
-func ChannelsOf(doc json.RawMessage) []Channel {
+func ChannelsOf(doc json.RawMessage) []tenancy.Channel {
 	var d struct {
 		Channels []struct {
 			ID   string `json:"id"`
@@ -466,9 +465,9 @@ func ChannelsOf(doc json.RawMessage) []Channel {
 	if len(doc) == 0 || json.Unmarshal(doc, &d) != nil {
 		return nil
 	}
-	out := make([]Channel, 0, len(d.Channels))
+	out := make([]tenancy.Channel, 0, len(d.Channels))
 	for _, c := range d.Channels {
-		out = append(out, Channel{ID: c.ID, Type: c.Type, Key: c.Key})
+		out = append(out, tenancy.Channel{ID: c.ID, Type: c.Type, Key: c.Key})
 	}
 	return out
 }

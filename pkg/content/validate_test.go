@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 func decode(t *testing.T, s string) any {
@@ -109,7 +111,7 @@ func TestParseApp(t *testing.T) {
 	if string(a.Doc) != `{"channels":[{"id":"w","key":"k","type":"CHAT"},{"id":"v"}],"summary":"s"}` {
 		t.Errorf("doc %s", a.Doc)
 	}
-	if got := ChannelsOf(a.Doc); len(got) != 2 || got[0] != (Channel{ID: "w", Type: "CHAT", Key: "k"}) {
+	if got := ChannelsOf(a.Doc); len(got) != 2 || got[0] != (tenancy.Channel{ID: "w", Type: "CHAT", Key: "k"}) {
 		t.Errorf("ChannelsOf %+v", got)
 	}
 	_, problems = ParseApp(decode(t, `{"appId":"a","channels":[{"id":"w","key":"k"},{"id":"x","key":"k"}]}`), "")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 	"github.com/assistantcms/cms/schemas/openapi"
 )
 
@@ -21,13 +21,13 @@ func TestScopesDocumented(t *testing.T) {
 	want := func(tags []string, method string) []string {
 		switch {
 		case slices.Contains(tags, "events"):
-			return []string{content.EventsWrite.String()}
+			return []string{tenancy.EventsWrite.String()}
 		case slices.Contains(tags, "live"):
-			return []string{content.EventsRead.String()}
+			return []string{tenancy.EventsRead.String()}
 		case slices.Contains(tags, "graphql") && method == "post":
-			return []string{content.ContentRead.String(), content.ContentWrite.String()}
+			return []string{tenancy.ContentRead.String(), tenancy.ContentWrite.String()}
 		case slices.Contains(tags, "content"), slices.Contains(tags, "knowledge"), slices.Contains(tags, "graphql"):
-			return []string{content.ContentRead.String()}
+			return []string{tenancy.ContentRead.String()}
 		}
 		return nil
 	}
@@ -67,7 +67,7 @@ func TestScopesDocumented(t *testing.T) {
 				t.Errorf("%s %s documents scopes %v, want %v", method, path, scopes, w)
 			}
 			for _, s := range scopes {
-				if _, err := content.ParseScopes(s); err != nil {
+				if _, err := tenancy.ParseScopes(s); err != nil {
 					t.Errorf("%s %s: %v", method, path, err)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // env is a content database file shared by the commands of one test, each
@@ -448,21 +449,21 @@ func TestDemo(t *testing.T) {
 	if err != nil || len(apps) != 1 || apps[0].ID != "demo-app" || apps[0].OrganizationID != "demo-org" {
 		t.Errorf("apps = %+v, %v; want demo-app only", apps, err)
 	}
-	toks, err := s.ListTokens(ctx, content.TokenFilter{AppID: "demo-app"})
+	toks, err := s.ListTokens(ctx, tenancy.TokenFilter{AppID: "demo-app"})
 	if err != nil || len(toks) != len(secrets) {
 		t.Fatalf("tokens = %+v, %v; want %d", toks, err, len(secrets))
 	}
 	for i, tok := range toks {
-		if tok.Name != "demo-runtime" || tok.Scopes != content.RuntimeScopes || tok.OrganizationID != "demo-org" || !auth.HashMatches(tok.Hash, secrets[i]) {
+		if tok.Name != "demo-runtime" || tok.Scopes != tenancy.RuntimeScopes || tok.OrganizationID != "demo-org" || !auth.HashMatches(tok.Hash, secrets[i]) {
 			t.Errorf("token %d = %+v does not match printed token", i, tok)
 		}
 	}
 	out := e.must("demo", "--management", "--quiet")
-	toks, err = s.ListTokens(ctx, content.TokenFilter{AppID: "demo-app"})
+	toks, err = s.ListTokens(ctx, tenancy.TokenFilter{AppID: "demo-app"})
 	if err != nil || len(toks) != len(secrets)+1 {
 		t.Fatalf("tokens = %+v, %v; want %d", toks, err, len(secrets)+1)
 	}
-	if tok := toks[len(toks)-1]; tok.Name != "demo-management" || tok.Scopes != content.AllScopes || !auth.HashMatches(tok.Hash, strings.TrimSpace(out)) {
+	if tok := toks[len(toks)-1]; tok.Name != "demo-management" || tok.Scopes != tenancy.AllScopes || !auth.HashMatches(tok.Hash, strings.TrimSpace(out)) {
 		t.Errorf("management token = %+v does not match printed token", tok)
 	}
 }
@@ -502,7 +503,7 @@ func TestDemoRotate(t *testing.T) {
 		if got := strings.Contains(out, "Revoked"); got != (step.wantRevoked != "") || !strings.Contains(out, step.wantRevoked) {
 			t.Errorf("step %d: output %q, want revocation line %q", i, out, step.wantRevoked)
 		}
-		toks, err := e.store().ListTokens(t.Context(), content.TokenFilter{OrganizationID: "demo-org"})
+		toks, err := e.store().ListTokens(t.Context(), tenancy.TokenFilter{OrganizationID: "demo-org"})
 		if err != nil {
 			t.Fatal(err)
 		}

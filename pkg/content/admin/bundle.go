@@ -13,6 +13,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 func importBundle(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
@@ -61,7 +62,7 @@ type tokenStats struct{ created, revoked, unchanged int }
 // database needs: missing ones are created, ones revoked in the bundle are
 // revoked here too, and a token that exists with another hash or owner is
 // an error, never overwritten. Running it again changes nothing.
-func copyTokens(ctx context.Context, st content.Store, toks []content.Token) (tokenStats, error) {
+func copyTokens(ctx context.Context, st content.Store, toks []tenancy.Token) (tokenStats, error) {
 	var n tokenStats
 	for _, t := range toks {
 		have, err := st.Token(ctx, t.ID)
@@ -154,7 +155,7 @@ func exportBundle(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 		return err
 	}
 	if *tokens {
-		if b.Tokens, err = st.ListTokens(ctx, content.TokenFilter{AppID: *app, OrganizationID: *org}); err != nil {
+		if b.Tokens, err = st.ListTokens(ctx, tenancy.TokenFilter{AppID: *app, OrganizationID: *org}); err != nil {
 			return fmt.Errorf("export tokens: %w", err)
 		}
 	}

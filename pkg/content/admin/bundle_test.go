@@ -17,6 +17,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 const demoBundle = "../../../deploy/demo/content.yaml"
@@ -211,11 +212,11 @@ func TestExportWithTokensMovesADatabase(t *testing.T) {
 		t.Errorf("first import: %q", out)
 	}
 	ctx := t.Context()
-	want, err := from.store().ListTokens(ctx, content.TokenFilter{})
+	want, err := from.store().ListTokens(ctx, tenancy.TokenFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := to.store().ListTokens(ctx, content.TokenFilter{})
+	got, err := to.store().ListTokens(ctx, tenancy.TokenFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Records the demo command ensures.
@@ -46,13 +47,13 @@ func addScopesFlags(fs *flag.FlagSet) scopesFlags {
 	return scopesFlags{
 		runtime:    fs.Bool("runtime", false, "a runtime token: content:read,events:write (the default; the only kind a web page may carry)"),
 		management: fs.Bool("management", false, "a management token: every scope (content:read,content:write,events:read,events:write); keep it secret"),
-		list: fs.String("scopes", "", "the token's scopes, comma-separated: "+strings.Join(content.ScopeNames(), ", ")+
+		list: fs.String("scopes", "", "the token's scopes, comma-separated: "+strings.Join(tenancy.ScopeNames(), ", ")+
 			", or a preset ("+presetRuntime+", "+presetManagement+")"),
 	}
 }
 
 // scopes returns the scopes chosen, the runtime preset when none is.
-func (f scopesFlags) scopes() (content.Scopes, error) {
+func (f scopesFlags) scopes() (tenancy.Scopes, error) {
 	chosen := 0
 	for _, set := range []bool{*f.runtime, *f.management, *f.list != ""} {
 		if set {
@@ -64,22 +65,22 @@ func (f scopesFlags) scopes() (content.Scopes, error) {
 	}
 	switch {
 	case *f.management:
-		return content.AllScopes, nil
+		return tenancy.AllScopes, nil
 	case *f.list != "":
 		return parseScopesFlag(*f.list)
 	}
-	return content.RuntimeScopes, nil
+	return tenancy.RuntimeScopes, nil
 }
 
 // parseScopesFlag reads --scopes: scope names or one preset.
-func parseScopesFlag(v string) (content.Scopes, error) {
+func parseScopesFlag(v string) (tenancy.Scopes, error) {
 	switch strings.TrimSpace(v) {
 	case presetRuntime:
-		return content.RuntimeScopes, nil
+		return tenancy.RuntimeScopes, nil
 	case presetManagement:
-		return content.AllScopes, nil
+		return tenancy.AllScopes, nil
 	}
-	s, err := content.ParseScopes(v)
+	s, err := tenancy.ParseScopes(v)
 	if err != nil {
 		return 0, usagef("--scopes: %v", err)
 	}
@@ -113,7 +114,7 @@ func orgCreate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 }
 
 func createOrg(ctx context.Context, st content.Store, id, name string) error {
-	err := st.CreateOrganization(ctx, content.Organization{ID: id, Name: name, CreatedAt: time.Now().UTC()})
+	err := st.CreateOrganization(ctx, tenancy.Organization{ID: id, Name: name, CreatedAt: time.Now().UTC()})
 	if errors.Is(err, content.ErrConflict) {
 		return &userError{fmt.Sprintf("organization %q already exists", id), err}
 	}
@@ -184,7 +185,7 @@ func appCreate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 
 func createApp(ctx context.Context, st content.Store, id, org, name string) error {
 	now := time.Now().UTC()
-	err := st.CreateApp(ctx, content.App{ID: id, OrganizationID: org, Name: name, CreatedAt: now, UpdatedAt: now})
+	err := st.CreateApp(ctx, tenancy.App{ID: id, OrganizationID: org, Name: name, CreatedAt: now, UpdatedAt: now})
 	switch {
 	case errors.Is(err, content.ErrConflict):
 		return &userError{fmt.Sprintf("app %q already exists", id), err}
@@ -256,15 +257,15 @@ func tokenCreate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) e
 	if err != nil {
 		return err
 	}
-	var tok content.Token
+	var tok tenancy.Token
 	if *appID != "" {
 		app, err := getApp(ctx, st, *appID)
 		if err != nil {
 			return err
 		}
-		tok = content.Token{OrganizationID: app.OrganizationID, AppID: app.ID}
+		tok = tenancy.Token{OrganizationID: app.OrganizationID, AppID: app.ID}
 	} else {
-		tok = content.Token{OrganizationID: *orgID}
+		tok = tenancy.Token{OrganizationID: *orgID}
 	}
 	tok.Name, tok.Scopes = *name, scopes
 	tok, secret, err := createToken(ctx, st, tok)
@@ -278,7 +279,7 @@ func tokenCreate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) e
 // createToken stores a new token with owner and name from tok. It returns
 // the stored record and the token string, which exists nowhere else
 // afterwards.
-func createToken(ctx context.Context, st content.Store, tok content.Token) (content.Token, string, error) {
+func createToken(ctx context.Context, st content.Store, tok tenancy.Token) (tenancy.Token, string, error) {
 	secret, id, err := auth.NewToken()
 	if err != nil {
 		return tok, "", fmt.Errorf("create token: %w", err)
@@ -298,7 +299,7 @@ func createToken(ctx context.Context, st content.Store, tok content.Token) (cont
 	return tok, secret, nil
 }
 
-func printToken(w io.Writer, tok content.Token, secret string, quiet bool) {
+func printToken(w io.Writer, tok tenancy.Token, secret string, quiet bool) {
 	if quiet {
 		fmt.Fprintln(w, secret)
 		return
@@ -308,7 +309,7 @@ func printToken(w io.Writer, tok content.Token, secret string, quiet bool) {
 		owner = fmt.Sprintf("app %q (organization %q)", tok.AppID, tok.OrganizationID)
 	}
 	kind := "Keep it secret: it can do more than a runtime needs, and a web page must never carry it."
-	if content.RuntimeScopes.Has(tok.Scopes) {
+	if tenancy.RuntimeScopes.Has(tok.Scopes) {
 		kind = "A runtime token: it reads content and sends events, nothing more, so a web page may carry it."
 	}
 	fmt.Fprintf(w, "Created token %s for %s with scopes %s:\n\n%s\n\n%s\nStore it now: it cannot be shown again.\n",
@@ -336,7 +337,7 @@ func tokenList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 			return err
 		}
 	}
-	toks, err := st.ListTokens(ctx, content.TokenFilter{OrganizationID: *orgID, AppID: *appID})
+	toks, err := st.ListTokens(ctx, tenancy.TokenFilter{OrganizationID: *orgID, AppID: *appID})
 	if err != nil {
 		return fmt.Errorf("list tokens: %w", err)
 	}
@@ -366,14 +367,14 @@ func tokenList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 	return writeTable(c.stdout, rows)
 }
 
-func scope(t content.Token) string {
+func scope(t tenancy.Token) string {
 	if t.AppID != "" {
 		return "app"
 	}
 	return "org"
 }
 
-func status(t content.Token) string {
+func status(t tenancy.Token) string {
 	if t.Revoked() {
 		return "revoked"
 	}
@@ -437,11 +438,11 @@ func demo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	name, scopes := demoRuntimeName, content.RuntimeScopes
+	name, scopes := demoRuntimeName, tenancy.RuntimeScopes
 	if *management {
-		name, scopes = demoManagementName, content.AllScopes
+		name, scopes = demoManagementName, tenancy.AllScopes
 	}
-	tok, secret, err := createToken(ctx, st, content.Token{OrganizationID: app.OrganizationID, AppID: app.ID, Name: name, Scopes: scopes})
+	tok, secret, err := createToken(ctx, st, tenancy.Token{OrganizationID: app.OrganizationID, AppID: app.ID, Name: name, Scopes: scopes})
 	if err != nil {
 		return err
 	}
@@ -463,8 +464,8 @@ func demo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 // revokeOtherDemoTokens revokes the app's active tokens named like keep,
 // or as demo tokens were before they had scopes, except keep. Tokens
 // named otherwise are someone's own and stay.
-func revokeOtherDemoTokens(ctx context.Context, st content.Store, appID string, keep content.Token) (int, error) {
-	toks, err := st.ListTokens(ctx, content.TokenFilter{AppID: appID})
+func revokeOtherDemoTokens(ctx context.Context, st content.Store, appID string, keep tenancy.Token) (int, error) {
+	toks, err := st.ListTokens(ctx, tenancy.TokenFilter{AppID: appID})
 	if err != nil {
 		return 0, fmt.Errorf("list tokens of app %q: %w", appID, err)
 	}
@@ -504,7 +505,7 @@ func migrate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
 	return nil
 }
 
-func getOrg(ctx context.Context, st content.Store, id string) (content.Organization, error) {
+func getOrg(ctx context.Context, st content.Store, id string) (tenancy.Organization, error) {
 	org, err := st.Organization(ctx, id)
 	if errors.Is(err, content.ErrNotFound) {
 		return org, &userError{fmt.Sprintf("organization %q not found", id), err}
@@ -515,7 +516,7 @@ func getOrg(ctx context.Context, st content.Store, id string) (content.Organizat
 	return org, nil
 }
 
-func getApp(ctx context.Context, st content.Store, id string) (content.App, error) {
+func getApp(ctx context.Context, st content.Store, id string) (tenancy.App, error) {
 	app, err := st.App(ctx, id)
 	if errors.Is(err, content.ErrNotFound) {
 		return app, &userError{fmt.Sprintf("app %q not found", id), err}

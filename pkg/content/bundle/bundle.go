@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Format is a bundle's file format.
@@ -410,7 +411,7 @@ func Write(w io.Writer, b *content.Bundle, f Format) error {
 		orgs = append(orgs, j)
 	}
 	for _, a := range b.Apps {
-		apps = append(apps, exportJSON(a.AppendJSON(nil)))
+		apps = append(apps, exportJSON(content.AppendApp(nil, a)))
 	}
 	section("organizations", true, orgs)
 	section("apps", false, apps)
@@ -443,7 +444,7 @@ func Write(w io.Writer, b *content.Bundle, f Format) error {
 }
 
 // tokenJSON is a token as a bundle holds it: the hash, never a secret.
-func tokenJSON(t content.Token) any {
+func tokenJSON(t tenancy.Token) any {
 	type tok struct {
 		ID             string   `json:"id"`
 		Hash           string   `json:"hash"`

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 func TestReadYAML(t *testing.T) {
@@ -212,7 +213,7 @@ func TestTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Tokens of a bundle written before scopes keep what they could do.
-	for i, want := range []content.Scopes{content.LegacyScopes, content.LegacyScopes, content.RuntimeScopes} {
+	for i, want := range []tenancy.Scopes{tenancy.LegacyScopes, tenancy.LegacyScopes, tenancy.RuntimeScopes} {
 		if got := f.Bundle.Tokens[i].Scopes; got != want {
 			t.Errorf("token %d: scopes %s, want %s", i, got, want)
 		}

@@ -32,13 +32,14 @@ import (
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/ratelimit"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Store is what the API reads content from.
 type Store interface {
 	auth.Store
 	RevisionSource
-	AppByChannelKey(ctx context.Context, key string) (content.App, string, error)
+	AppByChannelKey(ctx context.Context, key string) (tenancy.App, string, error)
 	Record(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error)
 	ListRecords(ctx context.Context, appID string, kind content.Kind) ([]content.Record, error)
 }
@@ -228,12 +229,12 @@ func (a *API) authenticate(c *gin.Context) {
 // principal checks the token, the token's rate limit and the
 // content:read scope; on failure it has answered.
 func (a *API) principal(c *gin.Context) (auth.Principal, bool) {
-	return a.principalFor(c, content.ContentRead, "reading content")
+	return a.principalFor(c, tenancy.ContentRead, "reading content")
 }
 
 // principalFor checks the token, the token's rate limit and the scope
 // want, which need says what for; on failure it has answered.
-func (a *API) principalFor(c *gin.Context, want content.Scopes, need string) (auth.Principal, bool) {
+func (a *API) principalFor(c *gin.Context, want tenancy.Scopes, need string) (auth.Principal, bool) {
 	p, err := a.authn.Authenticate(c.Request.Context(), c.Request.Header)
 	if err != nil {
 		a.authError(c, err)
@@ -371,7 +372,7 @@ func (a *API) app(c *gin.Context) {
 		if err != nil {
 			return nil, err
 		}
-		return append(app.AppendJSON(append(make([]byte, 0, len(app.Doc)+200), `{"app":`...)), "}\n"...), nil
+		return append(content.AppendApp(append(make([]byte, 0, len(app.Doc)+200), `{"app":`...), app), "}\n"...), nil
 	})
 	switch {
 	case errors.Is(err, content.ErrNotFound):

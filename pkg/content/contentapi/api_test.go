@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/fixture"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // The tests run the API on the real SQLite store and the real token
@@ -66,7 +66,7 @@ type env struct {
 
 func newEnv(t *testing.T, cfg ServiceConfig) *env {
 	t.Helper()
-	return newEnvWith(t, fixtureBundle, map[string]content.Token{
+	return newEnvWith(t, fixtureBundle, map[string]tenancy.Token{
 		"app1": {OrganizationID: "org-1", AppID: "app-1"},
 		"app2": {OrganizationID: "org-1", AppID: "app-2"},
 		"org1": {OrganizationID: "org-1"},
@@ -75,7 +75,7 @@ func newEnv(t *testing.T, cfg ServiceConfig) *env {
 }
 
 // newEnvWith serves the bundle with the named tokens issued.
-func newEnvWith(t *testing.T, bundleJSON string, toks map[string]content.Token, cfg ServiceConfig) *env {
+func newEnvWith(t *testing.T, bundleJSON string, toks map[string]tenancy.Token, cfg ServiceConfig) *env {
 	t.Helper()
 	store, tokens := fixture.Open(t, bundleJSON, toks)
 	e := &env{t: t, store: store, tokens: tokens}

@@ -8,7 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // AuthorizedRoute is a GET route the process serves beside the content
@@ -19,7 +19,7 @@ import (
 // content routes, and refuses in the same words and statuses.
 type AuthorizedRoute struct {
 	Path  string
-	Scope content.Scopes
+	Scope tenancy.Scopes
 	// Need says what the scope is needed for, in a refusal: "this token
 	// lacks the events:read scope needed for <Need>".
 	Need string

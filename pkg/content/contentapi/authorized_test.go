@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // TestAuthorizedRoute: a route with a scope of its own is refused as the
@@ -21,7 +21,7 @@ func TestAuthorizedRoute(t *testing.T) {
 		recheck func(context.Context) error
 	}
 	got := make(chan served, 10)
-	route := AuthorizedRoute{Path: "/cms/app/watch", Scope: content.EventsRead, Need: "watching",
+	route := AuthorizedRoute{Path: "/cms/app/watch", Scope: tenancy.EventsRead, Need: "watching",
 		Serve: func(w http.ResponseWriter, r *http.Request, tg auth.Target, recheck func(context.Context) error) {
 			got <- served{tg, recheck}
 			w.WriteHeader(http.StatusNoContent)
@@ -29,10 +29,10 @@ func TestAuthorizedRoute(t *testing.T) {
 		Page:      http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("page")) }),
 		WantsPage: func(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), "text/html") },
 	}
-	e := newEnvWith(t, fixtureBundle, map[string]content.Token{
-		"reader":  {OrganizationID: "org-1", AppID: "app-1", Scopes: content.EventsRead},
-		"runtime": {OrganizationID: "org-1", AppID: "app-1", Scopes: content.RuntimeScopes},
-		"org":     {OrganizationID: "org-1", Scopes: content.EventsRead},
+	e := newEnvWith(t, fixtureBundle, map[string]tenancy.Token{
+		"reader":  {OrganizationID: "org-1", AppID: "app-1", Scopes: tenancy.EventsRead},
+		"runtime": {OrganizationID: "org-1", AppID: "app-1", Scopes: tenancy.RuntimeScopes},
+		"org":     {OrganizationID: "org-1", Scopes: tenancy.EventsRead},
 	}, ServiceConfig{Authorized: []AuthorizedRoute{route}, TokenCacheTTL: time.Millisecond})
 
 	for _, tc := range []struct {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/assistantcms/cms/internal/embedstandin"
 	"github.com/assistantcms/cms/internal/fixture"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // growing is a value whose size grows after it is loaded, as a base's
@@ -263,7 +263,7 @@ func TestManyAppsStayWithinTheBudget(t *testing.T) {
 		fmt.Fprintf(&b, `{"appId":"app-%d","id":"parking","name":"Parking","questions":["Where do I park?"],"answer":"In garage 1, says marker%da."}`, i, i)
 	}
 	b.WriteString(`]}`)
-	store, tokens := fixture.Open(t, b.String(), map[string]content.Token{"org": {OrganizationID: "org-1"}})
+	store, tokens := fixture.Open(t, b.String(), map[string]tenancy.Token{"org": {OrganizationID: "org-1"}})
 	srv := embedstandin.New(32)
 	client, err := embeddings.New(embeddings.Config{URL: srv.Start(t), Model: "standin"}, nil)
 	if err != nil {

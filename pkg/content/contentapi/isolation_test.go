@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // isolationBundle gives three apps, two in one organization and one in
@@ -63,8 +63,8 @@ func allMarkers() []string { return []string{markerApp1, markerApp2, markerApp3}
 
 // isolationTokens are the tokens issued on isolationBundle; "revoked" is
 // revoked by newIsolationEnv before any request.
-func isolationTokens() map[string]content.Token {
-	return map[string]content.Token{
+func isolationTokens() map[string]tenancy.Token {
+	return map[string]tenancy.Token{
 		"app1":    {OrganizationID: "org-1", AppID: "app-1"},
 		"app2":    {OrganizationID: "org-1", AppID: "app-2"},
 		"app3":    {OrganizationID: "org-2", AppID: "app-3"},

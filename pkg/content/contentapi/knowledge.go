@@ -17,6 +17,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
 	"github.com/assistantcms/cms/pkg/content/search"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // History reads how often past queries were asked on an app's channel,
@@ -554,7 +555,7 @@ func isNotFound(err error) bool { return errors.Is(err, content.ErrNotFound) }
 // caches do, so that a keystroke costs no database query.
 type keyCache struct {
 	store interface {
-		AppByChannelKey(ctx context.Context, key string) (content.App, string, error)
+		AppByChannelKey(ctx context.Context, key string) (tenancy.App, string, error)
 	}
 	ttl     time.Duration
 	mu      sync.Mutex
@@ -562,7 +563,7 @@ type keyCache struct {
 }
 
 type keyEntry struct {
-	app     content.App
+	app     tenancy.App
 	channel string
 	err     error // ErrNotFound is cached too; other errors are not
 	at      time.Time
@@ -576,7 +577,7 @@ const (
 	maxCachedUnknownKey = 256
 )
 
-func (k *keyCache) lookup(ctx context.Context, key string) (content.App, string, error) {
+func (k *keyCache) lookup(ctx context.Context, key string) (tenancy.App, string, error) {
 	now := time.Now()
 	k.mu.Lock()
 	e, ok := k.entries[key]

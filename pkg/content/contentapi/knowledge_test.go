@@ -16,6 +16,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 func TestSearchEndpoint(t *testing.T) {
@@ -109,7 +110,7 @@ const knowledgeBundle = `{
 
 func newKnowledgeEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvWith(t, knowledgeBundle, map[string]content.Token{"app1": {OrganizationID: "org-1", AppID: "app-1"}}, ServiceConfig{})
+	return newEnvWith(t, knowledgeBundle, map[string]tenancy.Token{"app1": {OrganizationID: "org-1", AppID: "app-1"}}, ServiceConfig{})
 }
 
 // TestFAQTotal: total counts every matching FAQ; size limits only the
@@ -402,9 +403,9 @@ func TestLenientParameters(t *testing.T) {
 // countingKeys answers every channel key as unknown and counts lookups.
 type countingKeys struct{ n int }
 
-func (c *countingKeys) AppByChannelKey(context.Context, string) (content.App, string, error) {
+func (c *countingKeys) AppByChannelKey(context.Context, string) (tenancy.App, string, error) {
 	c.n++
-	return content.App{}, "", content.ErrNotFound
+	return tenancy.App{}, "", content.ErrNotFound
 }
 
 // TestKeyCacheKeepsOnlyShortUnknownKeys: callers make up any key they

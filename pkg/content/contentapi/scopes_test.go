@@ -5,17 +5,17 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // TestScopesOfRoutes: every content route needs content:read, which a
 // runtime token has and a token for events only lacks; the refusal is a
 // 403 that names the scope, with the challenge of RFC 6750.
 func TestScopesOfRoutes(t *testing.T) {
-	e := newEnvWith(t, fixtureBundle, map[string]content.Token{
-		"runtime":   {OrganizationID: "org-1", AppID: "app-1", Scopes: content.RuntimeScopes},
-		"events":    {OrganizationID: "org-1", AppID: "app-1", Scopes: content.EventsWrite | content.EventsRead},
-		"orgEvents": {OrganizationID: "org-1", Scopes: content.EventsWrite},
+	e := newEnvWith(t, fixtureBundle, map[string]tenancy.Token{
+		"runtime":   {OrganizationID: "org-1", AppID: "app-1", Scopes: tenancy.RuntimeScopes},
+		"events":    {OrganizationID: "org-1", AppID: "app-1", Scopes: tenancy.EventsWrite | tenancy.EventsRead},
+		"orgEvents": {OrganizationID: "org-1", Scopes: tenancy.EventsWrite},
 	}, ServiceConfig{})
 	routes := []string{
 		"/cms/app", "/cms/handler", "/cms/handler/LaunchRequest", "/cms/entity", "/cms/entity/COLOR",

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/fixture"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // watchingStore tells the service of changes when the test says so, as a
@@ -38,7 +38,7 @@ func (w *watchingStore) WatchRevisions(ctx context.Context, changed func(appID s
 }
 
 func TestServeFollowsChangesAnotherReplicaAnnounces(t *testing.T) {
-	store, tokens := fixture.Open(t, fixtureBundle, map[string]content.Token{"app1": {OrganizationID: "org-1", AppID: "app-1"}})
+	store, tokens := fixture.Open(t, fixtureBundle, map[string]tenancy.Token{"app1": {OrganizationID: "org-1", AppID: "app-1"}})
 	ws := &watchingStore{Store: store, changes: make(chan string), watched: make(chan struct{})}
 	// An hour between revision checks: only the announcement can show the
 	// change within the test.

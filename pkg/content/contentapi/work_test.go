@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // bigBundle is app-1 with n documents, whose index takes a while to build,
@@ -31,9 +31,9 @@ func bigBundle(n int) string {
 // request rate limit alone does not see. The builds are charged to the
 // token, which is soon answered 429, while another app's token is not.
 func TestIndexBuildsChargedToTheirToken(t *testing.T) {
-	e := newEnvWith(t, bigBundle(3000), map[string]content.Token{
-		"attacker": {OrganizationID: "org-1", AppID: "app-1", Scopes: content.AllScopes},
-		"other":    {OrganizationID: "org-1", AppID: "app-2", Scopes: content.RuntimeScopes},
+	e := newEnvWith(t, bigBundle(3000), map[string]tenancy.Token{
+		"attacker": {OrganizationID: "org-1", AppID: "app-1", Scopes: tenancy.AllScopes},
+		"other":    {OrganizationID: "org-1", AppID: "app-2", Scopes: tenancy.RuntimeScopes},
 	}, ServiceConfig{RateLimitRPS: 1000, RateLimitBurst: 2000})
 	var (
 		n, limited atomic.Int64
@@ -96,9 +96,9 @@ func TestIndexBuildsChargedToTheirToken(t *testing.T) {
 // token whose reads happen to need them, which every visitor of a page
 // shares.
 func TestIndexBuildsChargedToWhoChangedContent(t *testing.T) {
-	e := newEnvWith(t, bigBundle(3000), map[string]content.Token{
-		"editor":  {OrganizationID: "org-1", AppID: "app-1", Scopes: content.AllScopes},
-		"runtime": {OrganizationID: "org-1", AppID: "app-1", Scopes: content.RuntimeScopes},
+	e := newEnvWith(t, bigBundle(3000), map[string]tenancy.Token{
+		"editor":  {OrganizationID: "org-1", AppID: "app-1", Scopes: tenancy.AllScopes},
+		"runtime": {OrganizationID: "org-1", AppID: "app-1", Scopes: tenancy.RuntimeScopes},
 	}, ServiceConfig{RateLimitRPS: 1000, RateLimitBurst: 2000})
 	editorLimited := false
 	for i := 0; i < 200 && !editorLimited; i++ {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/devpostgres"
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // server is the package's PostgreSQL server; each test takes a fresh
@@ -135,11 +136,11 @@ func withApps(t *testing.T, s Store, apps ...string) {
 	t.Helper()
 	ctx := t.Context()
 	now := time.Now()
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", Name: "Org", CreatedAt: now}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range apps {
-		if err := s.CreateApp(ctx, content.App{ID: id, OrganizationID: "org", Name: id, CreatedAt: now, UpdatedAt: now}); err != nil {
+		if err := s.CreateApp(ctx, tenancy.App{ID: id, OrganizationID: "org", Name: id, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // countingEmbedder embeds a text as its length and first byte, and
@@ -55,12 +55,12 @@ func openStore(t *testing.T, path string, apps ...string) *sqlite.Store {
 	t.Cleanup(func() { s.Close() })
 	now := time.Now()
 	if len(apps) > 0 {
-		if err := s.CreateOrganization(t.Context(), content.Organization{ID: "org", Name: "Org", CreatedAt: now}); err != nil {
+		if err := s.CreateOrganization(t.Context(), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, id := range apps {
-		if err := s.CreateApp(t.Context(), content.App{ID: id, OrganizationID: "org", Name: id, CreatedAt: now, UpdatedAt: now}); err != nil {
+		if err := s.CreateApp(t.Context(), tenancy.App{ID: id, OrganizationID: "org", Name: id, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/ratelimit"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // TestAnswerBudgetShares: while others build answers, an organization
@@ -118,7 +118,7 @@ func TestReaderAnswersAreSmall(t *testing.T) {
 	limiter := ratelimit.New(1000, 2000, func() time.Time { return frozen })
 	e := newEnv(t, Limits{}, limiter)
 	size := largeEntity(t, e, "BIG")
-	e.addToken("runtime", content.RuntimeScopes)
+	e.addToken("runtime", tenancy.RuntimeScopes)
 	query := aliases(8, `entity(entityId: "BIG") { document }`)
 
 	var a answer

@@ -21,6 +21,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/ratelimit"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // The tests run the endpoint on the real SQLite store and the real token
@@ -61,7 +62,7 @@ type env struct {
 
 func newEnv(t testing.TB, limits Limits, limiter *ratelimit.Limiter) *env {
 	t.Helper()
-	store, tokens := fixture.Open(t, fixtureBundle, map[string]content.Token{
+	store, tokens := fixture.Open(t, fixtureBundle, map[string]tenancy.Token{
 		"app1": {OrganizationID: "org-1", AppID: "app-1"},
 		"org1": {OrganizationID: "org-1"},
 		"org2": {OrganizationID: "org-2"},

@@ -23,9 +23,9 @@ import (
 	"github.com/graphql-go/graphql/language/location"
 
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/ratelimit"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Authenticator checks tokens and resolves apps, as for REST.
@@ -141,8 +141,8 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (auth.Principal,
 	// A token that can neither read nor write content is refused before
 	// its request is read; which of the two an operation needs is checked
 	// once it is known.
-	if p.Scopes&(content.ContentRead|content.ContentWrite) == 0 {
-		writeScopeError(w, p.Require(content.ContentRead, "GraphQL queries"))
+	if p.Scopes&(tenancy.ContentRead|tenancy.ContentWrite) == 0 {
+		writeScopeError(w, p.Require(tenancy.ContentRead, "GraphQL queries"))
 		return auth.Principal{}, false
 	}
 	return p, true
@@ -180,17 +180,17 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request, p auth.Principal
 	// Scopes are checked before the document is validated, so that a token
 	// learns nothing of the operations it may not run.
 	if op := operation(d.ast, req.OperationName); op != nil {
-		need, what := content.ContentRead, "GraphQL queries"
+		need, what := tenancy.ContentRead, "GraphQL queries"
 		if op.Operation == ast.OperationTypeMutation {
-			need, what = content.ContentWrite, "GraphQL mutations"
+			need, what = tenancy.ContentWrite, "GraphQL mutations"
 		}
 		if err := p.Require(need, what); err != nil {
 			writeScopeError(w, err)
 			return request{}, nil, false
 		}
-		if need == content.ContentWrite && !p.Scopes.Has(content.ContentRead) {
+		if need == tenancy.ContentWrite && !p.Scopes.Has(tenancy.ContentRead) {
 			if f := readsBack(d.ast, op); f != nil {
-				writeScopeError(w, p.Require(content.ContentRead, fmt.Sprintf(
+				writeScopeError(w, p.Require(tenancy.ContentRead, fmt.Sprintf(
 					"reading %q back from a mutation's result (without it select only IDs, createdAt, updatedAt and __typename)", f.Name.Value)))
 				return request{}, nil, false
 			}
@@ -286,7 +286,7 @@ func (h *Handler) bound(w http.ResponseWriter, d *document, op *ast.OperationDef
 // execute runs the operation, charges p's token for the answer's size
 // and answers, unless the answer grew past what the limits allow.
 func (h *Handler) execute(w http.ResponseWriter, r *http.Request, p auth.Principal, d *document, req request, root weight) {
-	x := newExecution(h.limits, root, h.budget, spender{org: p.OrganizationID, app: p.AppID, token: p.TokenID}, p.Scopes.Has(content.ContentWrite))
+	x := newExecution(h.limits, root, h.budget, spender{org: p.OrganizationID, app: p.AppID, token: p.TokenID}, p.Scopes.Has(tenancy.ContentWrite))
 	defer x.release() // once the answer is written
 	var res *gql.Result
 	if x.start() {

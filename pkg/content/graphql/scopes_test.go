@@ -8,17 +8,18 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // addToken issues a token of the given scopes for app-1 and files its
 // secret under name.
-func (e *env) addToken(name string, scopes content.Scopes) {
+func (e *env) addToken(name string, scopes tenancy.Scopes) {
 	e.t.Helper()
 	secret, id, err := auth.NewToken()
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	tok := content.Token{ID: id, Hash: auth.HashToken(secret), OrganizationID: "org-1", AppID: "app-1", Scopes: scopes, CreatedAt: time.Now()}
+	tok := tenancy.Token{ID: id, Hash: auth.HashToken(secret), OrganizationID: "org-1", AppID: "app-1", Scopes: scopes, CreatedAt: time.Now()}
 	if err := e.store.CreateToken(e.t.Context(), tok); err != nil {
 		e.t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func (e *env) snapshot() string {
 // content is byte-identical afterwards; queries still answer.
 func TestRuntimeTokenCannotChangeContent(t *testing.T) {
 	e := newEnv(t, Limits{}, nil)
-	e.addToken("runtime", content.RuntimeScopes)
+	e.addToken("runtime", tenancy.RuntimeScopes)
 	schema, err := newSchema(&resolvers{})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestRuntimeTokenCannotChangeContent(t *testing.T) {
 	if after := e.snapshot(); after != before {
 		t.Errorf("app-1's content changed:\nbefore %s\nafter  %s", before, after)
 	}
-	e.addToken("manage", content.AllScopes)
+	e.addToken("manage", tenancy.AllScopes)
 	for _, q := range valid {
 		if a := e.post("manage", q, nil); a.status != http.StatusOK || len(a.Errors) > 0 {
 			t.Errorf("with a management token, %s: %d %s", q, a.status, a.raw)
@@ -109,10 +110,10 @@ func TestRuntimeTokenCannotChangeContent(t *testing.T) {
 // and GET, and the answer's challenge header.
 func TestScopesOfOperations(t *testing.T) {
 	e := newEnv(t, Limits{}, nil)
-	e.addToken("runtime", content.RuntimeScopes)
-	e.addToken("events", content.EventsWrite|content.EventsRead)
-	e.addToken("write", content.ContentWrite)
-	e.addToken("manage", content.AllScopes)
+	e.addToken("runtime", tenancy.RuntimeScopes)
+	e.addToken("events", tenancy.EventsWrite|tenancy.EventsRead)
+	e.addToken("write", tenancy.ContentWrite)
+	e.addToken("manage", tenancy.AllScopes)
 	const query = `{ handlers { intentId } }`
 	const mutation = `mutation { addIntent(appId: "app-1", intent: {intentId: "NewOne"}) { intentId } }`
 	tests := []struct {

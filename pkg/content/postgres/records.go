@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 const recordColumns = `app_id, kind, id, doc, COALESCE(location, ''), created_at, updated_at`
@@ -254,7 +255,7 @@ func (im *importer) count(created, updated bool) {
 	}
 }
 
-func (im *importer) organization(ctx context.Context, o content.Organization) error {
+func (im *importer) organization(ctx context.Context, o tenancy.Organization) error {
 	_, err := im.upsert(ctx,
 		`INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`, []any{o.ID, o.Name, im.now},
 		`UPDATE organizations SET name = $2 WHERE id = $1 AND name IS DISTINCT FROM $2`, []any{o.ID, o.Name})
@@ -264,7 +265,7 @@ func (im *importer) organization(ctx context.Context, o content.Organization) er
 	return nil
 }
 
-func (im *importer) app(ctx context.Context, a content.App) error {
+func (im *importer) app(ctx context.Context, a tenancy.App) error {
 	if owner, ok := im.owners[a.ID]; ok && owner != a.OrganizationID {
 		return content.Problem{Path: "organizationId", Message: fmt.Sprintf(
 			"app %q belongs to organization %q; an app cannot move to another organization", a.ID, owner)}
@@ -525,15 +526,15 @@ func (s *Store) DeleteRecord(ctx context.Context, appID string, kind content.Kin
 
 // AppByChannelKey implements content.Store, in one query: channel_keys
 // and apps share no column name.
-func (s *Store) AppByChannelKey(ctx context.Context, key string) (content.App, string, error) {
+func (s *Store) AppByChannelKey(ctx context.Context, key string) (tenancy.App, string, error) {
 	row := &withChannel{Row: s.pool.QueryRow(ctx,
 		`SELECT `+appColumns+`, channel_id FROM channel_keys JOIN apps ON apps.id = channel_keys.app_id WHERE key = $1`, key)}
 	app, err := scanApp(row)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return content.App{}, "", fmt.Errorf("channel key %q: %w", key, content.ErrNotFound)
+		return tenancy.App{}, "", fmt.Errorf("channel key %q: %w", key, content.ErrNotFound)
 	}
 	if err != nil {
-		return content.App{}, "", fmt.Errorf("look up channel key %q: %w", key, err)
+		return tenancy.App{}, "", fmt.Errorf("look up channel key %q: %w", key, err)
 	}
 	return app, row.channelID, nil
 }

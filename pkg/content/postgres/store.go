@@ -47,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Connection parameters set unless the DSN sets them; see the package
@@ -177,7 +178,7 @@ type querier interface {
 }
 
 // CreateOrganization implements content.Store.
-func (s *Store) CreateOrganization(ctx context.Context, org content.Organization) error {
+func (s *Store) CreateOrganization(ctx context.Context, org tenancy.Organization) error {
 	if org.ID == "" {
 		return errors.New("create organization: empty id")
 	}
@@ -197,27 +198,27 @@ func (s *Store) CreateOrganization(ctx context.Context, org content.Organization
 const organizationColumns = `id, name, created_at, created_at_ns`
 
 // Organization implements content.Store.
-func (s *Store) Organization(ctx context.Context, id string) (content.Organization, error) {
+func (s *Store) Organization(ctx context.Context, id string) (tenancy.Organization, error) {
 	return organization(ctx, s.pool, id)
 }
 
-func organization(ctx context.Context, q querier, id string) (content.Organization, error) {
+func organization(ctx context.Context, q querier, id string) (tenancy.Organization, error) {
 	org, err := scanOrganization(q.QueryRow(ctx, `SELECT `+organizationColumns+` FROM organizations WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return content.Organization{}, fmt.Errorf("organization %q: %w", id, content.ErrNotFound)
+		return tenancy.Organization{}, fmt.Errorf("organization %q: %w", id, content.ErrNotFound)
 	}
 	if err != nil {
-		return content.Organization{}, fmt.Errorf("get organization %q: %w", id, err)
+		return tenancy.Organization{}, fmt.Errorf("get organization %q: %w", id, err)
 	}
 	return org, nil
 }
 
 // ListOrganizations implements content.Store.
-func (s *Store) ListOrganizations(ctx context.Context) ([]content.Organization, error) {
+func (s *Store) ListOrganizations(ctx context.Context) ([]tenancy.Organization, error) {
 	return listOrganizations(ctx, s.pool)
 }
 
-func listOrganizations(ctx context.Context, q querier) ([]content.Organization, error) {
+func listOrganizations(ctx context.Context, q querier) ([]tenancy.Organization, error) {
 	orgs, err := query(ctx, q, scanOrganization, `SELECT `+organizationColumns+` FROM organizations ORDER BY created_at, created_at_ns, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list organizations: %w", err)
@@ -229,7 +230,7 @@ const appColumns = `id, organization_id, name, doc, created_at, created_at_ns, u
 
 // CreateApp implements content.Store. The new app is announced on the
 // revision channel, for replicas that cached its absence.
-func (s *Store) CreateApp(ctx context.Context, app content.App) error {
+func (s *Store) CreateApp(ctx context.Context, app tenancy.App) error {
 	if app.ID == "" {
 		return errors.New("create app: empty id")
 	}
@@ -255,19 +256,19 @@ func (s *Store) CreateApp(ctx context.Context, app content.App) error {
 }
 
 // App implements content.Store.
-func (s *Store) App(ctx context.Context, id string) (content.App, error) {
+func (s *Store) App(ctx context.Context, id string) (tenancy.App, error) {
 	app, err := scanApp(s.pool.QueryRow(ctx, `SELECT `+appColumns+` FROM apps WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return content.App{}, fmt.Errorf("app %q: %w", id, content.ErrNotFound)
+		return tenancy.App{}, fmt.Errorf("app %q: %w", id, content.ErrNotFound)
 	}
 	if err != nil {
-		return content.App{}, fmt.Errorf("get app %q: %w", id, err)
+		return tenancy.App{}, fmt.Errorf("get app %q: %w", id, err)
 	}
 	return app, nil
 }
 
 // ListApps implements content.Store. An empty organizationID lists every app.
-func (s *Store) ListApps(ctx context.Context, organizationID string) ([]content.App, error) {
+func (s *Store) ListApps(ctx context.Context, organizationID string) ([]tenancy.App, error) {
 	apps, err := listApps(ctx, s.pool, content.ExportFilter{OrganizationID: organizationID})
 	if err != nil {
 		return nil, fmt.Errorf("list apps: %w", err)
@@ -276,7 +277,7 @@ func (s *Store) ListApps(ctx context.Context, organizationID string) ([]content.
 }
 
 // listApps lists the apps matching f, in creation order.
-func listApps(ctx context.Context, q querier, f content.ExportFilter) ([]content.App, error) {
+func listApps(ctx context.Context, q querier, f content.ExportFilter) ([]tenancy.App, error) {
 	w := where{}
 	w.add("organization_id", f.OrganizationID)
 	w.add("id", f.AppID)
@@ -309,14 +310,14 @@ const tokenColumns = `id, hash, organization_id, app_id, scopes, name, created_a
 
 // CreateToken implements content.Store. The schema's composite foreign key
 // rejects an app token whose organization is not the app's.
-func (s *Store) CreateToken(ctx context.Context, tok content.Token) error {
+func (s *Store) CreateToken(ctx context.Context, tok tenancy.Token) error {
 	if tok.ID == "" {
 		return errors.New("create token: empty id")
 	}
 	if len(tok.Hash) == 0 {
 		return fmt.Errorf("create token %q: empty hash", tok.ID)
 	}
-	if err := content.CheckTokenScopes(tok); err != nil {
+	if err := tenancy.CheckTokenScopes(tok); err != nil {
 		return fmt.Errorf("create token %q: %w", tok.ID, err)
 	}
 	created, createdNS := splitTime(tok.CreatedAt)
@@ -337,25 +338,25 @@ func (s *Store) CreateToken(ctx context.Context, tok content.Token) error {
 	case uniqueViolation:
 		return fmt.Errorf("token %q: %w", tok.ID, content.ErrConflict)
 	case foreignKeyViolation:
-		return fmt.Errorf("create token %q: %w", tok.ID, content.MissingOwner(ctx, s, tok))
+		return fmt.Errorf("create token %q: %w", tok.ID, tenancy.MissingOwner(ctx, s, tok))
 	}
 	return fmt.Errorf("create token %q: %w", tok.ID, err)
 }
 
 // Token implements content.Store.
-func (s *Store) Token(ctx context.Context, id string) (content.Token, error) {
+func (s *Store) Token(ctx context.Context, id string) (tenancy.Token, error) {
 	tok, err := scanToken(s.pool.QueryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return content.Token{}, fmt.Errorf("token %q: %w", id, content.ErrNotFound)
+		return tenancy.Token{}, fmt.Errorf("token %q: %w", id, content.ErrNotFound)
 	}
 	if err != nil {
-		return content.Token{}, fmt.Errorf("get token %q: %w", id, err)
+		return tenancy.Token{}, fmt.Errorf("get token %q: %w", id, err)
 	}
 	return tok, nil
 }
 
 // ListTokens implements content.Store.
-func (s *Store) ListTokens(ctx context.Context, f content.TokenFilter) ([]content.Token, error) {
+func (s *Store) ListTokens(ctx context.Context, f tenancy.TokenFilter) ([]tenancy.Token, error) {
 	w := where{}
 	w.add("organization_id", f.OrganizationID)
 	w.add("app_id", f.AppID)
@@ -389,32 +390,32 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 	return nil
 }
 
-func scanOrganization(r pgx.Row) (content.Organization, error) {
+func scanOrganization(r pgx.Row) (tenancy.Organization, error) {
 	var (
-		org       content.Organization
+		org       tenancy.Organization
 		created   time.Time
 		createdNS int16
 	)
 	if err := r.Scan(&org.ID, &org.Name, &created, &createdNS); err != nil {
-		return content.Organization{}, err
+		return tenancy.Organization{}, err
 	}
 	org.CreatedAt = joinTime(created, createdNS)
 	return org, nil
 }
 
-func scanApp(r pgx.Row) (content.App, error) {
+func scanApp(r pgx.Row) (tenancy.App, error) {
 	var (
-		app                  content.App
+		app                  tenancy.App
 		doc                  []byte
 		created, updated     time.Time
 		createdNS, updatedNS int16
 	)
 	if err := r.Scan(&app.ID, &app.OrganizationID, &app.Name, &doc, &created, &createdNS, &updated, &updatedNS); err != nil {
-		return content.App{}, err
+		return tenancy.App{}, err
 	}
 	doc, err := canonicalDoc(doc)
 	if err != nil {
-		return content.App{}, fmt.Errorf("app %q doc: %w", app.ID, err)
+		return tenancy.App{}, fmt.Errorf("app %q doc: %w", app.ID, err)
 	}
 	if string(doc) != "{}" {
 		app.Doc = doc
@@ -424,9 +425,9 @@ func scanApp(r pgx.Row) (content.App, error) {
 	return app, nil
 }
 
-func scanToken(r pgx.Row) (content.Token, error) {
+func scanToken(r pgx.Row) (tenancy.Token, error) {
 	var (
-		tok                  content.Token
+		tok                  tenancy.Token
 		appID                *string
 		scopes               string
 		created              time.Time
@@ -434,9 +435,9 @@ func scanToken(r pgx.Row) (content.Token, error) {
 		createdNS, revokedNS int16
 	)
 	if err := r.Scan(&tok.ID, &tok.Hash, &tok.OrganizationID, &appID, &scopes, &tok.Name, &created, &createdNS, &revoked, &revokedNS); err != nil {
-		return content.Token{}, err
+		return tenancy.Token{}, err
 	}
-	tok.Scopes = content.StoredScopes(scopes)
+	tok.Scopes = tenancy.StoredScopes(scopes)
 	if appID != nil {
 		tok.AppID = *appID
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/devpostgres"
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // server is the package's PostgreSQL server; each test takes a fresh
@@ -113,7 +114,7 @@ func TestConcurrentMigrations(t *testing.T) {
 		}
 	}
 	// Every store sees writes made through the others.
-	if err := stores[1].CreateOrganization(ctx, content.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
+	if err := stores[1].CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
 		t.Fatalf("CreateOrganization: %v", err)
 	}
 	for i, s := range stores {
@@ -139,7 +140,7 @@ func TestSchemaVersion(t *testing.T) {
 	if v, err := s.SchemaVersion(ctx); err != nil || v != latestVersion() {
 		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, latestVersion())
 	}
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	before := appliedMigrations(t, pool)
@@ -243,7 +244,7 @@ func TestStoppedServer(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	w := watch(t, s)
@@ -280,7 +281,7 @@ func TestStoppedServer(t *testing.T) {
 	default:
 		t.Error("the lost connection was not reported")
 	}
-	if err := s.CreateApp(ctx, content.App{ID: "app", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+	if err := s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	w.expect(t, "app")
@@ -371,7 +372,7 @@ func mustRecord(t *testing.T, kind content.Kind, doc string) content.Record {
 	return r
 }
 
-func mustApp(t *testing.T, doc string) content.App {
+func mustApp(t *testing.T, doc string) tenancy.App {
 	t.Helper()
 	a, problems := content.ParseApp(decode(t, doc), "")
 	if len(problems) > 0 {
@@ -391,8 +392,8 @@ func TestWatchRevisions(t *testing.T) {
 
 	bundle := func(handler string) *content.Bundle {
 		return &content.Bundle{
-			Organizations: []content.Organization{{ID: "org", Name: "Org"}},
-			Apps: []content.App{
+			Organizations: []tenancy.Organization{{ID: "org", Name: "Org"}},
+			Apps: []tenancy.App{
 				mustApp(t, `{"appId":"app-a","organizationId":"org","name":"A"}`),
 				mustApp(t, `{"appId":"app-b","organizationId":"org","name":"B"}`),
 			},
@@ -429,7 +430,7 @@ func TestWatchRevisions(t *testing.T) {
 		}, "app-b"},
 		{"import changing a record", func(ctx context.Context) error { _, err := writer.Import(ctx, bundle("2"), nil); return err }, "app-a"},
 		{"create app", func(ctx context.Context) error {
-			return writer.CreateApp(ctx, content.App{ID: "app-c", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()})
+			return writer.CreateApp(ctx, tenancy.App{ID: "app-c", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()})
 		}, "app-c"},
 		{"import changing nothing", func(ctx context.Context) error { _, err := writer.Import(ctx, bundle("2"), nil); return err }, ""},
 		{"refused update", func(ctx context.Context) error {
@@ -464,7 +465,7 @@ func TestWatchRevisions(t *testing.T) {
 				w.expect(t, st.want)
 				return
 			}
-			marker := content.App{ID: "marker-" + strings.ReplaceAll(st.name, " ", "-"), OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+			marker := tenancy.App{ID: "marker-" + strings.ReplaceAll(st.name, " ", "-"), OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}
 			if err := writer.CreateApp(ctx, marker); err != nil {
 				t.Fatal(err)
 			}
@@ -472,7 +473,7 @@ func TestWatchRevisions(t *testing.T) {
 		})
 	}
 	// The failed create of the last step sent nothing after its first.
-	marker := content.App{ID: "marker-end", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	marker := tenancy.App{ID: "marker-end", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	if err := writer.CreateApp(ctx, marker); err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +501,7 @@ func TestTimesStoredSplit(t *testing.T) {
 	s, _ := openFresh(t)
 	ctx := t.Context()
 	created := time.Date(2025, 6, 1, 20, 0, 0, 123456789, time.FixedZone("UTC-7", -7*60*60))
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
 	// The database holds the microseconds as a timestamp, the rest apart.
@@ -522,8 +523,8 @@ func TestDocumentsReadBackAsWritten(t *testing.T) {
 	s, _ := openFresh(t)
 	ctx := t.Context()
 	if _, err := s.Import(ctx, &content.Bundle{
-		Organizations: []content.Organization{{ID: "org", Name: "Org"}},
-		Apps:          []content.App{mustApp(t, `{"appId":"app","organizationId":"org","name":"A"}`)},
+		Organizations: []tenancy.Organization{{ID: "org", Name: "Org"}},
+		Apps:          []tenancy.App{mustApp(t, `{"appId":"app","organizationId":"org","name":"A"}`)},
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +560,7 @@ func TestDocumentsReadBackAsWritten(t *testing.T) {
 	// An app's document too, and one without other fields reads back with
 	// no document, as from SQLite.
 	a := mustApp(t, `{"appId":"app2","organizationId":"org","name":"B","zz":1,"channels":[{"id":"web","key":"k"}],"a <b> & c":"x"}`)
-	if _, err := s.Import(ctx, &content.Bundle{Apps: []content.App{a}}, nil); err != nil {
+	if _, err := s.Import(ctx, &content.Bundle{Apps: []tenancy.App{a}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.App(ctx, "app2"); err != nil || string(got.Doc) != string(a.Doc) {
@@ -614,8 +615,8 @@ func TestImportAndWritesDoNotDeadlock(t *testing.T) {
 	ctx := t.Context()
 	bundle := func(v int) *content.Bundle {
 		b := &content.Bundle{
-			Organizations: []content.Organization{{ID: "org", Name: "Org"}},
-			Apps: []content.App{
+			Organizations: []tenancy.Organization{{ID: "org", Name: "Org"}},
+			Apps: []tenancy.App{
 				mustApp(t, `{"appId":"app-a","organizationId":"org","name":"A"}`),
 				mustApp(t, `{"appId":"app-b","organizationId":"org","name":"B"}`),
 			},
@@ -664,8 +665,8 @@ func TestImportAndWritesDoNotDeadlock(t *testing.T) {
 func TestWritesFailWhenTheDatabaseCannotBeReached(t *testing.T) {
 	s, _ := openFresh(t)
 	if _, err := s.Import(t.Context(), &content.Bundle{
-		Organizations: []content.Organization{{ID: "org", Name: "Org"}},
-		Apps:          []content.App{mustApp(t, `{"appId":"app","organizationId":"org","name":"A"}`)},
+		Organizations: []tenancy.Organization{{ID: "org", Name: "Org"}},
+		Apps:          []tenancy.App{mustApp(t, `{"appId":"app","organizationId":"org","name":"A"}`)},
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -676,13 +677,13 @@ func TestWritesFailWhenTheDatabaseCannotBeReached(t *testing.T) {
 		op   func(context.Context) error
 	}{
 		{"CreateOrganization", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, content.Organization{ID: "org2", CreatedAt: time.Now()})
+			return s.CreateOrganization(ctx, tenancy.Organization{ID: "org2", CreatedAt: time.Now()})
 		}},
 		{"CreateApp", func(ctx context.Context) error {
-			return s.CreateApp(ctx, content.App{ID: "app2", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()})
+			return s.CreateApp(ctx, tenancy.App{ID: "app2", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()})
 		}},
 		{"CreateToken", func(ctx context.Context) error {
-			return s.CreateToken(ctx, content.Token{Scopes: content.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", CreatedAt: time.Now()})
+			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", CreatedAt: time.Now()})
 		}},
 		{"RevokeToken", func(ctx context.Context) error { return s.RevokeToken(ctx, "tok", time.Now()) }},
 		{"CreateRecord", func(ctx context.Context) error {
@@ -690,7 +691,7 @@ func TestWritesFailWhenTheDatabaseCannotBeReached(t *testing.T) {
 			return err
 		}},
 		{"Import", func(ctx context.Context) error {
-			_, err := s.Import(ctx, &content.Bundle{Apps: []content.App{mustApp(t, `{"appId":"app3","organizationId":"org","name":"C"}`)}}, nil)
+			_, err := s.Import(ctx, &content.Bundle{Apps: []tenancy.App{mustApp(t, `{"appId":"app3","organizationId":"org","name":"C"}`)}}, nil)
 			return err
 		}},
 	}

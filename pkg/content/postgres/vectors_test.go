@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // testVectors returns n vectors of dim random values.
@@ -31,10 +31,10 @@ func withApp(tb testing.TB, s *Store) {
 	tb.Helper()
 	ctx := tb.Context()
 	now := time.Now()
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: now}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: now}); err != nil {
 		tb.Fatal(err)
 	}
-	if err := s.CreateApp(ctx, content.App{ID: "app", OrganizationID: "org", CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: now, UpdatedAt: now}); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 const recordColumns = `app_id, kind, id, doc, COALESCE(location, ''), created_at, updated_at`
@@ -178,7 +179,7 @@ func (im *importer) upsert(ctx context.Context, insert string, insertArgs []any,
 	return false, nil
 }
 
-func (im *importer) organization(ctx context.Context, o content.Organization) error {
+func (im *importer) organization(ctx context.Context, o tenancy.Organization) error {
 	_, err := im.upsert(ctx,
 		`INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`, []any{o.ID, o.Name, im.now},
 		`UPDATE organizations SET name = ? WHERE id = ? AND name IS NOT ?`, []any{o.Name, o.ID, o.Name})
@@ -188,7 +189,7 @@ func (im *importer) organization(ctx context.Context, o content.Organization) er
 	return nil
 }
 
-func (im *importer) app(ctx context.Context, a content.App) error {
+func (im *importer) app(ctx context.Context, a tenancy.App) error {
 	var owner string
 	err := im.tx.QueryRowContext(ctx, `SELECT organization_id FROM apps WHERE id = ?`, a.ID).Scan(&owner)
 	switch {
@@ -417,14 +418,14 @@ func (s *Store) DeleteRecord(ctx context.Context, appID string, kind content.Kin
 }
 
 // AppByChannelKey implements content.Store.
-func (s *Store) AppByChannelKey(ctx context.Context, key string) (content.App, string, error) {
+func (s *Store) AppByChannelKey(ctx context.Context, key string) (tenancy.App, string, error) {
 	var appID, channelID string
 	err := s.db.QueryRowContext(ctx, `SELECT app_id, channel_id FROM channel_keys WHERE key = ?`, key).Scan(&appID, &channelID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return content.App{}, "", fmt.Errorf("channel key %q: %w", key, content.ErrNotFound)
+		return tenancy.App{}, "", fmt.Errorf("channel key %q: %w", key, content.ErrNotFound)
 	}
 	if err != nil {
-		return content.App{}, "", fmt.Errorf("look up channel key %q: %w", key, err)
+		return tenancy.App{}, "", fmt.Errorf("look up channel key %q: %w", key, err)
 	}
 	app, err := s.App(ctx, appID)
 	return app, channelID, err

@@ -17,6 +17,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // busyTimeoutMillis is how long a statement waits for another connection or
@@ -167,7 +168,7 @@ func (s *Store) Close() error {
 }
 
 // CreateOrganization implements content.Store.
-func (s *Store) CreateOrganization(ctx context.Context, org content.Organization) error {
+func (s *Store) CreateOrganization(ctx context.Context, org tenancy.Organization) error {
 	if org.ID == "" {
 		return errors.New("create organization: empty id")
 	}
@@ -184,20 +185,20 @@ func (s *Store) CreateOrganization(ctx context.Context, org content.Organization
 }
 
 // Organization implements content.Store.
-func (s *Store) Organization(ctx context.Context, id string) (content.Organization, error) {
+func (s *Store) Organization(ctx context.Context, id string) (tenancy.Organization, error) {
 	row := s.db.QueryRowContext(ctx, `SELECT id, name, created_at FROM organizations WHERE id = ?`, id)
 	org, err := scanOrganization(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return content.Organization{}, fmt.Errorf("organization %q: %w", id, content.ErrNotFound)
+		return tenancy.Organization{}, fmt.Errorf("organization %q: %w", id, content.ErrNotFound)
 	}
 	if err != nil {
-		return content.Organization{}, fmt.Errorf("get organization %q: %w", id, err)
+		return tenancy.Organization{}, fmt.Errorf("get organization %q: %w", id, err)
 	}
 	return org, nil
 }
 
 // ListOrganizations implements content.Store.
-func (s *Store) ListOrganizations(ctx context.Context) ([]content.Organization, error) {
+func (s *Store) ListOrganizations(ctx context.Context) ([]tenancy.Organization, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created_at FROM organizations ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list organizations: %w", err)
@@ -212,7 +213,7 @@ func (s *Store) ListOrganizations(ctx context.Context) ([]content.Organization, 
 const appColumns = `id, organization_id, name, doc, created_at, updated_at`
 
 // CreateApp implements content.Store.
-func (s *Store) CreateApp(ctx context.Context, app content.App) error {
+func (s *Store) CreateApp(ctx context.Context, app tenancy.App) error {
 	if app.ID == "" {
 		return errors.New("create app: empty id")
 	}
@@ -231,19 +232,19 @@ func (s *Store) CreateApp(ctx context.Context, app content.App) error {
 }
 
 // App implements content.Store.
-func (s *Store) App(ctx context.Context, id string) (content.App, error) {
+func (s *Store) App(ctx context.Context, id string) (tenancy.App, error) {
 	app, err := scanApp(s.appStmt.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return content.App{}, fmt.Errorf("app %q: %w", id, content.ErrNotFound)
+		return tenancy.App{}, fmt.Errorf("app %q: %w", id, content.ErrNotFound)
 	}
 	if err != nil {
-		return content.App{}, fmt.Errorf("get app %q: %w", id, err)
+		return tenancy.App{}, fmt.Errorf("get app %q: %w", id, err)
 	}
 	return app, nil
 }
 
 // ListApps implements content.Store. An empty organizationID lists every app.
-func (s *Store) ListApps(ctx context.Context, organizationID string) ([]content.App, error) {
+func (s *Store) ListApps(ctx context.Context, organizationID string) ([]tenancy.App, error) {
 	q := `SELECT ` + appColumns + ` FROM apps`
 	var args []any
 	if organizationID != "" {
@@ -265,14 +266,14 @@ const tokenColumns = `id, hash, organization_id, app_id, scopes, name, created_a
 
 // CreateToken implements content.Store. The schema's composite foreign key
 // rejects an app token whose organization is not the app's.
-func (s *Store) CreateToken(ctx context.Context, tok content.Token) error {
+func (s *Store) CreateToken(ctx context.Context, tok tenancy.Token) error {
 	if tok.ID == "" {
 		return errors.New("create token: empty id")
 	}
 	if len(tok.Hash) == 0 {
 		return fmt.Errorf("create token %q: empty hash", tok.ID)
 	}
-	if err := content.CheckTokenScopes(tok); err != nil {
+	if err := tenancy.CheckTokenScopes(tok); err != nil {
 		return fmt.Errorf("create token %q: %w", tok.ID, err)
 	}
 	_, err := s.db.ExecContext(ctx,
@@ -283,7 +284,7 @@ func (s *Store) CreateToken(ctx context.Context, tok content.Token) error {
 	case isDuplicate(err):
 		return fmt.Errorf("token %q: %w", tok.ID, content.ErrConflict)
 	case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY):
-		return fmt.Errorf("create token %q: %w", tok.ID, content.MissingOwner(ctx, s, tok))
+		return fmt.Errorf("create token %q: %w", tok.ID, tenancy.MissingOwner(ctx, s, tok))
 	case err != nil:
 		return fmt.Errorf("create token %q: %w", tok.ID, err)
 	}
@@ -291,19 +292,19 @@ func (s *Store) CreateToken(ctx context.Context, tok content.Token) error {
 }
 
 // Token implements content.Store.
-func (s *Store) Token(ctx context.Context, id string) (content.Token, error) {
+func (s *Store) Token(ctx context.Context, id string) (tenancy.Token, error) {
 	tok, err := scanToken(s.tokenStmt.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return content.Token{}, fmt.Errorf("token %q: %w", id, content.ErrNotFound)
+		return tenancy.Token{}, fmt.Errorf("token %q: %w", id, content.ErrNotFound)
 	}
 	if err != nil {
-		return content.Token{}, fmt.Errorf("get token %q: %w", id, err)
+		return tenancy.Token{}, fmt.Errorf("get token %q: %w", id, err)
 	}
 	return tok, nil
 }
 
 // ListTokens implements content.Store.
-func (s *Store) ListTokens(ctx context.Context, f content.TokenFilter) ([]content.Token, error) {
+func (s *Store) ListTokens(ctx context.Context, f tenancy.TokenFilter) ([]tenancy.Token, error) {
 	var (
 		where []string
 		args  []any
@@ -367,28 +368,28 @@ func isConstraint(err error, code int) bool {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanOrganization(r scanner) (content.Organization, error) {
+func scanOrganization(r scanner) (tenancy.Organization, error) {
 	var (
-		org     content.Organization
+		org     tenancy.Organization
 		created string
 	)
 	if err := r.Scan(&org.ID, &org.Name, &created); err != nil {
-		return content.Organization{}, err
+		return tenancy.Organization{}, err
 	}
 	var err error
 	if org.CreatedAt, err = parseTime(created); err != nil {
-		return content.Organization{}, fmt.Errorf("organization %q created_at: %w", org.ID, err)
+		return tenancy.Organization{}, fmt.Errorf("organization %q created_at: %w", org.ID, err)
 	}
 	return org, nil
 }
 
-func scanApp(r scanner) (content.App, error) {
+func scanApp(r scanner) (tenancy.App, error) {
 	var (
-		app                   content.App
+		app                   tenancy.App
 		doc, created, updated string
 	)
 	if err := r.Scan(&app.ID, &app.OrganizationID, &app.Name, &doc, &created, &updated); err != nil {
-		return content.App{}, err
+		return tenancy.App{}, err
 	}
 	if doc != "" && doc != "{}" {
 		app.Doc = []byte(doc)
@@ -396,34 +397,34 @@ func scanApp(r scanner) (content.App, error) {
 	}
 	var err error
 	if app.CreatedAt, err = parseTime(created); err != nil {
-		return content.App{}, fmt.Errorf("app %q created_at: %w", app.ID, err)
+		return tenancy.App{}, fmt.Errorf("app %q created_at: %w", app.ID, err)
 	}
 	if app.UpdatedAt, err = parseTime(updated); err != nil {
-		return content.App{}, fmt.Errorf("app %q updated_at: %w", app.ID, err)
+		return tenancy.App{}, fmt.Errorf("app %q updated_at: %w", app.ID, err)
 	}
 	return app, nil
 }
 
-func scanToken(r scanner) (content.Token, error) {
+func scanToken(r scanner) (tenancy.Token, error) {
 	var (
-		tok     content.Token
+		tok     tenancy.Token
 		appID   sql.NullString
 		scopes  string
 		created string
 		revoked sql.NullString
 	)
 	if err := r.Scan(&tok.ID, &tok.Hash, &tok.OrganizationID, &appID, &scopes, &tok.Name, &created, &revoked); err != nil {
-		return content.Token{}, err
+		return tenancy.Token{}, err
 	}
 	tok.AppID = appID.String
-	tok.Scopes = content.StoredScopes(scopes)
+	tok.Scopes = tenancy.StoredScopes(scopes)
 	var err error
 	if tok.CreatedAt, err = parseTime(created); err != nil {
-		return content.Token{}, fmt.Errorf("token %q created_at: %w", tok.ID, err)
+		return tenancy.Token{}, fmt.Errorf("token %q created_at: %w", tok.ID, err)
 	}
 	if revoked.Valid {
 		if tok.RevokedAt, err = parseTime(revoked.String); err != nil {
-			return content.Token{}, fmt.Errorf("token %q revoked_at: %w", tok.ID, err)
+			return tenancy.Token{}, fmt.Errorf("token %q revoked_at: %w", tok.ID, err)
 		}
 	}
 	return tok, nil

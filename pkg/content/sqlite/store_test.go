@@ -15,6 +15,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 func openTemp(t *testing.T) (*Store, string) {
@@ -79,7 +80,7 @@ func TestReopenKeepsDataAndMigrations(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	created := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
 		t.Fatalf("CreateOrganization: %v", err)
 	}
 	before := appliedMigrations(t, s)
@@ -165,7 +166,7 @@ func TestConcurrentOpen(t *testing.T) {
 		t.Errorf("schema_migrations = %v, want %d rows", got, len(migrations()))
 	}
 	// Every store sees writes made through the others.
-	if err := stores[1].CreateOrganization(ctx, content.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
+	if err := stores[1].CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
 		t.Fatalf("CreateOrganization: %v", err)
 	}
 	for i, s := range stores {
@@ -225,7 +226,7 @@ func TestTimesStoredAsText(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := t.Context()
 	created := time.Date(2025, 6, 1, 20, 0, 0, 0, time.FixedZone("UTC-7", -7*60*60))
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
 	var stored string
@@ -240,10 +241,10 @@ func TestTimesStoredAsText(t *testing.T) {
 func TestAppDocDefault(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := t.Context()
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateApp(ctx, content.App{ID: "app", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+	if err := s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	var doc string

@@ -8,6 +8,7 @@ import (
 	sqlitedrv "modernc.org/sqlite"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // TestTokensBeforeScopesKeepWhatTheyCouldDo builds a database as the
@@ -30,10 +31,10 @@ func TestTokensBeforeScopesKeepWhatTheyCouldDo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok.Scopes != content.LegacyScopes {
-		t.Errorf("a token made before scopes has %s, want %s", tok.Scopes, content.LegacyScopes)
+	if tok.Scopes != tenancy.LegacyScopes {
+		t.Errorf("a token made before scopes has %s, want %s", tok.Scopes, tenancy.LegacyScopes)
 	}
-	if tok.Scopes.Has(content.EventsRead) {
+	if tok.Scopes.Has(tenancy.EventsRead) {
 		t.Error("a token made before scopes may read events back, which it never could")
 	}
 }
@@ -62,7 +63,7 @@ func TestStoredVectorsUpgradeKeepsData(t *testing.T) {
 	if rev, err := s.Revision(ctx, "app"); err != nil || rev != 7 {
 		t.Errorf("revision of the app = %d, %v; want 7 as before", rev, err)
 	}
-	if tok, err := s.Token(ctx, "tok"); err != nil || tok.Scopes != content.ContentRead || tok.AppID != "app" {
+	if tok, err := s.Token(ctx, "tok"); err != nil || tok.Scopes != tenancy.ContentRead || tok.AppID != "app" {
 		t.Errorf("token = %+v, %v; want it as before", tok, err)
 	}
 	if rec, err := s.Record(ctx, "app", content.KindIntent, "Hours"); err != nil || string(rec.Doc) != `{"intentId":"Hours"}` {

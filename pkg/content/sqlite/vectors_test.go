@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // benchVectors returns n vectors of dim random values.
@@ -36,10 +36,10 @@ func openWithApp(tb testing.TB) *Store {
 	}
 	tb.Cleanup(func() { s.Close() })
 	now := time.Now()
-	if err := s.CreateOrganization(ctx, content.Organization{ID: "org", CreatedAt: now}); err != nil {
+	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: now}); err != nil {
 		tb.Fatal(err)
 	}
-	if err := s.CreateApp(ctx, content.App{ID: "app", OrganizationID: "org", CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: now, UpdatedAt: now}); err != nil {
 		tb.Fatal(err)
 	}
 	return s

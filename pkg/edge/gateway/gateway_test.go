@@ -22,11 +22,11 @@ import (
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/fixture"
 	"github.com/assistantcms/cms/internal/ingesttest"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	pkafka "github.com/assistantcms/cms/pkg/pipeline/kafka"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // brokerBin is the development broker, built once for the package: the
@@ -113,7 +113,7 @@ func do(t *testing.T, method, url, token string, body []byte, headers ...string)
 func TestOneAddress(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	broker := devbroker.StartForTest(t, brokerBin)
-	store, tokens := fixture.Open(t, bundleJSON, map[string]content.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
+	store, tokens := fixture.Open(t, bundleJSON, map[string]tenancy.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
 	token := tokens["app"]
 	ingestURL, topic := ingesttest.Serve(t, broker.Addr(), store, "gateway-events")
 	api, err := contentapi.NewService(contentapi.ServiceConfig{ShutdownTimeout: 10 * time.Second}, store, log)
@@ -468,7 +468,7 @@ func TestSlowBodyIsTheClientsFault(t *testing.T) {
 func TestStalledBatchIsCutOffAtTheMinimumRate(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	broker := devbroker.StartForTest(t, brokerBin)
-	store, tokens := fixture.Open(t, bundleJSON, map[string]content.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
+	store, tokens := fixture.Open(t, bundleJSON, map[string]tenancy.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
 	token := tokens["app"]
 	topic := fmt.Sprintf("gateway-stalled-%d", os.Getpid())
 	ingestURL := ingesttest.Start(t, ingest.ServiceConfig{

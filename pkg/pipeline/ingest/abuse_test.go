@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // authCase is one request of TestAuthAbuseAndIsolation. Its batch holds
@@ -46,8 +46,8 @@ func TestAuthAbuseAndIsolation(t *testing.T) {
 	h.addToken("revoked", "org-a", "app-a1")
 	must(t, h.store.RevokeToken(t.Context(), h.tokenIDs["revoked"], time.Now()))
 	// Tokens that may do things, but not send events.
-	h.addScopedToken("contentOnly", "org-a", "app-a1", content.ContentRead|content.ContentWrite)
-	h.addScopedToken("orgReader", "org-a", "", content.ContentRead|content.EventsRead)
+	h.addScopedToken("contentOnly", "org-a", "app-a1", tenancy.ContentRead|tenancy.ContentWrite)
+	h.addScopedToken("orgReader", "org-a", "", tenancy.ContentRead|tenancy.EventsRead)
 	tok := h.tokens
 	bearer := func(name string) []string { return []string{"Authorization", "Bearer " + tok[name]} }
 	unknown := "cms_0123456789abcdef_" + strings.Repeat("A", 43)
@@ -369,7 +369,7 @@ func TestRateLimitUnderAbuse(t *testing.T) {
 func TestRefusedBeforeTheBodyAnswersAtOnce(t *testing.T) {
 	b := startBroker(t, "")
 	h := newHarness(t, b, harnessOpts{})
-	h.addScopedToken("reader", "org-a", "app-a1", content.ContentRead)
+	h.addScopedToken("reader", "org-a", "app-a1", tenancy.ContentRead)
 	for _, tc := range []struct {
 		name, auth string
 		status     int

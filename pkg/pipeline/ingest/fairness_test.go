@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // attack is one attacking connection: a request whose body is sent as
@@ -434,7 +434,7 @@ func TestOneOrganizationCannotStarveAnother(t *testing.T) {
 			h := newHarness(t, b, harnessOpts{minUploadGrace: ingest.DefaultReadTimeout})
 			ctx := context.Background()
 			for _, app := range []string{"app-a3", "app-a4"} {
-				must(t, h.store.CreateApp(ctx, content.App{ID: app, OrganizationID: "org-a", Name: app, CreatedAt: time.Now(), UpdatedAt: time.Now()}))
+				must(t, h.store.CreateApp(ctx, tenancy.App{ID: app, OrganizationID: "org-a", Name: app, CreatedAt: time.Now(), UpdatedAt: time.Now()}))
 			}
 			h.addToken("orgA2", "org-a", "")
 			path := func(token, app string) string {

@@ -29,6 +29,7 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/ratelimit"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Publisher stores records durably; it returns nil only once the broker has
@@ -471,7 +472,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (context.Con
 	ctx := auth.WithClientNetwork(r.Context(), req.network)
 	principal, err := h.auth.Authenticate(ctx, r.Header)
 	if err == nil {
-		err = principal.Require(auth.EventsWrite, "sending events")
+		err = principal.Require(tenancy.EventsWrite, "sending events")
 	}
 	if err != nil {
 		h.authError(w, r, err)

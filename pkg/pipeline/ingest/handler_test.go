@@ -23,9 +23,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // allowAll authenticates every request from its Authorization header,
@@ -53,7 +53,7 @@ func (allowAll) Authenticate(_ context.Context, h http.Header) (auth.Principal, 
 	if org == "" {
 		org = "o-" + app
 	}
-	return auth.Principal{TokenID: token, OrganizationID: org, AppID: app, Scopes: content.RuntimeScopes}, nil
+	return auth.Principal{TokenID: token, OrganizationID: org, AppID: app, Scopes: tenancy.RuntimeScopes}, nil
 }
 
 func (allowAll) Resolve(_ context.Context, p auth.Principal, _ string) (auth.Target, error) {

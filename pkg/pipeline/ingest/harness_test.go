@@ -22,11 +22,11 @@ import (
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/ingesttest"
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // The integration tests run the development broker as its own process and
@@ -94,10 +94,10 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 	t.Cleanup(func() { store.Close() })
 	h.store = store
 	for _, org := range []string{"org-a", "org-b"} {
-		must(t, store.CreateOrganization(ctx, content.Organization{ID: org, Name: org, CreatedAt: time.Now()}))
+		must(t, store.CreateOrganization(ctx, tenancy.Organization{ID: org, Name: org, CreatedAt: time.Now()}))
 	}
 	for _, app := range [][2]string{{"app-a1", "org-a"}, {"app-a2", "org-a"}, {"app-b1", "org-b"}} {
-		must(t, store.CreateApp(ctx, content.App{ID: app[0], OrganizationID: app[1], Name: app[0], CreatedAt: time.Now(), UpdatedAt: time.Now()}))
+		must(t, store.CreateApp(ctx, tenancy.App{ID: app[0], OrganizationID: app[1], Name: app[0], CreatedAt: time.Now(), UpdatedAt: time.Now()}))
 	}
 	h.addToken("a1", "org-a", "app-a1")
 	h.addToken("a2", "org-a", "app-a2")
@@ -143,14 +143,14 @@ func must(t *testing.T, err error) {
 }
 
 func (h *harness) addToken(name, org, app string) {
-	h.addScopedToken(name, org, app, content.RuntimeScopes)
+	h.addScopedToken(name, org, app, tenancy.RuntimeScopes)
 }
 
 // addScopedToken issues a token of the given scopes.
-func (h *harness) addScopedToken(name, org, app string, scopes content.Scopes) {
+func (h *harness) addScopedToken(name, org, app string, scopes tenancy.Scopes) {
 	tok, id, err := auth.NewToken()
 	must(h.t, err)
-	must(h.t, h.store.CreateToken(context.Background(), content.Token{
+	must(h.t, h.store.CreateToken(context.Background(), tenancy.Token{
 		ID: id, Hash: auth.HashToken(tok), OrganizationID: org, AppID: app, Scopes: scopes, Name: name, CreatedAt: time.Now(),
 	}))
 	h.tokens[name], h.tokenIDs[name] = tok, id

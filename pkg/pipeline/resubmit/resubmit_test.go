@@ -14,13 +14,13 @@ import (
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/fixture"
 	"github.com/assistantcms/cms/internal/ingesttest"
-	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	"github.com/assistantcms/cms/pkg/pipeline/resubmit"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 var brokerBin string
@@ -72,7 +72,7 @@ func TestQuarantineAndResubmit(t *testing.T) {
 	brokers := []string{b.Addr()}
 
 	db, tokens := fixture.Open(t, `{"organizations":[{"id":"org-1","name":"o"}],"apps":[{"appId":"app-1","organizationId":"org-1","name":"a"}]}`,
-		map[string]content.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
+		map[string]tenancy.Token{"app": {OrganizationID: "org-1", AppID: "app-1"}})
 	tok, now := tokens["app"], time.Now()
 
 	// Narrow rules, as an operator might have had them.
