@@ -152,7 +152,7 @@ func defineServeFlags(fs *envflag.Set, logLevel *string) *serveFlags {
 	f.trusted = fs.String("trusted-proxies", "TRUSTED_PROXIES", clientnet.DefaultTrusted,
 		"comma-separated networks (CIDR) or addresses of the proxies in front of the api (the gateway), whose X-Forwarded-For names the client whose failed authentications are counted (empty: none, the connection's peer is the client)")
 	f.refresh = fs.Duration("refresh-interval", "CONTENT_REFRESH_INTERVAL", contentapi.DefaultRefreshInterval, "longest time before changes written by other processes show")
-	f.grace = fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", contentapi.DefaultOutageGrace, "how long cached answers are served while the content database cannot be reached (negative: not at all)")
+	f.grace = fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", auth.DefaultOutageGrace, "how long cached answers are served while the content database cannot be reached (negative: not at all)")
 	f.maxAge = fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
 	f.stateBudget = fs.Int64("app-state-budget", "APP_STATE_BUDGET_BYTES", contentapi.DefaultAppStateBudget, "bytes of per-app state kept in memory (search indexes, vectors, rendered answers); past it the apps used least recently are evicted and reloaded from the content database on their next request (negative: no bound)")
 	f.graphql = defineGraphQLFlags(fs)

@@ -113,7 +113,7 @@ func defineFlags(fs *envflag.Set) *flags {
 	f.kafka = kafka.DefineFlags(fs, kafka.Producing)
 	f.contentDB = fs.Secret("content-db", "CONTENT_DB", "cms.db", "content database holding apps and tokens: a SQLite file path or a postgres:// URL")
 	f.tokenTTL = fs.Duration("token-cache-ttl", "TOKEN_CACHE_TTL", 10*time.Second, "how long token lookups are cached (at most 30s)")
-	f.grace = fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", ingest.DefaultTokenOutageGrace, "how long past the token cache TTL tokens looked up before are still accepted while the content database cannot be reached (negative: not at all)")
+	f.grace = fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", auth.DefaultOutageGrace, "how long past the token cache TTL tokens looked up before are still accepted while the content database cannot be reached (negative: not at all)")
 	f.maxEvents = fs.Int("max-events", "MAX_EVENTS", ingest.DefaultMaxEvents, "most events in one batch; more are answered 413 as soon as they are counted, before the batch is validated")
 	f.maxEventBytes = fs.Int("max-event-bytes", "MAX_EVENT_BYTES", event.DefaultMaxEventBytes, "largest event in bytes, as sent (with appId filled in); larger ones are quarantined")
 	f.eventTypes = fs.String("event-types", "EVENT_TYPES", "", "comma-separated event types admitted; others are quarantined (empty: any type)")

@@ -172,6 +172,11 @@ type lookup struct {
 }
 
 // Options configure an Authenticator.
+// DefaultOutageGrace is the OutageGrace the services take unless set:
+// events keep flowing, and the api keeps answering from its caches,
+// through a short outage of the content database.
+const DefaultOutageGrace = 30 * time.Second
+
 type Options struct {
 	// CacheTTL is how long a lookup is trusted; at most MaxCacheTTL.
 	CacheTTL time.Duration

@@ -61,23 +61,6 @@ func (l *Limiter) AllowN(key string, n float64) (ok bool, retryAfter time.Durati
 	return false, l.waitFor(b.tokens, math.Min(n, l.burst))
 }
 
-// Peek reports whether Allow would admit key now, without taking a token,
-// and if not, how long until it would.
-func (l *Limiter) Peek(key string) (ok bool, retryAfter time.Duration) {
-	if l == nil || l.rate <= 0 {
-		return true, 0
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, found := l.buckets[key]; !found {
-		return true, 0 // a full bucket, not made for a look
-	}
-	if b := l.refill(key, l.now()); b.tokens < 1 {
-		return false, l.wait(b.tokens)
-	}
-	return true, 0
-}
-
 // Charge takes n more tokens from key's bucket for work a request did
 // beyond what Allow counted, such as an index it had to build. The
 // bucket may go into debt, down to minus one burst, which later requests

@@ -90,7 +90,6 @@ type Config struct {
 // Defaults for Config.
 const (
 	DefaultRefreshInterval = time.Second
-	DefaultOutageGrace     = 30 * time.Second
 	DefaultCacheMaxAge     = 10 * time.Second
 	// DefaultAppStateBudget holds a few hundred apps of a few hundred
 	// documents, or one of tens of thousands, in a quarter of a 1 GiB
@@ -137,7 +136,7 @@ func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limite
 	}
 	switch {
 	case cfg.OutageGrace == 0:
-		cfg.OutageGrace = DefaultOutageGrace
+		cfg.OutageGrace = auth.DefaultOutageGrace
 	case cfg.OutageGrace < 0:
 		cfg.OutageGrace = 0
 	}

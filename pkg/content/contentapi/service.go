@@ -121,7 +121,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	grace := cfg.API.OutageGrace
 	switch {
 	case grace == 0:
-		grace = DefaultOutageGrace
+		grace = auth.DefaultOutageGrace
 	case grace < 0:
 		grace = 0
 	}

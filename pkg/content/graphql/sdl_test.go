@@ -19,7 +19,7 @@ func TestSchemaFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.SDL(t.Context())
+	got, err := h.sdl(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

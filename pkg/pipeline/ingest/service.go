@@ -41,7 +41,7 @@ type ServiceConfig struct {
 	TokenCacheTTL time.Duration
 	// TokenOutageGrace is how long past TokenCacheTTL a token looked up
 	// before is still accepted while the content database cannot answer;
-	// zero means DefaultTokenOutageGrace, negative none.
+	// zero means auth.DefaultOutageGrace, negative none.
 	TokenOutageGrace time.Duration
 	// AuthFailureRate and AuthFailureBurst bound the failed
 	// authentications of one client network (auth.Options).
@@ -74,9 +74,6 @@ const (
 	// writeTimeoutMargin is what the write timeout allows beyond reading
 	// a request and waiting for the broker: answering.
 	writeTimeoutMargin = 5 * time.Second
-	// DefaultTokenOutageGrace keeps events flowing through a short outage
-	// of the content database, as the api keeps answering through one.
-	DefaultTokenOutageGrace = 30 * time.Second
 )
 
 // Store is what the service needs from the content database.
@@ -181,7 +178,7 @@ func NewService(ctx context.Context, cfg ServiceConfig, store Store, log *slog.L
 	}
 	grace := cfg.TokenOutageGrace
 	if grace == 0 {
-		grace = DefaultTokenOutageGrace
+		grace = auth.DefaultOutageGrace
 	}
 	authn, err := auth.NewAuthenticator(store, auth.Options{CacheTTL: cfg.TokenCacheTTL, OutageGrace: grace,
 		FailureRate: cfg.AuthFailureRate, FailureBurst: cfg.AuthFailureBurst})

@@ -5,64 +5,6 @@ import (
 	"testing"
 )
 
-func TestFuse(t *testing.T) {
-	const k = 60
-	r := func(rank int) float64 { return 1.0 / float64(k+rank) }
-	tests := []struct {
-		name     string
-		k        float64
-		limit    int
-		rankings []Ranking
-		want     []Fused
-	}{
-		{"none", k, 10, nil, nil},
-		{"one list keeps its order", k, 0, []Ranking{{Items: []int{7, 3, 9}, Weight: 1}},
-			[]Fused{{7, r(1)}, {3, r(2)}, {9, r(3)}}},
-		{"two lists agree on the top", k, 0, []Ranking{
-			{Items: []int{1, 2, 3}, Weight: 1},
-			{Items: []int{1, 3, 4}, Weight: 1},
-		}, []Fused{{1, 2 * r(1)}, {3, r(3) + r(2)}, {2, r(2)}, {4, r(3)}}},
-		{"swapped ranks tie, lower item first", k, 0, []Ranking{
-			{Items: []int{9, 4}, Weight: 1},
-			{Items: []int{4, 9}, Weight: 1},
-		}, []Fused{{4, r(1) + r(2)}, {9, r(1) + r(2)}}},
-		{"three-way symmetric tie", k, 0, []Ranking{
-			{Items: []int{5, 6, 2}, Weight: 1},
-			{Items: []int{6, 2, 5}, Weight: 1},
-			{Items: []int{2, 5, 6}, Weight: 1},
-		}, []Fused{{2, r(1) + r(2) + r(3)}, {5, r(1) + r(2) + r(3)}, {6, r(1) + r(2) + r(3)}}},
-		{"weights", k, 0, []Ranking{
-			{Items: []int{1, 2}, Weight: 1},
-			{Items: []int{2, 1}, Weight: 2},
-		}, []Fused{{2, r(2) + 2*r(1)}, {1, r(1) + 2*r(2)}}},
-		{"limit", k, 2, []Ranking{{Items: []int{3, 2, 1}, Weight: 1}},
-			[]Fused{{3, r(1)}, {2, r(2)}}},
-		{"zero weight skips the list", k, 0, []Ranking{
-			{Items: []int{1}, Weight: 1},
-			{Items: []int{2}, Weight: 0},
-		}, []Fused{{1, r(1)}}},
-		{"repeat counts at best rank", k, 0, []Ranking{{Items: []int{4, 5, 4}, Weight: 1}},
-			[]Fused{{4, r(1)}, {5, r(2)}}},
-		{"k zero means default", 0, 1, []Ranking{{Items: []int{1}, Weight: 1}},
-			[]Fused{{1, 1.0 / (DefaultRRFK + 1)}}},
-		{"other k", 1, 0, []Ranking{{Items: []int{1, 2}, Weight: 1}, {Items: []int{2}, Weight: 1}},
-			[]Fused{{2, 1.0/3 + 1.0/2}, {1, 1.0 / 2}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := Fuse(tt.k, tt.limit, tt.rankings)
-			if len(got) != len(tt.want) {
-				t.Fatalf("Fuse = %v, want %v", got, tt.want)
-			}
-			for i := range got {
-				if got[i].Item != tt.want[i].Item || math.Abs(got[i].Score-tt.want[i].Score) > 1e-12 {
-					t.Fatalf("Fuse = %v, want %v", got, tt.want)
-				}
-			}
-		})
-	}
-}
-
 func TestCombine(t *testing.T) {
 	w := Weighting{Lexical: 0.5, Power: 2}
 	tests := []struct {

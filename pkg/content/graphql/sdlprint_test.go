@@ -69,10 +69,10 @@ type typeDef struct {
 
 var builtinScalars = []string{"Boolean", "Float", "ID", "Int", "String"}
 
-// SDL prints the schema the endpoint serves, as introspection describes
+// sdl prints the schema the endpoint serves, as introspection describes
 // it: types by name, fields and arguments by name, descriptions as block
 // strings. schemas/graphql/schema.graphql holds what it prints.
-func (h *Handler) SDL(ctx context.Context) (string, error) {
+func (h *Handler) sdl(ctx context.Context) (string, error) {
 	res := gql.Do(gql.Params{Schema: h.schema, RequestString: introspection, Context: ctx})
 	if len(res.Errors) > 0 {
 		return "", fmt.Errorf("introspect the schema: %v", res.Errors)
