@@ -1,8 +1,9 @@
-// Package authhttp is the token domain at the HTTP edge: the status every
-// service answers a failed authentication with. The domain (pkg/auth)
-// reports kinds of failure and names no status; the generic HTTP plumbing
-// (pkg/edge/httpserve) knows nothing of tokens; the services that check
-// tokens over HTTP (ingest, the content API) meet here.
+// Package authhttp is the token domain at the HTTP edge: the one answer
+// every service gives a request refused for its token (Refuse). The
+// domain (pkg/auth) reports kinds of failure and names no status; the
+// generic HTTP plumbing (pkg/edge/httpserve) knows nothing of tokens; the
+// services that check tokens over HTTP (ingest, the content API and its
+// live view, GraphQL) meet here.
 package authhttp
 
 import (

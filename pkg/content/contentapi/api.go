@@ -271,26 +271,12 @@ func (a *API) resolve(c *gin.Context, p auth.Principal, appID string) bool {
 }
 
 func (a *API) authError(c *gin.Context, err error) {
-	var ae *auth.Error
-	if errors.As(err, &ae) {
-		status := authhttp.Status(ae.Kind)
-		if status >= 500 {
-			a.log.Error("authentication failed", "err", err, "request_id", c.GetString(requestIDKey))
-		}
-		field := ""
-		if ae.Kind == auth.Invalid || ae.Kind == auth.Forbidden {
-			field = "appId"
-		}
-		if ch := auth.Challenge(err); ch != "" {
-			c.Header("WWW-Authenticate", ch)
-		}
-		if ae.Kind == auth.Throttled {
-			httpserve.RetryAfter(c.Writer, ae.RetryAfter.Seconds())
-		}
-		abort(c, status, field, ae.Message)
-		return
+	refusal := authhttp.Refuse(err)
+	if refusal.Err != nil {
+		a.log.Error("authentication failed", "err", err, "request_id", c.GetString(requestIDKey))
 	}
-	a.serverError(c, "authenticate", err)
+	refusal.Write(c.Writer)
+	c.Abort()
 }
 
 func (a *API) serverError(c *gin.Context, what string, err error) {

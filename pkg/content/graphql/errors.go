@@ -8,6 +8,7 @@ import (
 	"github.com/graphql-go/graphql/language/ast"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/auth/authhttp"
 	"github.com/assistantcms/cms/pkg/content"
 )
 
@@ -84,20 +85,30 @@ func fromProblems(arg string, ps []content.Problem) error {
 }
 
 // fromAuth maps an app resolution failure.
-func fromAuth(err error) error {
-	var ae *auth.Error
-	if !errors.As(err, &ae) {
-		return errorf(CodeUnavailable, "", "the content store is unavailable; try again later")
-	}
-	switch ae.Kind {
-	case auth.Invalid:
-		return errorf(CodeBadAppID, "appId", "%s", ae.Message)
-	case auth.Forbidden:
-		return errorf(CodeForbidden, "appId", "%s", ae.Message)
+func fromAuth(err error) error { return fromRefusal(authhttp.Refuse(err)) }
+
+// fromRefusal is a request refused for its token as a GraphQL error: the
+// message and field every service answers with, under the code of its
+// kind.
+func fromRefusal(r authhttp.Refusal) *codedError {
+	code := CodeUnavailable
+	switch r.Kind {
 	case auth.Unauthenticated:
-		return errorf(CodeUnauthenticated, "", "Unauthorized")
+		code = CodeUnauthenticated
+	case auth.Forbidden:
+		code = CodeForbidden
+	case auth.ScopeMissing:
+		code = CodeInsufficientScope
+	case auth.Invalid:
+		code = CodeBadAppID
+	case auth.Throttled:
+		code = CodeRateLimited
 	}
-	return errorf(CodeUnavailable, "", "the content store is unavailable; try again later")
+	e := errorf(code, r.Field, "%s", r.Message)
+	if r.Scope != 0 {
+		e.scope = r.Scope.String()
+	}
+	return e
 }
 
 // expand replaces each error that stands for several problems by one

@@ -23,6 +23,7 @@ import (
 	"github.com/graphql-go/graphql/language/location"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/auth/authhttp"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/ratelimit"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -150,18 +151,11 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (auth.Principal,
 
 // authFailed answers a request whose token could not be authenticated.
 func (h *Handler) authFailed(w http.ResponseWriter, err error) {
-	var ae *auth.Error
-	if errors.As(err, &ae) && ae.Kind == auth.Unauthenticated {
-		writeError(w, http.StatusUnauthorized, errorf(CodeUnauthenticated, "", "Unauthorized"))
-		return
+	refusal := authhttp.Refuse(err)
+	if refusal.Err != nil {
+		h.log.Error("authentication failed", "err", err)
 	}
-	if ae != nil && ae.Kind == auth.Throttled {
-		httpserve.RetryAfter(w, ae.RetryAfter.Seconds())
-		writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "%s", ae.Message))
-		return
-	}
-	h.log.Error("authentication failed", "err", err)
-	writeError(w, http.StatusServiceUnavailable, errorf(CodeUnavailable, "", "the token store is unavailable; try again later"))
+	writeRefusal(w, refusal)
 }
 
 // parse reads the request and its document, checks that p may run the
@@ -383,13 +377,13 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 }
 
 // writeScopeError answers a request its token's scopes do not allow.
-func writeScopeError(w http.ResponseWriter, err error) {
-	var ae *auth.Error
-	errors.As(err, &ae)
-	w.Header().Set("WWW-Authenticate", auth.Challenge(err))
-	e := errorf(CodeInsufficientScope, "", "%s", ae.Message)
-	e.scope = ae.Scope.String()
-	writeError(w, http.StatusForbidden, e)
+func writeScopeError(w http.ResponseWriter, err error) { writeRefusal(w, authhttp.Refuse(err)) }
+
+// writeRefusal answers a request refused for its token, as every service
+// does (authhttp.Refusal), in GraphQL's error shape.
+func writeRefusal(w http.ResponseWriter, refusal authhttp.Refusal) {
+	refusal.SetHeaders(w)
+	writeError(w, refusal.Status, fromRefusal(refusal))
 }
 
 // malformed is the message for a query graphql-go's parser or validator

@@ -596,26 +596,15 @@ func (h *Handler) record(resp response, errs []event.FieldError) {
 }
 
 func (h *Handler) authError(w http.ResponseWriter, r *http.Request, err error) {
-	status, msg := http.StatusInternalServerError, "authentication failed"
-	var ae *auth.Error
-	if errors.As(err, &ae) {
-		status, msg = authhttp.Status(ae.Kind), ae.Message
-	}
-	if status >= 500 {
+	refusal := authhttp.Refuse(err)
+	if refusal.Err != nil {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "authentication failed", slog.Any("err", err))
-		httpserve.RetryAfter(w, 1)
-	}
-	if c := auth.Challenge(err); c != "" {
-		w.Header().Set("WWW-Authenticate", c)
-	}
-	if ae != nil && ae.Kind == auth.Throttled {
-		httpserve.RetryAfter(w, ae.RetryAfter.Seconds())
 	}
 	// The body is not read: closing the connection answers at once,
 	// where net/http would first read up to 256 KiB of a body that may
 	// never come.
 	w.Header().Set("Connection", "close")
-	httpserve.Error(w, status, "", msg)
+	refusal.Write(w)
 }
 
 // batchStatus is the HTTP status of a batch refused whole.
