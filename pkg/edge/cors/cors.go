@@ -174,31 +174,3 @@ func (p *Policy) Handler(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-// Strip removes what an upstream said about cross-origin access from its
-// answer's headers h: every Access-Control-* header and Origin in Vary. A
-// proxy that applies its own policy calls it, so that the browser sees
-// that policy's headers once rather than both, which it would refuse.
-func Strip(h http.Header) {
-	for k := range h {
-		if strings.HasPrefix(http.CanonicalHeaderKey(k), "Access-Control-") {
-			delete(h, k)
-		}
-	}
-	vary := h.Values("Vary")
-	if len(vary) == 0 {
-		return
-	}
-	var keep []string
-	for _, v := range vary {
-		for _, f := range strings.Split(v, ",") {
-			if f = strings.TrimSpace(f); f != "" && !strings.EqualFold(f, "Origin") {
-				keep = append(keep, f)
-			}
-		}
-	}
-	h.Del("Vary")
-	if len(keep) > 0 {
-		h.Set("Vary", strings.Join(keep, ", "))
-	}
-}

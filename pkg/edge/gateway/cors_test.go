@@ -13,38 +13,39 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/cors"
 )
 
-// corsUpstream answers as an upstream with a policy of its own (any
-// origin, other methods) would, and counts what reaches it.
-func corsUpstream(t *testing.T, name string) (url string, hits *atomic.Int64) {
+// corsUpstream is an upstream with a policy of its own that allows any
+// origin (the product's), counting what reaches it and whether it came
+// with an Origin.
+func corsUpstream(t *testing.T, name string) (url string, hits, origins *atomic.Int64) {
 	t.Helper()
-	hits = new(atomic.Int64)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hits, origins = new(atomic.Int64), new(atomic.Int64)
+	anyOrigin, err := cors.New([]string{"*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(anyOrigin.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		h := w.Header()
-		h.Add("Vary", "Origin")
-		h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
-		h.Set("X-Upstream", name)
-		if r.Method == http.MethodOptions {
-			h.Set("Access-Control-Allow-Methods", "DELETE")
-			w.WriteHeader(http.StatusNoContent)
-			return
+		if r.Header.Get("Origin") != "" {
+			origins.Add(1)
 		}
-		h.Set("Access-Control-Expose-Headers", "X-Upstream")
+		h := w.Header()
+		h.Set("X-Upstream", name)
 		h.Add("Vary", "Authorization, Authorize")
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "{}")
-	}))
+	})))
 	t.Cleanup(srv.Close)
-	return srv.URL, hits
+	return srv.URL, hits, origins
 }
 
 // TestCORS: with origins allowed, the gateway's policy is the one the
-// browser sees, its headers once, whatever the upstreams say; without, it
-// passes everything through as before.
+// browser sees, its headers once: the upstreams, which allow any origin,
+// never see an Origin and add nothing. Without, it passes everything
+// through, and the upstreams' policy is the one seen.
 func TestCORS(t *testing.T) {
 	const page, other = "http://127.0.0.1:3000", "https://other.example"
-	ingestURL, ingestHits := corsUpstream(t, "ingest")
-	apiURL, apiHits := corsUpstream(t, "api")
+	ingestURL, ingestHits, ingestOrigins := corsUpstream(t, "ingest")
+	apiURL, apiHits, apiOrigins := corsUpstream(t, "api")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -87,21 +88,25 @@ func TestCORS(t *testing.T) {
 		{"preflight from an origin not allowed", on, http.MethodOptions, "/cms/handler", preflight(other),
 			want{status: 403, vary: []string{"Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers"}}},
 		{"events: the gateway's headers, once", on, http.MethodPut, "/cms/app/events", []string{"Origin", page},
-			want{status: 200, upstream: "ingest", allowOrigin: []string{page}, expose: cors.ExposeHeaders, vary: []string{"Origin", "Authorization, Authorize"}}},
+			want{status: 200, upstream: "ingest", allowOrigin: []string{page}, expose: cors.ExposeHeaders, vary: []string{"Origin", "Origin", "Authorization, Authorize"}}},
 		{"content: the gateway's headers, once", on, http.MethodGet, "/cms/handler", []string{"Origin", page},
-			want{status: 200, upstream: "api", allowOrigin: []string{page}, expose: cors.ExposeHeaders, vary: []string{"Origin", "Authorization, Authorize"}}},
+			want{status: 200, upstream: "api", allowOrigin: []string{page}, expose: cors.ExposeHeaders, vary: []string{"Origin", "Origin", "Authorization, Authorize"}}},
 		{"an upstream allowing what the gateway does not", on, http.MethodGet, "/cms/handler", []string{"Origin", other},
-			want{status: 200, upstream: "api", vary: []string{"Origin", "Authorization, Authorize"}}},
+			want{status: 200, upstream: "api", vary: []string{"Origin", "Origin", "Authorization, Authorize"}}},
 		{"an unreachable upstream's 503 is readable", down, http.MethodGet, "/cms/handler", []string{"Origin", page},
 			want{status: 503, allowOrigin: []string{page}, expose: cors.ExposeHeaders, vary: []string{"Origin"}}},
-		{"not configured: preflight passes through", off, http.MethodOptions, "/cms/app/events", preflight(page),
-			want{status: 204, upstream: "ingest", allowOrigin: []string{page}, methods: "DELETE", vary: []string{"Origin"}}},
-		{"not configured: headers pass through", off, http.MethodGet, "/cms/handler", []string{"Origin", other},
-			want{status: 200, upstream: "api", allowOrigin: []string{other}, expose: "X-Upstream", vary: []string{"Origin", "Authorization, Authorize"}}},
+		{"not configured: the upstream answers the preflight", off, http.MethodOptions, "/cms/app/events", preflight(page),
+			want{status: 204, methods: cors.AllowMethods, allowOrigin: []string{page},
+				vary: []string{"Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers"}}},
+		{"not configured: the upstream's headers pass through", off, http.MethodGet, "/cms/handler", []string{"Origin", other},
+			want{status: 200, upstream: "api", allowOrigin: []string{other}, expose: cors.ExposeHeaders, vary: []string{"Origin", "Authorization, Authorize"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := ingestHits.Load() + apiHits.Load()
+			before, originsBefore := ingestHits.Load()+apiHits.Load(), ingestOrigins.Load()+apiOrigins.Load()
 			r := do(t, tc.method, tc.gateway+tc.path, "", nil, tc.headers...)
+			if sent := ingestOrigins.Load()+apiOrigins.Load() > originsBefore; sent != (tc.gateway == off && tc.want.upstream != "") {
+				t.Errorf("an upstream got the Origin: %v", sent)
+			}
 			h := r.header
 			if r.status != tc.want.status || h.Get("X-Upstream") != tc.want.upstream {
 				t.Fatalf("%d from %q, want %d from %q: %s", r.status, h.Get("X-Upstream"), tc.want.status, tc.want.upstream, r.body)

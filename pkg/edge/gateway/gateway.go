@@ -61,8 +61,10 @@ type Config struct {
 	// the upstreams trust as their proxy, rather than all of loopback.
 	SourceAddr netip.Addr
 	// CORS, when it allows some origin, is the policy browsers see: the
-	// gateway answers preflights itself and replaces what the upstreams
-	// say about cross-origin access. Nil passes everything through.
+	// gateway answers preflights itself, adds the policy's headers to
+	// every answer, and forwards requests without their Origin, so that
+	// the upstreams, whatever their own policy, answer as to a page of
+	// their own origin and add none. Nil passes everything through.
 	CORS *cors.Policy
 }
 
@@ -197,18 +199,16 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 			r.SetXForwarded()
 			// The client's Host is kept: upstreams log what was called.
 			r.Out.Host = r.In.Host
+			if g.cfg.CORS.Enabled() {
+				// The gateway's policy is the one stated (see Config.CORS).
+				r.Out.Header.Del("Origin")
+			}
 		},
 		Transport: transport,
 		// An upstream that answers after the client's body failed is
 		// answering the truncated body it was sent (its own read timeout
 		// may fire first); the client hears why instead.
 		ModifyResponse: func(resp *http.Response) error {
-			if g.cfg.CORS.Enabled() {
-				// The gateway's own headers are set already; an upstream's
-				// second Access-Control-Allow-Origin would make the
-				// browser refuse the answer.
-				cors.Strip(resp.Header)
-			}
 			sw, ok := resp.Request.Context().Value(callKey{}).(*statusWriter)
 			if !ok {
 				return nil
