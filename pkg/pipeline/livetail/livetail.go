@@ -204,6 +204,8 @@ type Hub struct {
 	state atomic.Pointer[Item]
 	// unread counts the records the tail passed over (see Unread).
 	unread atomic.Uint64
+	// readers holds *reader, one for each record being offered.
+	readers sync.Pool
 }
 
 // NewHub returns a hub reading src, registering its metrics with reg.
@@ -211,6 +213,7 @@ func NewHub(cfg Config, src Source, reg prometheus.Registerer, log *slog.Logger)
 	h := &Hub{cfg: cfg.withDefaults(), src: src, log: log, metrics: newMetrics(reg), now: time.Now,
 		groups: map[string]*group{}, perOrg: map[string]int{}}
 	h.view.Store(&map[string]*group{})
+	h.readers.New = func() any { return new(reader) }
 	return h
 }
 
@@ -468,12 +471,30 @@ func (g *group) size() int {
 // fields or a watcher has room for it.
 func (g *group) offer(h *Hub, m kafka.Message, quarantined bool) {
 	now := h.now()
+	rd := h.readers.Get().(*reader)
+	defer h.readers.Put(rd)
 	var (
-		fl      fields
-		scanned bool
-		item    *Item
-		decoded bool
+		rec               record
+		fl                fields
+		scanned, readable bool
+		item              *Item
+		decoded           bool
 	)
+	// read opens the record and reads its fields, once; false when it
+	// cannot be read or is another app's.
+	read := func() bool {
+		if !scanned {
+			scanned = true
+			var ok bool
+			if rec, ok = rd.open(m.Value); ok {
+				fl, ok = scanFields(rec)
+			}
+			if readable = ok && equals(fl.appID, g.appID); !readable {
+				h.metrics.unreadable.Inc()
+			}
+		}
+		return readable
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, w := range g.watchers {
@@ -481,14 +502,8 @@ func (g *group) offer(h *Hub, m kafka.Message, quarantined bool) {
 			continue
 		}
 		if w.filter.needsFields() {
-			if !scanned {
-				var ok bool
-				fl, ok = scanFields(m.Value)
-				scanned = true
-				if !ok || !equals(fl.appID, g.appID) {
-					h.metrics.unreadable.Inc()
-					return
-				}
+			if !read() {
+				return
 			}
 			if !w.filter.match(&fl) {
 				continue
@@ -500,7 +515,9 @@ func (g *group) offer(h *Hub, m kafka.Message, quarantined bool) {
 			continue
 		}
 		if !decoded {
-			item = h.encode(m, quarantined, g.appID)
+			if read() {
+				item = h.encode(rec, m, quarantined)
+			}
 			decoded = true
 		}
 		if item == nil {
@@ -516,15 +533,10 @@ func (g *group) offer(h *Hub, m kafka.Message, quarantined bool) {
 	}
 }
 
-// encode is the item of a record of app appID, nil when the record
-// cannot be read or belongs to another app.
-func (h *Hub) encode(m kafka.Message, quarantined bool, appID string) *Item {
-	fl, ok := scanFields(m.Value)
-	if !ok || !equals(fl.appID, appID) {
-		h.metrics.unreadable.Inc()
-		return nil
-	}
-	ev, ok := decode(m.Value, quarantined, m.Partition, m.Offset, h.cfg.PayloadBytes)
+// encode is the item of a record read already, nil when it cannot be
+// decoded.
+func (h *Hub) encode(rec record, m kafka.Message, quarantined bool) *Item {
+	ev, ok := decode(rec, quarantined, m.Partition, m.Offset, h.cfg.PayloadBytes)
 	if !ok {
 		h.metrics.unreadable.Inc()
 		return nil

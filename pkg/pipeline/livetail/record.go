@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/assistantcms/cms/pkg/pipeline/jsonscan"
 )
 
 // Event is one event as the stream shows it: what ingest published to
@@ -71,38 +73,55 @@ type fields struct {
 	appID, eventID, typ, name, sessionID, userID []byte
 }
 
-// scanFields reads the fields of a record's value: an envelope of the
-// events topic or a quarantine record. ok is false for a value that is
-// not such a JSON object.
-func scanFields(value []byte) (f fields, ok bool) {
-	var event []byte
-	ok = eachMember(value, func(key, val []byte) bool {
-		switch string(key) {
-		case "appId":
-			f.appID = val
-		case "eventId":
-			f.eventID = val
-		case "event":
-			event = val
-		}
-		return true
-	})
-	if !ok || len(event) == 0 || event[0] != '{' {
-		return f, ok
+// reader reads records with the consumer's JSON reader (package
+// jsonscan): a record is checked once, whole, then walked, its members
+// looked up as the consumer looks them up. Records come from ingest, but
+// the topics are a shared resource and anything may be on them. A reader
+// serves one record at a time.
+type reader struct {
+	index   jsonscan.Index
+	scratch []byte
+}
+
+// record is one record's value as a reader opened it.
+type record struct {
+	w    jsonscan.Walker
+	root []byte // the object, from its '{'
+}
+
+// open checks value; false when it is not a JSON object.
+func (rd *reader) open(value []byte) (record, bool) {
+	rd.scratch = rd.scratch[:0]
+	w := jsonscan.Walker{Index: &rd.index, Scratch: &rd.scratch}
+	if jsonscan.Check(value, &rd.index) != nil {
+		return record{}, false
 	}
-	ok = eachMember(event, func(key, val []byte) bool {
-		switch string(key) {
-		case "type":
-			f.typ = val
-		case "name":
-			f.name = val
-		case "sessionId":
-			f.sessionID = val
-		case "userId":
-			f.userID = val
-		}
-		return true
-	})
+	root := value[jsonscan.SkipWS(value, 0):]
+	return record{w: w, root: root}, root[0] == '{'
+}
+
+// lookup finds keys in the object obj of the record as the consumer does
+// (columns), filling vals; false when a key appears twice, which the
+// consumer refuses too.
+func (r record) lookup(obj []byte, keys []string, vals [][]byte) bool {
+	return r.w.Fields(obj, keys, vals) == ""
+}
+
+// scanFields reads the fields of a record: an envelope of the events
+// topic or a quarantine record. ok is false for a record that is not
+// such a JSON object.
+func scanFields(r record) (f fields, ok bool) {
+	var top [3][]byte
+	if !r.lookup(r.root, []string{"appId", "eventId", "event"}, top[:]) {
+		return f, false
+	}
+	f.appID, f.eventID = top[0], top[1]
+	if event := top[2]; len(event) == 0 || event[0] != '{' {
+		return f, true
+	}
+	var ev [4][]byte
+	ok = r.lookup(top[2], []string{"type", "name", "sessionId", "userId"}, ev[:])
+	f.typ, f.name, f.sessionID, f.userID = ev[0], ev[1], ev[2], ev[3]
 	return f, ok
 }
 
@@ -119,18 +138,16 @@ func equals(v []byte, s string) bool {
 	return json.Unmarshal(v, &got) == nil && got == s
 }
 
-// text is the raw JSON value v shown as a string field: a string's value,
+// text is the raw JSON value v of the record shown as a string field: a string's value,
 // nothing for null or absent, else the value's JSON text; cut at
 // MaxFieldBytes.
-func text(v []byte) string {
+func (r record) text(v []byte) string {
 	var s string
 	switch {
 	case len(v) == 0 || string(v) == "null":
 		return ""
 	case v[0] == '"':
-		if json.Unmarshal(v, &s) != nil {
-			s = string(v)
-		}
+		s = string(r.w.String(v))
 	default:
 		s = string(v)
 	}
@@ -170,205 +187,39 @@ func cut(raw []byte, n int) (json.RawMessage, bool, int) {
 
 // decode builds the Event of a record: a quarantine record when
 // quarantined, else an envelope. payloadBytes bounds the payload shown.
-// ok is false for a value that is neither.
-func decode(value []byte, quarantined bool, partition int, offset int64, payloadBytes int) (Event, bool) {
-	var rec struct {
-		eventID, receivedAt, event, errors []byte
-		truncated                          bool
-		size                               int
-	}
-	if !eachMember(value, func(key, val []byte) bool {
-		switch string(key) {
-		case "eventId":
-			rec.eventID = val
-		case "receivedAt":
-			rec.receivedAt = val
-		case "event":
-			rec.event = val
-		case "errors":
-			rec.errors = val
-		case "truncated":
-			rec.truncated = string(val) == "true"
-		case "size":
-			rec.size, _ = strconv.Atoi(string(val))
-		}
-		return true
-	}) || len(rec.event) == 0 {
+// ok is false for a record that is neither.
+func decode(r record, quarantined bool, partition int, offset int64, payloadBytes int) (Event, bool) {
+	var top [6][]byte
+	if !r.lookup(r.root, []string{"eventId", "receivedAt", "event", "errors", "truncated", "size"}, top[:]) || len(top[2]) == 0 {
 		return Event{}, false
 	}
-	ev := Event{EventID: text(rec.eventID), Status: StatusStored, ReceivedAt: text(rec.receivedAt), Partition: partition, Offset: offset}
+	event, errs, truncated := top[2], top[3], string(top[4]) == "true"
+	ev := Event{EventID: r.text(top[0]), Status: StatusStored, ReceivedAt: r.text(top[1]), Partition: partition, Offset: offset}
 	if quarantined {
 		ev.Status = StatusQuarantined
-		if len(rec.errors) > 0 && json.Unmarshal(rec.errors, &ev.Reasons) != nil {
+		if len(errs) > 0 && json.Unmarshal(errs, &ev.Reasons) != nil {
 			return Event{}, false
 		}
 	}
-	if rec.event[0] != '{' || rec.truncated {
+	if event[0] != '{' || truncated {
 		// Not an object, or kept in part: shown as sent, nothing to read in it.
-		ev.Sent, ev.SentCut, ev.SentBytes = cut(rec.event, payloadBytes)
-		if rec.truncated {
-			ev.SentCut, ev.SentBytes = true, rec.size
+		ev.Sent, ev.SentCut, ev.SentBytes = cut(event, payloadBytes)
+		if truncated {
+			ev.SentCut = true
+			ev.SentBytes, _ = strconv.Atoi(string(top[5]))
 		}
 		return ev, true
 	}
-	var payload []byte
-	ok := eachMember(rec.event, func(key, val []byte) bool {
-		switch string(key) {
-		case "type":
-			ev.Type = text(val)
-		case "name":
-			ev.Name = text(val)
-		case "sessionId":
-			ev.SessionID = text(val)
-		case "userId":
-			ev.UserID = text(val)
-		case "channel":
-			ev.Channel = text(val)
-		case "platform":
-			ev.Platform = text(val)
-		case "selectedHandler":
-			ev.SelectedHandler = text(val)
-		case "isoTime":
-			ev.RuntimeTime = text(val)
-		case "payload":
-			payload = val
-		}
-		return true
-	})
-	if !ok {
+	var f [9][]byte
+	if !r.lookup(event, []string{"type", "name", "sessionId", "userId", "channel", "platform", "selectedHandler", "isoTime", "payload"}, f[:]) {
 		return Event{}, false
 	}
-	if len(payload) > 0 {
-		ev.Payload, ev.PayloadCut, ev.PayloadBytes = cut(payload, payloadBytes)
+	ev.Type, ev.Name, ev.SessionID, ev.UserID = r.text(f[0]), r.text(f[1]), r.text(f[2]), r.text(f[3])
+	ev.Channel, ev.Platform, ev.SelectedHandler, ev.RuntimeTime = r.text(f[4]), r.text(f[5]), r.text(f[6]), r.text(f[7])
+	if len(f[8]) > 0 {
+		ev.Payload, ev.PayloadCut, ev.PayloadBytes = cut(f[8], payloadBytes)
 	}
 	return ev, true
-}
-
-// eachMember calls fn with the key (unescaped) and raw value of each
-// member of the JSON object b, until fn returns false. It reports false
-// when b is not a well-formed object as far as it read: records come from
-// ingest, but the topics are a shared resource and anything may be on
-// them.
-func eachMember(b []byte, fn func(key, val []byte) bool) bool {
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return true
-	}
-	for i < len(b) {
-		if b[i] != '"' {
-			return false
-		}
-		end, ok := skipString(b, i)
-		if !ok {
-			return false
-		}
-		key := b[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var k string
-			if json.Unmarshal(b[i:end], &k) != nil {
-				return false
-			}
-			key = []byte(k)
-		}
-		i = skipWS(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		start := skipWS(b, i+1)
-		end, ok = skipValue(b, start)
-		if !ok {
-			return false
-		}
-		if !fn(key, b[start:end]) {
-			return true
-		}
-		i = skipWS(b, end)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case '}':
-			return true
-		case ',':
-			i = skipWS(b, i+1)
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string that opens at b[i].
-func skipString(b []byte, i int) (int, bool) {
-	i++
-	for {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return 0, false
-		}
-		i += q
-		// The quote ends the string unless an odd number of backslashes
-		// escapes it.
-		n := 0
-		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
-			n++
-		}
-		i++
-		if n%2 == 0 {
-			return i, true
-		}
-	}
-}
-
-// skipValue returns the index after the value that starts at b[i]. It
-// checks the nesting of containers and the ends of strings, not the rest
-// of JSON's grammar: enough to find members, which decode reads again.
-func skipValue(b []byte, i int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				end, ok := skipString(b, i)
-				if !ok {
-					return 0, false
-				}
-				i = end
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1, true
-				}
-			}
-			i++
-		}
-		return 0, false
-	}
-	start := i
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
-		i++
-	}
-	return i, i > start
 }
 
 // appOfKey is the app a record's key names: the key up to its first '/'
