@@ -25,6 +25,7 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/logging"
+	"github.com/assistantcms/cms/pkg/sqldb"
 )
 
 func main() {
@@ -97,7 +98,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		if err != nil {
 			return nil, err
 		}
-		log.Debug("content database open", "database", contentdb.Describe(*contentDB), "elapsed", time.Since(start))
+		log.Debug("content database open", "database", sqldb.Describe(*contentDB), "elapsed", time.Since(start))
 		return s, nil
 	}
 	code := admin.Run(ctx, rest, stdout, stderr, open)

@@ -22,8 +22,8 @@ import (
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/testcert"
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/tenancy"
+	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
 )
 
 // TestSecuredKafkaEndToEnd runs ingest and the consumer against a broker
@@ -175,7 +175,7 @@ func (r *rig) startIngest(t *testing.T, env ...string) *ingestProc {
 		t.Fatal(err)
 	}
 	db := filepath.Join(t.TempDir(), "cms.db")
-	store, err := sqlite.Open(ctx, db)
+	store, err := tenancydb.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/tenancy"
+	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
 )
 
 // clientFrom is an HTTP client whose connections come from the local
@@ -158,7 +158,7 @@ func TestValidTokenNotRefusedForOthersFailures(t *testing.T) {
 	}
 
 	// A token made now, in the database ingest reads.
-	store, err := sqlite.Open(t.Context(), contentDB(t, p))
+	store, err := tenancydb.Open(t.Context(), contentDB(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/edge/launch"
@@ -23,6 +22,7 @@ import (
 	"github.com/assistantcms/cms/pkg/pipeline/event"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
+	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
 )
 
 func main() {
@@ -65,7 +65,7 @@ func run(args []string) error {
 		return fmt.Errorf("unknown command %q; the only command is resubmit", strings.Join(rest, " "))
 	}
 
-	store, err := contentdb.Open(ctx, *f.contentDB)
+	store, err := tenancydb.Open(ctx, *f.contentDB)
 	if err != nil {
 		return err
 	}

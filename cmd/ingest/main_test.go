@@ -16,8 +16,8 @@ import (
 	"github.com/assistantcms/cms/internal/childproc"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/tenancy"
+	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
 )
 
 // The ingest and broker binaries are built once for the package by
@@ -81,7 +81,7 @@ func launchIngest(t *testing.T, opts devbroker.Options, env ...string) *ingestPr
 
 	dir := t.TempDir()
 	db := filepath.Join(dir, "cms.db")
-	store, err := sqlite.Open(ctx, db)
+	store, err := tenancydb.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

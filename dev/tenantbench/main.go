@@ -63,10 +63,10 @@ import (
 	"github.com/assistantcms/cms/internal/loadgen"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/content/encoder"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
@@ -405,7 +405,7 @@ func fill(ctx context.Context, log *slog.Logger, db string, o options) error {
 	if len(docs) == 0 || len(faqs) == 0 {
 		return fmt.Errorf("%s holds no documents or FAQs", evalContent)
 	}
-	store, err := sqlite.Open(ctx, db)
+	store, err := contentdb.OpenDB(ctx, db)
 	if err != nil {
 		return err
 	}

@@ -171,12 +171,12 @@ type lookup struct {
 	err  error
 }
 
-// Options configure an Authenticator.
 // DefaultOutageGrace is the OutageGrace the services take unless set:
 // events keep flowing, and the api keeps answering from its caches,
 // through a short outage of the content database.
 const DefaultOutageGrace = 30 * time.Second
 
+// Options configure an Authenticator.
 type Options struct {
 	// CacheTTL is how long a lookup is trusted; at most MaxCacheTTL.
 	CacheTTL time.Duration

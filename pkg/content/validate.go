@@ -453,25 +453,6 @@ func (c *checker) time(obj map[string]any, key, path string, required bool) time
 	return t
 }
 
-// ChannelsOf reads the channels of a stored app document.
-func ChannelsOf(doc json.RawMessage) []tenancy.Channel {
-	var d struct {
-		Channels []struct {
-			ID   string `json:"id"`
-			Type string `json:"type"`
-			Key  string `json:"key"`
-		} `json:"channels"`
-	}
-	if len(doc) == 0 || json.Unmarshal(doc, &d) != nil {
-		return nil
-	}
-	out := make([]tenancy.Channel, 0, len(d.Channels))
-	for _, c := range d.Channels {
-		out = append(out, tenancy.Channel{ID: c.ID, Type: c.Type, Key: c.Key})
-	}
-	return out
-}
-
 // canonical encodes obj without the server-managed fields and the drop
 // list, keys sorted, HTML characters unescaped.
 func canonical(obj map[string]any, drop []string) (json.RawMessage, error) {

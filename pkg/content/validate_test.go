@@ -111,8 +111,8 @@ func TestParseApp(t *testing.T) {
 	if string(a.Doc) != `{"channels":[{"id":"w","key":"k","type":"CHAT"},{"id":"v"}],"summary":"s"}` {
 		t.Errorf("doc %s", a.Doc)
 	}
-	if got := ChannelsOf(a.Doc); len(got) != 2 || got[0] != (tenancy.Channel{ID: "w", Type: "CHAT", Key: "k"}) {
-		t.Errorf("ChannelsOf %+v", got)
+	if got := tenancy.ChannelsOf(a.Doc); len(got) != 2 || got[0] != (tenancy.Channel{ID: "w", Type: "CHAT", Key: "k"}) {
+		t.Errorf("tenancy.ChannelsOf %+v", got)
 	}
 	_, problems = ParseApp(decode(t, `{"appId":"a","channels":[{"id":"w","key":"k"},{"id":"x","key":"k"}]}`), "")
 	var got []string

@@ -106,9 +106,6 @@ func (l *Limiter) refill(key string, now time.Time) *bucket {
 	return b
 }
 
-// wait is how long a bucket holding tokens takes to hold one.
-func (l *Limiter) wait(tokens float64) time.Duration { return l.waitFor(tokens, 1) }
-
 // waitFor is how long a bucket holding tokens takes to hold n.
 func (l *Limiter) waitFor(tokens, n float64) time.Duration {
 	return time.Duration((n - tokens) / l.rate * float64(time.Second))

@@ -106,6 +106,25 @@ type Store interface {
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 }
 
+// ChannelsOf reads the channels of a stored app document.
+func ChannelsOf(doc json.RawMessage) []Channel {
+	var d struct {
+		Channels []struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+			Key  string `json:"key"`
+		} `json:"channels"`
+	}
+	if len(doc) == 0 || json.Unmarshal(doc, &d) != nil {
+		return nil
+	}
+	out := make([]Channel, 0, len(d.Channels))
+	for _, c := range d.Channels {
+		out = append(out, Channel{ID: c.ID, Type: c.Type, Key: c.Key})
+	}
+	return out
+}
+
 // MissingOwner explains why a store refused a token for a foreign key: the
 // app does not exist or is another organization's, or the organization
 // does not exist. Stores call it only on that failure path, so that the

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assistantcms/cms/pkg/content/contentapi"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/edge/gateway"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/operator/analyticspage"
@@ -31,7 +31,7 @@ import (
 // documented paths (a ServeMux cannot list its patterns).
 func registered(t *testing.T, documented map[string]operation) map[string]string {
 	t.Helper()
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cms.db"))
+	store, err := contentdb.OpenDB(t.Context(), filepath.Join(t.TempDir(), "cms.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

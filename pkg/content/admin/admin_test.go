@@ -14,7 +14,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
@@ -30,7 +30,7 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) open(ctx context.Context) (content.Store, error) {
-	return sqlite.Open(ctx, e.path)
+	return contentdb.OpenDB(ctx, e.path)
 }
 
 type result struct {
@@ -57,7 +57,7 @@ func (e *env) must(args ...string) string {
 
 func (e *env) store() content.Store {
 	e.t.Helper()
-	s, err := sqlite.Open(e.t.Context(), e.path)
+	s, err := contentdb.OpenDB(e.t.Context(), e.path)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
@@ -183,7 +183,7 @@ func BenchmarkImport100k(b *testing.B) {
 		db := filepath.Join(dir, fmt.Sprintf("db-%d", i))
 		var stdout, stderr strings.Builder
 		code := Run(b.Context(), []string{"import", path}, &stdout, &stderr, func(ctx context.Context) (content.Store, error) {
-			return sqlite.Open(ctx, db)
+			return contentdb.OpenDB(ctx, db)
 		})
 		if code != ExitOK || !strings.Contains(stdout.String(), "100021 created") {
 			b.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())

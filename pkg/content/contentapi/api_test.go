@@ -13,7 +13,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/fixture"
 	"github.com/assistantcms/cms/pkg/content/bundle"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
@@ -59,7 +59,7 @@ const fixtureBundle = `{
 type env struct {
 	t      *testing.T
 	srv    *httptest.Server
-	store  *sqlite.Store
+	store  *contentdb.DB
 	svc    *Service
 	tokens map[string]string // name -> secret
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/fixture"
 	"github.com/assistantcms/cms/pkg/content/bundle"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
@@ -20,7 +20,7 @@ import (
 // watchingStore tells the service of changes when the test says so, as a
 // store shared by several replicas does when another replica writes.
 type watchingStore struct {
-	*sqlite.Store
+	*contentdb.DB
 	changes chan string
 	watched chan struct{} // closed when WatchRevisions returns
 }
@@ -39,7 +39,7 @@ func (w *watchingStore) WatchRevisions(ctx context.Context, changed func(appID s
 
 func TestServeFollowsChangesAnotherReplicaAnnounces(t *testing.T) {
 	store, tokens := fixture.Open(t, fixtureBundle, map[string]tenancy.Token{"app1": {OrganizationID: "org-1", AppID: "app-1"}})
-	ws := &watchingStore{Store: store, changes: make(chan string), watched: make(chan struct{})}
+	ws := &watchingStore{DB: store, changes: make(chan string), watched: make(chan struct{})}
 	// An hour between revision checks: only the announcement can show the
 	// change within the test.
 	svc, err := NewService(ServiceConfig{API: Config{RefreshInterval: time.Hour}}, ws, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -1,21 +1,24 @@
-// Package contentdb opens the content database a DSN names, so that every
-// command takes one setting: a postgres:// or postgresql:// URL opens
-// PostgreSQL, shared by any number of replicas; anything else is the path
-// of a SQLite file, for a single node.
+// Package contentdb is the content.Store of a SQL database (package
+// sqldb), one implementation for SQLite and PostgreSQL: every command takes
+// one setting, a postgres:// or postgresql:// URL for PostgreSQL, shared
+// by any number of replicas, or else the path of a SQLite file, for a
+// single node. Organizations, apps and tokens are tenancydb's; this
+// package adds the content records, bundles and stored vectors.
 package contentdb
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/postgres"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/sqldb"
+	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
 )
 
-// Store is what both backends offer.
+// Store is what Open returns.
 type Store interface {
 	content.Store
 	Ping(ctx context.Context) error
@@ -36,59 +39,290 @@ type Store interface {
 	PruneVectors(ctx context.Context, app, model string, unusedSince time.Time) (int, error)
 }
 
-// IsPostgres reports whether dsn names a PostgreSQL database: a URL, or
-// libpq's keyword form ("host=db dbname=cms ...").
-func IsPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || isKeywords(dsn)
+// DB is the content store of a SQL database. It is safe for concurrent
+// use, and several processes may open the same database.
+type DB struct {
+	*tenancydb.Store
+	db *sqldb.DB
+	// recordStmt is prepared for the lookup made on most requests.
+	recordStmt *sql.Stmt
+	// recordColumns and byID are queries' parts in the engine's form.
+	recordColumns string
 }
 
-func isKeywords(dsn string) bool {
-	for _, f := range strings.Fields(dsn) {
-		if strings.HasPrefix(f, "host=") || strings.HasPrefix(f, "dbname=") {
-			return true
-		}
-	}
-	return false
+var _ Store = (*DB)(nil)
+
+// watching is the store of a database that tells of changes made by other
+// processes (PostgreSQL), for the api's replicas.
+type watching struct{ *DB }
+
+// WatchRevisions calls changed with an app's ID each time another
+// transaction created the app or moved its revision; see
+// sqldb.DB.WatchRevisions.
+func (w watching) WatchRevisions(ctx context.Context, changed func(appID string), failed func(error)) error {
+	return w.db.WatchRevisions(ctx, changed, failed)
 }
 
-// Open opens and migrates the database dsn names. Errors never repeat a
-// PostgreSQL URL, which may hold a password.
+// Open opens the database dsn names (see sqldb.Open) and brings its
+// schema up to date. The store of a PostgreSQL database also has
+// WatchRevisions. Errors never repeat a PostgreSQL URL, which may hold a
+// password.
 func Open(ctx context.Context, dsn string) (Store, error) {
-	if IsPostgres(dsn) {
-		s, err := postgres.Open(ctx, dsn) // its errors name the database
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-	s, err := sqlite.Open(ctx, dsn)
+	db, err := OpenDB(ctx, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open content database %s: %w", dsn, err)
+		return nil, err
+	}
+	if db.db.Engine() == sqldb.Postgres {
+		return watching{db}, nil
+	}
+	return db, nil
+}
+
+// OpenDB is Open, returning the store itself.
+func OpenDB(ctx context.Context, dsn string) (*DB, error) {
+	sdb, err := sqldb.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(ctx, sdb)
+	if err != nil {
+		return nil, errors.Join(err, sdb.Close())
 	}
 	return s, nil
 }
 
-// Describe names the database for logs: a PostgreSQL URL without its
-// user information and parameters, a SQLite path as it is.
-func Describe(dsn string) string {
-	if !IsPostgres(dsn) {
-		return dsn
+// New returns the content store of an open database; Close closes it.
+func New(ctx context.Context, sdb *sqldb.DB) (*DB, error) {
+	ts, err := tenancydb.New(ctx, sdb)
+	if err != nil {
+		return nil, err
 	}
-	if isKeywords(dsn) {
-		var kept []string
-		for _, f := range strings.Fields(dsn) {
-			if strings.HasPrefix(f, "host=") || strings.HasPrefix(f, "port=") || strings.HasPrefix(f, "dbname=") {
-				kept = append(kept, f)
+	s := &DB{Store: ts, db: sdb,
+		recordColumns: `app_id, kind, id, doc, COALESCE(location, ''), created_at, updated_at`}
+	if s.recordStmt, err = sdb.SQL().PrepareContext(ctx, sdb.Q(`SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`)); err != nil {
+		return nil, errors.Join(fmt.Errorf("prepare record lookup: %w", err), ts.Close())
+	}
+	return s, nil
+}
+
+// SQL is the store's database.
+func (s *DB) SQL() *sqldb.DB { return s.db }
+
+// SchemaVersion returns the highest schema migration applied.
+func (s *DB) SchemaVersion(ctx context.Context) (int, error) { return s.db.SchemaVersion(ctx) }
+
+// Close releases the database. Calling it again returns the first result.
+func (s *DB) Close() error {
+	return errors.Join(s.recordStmt.Close(), s.Store.Close(), s.db.Close())
+}
+
+func (s *DB) scanRecord(r sqldb.Scanner) (content.Record, error) {
+	var (
+		rec  content.Record
+		kind string
+		doc  []byte
+	)
+	created, updated := s.db.NewTime(false), s.db.NewTime(false)
+	dests := append([]any{&rec.AppID, &kind, &rec.ID, &doc, &rec.Location}, created.Dests()...)
+	if err := r.Scan(append(dests, updated.Dests()...)...); err != nil {
+		return content.Record{}, err
+	}
+	rec.Kind = content.Kind(kind)
+	var err error
+	if rec.Doc, err = s.db.ReadDoc(doc); err != nil {
+		return content.Record{}, fmt.Errorf("%s %q doc: %w", kind, rec.ID, err)
+	}
+	if rec.CreatedAt, err = created.Value(); err != nil {
+		return content.Record{}, fmt.Errorf("%s %q created_at: %w", kind, rec.ID, err)
+	}
+	if rec.UpdatedAt, err = updated.Value(); err != nil {
+		return content.Record{}, fmt.Errorf("%s %q updated_at: %w", kind, rec.ID, err)
+	}
+	return rec, nil
+}
+
+// Record implements content.Store.
+func (s *DB) Record(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error) {
+	return s.record(s.recordStmt.QueryRowContext(ctx, appID, string(kind), id), appID, kind, id)
+}
+
+// record reads the record row asked for with appID, kind and id.
+func (s *DB) record(row *sql.Row, appID string, kind content.Kind, id string) (content.Record, error) {
+	rec, err := s.scanRecord(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return content.Record{}, fmt.Errorf("%s %q of app %q: %w", kind, id, appID, content.ErrNotFound)
+	}
+	if err != nil {
+		return content.Record{}, fmt.Errorf("get %s %q of app %q: %w", kind, id, appID, err)
+	}
+	return rec, nil
+}
+
+// ListRecords implements content.Store.
+func (s *DB) ListRecords(ctx context.Context, appID string, kind content.Kind) ([]content.Record, error) {
+	return s.listRecords(ctx, s.db.SQL(), appID, kind)
+}
+
+func (s *DB) listRecords(ctx context.Context, q sqldb.Querier, appID string, kind content.Kind) ([]content.Record, error) {
+	rows, err := q.QueryContext(ctx, s.db.Q(`SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? ORDER BY id`), appID, string(kind))
+	if err != nil {
+		return nil, fmt.Errorf("list %ss of app %q: %w", kind, appID, err)
+	}
+	recs, err := sqldb.Collect(rows, s.scanRecord)
+	if err != nil {
+		return nil, fmt.Errorf("list %ss of app %q: %w", kind, appID, err)
+	}
+	return recs, nil
+}
+
+// Revision implements content.Store.
+func (s *DB) Revision(ctx context.Context, appID string) (int64, error) {
+	var rev int64
+	err := s.db.SQL().QueryRowContext(ctx, s.db.Q(`SELECT revision FROM apps WHERE id = ?`), appID).Scan(&rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("app %q: %w", appID, content.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read revision of app %q: %w", appID, err)
+	}
+	return rev, nil
+}
+
+// write runs fn in a transaction that first moves the app's revision and
+// announces it (delivered on commit, and not at all on rollback). Locking
+// the app row before any record is the lock order Import keeps too; it
+// also serializes writes to one app.
+func (s *DB) write(ctx context.Context, appID, what string, fn func(tx *sql.Tx) error) error {
+	return s.db.InTx(ctx, what, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET revision = revision + 1 WHERE id = ?`), appID)
+		if err != nil {
+			return fmt.Errorf("%s: move revision: %w", what, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err != nil {
+				return fmt.Errorf("%s: move revision: %w", what, err)
+			}
+			return fmt.Errorf("app %q: %w", appID, content.ErrNotFound)
+		}
+		if err := s.db.Notify(ctx, tx, appID); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return fn(tx)
+	})
+}
+
+// CreateRecord implements content.Store.
+func (s *DB) CreateRecord(ctx context.Context, r content.Record) (content.Record, error) {
+	now := s.db.Now()
+	r.CreatedAt, r.UpdatedAt = now, now
+	err := s.write(ctx, r.AppID, fmt.Sprintf("create %s %q", r.Kind, r.ID), func(tx *sql.Tx) error {
+		at := s.db.TimeArgs(now, false)[0]
+		_, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at) VALUES (?, ?, ?, `+
+			s.db.DocMark()+`, ?, ?, ?)`), r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), at, at)
+		switch {
+		case sqldb.IsDuplicate(err):
+			return fmt.Errorf("%s %q of app %q: %w", r.Kind, r.ID, r.AppID, content.ErrConflict)
+		case sqldb.IsForeignKey(err):
+			return fmt.Errorf("app %q: %w", r.AppID, content.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("create %s %q: %w", r.Kind, r.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return content.Record{}, err
+	}
+	return r, nil
+}
+
+// UpdateRecord implements content.Store. The record is locked from the
+// read to the write (the whole file on SQLite, the row on PostgreSQL), so
+// concurrent read-modify-writes apply one after another and lose nothing.
+func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, change func(content.Record) (content.Record, error)) (content.Record, error) {
+	var out content.Record
+	err := s.write(ctx, appID, fmt.Sprintf("update %s %q", kind, id), func(tx *sql.Tx) error {
+		cur, err := s.record(tx.QueryRowContext(ctx, s.db.Q(`SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`+
+			s.db.Lock(" FOR UPDATE")), appID, string(kind), id), appID, kind, id)
+		if err != nil {
+			return err
+		}
+		next, err := change(cur)
+		if err != nil {
+			return err
+		}
+		next.Kind, next.AppID, next.ID, next.CreatedAt = kind, appID, id, cur.CreatedAt
+		next.UpdatedAt = s.db.Now()
+		if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE records SET doc = `+s.db.DocMark()+`, location = ?, updated_at = ? WHERE app_id = ? AND kind = ? AND id = ?`),
+			sqldb.DocArg(next.Doc), sqldb.NullString(next.Location), s.db.TimeArgs(next.UpdatedAt, false)[0], appID, string(kind), id); err != nil {
+			return fmt.Errorf("update %s %q: %w", kind, id, err)
+		}
+		out = next
+		return nil
+	})
+	return out, err
+}
+
+// DeleteRecord implements content.Store.
+func (s *DB) DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error) {
+	var out content.Record
+	err := s.write(ctx, appID, fmt.Sprintf("delete %s %q", kind, id), func(tx *sql.Tx) error {
+		cur, err := s.record(tx.QueryRowContext(ctx, s.db.Q(`DELETE FROM records WHERE app_id = ? AND kind = ? AND id = ? RETURNING `+s.recordColumns),
+			appID, string(kind), id), appID, kind, id)
+		if err != nil {
+			return err
+		}
+		out = cur
+		return nil
+	})
+	return out, err
+}
+
+// Export implements content.Store. On PostgreSQL it reads in one
+// read-only snapshot, so the bundle is consistent even while others write.
+func (s *DB) Export(ctx context.Context, f content.ExportFilter) (*content.Bundle, error) {
+	var b content.Bundle
+	err := s.db.InSnapshot(ctx, func(q sqldb.Querier) error {
+		var err error
+		if b.Apps, err = s.FindApps(ctx, q, f.OrganizationID, f.AppID); err != nil {
+			return err
+		}
+		orgs := map[string]bool{}
+		for _, a := range b.Apps {
+			if !orgs[a.OrganizationID] {
+				orgs[a.OrganizationID] = true
+				o, err := s.OrganizationIn(ctx, q, a.OrganizationID)
+				if err != nil {
+					return err
+				}
+				b.Organizations = append(b.Organizations, o)
 			}
 		}
-		return strings.Join(kept, " ")
+		switch {
+		case f.AppID == "" && f.OrganizationID != "" && len(b.Organizations) == 0:
+			// An organization without apps is still exported.
+			o, err := s.OrganizationIn(ctx, q, f.OrganizationID)
+			if err != nil {
+				return err
+			}
+			b.Organizations = append(b.Organizations, o)
+		case f.AppID == "" && f.OrganizationID == "":
+			if b.Organizations, err = s.ListOrganizationsIn(ctx, q); err != nil {
+				return err
+			}
+		}
+		for _, a := range b.Apps {
+			for _, k := range content.Kinds() {
+				recs, err := s.listRecords(ctx, q, a.ID, k)
+				if err != nil {
+					return err
+				}
+				b.Records = append(b.Records, recs...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
 	}
-	rest := dsn[strings.Index(dsn, "://")+3:]
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		rest = rest[at+1:]
-	}
-	if q := strings.IndexByte(rest, '?'); q >= 0 {
-		rest = rest[:q]
-	}
-	return "postgres://" + rest
+	return &b, nil
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
@@ -46,9 +46,9 @@ func (c *countingEmbedder) take() []string {
 	return a
 }
 
-func openStore(t *testing.T, path string, apps ...string) *sqlite.Store {
+func openStore(t *testing.T, path string, apps ...string) *contentdb.DB {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), path)
+	s, err := contentdb.OpenDB(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/assistantcms/cms/internal/fixture"
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/ratelimit"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
@@ -53,7 +53,7 @@ const fixtureBundle = `{
 
 type env struct {
 	t       testing.TB
-	store   *sqlite.Store
+	store   *contentdb.DB
 	srv     *httptest.Server
 	tokens  map[string]string
 	mu      sync.Mutex

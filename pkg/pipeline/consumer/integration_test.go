@@ -18,12 +18,12 @@ import (
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/consumer"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	"github.com/assistantcms/cms/pkg/tenancy"
+	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
 )
 
 var brokerBin string
@@ -103,7 +103,7 @@ func waitRows(t *testing.T, s *chstore.Store, n uint64) {
 func startIngest(t *testing.T, broker string) (addr, token string) {
 	t.Helper()
 	ctx := t.Context()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cms.db"))
+	store, err := tenancydb.Open(ctx, filepath.Join(t.TempDir(), "cms.db"))
 	must(t, err)
 	t.Cleanup(func() { store.Close() })
 	now := time.Now()

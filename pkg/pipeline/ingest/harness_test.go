@@ -22,11 +22,11 @@ import (
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/ingesttest"
 	"github.com/assistantcms/cms/pkg/auth"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	"github.com/assistantcms/cms/pkg/tenancy"
+	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
 )
 
 // The integration tests run the development broker as its own process and
@@ -51,7 +51,7 @@ var topicSeq atomic.Int64
 type harness struct {
 	t          *testing.T
 	broker     *devbroker.Broker
-	store      *sqlite.Store
+	store      *tenancydb.Store
 	url        string
 	topic      string
 	quarantine string
@@ -87,7 +87,7 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 		quarantine: fmt.Sprintf("quarantine-%d-%d", os.Getpid(), n),
 		tokens:     map[string]string{}, tokenIDs: map[string]string{},
 	}
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "content.db"))
+	store, err := tenancydb.Open(ctx, filepath.Join(t.TempDir(), "content.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

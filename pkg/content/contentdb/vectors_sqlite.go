@@ -1,4 +1,4 @@
-package sqlite
+package contentdb
 
 import (
 	"context"
@@ -8,24 +8,24 @@ import (
 	"strings"
 	"time"
 
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/sqldb"
 )
 
-// Statements name at most this many vectors, far below SQLite's limit of
-// 32,766 variables, so that any number of keys can be asked for in turns.
+// SQLite statements name at most this many vectors, far below its limit
+// of 32,766 variables, so that any number of keys can be asked for in
+// turns.
 const (
-	loadChunk  = 500
-	saveChunk  = 200 // two variables each
-	pruneChunk = 5000
+	sqliteLoadChunk = 500
+	sqliteSaveChunk = 200 // two variables each
+	pruneChunk      = 5000
 )
 
-// LoadVectors returns the vectors stored for app and model among hashes,
+// loadVectorsSQLite returns the vectors stored for app and model among hashes,
 // and marks them used now. Rows that do not hold a whole number of finite
 // float32s are left out, as if absent, so that the caller embeds the text
 // again and SaveVectors overwrites them.
-func (s *Store) LoadVectors(ctx context.Context, app, model string, hashes [][32]byte) (_ map[[32]byte][]float32, err error) {
+func (s *DB) loadVectorsSQLite(ctx context.Context, app, model string, hashes [][32]byte) (_ map[[32]byte][]float32, err error) {
 	if err := content.CheckVectorOwner(app, model); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
@@ -40,7 +40,7 @@ func (s *Store) LoadVectors(ctx context.Context, app, model string, hashes [][32
 	// statement; OR IGNORE, which no row can trigger, spares SQLite the
 	// statement journal it would keep to undo a statement that aborts
 	// part way (a load of 30,000 rows takes a fifth less time).
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.SQL().BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: begin: %w", what, err)
 	}
@@ -49,16 +49,16 @@ func (s *Store) LoadVectors(ctx context.Context, app, model string, hashes [][32
 			err = errors.Join(err, ignoreDone(tx.Rollback()))
 		}
 	}()
-	now := formatTime(time.Now())
-	args := make([]any, 0, 3+loadChunk)
-	for start := 0; start < len(keys); start += loadChunk {
-		chunk := keys[start:min(start+loadChunk, len(keys))]
+	now := sqldb.FormatTime(time.Now())
+	args := make([]any, 0, 3+sqliteLoadChunk)
+	for start := 0; start < len(keys); start += sqliteLoadChunk {
+		chunk := keys[start:min(start+sqliteLoadChunk, len(keys))]
 		args = append(args[:0], now, app, model)
 		for i := range chunk {
 			args = append(args, chunk[i][:])
 		}
 		rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE vectors SET used_at = ? WHERE app_id = ? AND model = ? AND hash IN (`+
-			placeholders(len(chunk))+`) RETURNING hash, vector`, args...)
+			sqldb.Marks(len(chunk))+`) RETURNING hash, vector`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -87,10 +87,10 @@ func readVectors(rows *sql.Rows, out map[[32]byte][]float32) error {
 	return rows.Err()
 }
 
-// SaveVectors stores vectors for app and model, replacing those stored
+// saveVectorsSQLite stores vectors for app and model, replacing those stored
 // under the same hashes, and marks them used now. It writes all of them or
 // none. The app must exist.
-func (s *Store) SaveVectors(ctx context.Context, app, model string, vectors map[[32]byte][]float32) (err error) {
+func (s *DB) saveVectorsSQLite(ctx context.Context, app, model string, vectors map[[32]byte][]float32) (err error) {
 	if err := content.CheckVectorOwner(app, model); err != nil {
 		return fmt.Errorf("save vectors: %w", err)
 	}
@@ -106,7 +106,7 @@ func (s *Store) SaveVectors(ctx context.Context, app, model string, vectors map[
 		return nil
 	}
 	keys = content.SortedVectorKeys(keys)
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.SQL().BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: begin: %w", what, err)
 	}
@@ -115,32 +115,32 @@ func (s *Store) SaveVectors(ctx context.Context, app, model string, vectors map[
 			err = errors.Join(err, ignoreDone(tx.Rollback()))
 		}
 	}()
-	now := formatTime(time.Now())
-	args := make([]any, 0, 3+2*saveChunk)
+	now := sqldb.FormatTime(time.Now())
+	args := make([]any, 0, 3+2*sqliteSaveChunk)
 	var full *sql.Stmt // the statement of a whole chunk, prepared once
 	defer func() {
 		if full != nil {
 			_ = full.Close()
 		}
 	}()
-	for start := 0; start < len(keys); start += saveChunk {
-		chunk := keys[start:min(start+saveChunk, len(keys))]
+	for start := 0; start < len(keys); start += sqliteSaveChunk {
+		chunk := keys[start:min(start+sqliteSaveChunk, len(keys))]
 		args = append(args[:0], app, model, now)
 		for i := range chunk {
 			args = append(args, chunk[i][:], content.AppendVector(nil, vectors[chunk[i]]))
 		}
-		if len(chunk) == saveChunk && full == nil {
-			if full, err = tx.PrepareContext(ctx, saveStatement(saveChunk)); err != nil {
+		if len(chunk) == sqliteSaveChunk && full == nil {
+			if full, err = tx.PrepareContext(ctx, saveStatement(sqliteSaveChunk)); err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
 		}
-		if len(chunk) == saveChunk {
+		if len(chunk) == sqliteSaveChunk {
 			_, err = full.ExecContext(ctx, args...)
 		} else {
 			_, err = tx.ExecContext(ctx, saveStatement(len(chunk)), args...)
 		}
 		switch {
-		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY):
+		case sqldb.IsForeignKey(err):
 			return fmt.Errorf("%s: app %q: %w", what, app, content.ErrNotFound)
 		case err != nil:
 			return fmt.Errorf("%s: %w", what, err)
@@ -166,11 +166,11 @@ func saveStatement(n int) string {
 	return b.String()
 }
 
-// PruneVectors deletes the vectors of app and model that were neither
+// pruneVectorsSQLite deletes the vectors of app and model that were neither
 // saved nor loaded since unusedSince, and returns how many. It deletes in
 // turns, each its own transaction, so that other writers of the file never
 // wait long behind it.
-func (s *Store) PruneVectors(ctx context.Context, app, model string, unusedSince time.Time) (int, error) {
+func (s *DB) pruneVectorsSQLite(ctx context.Context, app, model string, unusedSince time.Time) (int, error) {
 	if err := content.CheckVectorOwner(app, model); err != nil {
 		return 0, fmt.Errorf("prune vectors: %w", err)
 	}
@@ -178,10 +178,10 @@ func (s *Store) PruneVectors(ctx context.Context, app, model string, unusedSince
 	if unusedSince.IsZero() {
 		return 0, fmt.Errorf("%s: zero time", what)
 	}
-	since := formatTime(unusedSince)
+	since := sqldb.FormatTime(unusedSince)
 	total := 0
 	for {
-		res, err := s.db.ExecContext(ctx, `DELETE FROM vectors WHERE rowid IN (
+		res, err := s.db.SQL().ExecContext(ctx, `DELETE FROM vectors WHERE rowid IN (
 			SELECT rowid FROM vectors WHERE app_id = ? AND model = ? AND used_at < ? LIMIT ?)`,
 			app, model, since, pruneChunk)
 		if err != nil {
@@ -198,7 +198,9 @@ func (s *Store) PruneVectors(ctx context.Context, app, model string, unusedSince
 	}
 }
 
-// placeholders returns n comma-separated question marks.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
 }

@@ -1,4 +1,4 @@
-package postgres
+package contentdb
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
-	"github.com/assistantcms/cms/pkg/content/sqlite"
 )
 
 // TestSearchQualityMatchesSQLite runs the labelled search, FAQ and
@@ -33,7 +32,7 @@ func TestSearchQualityMatchesSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg, _ := openFresh(t)
-	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cms.db"))
+	lite, err := OpenDB(ctx, filepath.Join(t.TempDir(), "cms.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,21 +1,21 @@
-package postgres
+package contentdb
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/sqldb"
 )
 
-// Statements name at most this many vectors, passed as one array, so that
-// each stays well inside statement_timeout and holds few row locks.
+// PostgreSQL statements name at most this many vectors, passed as one
+// array, so that each stays well inside statement_timeout and holds few
+// row locks.
 const (
-	loadChunk  = 1000
-	saveChunk  = 500
-	pruneChunk = 5000
+	postgresLoadChunk = 1000
+	postgresSaveChunk = 500
 )
 
 // loadVectors returns the stored vectors among the hashes of $3 and marks
@@ -37,21 +37,21 @@ const loadVectors = `WITH touched AS (
 SELECT k.hash, v.vector FROM unnest($3::bytea[]) AS k (hash), LATERAL (
 	SELECT vector FROM vectors WHERE app_id = $1 AND model = $2 AND hash = k.hash LIMIT 1) AS v`
 
-// LoadVectors returns the vectors stored for app and model among hashes,
+// loadVectorsPostgres returns the vectors stored for app and model among hashes,
 // and marks them used now. Rows that do not hold a whole number of finite
 // float32s are left out, as if absent, so that the caller embeds the text
 // again and SaveVectors overwrites them.
-func (s *Store) LoadVectors(ctx context.Context, app, model string, hashes [][32]byte) (map[[32]byte][]float32, error) {
+func (s *DB) loadVectorsPostgres(ctx context.Context, app, model string, hashes [][32]byte) (map[[32]byte][]float32, error) {
 	if err := content.CheckVectorOwner(app, model); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
 	keys := content.SortedVectorKeys(hashes)
 	out := make(map[[32]byte][]float32, len(keys))
-	at := now()
-	chunk := make([][]byte, 0, loadChunk)
-	for start := 0; start < len(keys); start += loadChunk {
+	at := s.db.Now()
+	chunk := make([][]byte, 0, postgresLoadChunk)
+	for start := 0; start < len(keys); start += postgresLoadChunk {
 		chunk = chunk[:0]
-		for i := start; i < min(start+loadChunk, len(keys)); i++ {
+		for i := start; i < min(start+postgresLoadChunk, len(keys)); i++ {
 			chunk = append(chunk, keys[i][:])
 		}
 		if err := s.loadChunk(ctx, app, model, chunk, at, out); err != nil {
@@ -61,16 +61,16 @@ func (s *Store) LoadVectors(ctx context.Context, app, model string, hashes [][32
 	return out, nil
 }
 
-func (s *Store) loadChunk(ctx context.Context, app, model string, hashes [][]byte, at time.Time, out map[[32]byte][]float32) error {
-	rows, err := s.pool.Query(ctx, loadVectors, app, model, hashes, at)
+func (s *DB) loadChunk(ctx context.Context, app, model string, hashes [][]byte, at time.Time, out map[[32]byte][]float32) error {
+	rows, err := s.db.SQL().QueryContext(ctx, loadVectors, app, model, hashes, at)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		// DriverBytes: decoded straight from the connection's buffer
-		// rather than copied first.
-		var hash, vec pgtype.DriverBytes
+		// RawBytes: decoded straight from the driver's buffer rather than
+		// copied first.
+		var hash, vec sql.RawBytes
 		if err := rows.Scan(&hash, &vec); err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ SELECT $1, $2, v.hash, v.vector, $5 FROM unnest($3::bytea[], $4::bytea[]) AS v (
 ORDER BY v.hash
 ON CONFLICT (app_id, model, hash) DO UPDATE SET vector = excluded.vector, used_at = excluded.used_at`
 
-// SaveVectors stores vectors for app and model, replacing those stored
+// saveVectorsPostgres stores vectors for app and model, replacing those stored
 // under the same hashes, and marks them used now. The app must exist.
 //
 // Each statement of up to saveChunk vectors commits on its own: replicas
@@ -95,7 +95,7 @@ ON CONFLICT (app_id, model, hash) DO UPDATE SET vector = excluded.vector, used_a
 // are written in hash order in every save, so concurrent saves wait for
 // each other rather than deadlock. A save that fails part way keeps the
 // vectors it wrote, which are correct, and the caller may save again.
-func (s *Store) SaveVectors(ctx context.Context, app, model string, vectors map[[32]byte][]float32) error {
+func (s *DB) saveVectorsPostgres(ctx context.Context, app, model string, vectors map[[32]byte][]float32) error {
 	if err := content.CheckVectorOwner(app, model); err != nil {
 		return fmt.Errorf("save vectors: %w", err)
 	}
@@ -108,18 +108,18 @@ func (s *Store) SaveVectors(ctx context.Context, app, model string, vectors map[
 		keys = append(keys, h)
 	}
 	keys = content.SortedVectorKeys(keys)
-	at := now()
-	hashes := make([][]byte, 0, saveChunk)
-	vecs := make([][]byte, 0, saveChunk)
-	for start := 0; start < len(keys); start += saveChunk {
+	at := s.db.Now()
+	hashes := make([][]byte, 0, postgresSaveChunk)
+	vecs := make([][]byte, 0, postgresSaveChunk)
+	for start := 0; start < len(keys); start += postgresSaveChunk {
 		hashes, vecs = hashes[:0], vecs[:0]
-		for i := start; i < min(start+saveChunk, len(keys)); i++ {
+		for i := start; i < min(start+postgresSaveChunk, len(keys)); i++ {
 			hashes = append(hashes, keys[i][:])
 			vecs = append(vecs, content.AppendVector(nil, vectors[keys[i]]))
 		}
-		_, err := s.pool.Exec(ctx, saveVectors, app, model, hashes, vecs, at)
+		_, err := s.db.SQL().ExecContext(ctx, saveVectors, app, model, hashes, vecs, at)
 		switch {
-		case pgErrorCode(err) == foreignKeyViolation:
+		case sqldb.IsForeignKey(err):
 			return fmt.Errorf("%s: app %q: %w", what, app, content.ErrNotFound)
 		case err != nil:
 			return fmt.Errorf("%s: %w", what, err)
@@ -136,11 +136,11 @@ const pruneVectors = `DELETE FROM vectors WHERE used_at < $3 AND ctid = ANY (ARR
 	SELECT ctid FROM vectors WHERE app_id = $1 AND model = $2 AND used_at < $3
 	LIMIT $4 FOR UPDATE SKIP LOCKED))`
 
-// PruneVectors deletes the vectors of app and model that were neither
+// pruneVectorsPostgres deletes the vectors of app and model that were neither
 // saved nor loaded since unusedSince, and returns how many. It deletes in
 // turns of pruneChunk rows, each committing on its own. Times are compared
 // to the microsecond.
-func (s *Store) PruneVectors(ctx context.Context, app, model string, unusedSince time.Time) (int, error) {
+func (s *DB) pruneVectorsPostgres(ctx context.Context, app, model string, unusedSince time.Time) (int, error) {
 	if err := content.CheckVectorOwner(app, model); err != nil {
 		return 0, fmt.Errorf("prune vectors: %w", err)
 	}
@@ -150,11 +150,15 @@ func (s *Store) PruneVectors(ctx context.Context, app, model string, unusedSince
 	}
 	total := 0
 	for {
-		tag, err := s.pool.Exec(ctx, pruneVectors, app, model, unusedSince, pruneChunk)
+		res, err := s.db.SQL().ExecContext(ctx, pruneVectors, app, model, unusedSince, pruneChunk)
 		if err != nil {
 			return total, fmt.Errorf("%s: %w", what, err)
 		}
-		n := int(tag.RowsAffected())
+		n64, err := res.RowsAffected()
+		if err != nil {
+			return total, fmt.Errorf("%s: %w", what, err)
+		}
+		n := int(n64)
 		total += n
 		if n < pruneChunk {
 			return total, nil

@@ -1,4 +1,4 @@
-package postgres
+package sqldb
 
 import (
 	"context"
@@ -23,9 +23,9 @@ const (
 )
 
 // WatchRevisions calls changed with an app's ID each time a transaction
-// that created the app or moved its revision commits, through any store
-// on the database, until ctx ends or the store is closed; it then returns
-// nil.
+// that created the app or moved its revision commits, through any process
+// on the database, until ctx ends or the database is closed; it then
+// returns nil. Only PostgreSQL tells: on SQLite it fails at once.
 //
 // It listens on a connection of its own rather than holding one of the
 // pool's, and reconnects with backoff when that connection drops.
@@ -35,19 +35,22 @@ const (
 // goroutine at a time, in commit order; while it runs, notifications queue
 // on the server, so it should be quick. failed, when not nil, hears why
 // each connection ended, before the next is tried.
-func (s *Store) WatchRevisions(ctx context.Context, changed func(appID string), failed func(error)) error {
+func (db *DB) WatchRevisions(ctx context.Context, changed func(appID string), failed func(error)) error {
+	if db.engine != Postgres {
+		return fmt.Errorf("watch revisions: %s does not notify changes", db.engine)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		select {
-		case <-s.closed:
+		case <-db.closed:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 	backoff := watchMinBackoff
 	for ctx.Err() == nil {
-		listened, err := s.listenOnce(ctx, changed)
+		listened, err := db.listenOnce(ctx, changed)
 		if listened {
 			backoff = watchMinBackoff
 		}
@@ -69,17 +72,17 @@ func (s *Store) WatchRevisions(ctx context.Context, changed func(appID string), 
 // listenOnce connects, listens and passes notifications on until the
 // connection fails or ctx ends. listened reports whether it got as far as
 // listening, which resets the backoff.
-func (s *Store) listenOnce(ctx context.Context, changed func(appID string)) (listened bool, err error) {
-	conn, err := pgx.ConnectConfig(ctx, s.listen.Copy())
+func (db *DB) listenOnce(ctx context.Context, changed func(appID string)) (listened bool, err error) {
+	conn, err := pgx.ConnectConfig(ctx, db.listen.Copy())
 	if err != nil {
-		return false, fmt.Errorf("watch revisions: connect to %s: %w", s.name, err)
+		return false, fmt.Errorf("watch revisions: connect to %s: %w", db.name, err)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{revisionChannel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{RevisionChannel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("watch revisions: listen: %w", err)
 	}
 	changed("")

@@ -1,4 +1,4 @@
-package contentdb
+package sqldb
 
 import "testing"
 

@@ -1,0 +1,483 @@
+package contentdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/sqldb"
+	"github.com/assistantcms/cms/pkg/tenancy"
+)
+
+// importLockKey makes imports take turns on PostgreSQL, as every writer
+// does on SQLite: two imports writing the same organizations, new apps or
+// channel keys in different orders would otherwise deadlock.
+const importLockKey int64 = 0x636d_735f_696d_7074 // "cms_impt"
+
+// Statements of an import name at most this many records or apps, far
+// inside both engines' limits on parameters (7 a record).
+const (
+	recordChunk = 500
+	idChunk     = 500
+)
+
+// importer applies one bundle inside one transaction.
+type importer struct {
+	db    *sqldb.DB
+	tx    *sql.Tx
+	now   time.Time
+	stats content.ImportStats
+	// owners maps each app that exists in the transaction to its
+	// organization.
+	owners map[string]string
+	// changed holds apps whose records changed: their revisions move at
+	// the end. notify also holds apps created or changed themselves.
+	changed, notify map[string]bool
+	// seen holds the records written, to find one written twice.
+	seen     map[recordKey]bool
+	done     int
+	progress func(int)
+	// stmts holds the statements prepared in tx, by text: an import runs
+	// the same few statements up to hundreds of thousands of times.
+	stmts map[string]*sql.Stmt
+	// fullChunk is the statement of recordChunk records.
+	fullChunk string
+}
+
+type recordKey struct {
+	app  string
+	kind content.Kind
+	id   string
+}
+
+func (im *importer) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := im.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (im *importer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	st, ok := im.stmts[query]
+	if !ok {
+		var err error
+		if st, err = im.tx.PrepareContext(ctx, im.db.Q(query)); err != nil {
+			return nil, err
+		}
+		im.stmts[query] = st
+	}
+	return st, nil
+}
+
+func (im *importer) tick() {
+	im.done++
+	if im.progress != nil && (im.done%1000 == 0) {
+		im.progress(im.done)
+	}
+}
+
+func (im *importer) count(created, updated bool) {
+	switch {
+	case created:
+		im.stats.Created++
+	case updated:
+		im.stats.Updated++
+	default:
+		im.stats.Unchanged++
+	}
+}
+
+// Import implements content.Store.
+//
+// Lock order on PostgreSQL: imports take turns on an advisory lock, then
+// lock every existing app of the bundle in ID order before writing any
+// record, as the single-record writes lock their app before the record;
+// so an import and concurrent writes wait for each other rather than
+// deadlock. A write waiting longer than lock_timeout fails, like a SQLite
+// writer after its busy timeout.
+func (s *DB) Import(ctx context.Context, b *content.Bundle, progress func(done int)) (content.ImportStats, error) {
+	im := &importer{db: s.db, now: s.db.Now(), owners: map[string]string{}, changed: map[string]bool{}, notify: map[string]bool{},
+		seen: map[recordKey]bool{}, progress: progress, stmts: map[string]*sql.Stmt{}}
+	err := s.db.InTx(ctx, "import", func(tx *sql.Tx) error {
+		im.tx = tx
+		defer func() {
+			for _, st := range im.stmts {
+				_ = st.Close()
+			}
+		}()
+		return im.run(ctx, b)
+	})
+	if err != nil {
+		return content.ImportStats{}, err
+	}
+	if progress != nil {
+		progress(im.done)
+	}
+	return im.stats, nil
+}
+
+func (im *importer) run(ctx context.Context, b *content.Bundle) error {
+	if err := im.db.Exclusive(ctx, im.tx, importLockKey); err != nil {
+		return fmt.Errorf("import: wait for other imports: %w", err)
+	}
+	if err := im.lockApps(ctx, b); err != nil {
+		return err
+	}
+	for i, o := range b.Organizations {
+		if err := im.organization(ctx, o); err != nil {
+			return &content.ItemError{Section: content.SectionOrganizations, Index: i, Err: err}
+		}
+		im.tick()
+	}
+	for i, a := range b.Apps {
+		if err := im.app(ctx, a); err != nil {
+			return &content.ItemError{Section: content.SectionApps, Index: i, Err: err}
+		}
+		im.tick()
+	}
+	if err := im.records(ctx, b.Records); err != nil {
+		return err
+	}
+	changed := slices.Sorted(maps.Keys(im.changed))
+	for start := 0; start < len(changed); start += idChunk {
+		ids := changed[start:min(start+idChunk, len(changed))]
+		if _, err := im.tx.ExecContext(ctx, im.db.Q(`UPDATE apps SET revision = revision + 1 WHERE id IN (`+sqldb.Marks(len(ids))+`)`), anys(ids)...); err != nil {
+			return fmt.Errorf("import: move revisions: %w", err)
+		}
+	}
+	if err := im.db.Notify(ctx, im.tx, slices.Sorted(maps.Keys(im.notify))...); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}
+
+func anys(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
+// lockApps locks the bundle's existing apps in ID order and notes their
+// organizations.
+func (im *importer) lockApps(ctx context.Context, b *content.Bundle) error {
+	set := map[string]bool{}
+	for _, a := range b.Apps {
+		set[a.ID] = true
+	}
+	for _, r := range b.Records {
+		set[r.AppID] = true
+	}
+	ids := slices.Sorted(maps.Keys(set))
+	for start := 0; start < len(ids); start += idChunk {
+		chunk := ids[start:min(start+idChunk, len(ids))]
+		// FOR NO KEY UPDATE is what updating an app takes anyway, and lets
+		// tokens and records referring to it be created meanwhile.
+		rows, err := im.tx.QueryContext(ctx, im.db.Q(`SELECT id, organization_id FROM apps WHERE id IN (`+sqldb.Marks(len(chunk))+`) ORDER BY id`+
+			im.db.Lock(" FOR NO KEY UPDATE")), anys(chunk)...)
+		if err != nil {
+			return fmt.Errorf("import: lock apps: %w", err)
+		}
+		err = func() error {
+			defer rows.Close()
+			for rows.Next() {
+				var id, org string
+				if err := rows.Scan(&id, &org); err != nil {
+					return err
+				}
+				im.owners[id] = org
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return fmt.Errorf("import: lock apps: %w", err)
+		}
+	}
+	return nil
+}
+
+// upsert runs insert, which must do nothing on a conflict, then update,
+// which must change no row when the stored item is equal, and counts the
+// outcome. After an insert the update finds the row equal.
+func (im *importer) upsert(ctx context.Context, insert string, insertArgs []any, update string, updateArgs []any) (changed bool, err error) {
+	res, err := im.exec(ctx, insert, insertArgs...)
+	if err != nil {
+		return false, err
+	}
+	created, err := affected(res)
+	if err != nil {
+		return false, err
+	}
+	updated := false
+	if !created {
+		if res, err = im.exec(ctx, update, updateArgs...); err != nil {
+			return false, err
+		}
+		if updated, err = affected(res); err != nil {
+			return false, err
+		}
+	}
+	im.count(created, updated)
+	return created || updated, nil
+}
+
+func affected(res sql.Result) (bool, error) {
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+func (im *importer) organization(ctx context.Context, o tenancy.Organization) error {
+	_, err := im.upsert(ctx,
+		`INSERT INTO organizations (id, name, `+im.db.TimeColumns("created_at", true)+`) VALUES (?, ?, `+im.db.TimeMarks(true)+`) ON CONFLICT (id) DO NOTHING`,
+		append([]any{o.ID, o.Name}, im.db.TimeArgs(im.now, true)...),
+		`UPDATE organizations SET name = ? WHERE id = ? AND name IS DISTINCT FROM ?`, []any{o.Name, o.ID, o.Name})
+	if err != nil {
+		return fmt.Errorf("write organization %q: %w", o.ID, err)
+	}
+	return nil
+}
+
+func (im *importer) moved(a tenancy.App, owner string) error {
+	return content.Problem{Path: "organizationId", Message: fmt.Sprintf(
+		"app %q belongs to organization %q; an app cannot move to another organization", a.ID, owner)}
+}
+
+func (im *importer) app(ctx context.Context, a tenancy.App) error {
+	if owner, ok := im.owners[a.ID]; ok && owner != a.OrganizationID {
+		return im.moved(a, owner)
+	}
+	doc := sqldb.DocArg(a.Doc)
+	t, tm := im.db.TimeColumns, im.db.TimeMarks(true)
+	now := im.db.TimeArgs(im.now, true)
+	// On PostgreSQL jsonb compares by value, so a document with its keys
+	// in another order is not a change.
+	changed, err := im.upsert(ctx,
+		`INSERT INTO apps (id, organization_id, name, doc, `+t("created_at", true)+`, `+t("updated_at", true)+`) VALUES (?, ?, ?, `+
+			im.db.DocMark()+`, `+tm+`, `+tm+`) ON CONFLICT (id) DO NOTHING`,
+		slices.Concat([]any{a.ID, a.OrganizationID, a.Name, doc}, now, now),
+		`UPDATE apps SET name = ?, doc = `+im.db.DocMark()+`, `+im.db.SetTime("updated_at", true)+`, revision = revision + 1
+		 WHERE id = ? AND organization_id = ? AND (name IS DISTINCT FROM ? OR doc IS DISTINCT FROM `+im.db.DocMark()+`)`,
+		slices.Concat([]any{a.Name, doc}, now, []any{a.ID, a.OrganizationID, a.Name, doc}))
+	switch {
+	case sqldb.IsForeignKey(err):
+		return content.Problem{Path: "organizationId", Message: fmt.Sprintf(
+			"organization %q does not exist (neither in the bundle nor in the database)", a.OrganizationID)}
+	case err != nil:
+		return fmt.Errorf("write app %q: %w", a.ID, err)
+	}
+	if !changed {
+		// An app another transaction created after this import locked the
+		// apps it knew is not in owners: its owner is read here, so that
+		// it cannot be moved either.
+		var owner string
+		if err := im.tx.QueryRowContext(ctx, im.db.Q(`SELECT organization_id FROM apps WHERE id = ?`), a.ID).Scan(&owner); err != nil {
+			return fmt.Errorf("read the organization of app %q: %w", a.ID, err)
+		}
+		if owner != a.OrganizationID {
+			return im.moved(a, owner)
+		}
+		im.owners[a.ID] = a.OrganizationID
+		return nil
+	}
+	im.owners[a.ID] = a.OrganizationID
+	im.notify[a.ID] = true
+	if _, err := im.exec(ctx, `DELETE FROM channel_keys WHERE app_id = ?`, a.ID); err != nil {
+		return fmt.Errorf("write channel keys of app %q: %w", a.ID, err)
+	}
+	for i, ch := range a.Channels {
+		if ch.Key == "" {
+			continue
+		}
+		// DO NOTHING rather than a unique violation, which would abort a
+		// PostgreSQL transaction before the other app could be named.
+		res, err := im.exec(ctx, `INSERT INTO channel_keys (key, app_id, channel_id) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`, ch.Key, a.ID, ch.ID)
+		if err != nil {
+			return fmt.Errorf("write channel keys of app %q: %w", a.ID, err)
+		}
+		if ok, err := affected(res); err != nil || ok {
+			if err != nil {
+				return fmt.Errorf("write channel keys of app %q: %w", a.ID, err)
+			}
+			continue
+		}
+		var other string
+		if err := im.tx.QueryRowContext(ctx, im.db.Q(`SELECT app_id FROM channel_keys WHERE key = ?`), ch.Key).Scan(&other); err != nil {
+			return fmt.Errorf("write channel keys of app %q: %w", a.ID, err)
+		}
+		return content.Problem{Path: fmt.Sprintf("channels[%d].key", i), Message: fmt.Sprintf(
+			"%q is already the key of a channel of app %q", ch.Key, other)}
+	}
+	return nil
+}
+
+// appExists checks, once per app, that a record's app exists.
+func (im *importer) appExists(ctx context.Context, appID string) error {
+	if _, ok := im.owners[appID]; ok {
+		return nil
+	}
+	var owner string
+	err := im.tx.QueryRowContext(ctx, im.db.Q(`SELECT organization_id FROM apps WHERE id = ?`), appID).Scan(&owner)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return content.Problem{Path: "appId", Message: fmt.Sprintf(
+			"app %q does not exist (neither in the bundle nor in the database)", appID)}
+	case err != nil:
+		return fmt.Errorf("look up app %q: %w", appID, err)
+	}
+	im.owners[appID] = owner
+	return nil
+}
+
+// records writes recs, up to recordChunk in one statement. A record
+// written before in this import is written on its own, so that each
+// statement names a row at most once and counts it right.
+func (im *importer) records(ctx context.Context, recs []content.Record) error {
+	start := 0
+	flush := func(end int) error {
+		if start == end {
+			return nil
+		}
+		err := im.recordChunk(ctx, recs, start, end)
+		start = end
+		return err
+	}
+	for i, r := range recs {
+		if err := im.appExists(ctx, r.AppID); err != nil {
+			return &content.ItemError{Section: content.SectionRecords, Index: i, Err: err}
+		}
+		k := recordKey{r.AppID, r.Kind, r.ID}
+		if im.seen[k] {
+			if err := flush(i); err != nil {
+				return err
+			}
+			if err := im.recordAgain(ctx, r); err != nil {
+				return &content.ItemError{Section: content.SectionRecords, Index: i, Err: err}
+			}
+			start = i + 1
+			continue
+		}
+		im.seen[k] = true
+		if i+1-start == recordChunk {
+			if err := flush(i + 1); err != nil {
+				return err
+			}
+		}
+	}
+	return flush(len(recs))
+}
+
+// recordsUpsert is the statement writing n records: a new one is
+// inserted, a stored one updated when its document differs; each row
+// written comes back, with whether it was inserted.
+func (im *importer) recordsUpsert(n int) string {
+	row := `(?, ?, ?, ` + im.db.DocMark() + `, ?, ?, ?)`
+	return `INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `) +
+		` ON CONFLICT (app_id, kind, id) DO UPDATE SET doc = excluded.doc, location = excluded.location, updated_at = excluded.updated_at
+		 WHERE records.doc IS DISTINCT FROM excluded.doc
+		 RETURNING app_id, created_at = updated_at`
+}
+
+// recordChunk writes recs[start:end] in one statement. When it fails, the
+// records are written one by one, to name the one that fails.
+func (im *importer) recordChunk(ctx context.Context, recs []content.Record, start, end int) error {
+	if _, err := im.tx.ExecContext(ctx, `SAVEPOINT records`); err != nil {
+		return fmt.Errorf("import: write records: %w", err)
+	}
+	err := im.upsertRecords(ctx, recs[start:end])
+	if err == nil {
+		_, err = im.tx.ExecContext(ctx, `RELEASE SAVEPOINT records`)
+		if err != nil {
+			return fmt.Errorf("import: write records: %w", err)
+		}
+		for range end - start {
+			im.tick()
+		}
+		return nil
+	}
+	if _, rerr := im.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT records`); rerr != nil {
+		return fmt.Errorf("import: write records: %w", errors.Join(err, rerr))
+	}
+	for i := start; i < end; i++ {
+		if err := im.upsertRecords(ctx, recs[i:i+1]); err != nil {
+			return &content.ItemError{Section: content.SectionRecords, Index: i, Err: fmt.Errorf("write %s %q: %w", recs[i].Kind, recs[i].ID, err)}
+		}
+	}
+	// Each alone succeeded where all together did not.
+	return fmt.Errorf("import: write records %d to %d: %w", start, end-1, err)
+}
+
+// upsertRecords writes recs, none written before in this import, and
+// counts them.
+func (im *importer) upsertRecords(ctx context.Context, recs []content.Record) error {
+	now := im.db.TimeArgs(im.now, false)[0]
+	args := make([]any, 0, 7*len(recs))
+	for _, r := range recs {
+		args = append(args, r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), now, now)
+	}
+	var rows *sql.Rows
+	if len(recs) == recordChunk {
+		if im.fullChunk == "" {
+			im.fullChunk = im.recordsUpsert(recordChunk)
+		}
+		st, err := im.stmt(ctx, im.fullChunk)
+		if err != nil {
+			return err
+		}
+		if rows, err = st.QueryContext(ctx, args...); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if rows, err = im.tx.QueryContext(ctx, im.db.Q(im.recordsUpsert(len(recs))), args...); err != nil {
+			return err
+		}
+	}
+	written := 0
+	err := func() error {
+		defer rows.Close()
+		for rows.Next() {
+			var app string
+			var created bool
+			if err := rows.Scan(&app, &created); err != nil {
+				return err
+			}
+			im.count(created, !created)
+			im.changed[app], im.notify[app] = true, true
+			written++
+		}
+		return rows.Err()
+	}()
+	if err != nil {
+		return err
+	}
+	im.stats.Unchanged += len(recs) - written
+	return nil
+}
+
+// recordAgain writes a record written before in this import.
+func (im *importer) recordAgain(ctx context.Context, r content.Record) error {
+	doc, loc, now := sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), im.db.TimeArgs(im.now, false)[0]
+	changed, err := im.upsert(ctx,
+		`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at) VALUES (?, ?, ?, `+im.db.DocMark()+`, ?, ?, ?)
+		 ON CONFLICT (app_id, kind, id) DO NOTHING`,
+		[]any{r.AppID, string(r.Kind), r.ID, doc, loc, now, now},
+		`UPDATE records SET doc = `+im.db.DocMark()+`, location = ?, updated_at = ? WHERE app_id = ? AND kind = ? AND id = ? AND doc IS DISTINCT FROM `+im.db.DocMark(),
+		[]any{doc, loc, now, r.AppID, string(r.Kind), r.ID, doc})
+	if err != nil {
+		return fmt.Errorf("write %s %q: %w", r.Kind, r.ID, err)
+	}
+	if changed {
+		im.changed[r.AppID], im.notify[r.AppID] = true, true
+	}
+	im.tick()
+	return nil
+}
