@@ -307,3 +307,41 @@ func parseTime(s string) (time.Time, error) {
 	}
 	return t.UTC(), nil
 }
+
+// Stmt is a query run on most requests. On SQLite it is prepared once. On
+// PostgreSQL it stays text: database/sql keeps no idle connection of
+// pgx's pool, so a prepared statement would be prepared and deallocated
+// again on each use, while pgx caches the text's plan on each connection.
+type Stmt struct {
+	db    *DB
+	stmt  *sql.Stmt
+	query string
+}
+
+// Prepare returns query, written with ? placeholders, ready to run often.
+func (db *DB) Prepare(ctx context.Context, query string) (*Stmt, error) {
+	s := &Stmt{db: db, query: db.Q(query)}
+	if db.engine == SQLite {
+		var err error
+		if s.stmt, err = db.sql.PrepareContext(ctx, s.query); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// QueryRowContext runs the statement for one row.
+func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	if s.stmt != nil {
+		return s.stmt.QueryRowContext(ctx, args...)
+	}
+	return s.db.sql.QueryRowContext(ctx, s.query, args...)
+}
+
+// Close releases the statement.
+func (s *Stmt) Close() error {
+	if s.stmt != nil {
+		return s.stmt.Close()
+	}
+	return nil
+}

@@ -45,8 +45,8 @@ type DB struct {
 	*tenancydb.Store
 	db *sqldb.DB
 	// recordStmt is prepared for the lookup made on most requests.
-	recordStmt *sql.Stmt
-	// recordColumns and byID are queries' parts in the engine's form.
+	recordStmt *sqldb.Stmt
+	// recordColumns is the columns a record is read from.
 	recordColumns string
 }
 
@@ -99,7 +99,7 @@ func New(ctx context.Context, sdb *sqldb.DB) (*DB, error) {
 	}
 	s := &DB{Store: ts, db: sdb,
 		recordColumns: `app_id, kind, id, doc, COALESCE(location, ''), created_at, updated_at`}
-	if s.recordStmt, err = sdb.SQL().PrepareContext(ctx, sdb.Q(`SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`)); err != nil {
+	if s.recordStmt, err = sdb.Prepare(ctx, `SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare record lookup: %w", err), ts.Close())
 	}
 	return s, nil

@@ -103,7 +103,7 @@ func (im *importer) count(created, updated bool) {
 // deadlock. A write waiting longer than lock_timeout fails, like a SQLite
 // writer after its busy timeout.
 func (s *DB) Import(ctx context.Context, b *content.Bundle, progress func(done int)) (content.ImportStats, error) {
-	im := &importer{db: s.db, now: s.db.Now(), owners: map[string]string{}, changed: map[string]bool{}, notify: map[string]bool{},
+	im := &importer{db: s.db, owners: map[string]string{}, changed: map[string]bool{}, notify: map[string]bool{},
 		seen: map[recordKey]bool{}, progress: progress, stmts: map[string]*sql.Stmt{}}
 	err := s.db.InTx(ctx, "import", func(tx *sql.Tx) error {
 		im.tx = tx
@@ -130,6 +130,9 @@ func (im *importer) run(ctx context.Context, b *content.Bundle) error {
 	if err := im.lockApps(ctx, b); err != nil {
 		return err
 	}
+	// Taken once the import holds its locks, so that no write committed
+	// while it waited is later than its changes.
+	im.now = im.db.Now()
 	for i, o := range b.Organizations {
 		if err := im.organization(ctx, o); err != nil {
 			return &content.ItemError{Section: content.SectionOrganizations, Index: i, Err: err}
@@ -351,6 +354,11 @@ func (im *importer) records(ctx context.Context, recs []content.Record) error {
 	}
 	for i, r := range recs {
 		if err := im.appExists(ctx, r.AppID); err != nil {
+			// Records before it are written first, so that the first
+			// record that fails is the one named.
+			if ferr := flush(i); ferr != nil {
+				return ferr
+			}
 			return &content.ItemError{Section: content.SectionRecords, Index: i, Err: err}
 		}
 		k := recordKey{r.AppID, r.Kind, r.ID}
@@ -386,33 +394,53 @@ func (im *importer) recordsUpsert(n int) string {
 		 RETURNING app_id, created_at = updated_at`
 }
 
-// recordChunk writes recs[start:end] in one statement. When it fails, the
-// records are written one by one, to name the one that fails.
+// recordChunk writes recs[start:end] in one statement. When it fails on
+// SQLite, the records are written again one by one, from a savepoint, to
+// name the one that fails. PostgreSQL takes no savepoint (a subtransaction
+// a chunk would overflow its cache of them on large imports and slow
+// every other transaction meanwhile): what it can refuse of a record the
+// content checks refuse first, and a failure names the chunk.
 func (im *importer) recordChunk(ctx context.Context, recs []content.Record, start, end int) error {
+	if im.db.Engine() != sqldb.SQLite {
+		if err := im.upsertRecords(ctx, recs[start:end]); err != nil {
+			return &content.ItemError{Section: content.SectionRecords, Index: start,
+				Err: fmt.Errorf("write records %d to %d: %w", start, end-1, err)}
+		}
+		im.ticks(end - start)
+		return nil
+	}
 	if _, err := im.tx.ExecContext(ctx, `SAVEPOINT records`); err != nil {
 		return fmt.Errorf("import: write records: %w", err)
 	}
-	err := im.upsertRecords(ctx, recs[start:end])
-	if err == nil {
-		_, err = im.tx.ExecContext(ctx, `RELEASE SAVEPOINT records`)
-		if err != nil {
+	stats, changed, notify := im.stats, maps.Clone(im.changed), maps.Clone(im.notify)
+	if err := im.upsertRecords(ctx, recs[start:end]); err == nil {
+		if _, err := im.tx.ExecContext(ctx, `RELEASE SAVEPOINT records`); err != nil {
 			return fmt.Errorf("import: write records: %w", err)
 		}
-		for range end - start {
-			im.tick()
-		}
+		im.ticks(end - start)
 		return nil
 	}
-	if _, rerr := im.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT records`); rerr != nil {
-		return fmt.Errorf("import: write records: %w", errors.Join(err, rerr))
+	// What the statement counted before it failed is undone with it.
+	im.stats, im.changed, im.notify = stats, changed, notify
+	if _, err := im.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT records`); err != nil {
+		return fmt.Errorf("import: write records: %w", err)
 	}
 	for i := start; i < end; i++ {
 		if err := im.upsertRecords(ctx, recs[i:i+1]); err != nil {
 			return &content.ItemError{Section: content.SectionRecords, Index: i, Err: fmt.Errorf("write %s %q: %w", recs[i].Kind, recs[i].ID, err)}
 		}
+		im.tick()
 	}
-	// Each alone succeeded where all together did not.
-	return fmt.Errorf("import: write records %d to %d: %w", start, end-1, err)
+	if _, err := im.tx.ExecContext(ctx, `RELEASE SAVEPOINT records`); err != nil {
+		return fmt.Errorf("import: write records: %w", err)
+	}
+	return nil
+}
+
+func (im *importer) ticks(n int) {
+	for range n {
+		im.tick()
+	}
 }
 
 // upsertRecords writes recs, none written before in this import, and

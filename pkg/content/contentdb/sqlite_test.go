@@ -1,10 +1,13 @@
 package contentdb
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
@@ -48,5 +51,39 @@ func TestSQLiteAppDocDefault(t *testing.T) {
 	}
 	if doc != "{}" {
 		t.Errorf("doc = %q, want {}", doc)
+	}
+}
+
+// TestSQLiteImportNamesTheRecordItCannotWrite: records go in statements
+// of many; one SQLite refuses (a document that is not JSON, which the
+// content checks would refuse before a store sees it) is named by its
+// index, and nothing of the import stays.
+func TestSQLiteImportNamesTheRecordItCannotWrite(t *testing.T) {
+	s := openSQLite(t)
+	ctx := t.Context()
+	b := &content.Bundle{
+		Organizations: []tenancy.Organization{{ID: "org", Name: "Org"}},
+		Apps:          []tenancy.App{{ID: "app", OrganizationID: "org", Name: "App"}},
+	}
+	for i := range 7 {
+		doc := fmt.Sprintf(`{"intentId":"I%d"}`, i)
+		if i == 5 {
+			doc = `{"intentId":`
+		}
+		b.Records = append(b.Records, content.Record{AppID: "app", Kind: content.KindIntent, ID: fmt.Sprintf("I%d", i), Doc: []byte(doc)})
+	}
+	_, err := s.Import(ctx, b, nil)
+	var ie *content.ItemError
+	if !errors.As(err, &ie) || ie.Section != content.SectionRecords || ie.Index != 5 {
+		t.Fatalf("Import = %v; want the error of record 5", err)
+	}
+	if _, err := s.App(ctx, "app"); !errors.Is(err, content.ErrNotFound) {
+		t.Errorf("after the failed import, App = %v; want not found", err)
+	}
+	// Without the bad record, the same import succeeds and counts each.
+	b.Records = append(b.Records[:5], b.Records[6:]...)
+	stats, err := s.Import(ctx, b, nil)
+	if err != nil || stats.Created != 2+6 {
+		t.Fatalf("Import = %+v, %v; want 8 created", stats, err)
 	}
 }

@@ -68,8 +68,8 @@ func (s *DB) loadChunk(ctx context.Context, app, model string, hashes [][]byte, 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		// RawBytes: decoded straight from the driver's buffer rather than
-		// copied first.
+		// RawBytes: decoded from the driver's copy rather than copied
+		// again.
 		var hash, vec sql.RawBytes
 		if err := rows.Scan(&hash, &vec); err != nil {
 			return err

@@ -28,7 +28,7 @@ type Store struct {
 	// Queries in the engine's form, built once.
 	orgColumns, appColumns, tokenColumns, byCreation string
 	// Prepared for the lookups made on every authenticated request.
-	appStmt, tokenStmt *sql.Stmt
+	appStmt, tokenStmt *sqldb.Stmt
 }
 
 var _ tenancy.Store = (*Store)(nil)
@@ -59,10 +59,10 @@ func New(ctx context.Context, db *sqldb.DB) (*Store, error) {
 		byCreation:   ` ORDER BY ` + t("created_at") + `, id`,
 	}
 	var err error
-	if s.appStmt, err = db.SQL().PrepareContext(ctx, db.Q(`SELECT `+s.appColumns+` FROM apps WHERE id = ?`)); err != nil {
+	if s.appStmt, err = db.Prepare(ctx, `SELECT `+s.appColumns+` FROM apps WHERE id = ?`); err != nil {
 		return nil, fmt.Errorf("prepare app lookup: %w", err)
 	}
-	if s.tokenStmt, err = db.SQL().PrepareContext(ctx, db.Q(`SELECT `+s.tokenColumns+` FROM tokens WHERE id = ?`)); err != nil {
+	if s.tokenStmt, err = db.Prepare(ctx, `SELECT `+s.tokenColumns+` FROM tokens WHERE id = ?`); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare token lookup: %w", err), s.appStmt.Close())
 	}
 	return s, nil
