@@ -10,12 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/internal/revisionwatch"
-
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver of database/sql
 
 	"github.com/assistantcms/cms/internal/devpostgres"
+	"github.com/assistantcms/cms/internal/revisionwatch"
 	"github.com/assistantcms/cms/pkg/sqldb"
 	"github.com/assistantcms/cms/pkg/tenancy"
 	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"

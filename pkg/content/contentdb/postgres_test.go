@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/revisionwatch"
-
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
