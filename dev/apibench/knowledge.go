@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/assistantcms/cms/internal/textcorpus"
+
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
-	"github.com/assistantcms/cms/pkg/content/knowledge"
 )
 
 // The goals of the knowledge suite.
@@ -48,11 +49,11 @@ func knowledgeSuite() suite {
 			for _, r := range b.Records {
 				byKind[r.Kind] = append(byKind[r.Kind], r)
 			}
-			docs, err := knowledge.Grow(byKind[content.KindDocument], knowledgeDocs, "document", 1)
+			docs, err := textcorpus.Grow(byKind[content.KindDocument], knowledgeDocs, "document", 1)
 			if err != nil {
 				return nil, err
 			}
-			faqs, err := knowledge.Grow(byKind[content.KindFAQ], knowledgeFAQs, "answer", 2)
+			faqs, err := textcorpus.Grow(byKind[content.KindFAQ], knowledgeFAQs, "answer", 2)
 			if err != nil {
 				return nil, err
 			}

@@ -157,6 +157,10 @@ func (db *DB) SQL() *sql.DB { return db.sql }
 // Engine is the database's engine.
 func (db *DB) Engine() Engine { return db.engine }
 
+// Pool is the pgx pool behind a PostgreSQL database (nil for SQLite), for
+// the few reads database/sql would slow down.
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
 // Ping reports whether the database can be read, for readiness checks.
 func (db *DB) Ping(ctx context.Context) error {
 	if _, err := db.SchemaVersion(ctx); err != nil {

@@ -219,6 +219,24 @@ func (db *DB) Notify(ctx context.Context, tx *sql.Tx, appIDs ...string) error {
 	return nil
 }
 
+// MoveRevision moves the app's revision on in tx and announces it on
+// commit (see Notify), in one statement; false when there is no such app.
+func (db *DB) MoveRevision(ctx context.Context, tx *sql.Tx, appID string) (bool, error) {
+	var res sql.Result
+	var err error
+	if db.engine == Postgres {
+		res, err = tx.ExecContext(ctx, `WITH moved AS (UPDATE apps SET revision = revision + 1 WHERE id = $1 RETURNING id)
+			SELECT pg_notify($2, id) FROM moved`, appID, RevisionChannel)
+	} else {
+		res, err = tx.ExecContext(ctx, `UPDATE apps SET revision = revision + 1 WHERE id = ?`, appID)
+	}
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
 // SQLSTATEs of PostgreSQL.
 const (
 	uniqueViolation     = "23505"

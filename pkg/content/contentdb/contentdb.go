@@ -194,18 +194,12 @@ func (s *DB) Revision(ctx context.Context, appID string) (int64, error) {
 // also serializes writes to one app.
 func (s *DB) write(ctx context.Context, appID, what string, fn func(tx *sql.Tx) error) error {
 	return s.db.InTx(ctx, what, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET revision = revision + 1 WHERE id = ?`), appID)
+		moved, err := s.db.MoveRevision(ctx, tx, appID)
 		if err != nil {
 			return fmt.Errorf("%s: move revision: %w", what, err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err != nil {
-				return fmt.Errorf("%s: move revision: %w", what, err)
-			}
+		if !moved {
 			return fmt.Errorf("app %q: %w", appID, content.ErrNotFound)
-		}
-		if err := s.db.Notify(ctx, tx, appID); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
 		}
 		return fn(tx)
 	})

@@ -2,43 +2,15 @@ package knowledge
 
 import (
 	"context"
-	"encoding/json"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/assistantcms/cms/internal/textcorpus"
+
 	"github.com/assistantcms/cms/pkg/content"
 )
-
-func TestGrow(t *testing.T) {
-	docs := evalRecords(t)[content.KindDocument]
-	a, err := Grow(docs, 1000, "document", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := Grow(docs, 1000, "document", 1)
-	if len(a) != 1000 {
-		t.Fatalf("%d records, want 1000", len(a))
-	}
-	ids, texts := map[string]bool{}, map[string]bool{}
-	for i, r := range a {
-		var f struct{ ID, Document string }
-		if err := json.Unmarshal(r.Doc, &f); err != nil {
-			t.Fatal(err)
-		}
-		if f.ID != r.ID || ids[r.ID] || string(b[i].Doc) != string(r.Doc) {
-			t.Fatalf("record %d: id %q in a document with id %q; repeated %v; same seed, same record %v", i, r.ID, f.ID, ids[r.ID], string(b[i].Doc) == string(r.Doc))
-		}
-		ids[r.ID], texts[f.Document] = true, true
-	}
-	if len(texts) < 990 {
-		t.Errorf("%d distinct texts of 1000", len(texts))
-	}
-	if _, err := Grow(nil, 10, "document", 1); err == nil {
-		t.Error("growing nothing must fail")
-	}
-}
 
 // knowledgeBase10k is the evaluation corpus grown to 10,000 documents
 // and 1,000 FAQs, as the knowledge suite of dev/apibench serves, with
@@ -54,11 +26,11 @@ func knowledgeBase10k(b *testing.B) (*Base, []Question) {
 
 func content10k(b *testing.B) (Content, Options) {
 	byKind := evalRecords(b)
-	docs, err := Grow(byKind[content.KindDocument], 10_000, "document", 1)
+	docs, err := textcorpus.Grow(byKind[content.KindDocument], 10_000, "document", 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	faqs, err := Grow(byKind[content.KindFAQ], 1_000, "answer", 2)
+	faqs, err := textcorpus.Grow(byKind[content.KindFAQ], 1_000, "answer", 2)
 	if err != nil {
 		b.Fatal(err)
 	}
