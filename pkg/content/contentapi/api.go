@@ -239,13 +239,9 @@ func (a *API) principalFor(c *gin.Context, want tenancy.Scopes, need string) (au
 		a.authError(c, err)
 		return p, false
 	}
-	if a.limiter != nil {
-		if ok, wait := a.limiter.Allow(p.TokenID); !ok {
-			httpserve.PauseRefusal(c.Request.Context())
-			httpserve.RetryAfter(c.Writer, wait.Seconds())
-			abort(c, http.StatusTooManyRequests, "", "Too many requests for this token; retry after the time in Retry-After.")
-			return p, false
-		}
+	if err := authhttp.Limit(c.Request.Context(), a.limiter, p.TokenID); err != nil {
+		a.authError(c, err)
+		return p, false
 	}
 	if err := p.Require(want, need); err != nil {
 		a.authError(c, err)

@@ -131,13 +131,9 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (auth.Principal,
 		h.authFailed(w, err)
 		return auth.Principal{}, false
 	}
-	if h.limiter != nil {
-		if ok, wait := h.limiter.Allow(p.TokenID); !ok {
-			httpserve.PauseRefusal(r.Context())
-			httpserve.RetryAfter(w, wait.Seconds())
-			writeError(w, http.StatusTooManyRequests, errorf(CodeRateLimited, "", "too many requests for this token; retry after the time in Retry-After"))
-			return auth.Principal{}, false
-		}
+	if err := authhttp.Limit(r.Context(), h.limiter, p.TokenID); err != nil {
+		h.authFailed(w, err)
+		return auth.Principal{}, false
 	}
 	// A token that can neither read nor write content is refused before
 	// its request is read; which of the two an operation needs is checked

@@ -1,11 +1,9 @@
 package httpserve
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 )
 
 // ErrorBody is the shape of every error response. The reference client
@@ -52,23 +50,4 @@ func RetryAfter(w http.ResponseWriter, seconds float64) {
 		s = 1
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(s))
-}
-
-// RefusalPause is how long PauseRefusal holds an answer: less than the
-// Retry-After of at least a second the answer tells.
-const RefusalPause = 500 * time.Millisecond
-
-// PauseRefusal holds the answer to a request refused for its token's
-// rate for RefusalPause, or until the client leaves. A client that
-// ignores Retry-After and asks again at once would otherwise spend the
-// CPU other tenants need on refusals: sixteen connections drew ten
-// thousand 429s in four seconds, and another tenant's p99 went up
-// fifteenfold. A client that waits as told loses nothing.
-func PauseRefusal(ctx context.Context) {
-	t := time.NewTimer(RefusalPause)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
