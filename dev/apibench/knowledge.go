@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/textcorpus"
-
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 )

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/assistantcms/cms/internal/textcorpus"
-
 	"github.com/assistantcms/cms/pkg/content"
 )
 
