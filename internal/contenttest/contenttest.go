@@ -1,5 +1,6 @@
-// Package contenttest is the behavioural contract of content.Store. Every
-// implementation runs it from its own tests:
+// Package contenttest is the behavioural contract of content.Store, and
+// of tenancy.Store within it (RunTenancy). Every implementation runs it
+// from its own tests:
 //
 //	func TestStore(t *testing.T) {
 //		contenttest.Run(t, func(t *testing.T) content.Store { return openTempStore(t) })
@@ -21,15 +22,16 @@ import (
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
-// Run runs the contract against stores returned by open. open must return a
-// new, empty store each time it is called; Run closes it when the subtest
-// ends, so Close must tolerate a second call if open also registers one.
-func Run(t *testing.T, open func(t *testing.T) content.Store) {
-	t.Helper()
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s content.Store)
-	}{
+// TenancyStore is a store of organizations, apps and tokens that can be
+// closed.
+type TenancyStore interface {
+	tenancy.Store
+	Close() error
+}
+
+// tenancyTests are the contract of tenancy.Store.
+func tenancyTests() []contract[TenancyStore] {
+	return []contract[TenancyStore]{
 		{"Organizations", testOrganizations},
 		{"Apps", testApps},
 		{"ListApps", testListApps},
@@ -40,6 +42,29 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"RevokeToken", testRevokeToken},
 		{"Concurrent", testConcurrent},
 		{"ConcurrentConflict", testConcurrentConflict},
+	}
+}
+
+type contract[S any] struct {
+	name string
+	fn   func(t *testing.T, s S)
+}
+
+// RunTenancy runs the contract of tenancy.Store against stores returned
+// by open, as Run does.
+func RunTenancy(t *testing.T, open func(t *testing.T) TenancyStore) {
+	t.Helper()
+	run(t, open, tenancyTests())
+}
+
+// Run runs the contract against stores returned by open. open must return a
+// new, empty store each time it is called; Run closes it when the subtest
+// ends, so Close must tolerate a second call if open also registers one.
+// A content.Store is a tenancy.Store too: its contract comes first.
+func Run(t *testing.T, open func(t *testing.T) content.Store) {
+	t.Helper()
+	run(t, func(t *testing.T) TenancyStore { return open(t) }, tenancyTests())
+	run(t, open, []contract[content.Store]{
 		{"ImportAndRead", testImportAndRead},
 		{"ImportIsIdempotent", testImportIsIdempotent},
 		{"ImportIsAtomic", testImportIsAtomic},
@@ -49,7 +74,11 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"UpdateIsAtomic", testUpdateIsAtomic},
 		{"TimesAreUTC", testTimesAreUTC},
 		{"ErrorsNameTheRecord", testErrorsNameTheRecord},
-	}
+	})
+}
+
+func run[S interface{ Close() error }](t *testing.T, open func(t *testing.T) S, tests []contract[S]) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
@@ -69,7 +98,7 @@ func at(d time.Duration) time.Time { return time.Date(2025, 3, 4, 5, 6, 7, 0, ti
 
 // fixture is the data most subtests start from: two organizations, two apps
 // in the first and one in the second.
-func fixture(t *testing.T, s content.Store) {
+func fixture(t *testing.T, s TenancyStore) {
 	t.Helper()
 	ctx := t.Context()
 	for _, o := range []tenancy.Organization{
@@ -94,7 +123,7 @@ func must(t *testing.T, err error, format string, args ...any) {
 	}
 }
 
-func testOrganizations(t *testing.T, s content.Store) {
+func testOrganizations(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	got, err := s.ListOrganizations(ctx)
 	must(t, err, "ListOrganizations on empty store")
@@ -125,7 +154,7 @@ func testOrganizations(t *testing.T, s content.Store) {
 	assertIDs(t, "ListOrganizations", orgIDs(list), []string{"org-0", "org-a", "org-b", "org-c", "org-d"})
 }
 
-func testApps(t *testing.T, s content.Store) {
+func testApps(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	fixture(t, s)
 	want := tenancy.App{
@@ -139,7 +168,7 @@ func testApps(t *testing.T, s content.Store) {
 	assertApp(t, got, want)
 }
 
-func testListApps(t *testing.T, s content.Store) {
+func testListApps(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	fixture(t, s)
 	must(t, s.CreateOrganization(ctx, tenancy.Organization{ID: "org-empty", Name: "Empty", CreatedAt: at(0)}), "CreateOrganization")
@@ -168,7 +197,7 @@ func testListApps(t *testing.T, s content.Store) {
 	}
 }
 
-func testTokens(t *testing.T, s content.Store) {
+func testTokens(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	fixture(t, s)
 	tests := []tenancy.Token{
@@ -187,7 +216,7 @@ func testTokens(t *testing.T, s content.Store) {
 	}
 }
 
-func testCreateErrors(t *testing.T, s content.Store) {
+func testCreateErrors(t *testing.T, s TenancyStore) {
 	fixture(t, s)
 	must(t, s.CreateToken(t.Context(), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-1", Hash: hash("1"), OrganizationID: "org-a", CreatedAt: at(0)}), "CreateToken")
 	tests := []struct {
@@ -253,7 +282,7 @@ func testCreateErrors(t *testing.T, s content.Store) {
 	}
 }
 
-func testNotFound(t *testing.T, s content.Store) {
+func testNotFound(t *testing.T, s TenancyStore) {
 	fixture(t, s)
 	tests := []struct {
 		name string
@@ -276,7 +305,7 @@ func testNotFound(t *testing.T, s content.Store) {
 	}
 }
 
-func testListTokens(t *testing.T, s content.Store) {
+func testListTokens(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	fixture(t, s)
 	// Inserted out of order; t3 and t4 share a creation time.
@@ -320,7 +349,7 @@ func testListTokens(t *testing.T, s content.Store) {
 	}
 }
 
-func testRevokeToken(t *testing.T, s content.Store) {
+func testRevokeToken(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	fixture(t, s)
 	for _, id := range []string{"tok-1", "tok-2"} {
@@ -362,7 +391,7 @@ func testRevokeToken(t *testing.T, s content.Store) {
 
 // testConcurrent has several goroutines each build and read back their own
 // organization, while others list everything.
-func testConcurrent(t *testing.T, s content.Store) {
+func testConcurrent(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	const workers, perWorker = 8, 5
 	var wg sync.WaitGroup
@@ -410,7 +439,7 @@ func testConcurrent(t *testing.T, s content.Store) {
 	}
 }
 
-func concurrentWorker(ctx context.Context, s content.Store, w, n int) error {
+func concurrentWorker(ctx context.Context, s TenancyStore, w, n int) error {
 	org := fmt.Sprintf("org-%d", w)
 	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: org, Name: org, CreatedAt: at(0)}); err != nil {
 		return err
@@ -452,7 +481,7 @@ func concurrentWorker(ctx context.Context, s content.Store, w, n int) error {
 
 // testConcurrentConflict races creates of the same IDs: exactly one of each
 // succeeds and the others see ErrConflict.
-func testConcurrentConflict(t *testing.T, s content.Store) {
+func testConcurrentConflict(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	must(t, s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "org", CreatedAt: at(0)}), "CreateOrganization")
 	must(t, s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", Name: "app", CreatedAt: at(0), UpdatedAt: at(0)}), "CreateApp")
