@@ -38,16 +38,9 @@ const loadVectors = `WITH touched AS (
 SELECT k.hash, v.vector FROM unnest($3::bytea[]) AS k (hash), LATERAL (
 	SELECT vector FROM vectors WHERE app_id = $1 AND model = $2 AND hash = k.hash LIMIT 1) AS v`
 
-// loadVectorsPostgres returns the vectors stored for app and model among hashes,
-// and marks them used now. Rows that do not hold a whole number of finite
-// float32s are left out, as if absent, so that the caller embeds the text
-// again and SaveVectors overwrites them.
-func (s *DB) loadVectorsPostgres(ctx context.Context, app, model string, hashes [][32]byte) (map[[32]byte][]float32, error) {
-	if err := content.CheckVectorOwner(app, model); err != nil {
-		return nil, fmt.Errorf("load vectors: %w", err)
-	}
-	keys := content.SortedVectorKeys(hashes)
-	out := make(map[[32]byte][]float32, len(keys))
+// loadVectorsPostgres adds to out the vectors stored for app and model
+// among keys, and marks them used now.
+func (s *DB) loadVectorsPostgres(ctx context.Context, app, model, what string, keys [][32]byte, out map[[32]byte][]float32) error {
 	at := s.db.Now()
 	chunk := make([][]byte, 0, postgresLoadChunk)
 	for start := 0; start < len(keys); start += postgresLoadChunk {
@@ -56,10 +49,10 @@ func (s *DB) loadVectorsPostgres(ctx context.Context, app, model string, hashes 
 			chunk = append(chunk, keys[i][:])
 		}
 		if err := s.loadChunk(ctx, app, model, chunk, at, out); err != nil {
-			return nil, fmt.Errorf("load vectors of app %q, model %q: %w", app, model, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // loadChunk reads through pgx itself rather than database/sql, which
@@ -90,29 +83,16 @@ SELECT $1, $2, v.hash, v.vector, $5 FROM unnest($3::bytea[], $4::bytea[]) AS v (
 ORDER BY v.hash
 ON CONFLICT (app_id, model, hash) DO UPDATE SET vector = excluded.vector, used_at = excluded.used_at`
 
-// saveVectorsPostgres stores vectors for app and model, replacing those stored
-// under the same hashes, and marks them used now. The app must exist.
+// saveVectorsPostgres stores the vectors of keys for app and model.
 //
-// Each statement of up to saveChunk vectors commits on its own: replicas
+// Each statement of up to postgresSaveChunk vectors commits on its own: replicas
 // that embedded the same new texts save them at about the same time, and
 // with one transaction for the whole save the later one would hold its
 // row locks waiting for the earlier to commit, up to lock_timeout. Rows
 // are written in hash order in every save, so concurrent saves wait for
 // each other rather than deadlock. A save that fails part way keeps the
 // vectors it wrote, which are correct, and the caller may save again.
-func (s *DB) saveVectorsPostgres(ctx context.Context, app, model string, vectors map[[32]byte][]float32) error {
-	if err := content.CheckVectorOwner(app, model); err != nil {
-		return fmt.Errorf("save vectors: %w", err)
-	}
-	what := fmt.Sprintf("save vectors of app %q, model %q", app, model)
-	keys := make([][32]byte, 0, len(vectors))
-	for h, v := range vectors {
-		if err := content.CheckVector(v); err != nil {
-			return fmt.Errorf("%s: hash %x: %w", what, h, err)
-		}
-		keys = append(keys, h)
-	}
-	keys = content.SortedVectorKeys(keys)
+func (s *DB) saveVectorsPostgres(ctx context.Context, app, model, what string, keys [][32]byte, vectors map[[32]byte][]float32) error {
 	at := s.db.Now()
 	hashes := make([][]byte, 0, postgresSaveChunk)
 	vecs := make([][]byte, 0, postgresSaveChunk)
@@ -141,18 +121,9 @@ const pruneVectors = `DELETE FROM vectors WHERE used_at < $3 AND ctid = ANY (ARR
 	SELECT ctid FROM vectors WHERE app_id = $1 AND model = $2 AND used_at < $3
 	LIMIT $4 FOR UPDATE SKIP LOCKED))`
 
-// pruneVectorsPostgres deletes the vectors of app and model that were neither
-// saved nor loaded since unusedSince, and returns how many. It deletes in
-// turns of pruneChunk rows, each committing on its own. Times are compared
-// to the microsecond.
-func (s *DB) pruneVectorsPostgres(ctx context.Context, app, model string, unusedSince time.Time) (int, error) {
-	if err := content.CheckVectorOwner(app, model); err != nil {
-		return 0, fmt.Errorf("prune vectors: %w", err)
-	}
-	what := fmt.Sprintf("prune vectors of app %q, model %q", app, model)
-	if unusedSince.IsZero() {
-		return 0, fmt.Errorf("%s: zero time", what)
-	}
+// pruneVectorsPostgres deletes the vectors of app and model unused since
+// unusedSince, compared to the microsecond.
+func (s *DB) pruneVectorsPostgres(ctx context.Context, app, model, what string, unusedSince time.Time) (int, error) {
 	total := 0
 	for {
 		res, err := s.db.SQL().ExecContext(ctx, pruneVectors, app, model, unusedSince, pruneChunk)

@@ -21,20 +21,9 @@ const (
 	pruneChunk      = 5000
 )
 
-// loadVectorsSQLite returns the vectors stored for app and model among hashes,
-// and marks them used now. Rows that do not hold a whole number of finite
-// float32s are left out, as if absent, so that the caller embeds the text
-// again and SaveVectors overwrites them.
-func (s *DB) loadVectorsSQLite(ctx context.Context, app, model string, hashes [][32]byte) (_ map[[32]byte][]float32, err error) {
-	if err := content.CheckVectorOwner(app, model); err != nil {
-		return nil, fmt.Errorf("load vectors: %w", err)
-	}
-	keys := content.SortedVectorKeys(hashes)
-	out := make(map[[32]byte][]float32, len(keys))
-	if len(keys) == 0 {
-		return out, nil
-	}
-	what := fmt.Sprintf("load vectors of app %q, model %q", app, model)
+// loadVectorsSQLite adds to out the vectors stored for app and model
+// among keys, and marks them used now.
+func (s *DB) loadVectorsSQLite(ctx context.Context, app, model, what string, keys [][32]byte, out map[[32]byte][]float32) (err error) {
 	// One write transaction for every chunk, since marking rows used is a
 	// write: one commit. Each chunk reads and marks its rows in one
 	// statement; OR IGNORE, which no row can trigger, spares SQLite the
@@ -42,7 +31,7 @@ func (s *DB) loadVectorsSQLite(ctx context.Context, app, model string, hashes []
 	// part way (a load of 30,000 rows takes a fifth less time).
 	tx, err := s.db.SQL().BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: begin: %w", what, err)
+		return fmt.Errorf("%s: begin: %w", what, err)
 	}
 	defer func() {
 		if err != nil {
@@ -60,16 +49,16 @@ func (s *DB) loadVectorsSQLite(ctx context.Context, app, model string, hashes []
 		rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE vectors SET used_at = ? WHERE app_id = ? AND model = ? AND hash IN (`+
 			sqldb.Marks(len(chunk))+`) RETURNING hash, vector`, args...)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if err := readVectors(rows, out); err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("%s: commit: %w", what, err)
+		return fmt.Errorf("%s: commit: %w", what, err)
 	}
-	return out, nil
+	return nil
 }
 
 // readVectors adds the rows' hashes and vectors to out and closes rows.
@@ -87,25 +76,9 @@ func readVectors(rows *sql.Rows, out map[[32]byte][]float32) error {
 	return rows.Err()
 }
 
-// saveVectorsSQLite stores vectors for app and model, replacing those stored
-// under the same hashes, and marks them used now. It writes all of them or
-// none. The app must exist.
-func (s *DB) saveVectorsSQLite(ctx context.Context, app, model string, vectors map[[32]byte][]float32) (err error) {
-	if err := content.CheckVectorOwner(app, model); err != nil {
-		return fmt.Errorf("save vectors: %w", err)
-	}
-	what := fmt.Sprintf("save vectors of app %q, model %q", app, model)
-	keys := make([][32]byte, 0, len(vectors))
-	for h, v := range vectors {
-		if err := content.CheckVector(v); err != nil {
-			return fmt.Errorf("%s: hash %x: %w", what, h, err)
-		}
-		keys = append(keys, h)
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	keys = content.SortedVectorKeys(keys)
+// saveVectorsSQLite stores the vectors of keys for app and model, in
+// one transaction: all of them or none.
+func (s *DB) saveVectorsSQLite(ctx context.Context, app, model, what string, keys [][32]byte, vectors map[[32]byte][]float32) (err error) {
 	tx, err := s.db.SQL().BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: begin: %w", what, err)
@@ -166,18 +139,10 @@ func saveStatement(n int) string {
 	return b.String()
 }
 
-// pruneVectorsSQLite deletes the vectors of app and model that were neither
-// saved nor loaded since unusedSince, and returns how many. It deletes in
-// turns, each its own transaction, so that other writers of the file never
-// wait long behind it.
-func (s *DB) pruneVectorsSQLite(ctx context.Context, app, model string, unusedSince time.Time) (int, error) {
-	if err := content.CheckVectorOwner(app, model); err != nil {
-		return 0, fmt.Errorf("prune vectors: %w", err)
-	}
-	what := fmt.Sprintf("prune vectors of app %q, model %q", app, model)
-	if unusedSince.IsZero() {
-		return 0, fmt.Errorf("%s: zero time", what)
-	}
+// pruneVectorsSQLite deletes the vectors of app and model unused since
+// unusedSince; turns are each their own transaction, so that other
+// writers of the file never wait long behind it.
+func (s *DB) pruneVectorsSQLite(ctx context.Context, app, model, what string, unusedSince time.Time) (int, error) {
 	since := sqldb.FormatTime(unusedSince)
 	total := 0
 	for {
