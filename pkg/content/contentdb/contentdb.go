@@ -44,8 +44,8 @@ type Store interface {
 type DB struct {
 	*tenancydb.Store
 	db *sqldb.DB
-	// recordStmt is prepared for the lookup made on most requests.
-	recordStmt *sqldb.Stmt
+	// Ready for the lookups made on most requests.
+	recordStmt, revisionStmt *sqldb.Stmt
 	// recordColumns is the columns a record is read from.
 	recordColumns string
 }
@@ -102,6 +102,9 @@ func New(ctx context.Context, sdb *sqldb.DB) (*DB, error) {
 	if s.recordStmt, err = sdb.Prepare(ctx, `SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare record lookup: %w", err), ts.Close())
 	}
+	if s.revisionStmt, err = sdb.Prepare(ctx, `SELECT revision FROM apps WHERE id = ?`); err != nil {
+		return nil, errors.Join(fmt.Errorf("prepare revision lookup: %w", err), s.recordStmt.Close(), ts.Close())
+	}
 	return s, nil
 }
 
@@ -113,7 +116,7 @@ func (s *DB) SchemaVersion(ctx context.Context) (int, error) { return s.db.Schem
 
 // Close releases the database. Calling it again returns the first result.
 func (s *DB) Close() error {
-	return errors.Join(s.recordStmt.Close(), s.Store.Close(), s.db.Close())
+	return errors.Join(s.recordStmt.Close(), s.revisionStmt.Close(), s.Store.Close(), s.db.Close())
 }
 
 func (s *DB) scanRecord(r sqldb.Scanner) (content.Record, error) {
@@ -178,7 +181,7 @@ func (s *DB) listRecords(ctx context.Context, q sqldb.Querier, appID string, kin
 // Revision implements content.Store.
 func (s *DB) Revision(ctx context.Context, appID string) (int64, error) {
 	var rev int64
-	err := s.db.SQL().QueryRowContext(ctx, s.db.Q(`SELECT revision FROM apps WHERE id = ?`), appID).Scan(&rev)
+	err := s.revisionStmt.QueryRowContext(ctx, appID).Scan(&rev)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("app %q: %w", appID, content.ErrNotFound)
 	}

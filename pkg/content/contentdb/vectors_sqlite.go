@@ -3,7 +3,6 @@ package contentdb
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,42 +22,32 @@ const (
 
 // loadVectorsSQLite adds to out the vectors stored for app and model
 // among keys, and marks them used now.
-func (s *DB) loadVectorsSQLite(ctx context.Context, app, model, what string, keys [][32]byte, out map[[32]byte][]float32) (err error) {
+func (s *DB) loadVectorsSQLite(ctx context.Context, app, model, what string, keys [][32]byte, out map[[32]byte][]float32) error {
 	// One write transaction for every chunk, since marking rows used is a
 	// write: one commit. Each chunk reads and marks its rows in one
 	// statement; OR IGNORE, which no row can trigger, spares SQLite the
 	// statement journal it would keep to undo a statement that aborts
 	// part way (a load of 30,000 rows takes a fifth less time).
-	tx, err := s.db.SQL().BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%s: begin: %w", what, err)
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, ignoreDone(tx.Rollback()))
+	return s.db.InTx(ctx, what, func(tx *sql.Tx) error {
+		now := sqldb.FormatTime(time.Now())
+		args := make([]any, 0, 3+sqliteLoadChunk)
+		for start := 0; start < len(keys); start += sqliteLoadChunk {
+			chunk := keys[start:min(start+sqliteLoadChunk, len(keys))]
+			args = append(args[:0], now, app, model)
+			for i := range chunk {
+				args = append(args, chunk[i][:])
+			}
+			rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE vectors SET used_at = ? WHERE app_id = ? AND model = ? AND hash IN (`+
+				sqldb.Marks(len(chunk))+`) RETURNING hash, vector`, args...)
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			if err := readVectors(rows, out); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
 		}
-	}()
-	now := sqldb.FormatTime(time.Now())
-	args := make([]any, 0, 3+sqliteLoadChunk)
-	for start := 0; start < len(keys); start += sqliteLoadChunk {
-		chunk := keys[start:min(start+sqliteLoadChunk, len(keys))]
-		args = append(args[:0], now, app, model)
-		for i := range chunk {
-			args = append(args, chunk[i][:])
-		}
-		rows, err := tx.QueryContext(ctx, `UPDATE OR IGNORE vectors SET used_at = ? WHERE app_id = ? AND model = ? AND hash IN (`+
-			sqldb.Marks(len(chunk))+`) RETURNING hash, vector`, args...)
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		if err := readVectors(rows, out); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: commit: %w", what, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // readVectors adds the rows' hashes and vectors to out and closes rows.
@@ -78,51 +67,41 @@ func readVectors(rows *sql.Rows, out map[[32]byte][]float32) error {
 
 // saveVectorsSQLite stores the vectors of keys for app and model, in
 // one transaction: all of them or none.
-func (s *DB) saveVectorsSQLite(ctx context.Context, app, model, what string, keys [][32]byte, vectors map[[32]byte][]float32) (err error) {
-	tx, err := s.db.SQL().BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%s: begin: %w", what, err)
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, ignoreDone(tx.Rollback()))
-		}
-	}()
-	now := sqldb.FormatTime(time.Now())
-	args := make([]any, 0, 3+2*sqliteSaveChunk)
-	var full *sql.Stmt // the statement of a whole chunk, prepared once
-	defer func() {
-		if full != nil {
-			_ = full.Close()
-		}
-	}()
-	for start := 0; start < len(keys); start += sqliteSaveChunk {
-		chunk := keys[start:min(start+sqliteSaveChunk, len(keys))]
-		args = append(args[:0], app, model, now)
-		for i := range chunk {
-			args = append(args, chunk[i][:], content.AppendVector(nil, vectors[chunk[i]]))
-		}
-		if len(chunk) == sqliteSaveChunk && full == nil {
-			if full, err = tx.PrepareContext(ctx, saveStatement(sqliteSaveChunk)); err != nil {
+func (s *DB) saveVectorsSQLite(ctx context.Context, app, model, what string, keys [][32]byte, vectors map[[32]byte][]float32) error {
+	return s.db.InTx(ctx, what, func(tx *sql.Tx) (err error) {
+		now := sqldb.FormatTime(time.Now())
+		args := make([]any, 0, 3+2*sqliteSaveChunk)
+		var full *sql.Stmt // the statement of a whole chunk, prepared once
+		defer func() {
+			if full != nil {
+				_ = full.Close()
+			}
+		}()
+		for start := 0; start < len(keys); start += sqliteSaveChunk {
+			chunk := keys[start:min(start+sqliteSaveChunk, len(keys))]
+			args = append(args[:0], app, model, now)
+			for i := range chunk {
+				args = append(args, chunk[i][:], content.AppendVector(nil, vectors[chunk[i]]))
+			}
+			if len(chunk) == sqliteSaveChunk && full == nil {
+				if full, err = tx.PrepareContext(ctx, saveStatement(sqliteSaveChunk)); err != nil {
+					return fmt.Errorf("%s: %w", what, err)
+				}
+			}
+			if len(chunk) == sqliteSaveChunk {
+				_, err = full.ExecContext(ctx, args...)
+			} else {
+				_, err = tx.ExecContext(ctx, saveStatement(len(chunk)), args...)
+			}
+			switch {
+			case sqldb.IsForeignKey(err):
+				return fmt.Errorf("%s: app %q: %w", what, app, content.ErrNotFound)
+			case err != nil:
 				return fmt.Errorf("%s: %w", what, err)
 			}
 		}
-		if len(chunk) == sqliteSaveChunk {
-			_, err = full.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, saveStatement(len(chunk)), args...)
-		}
-		switch {
-		case sqldb.IsForeignKey(err):
-			return fmt.Errorf("%s: app %q: %w", what, app, content.ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("%s: %w", what, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: commit: %w", what, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // saveStatement upserts n rows; ?1 to ?3 are the app, model and time.
@@ -161,11 +140,4 @@ func (s *DB) pruneVectorsSQLite(ctx context.Context, app, model, what string, un
 			return total, nil
 		}
 	}
-}
-
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
 }
