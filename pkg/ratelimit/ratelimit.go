@@ -1,6 +1,7 @@
-// Package ratelimit keeps one token bucket per key (per access token, or
-// per client network): requests take one token each, and work whose cost
-// shows only as it is done is charged after.
+// Package ratelimit keeps token buckets. A Limiter keeps one per key (per
+// access token, or per client network): requests take one token each, or
+// are refused, and work whose cost shows only as it is done is charged
+// after. A Pace is one bucket a reader waits on instead.
 package ratelimit
 
 import (
@@ -101,9 +102,14 @@ func (l *Limiter) refill(key string, now time.Time) *bucket {
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b
 	}
-	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
+	b.refill(now, l.rate, l.burst)
 	return b
+}
+
+// refill adds what accrued since b was last used, up to burst.
+func (b *bucket) refill(now time.Time, rate, burst float64) {
+	b.tokens = math.Min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
+	b.last = now
 }
 
 // waitFor is how long a bucket holding tokens takes to hold n.

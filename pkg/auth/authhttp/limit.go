@@ -2,11 +2,31 @@ package authhttp
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/backoff"
 	"github.com/assistantcms/cms/pkg/ratelimit"
 )
+
+// Authenticator checks tokens and decides which app a request acts for.
+// *auth.Authenticator is the one the services use.
+type Authenticator interface {
+	Authenticate(ctx context.Context, h http.Header) (auth.Principal, error)
+	Resolve(ctx context.Context, p auth.Principal, appIDParam string) (auth.Target, error)
+}
+
+// Admit authenticates the token in h and takes one request from its rate
+// in l (see Limit): the first two checks of a request to the content API,
+// REST or GraphQL. Refuse turns its error into the answer.
+func Admit(ctx context.Context, a Authenticator, l *ratelimit.Limiter, h http.Header) (auth.Principal, error) {
+	p, err := a.Authenticate(ctx, h)
+	if err != nil {
+		return p, err
+	}
+	return p, Limit(ctx, l, p.TokenID)
+}
 
 // RefusalPause is how long Limit holds a refusal: less than the
 // Retry-After of at least a second the answer tells.
@@ -25,12 +45,7 @@ func Limit(ctx context.Context, l *ratelimit.Limiter, tokenID string) error {
 	if ok {
 		return nil
 	}
-	t := time.NewTimer(RefusalPause)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	backoff.Sleep(ctx, RefusalPause)
 	return &auth.Error{Kind: auth.Throttled, RetryAfter: wait,
 		Message: "too many requests for this token; retry after the time in Retry-After"}
 }

@@ -1,6 +1,7 @@
 package authhttp
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -39,5 +40,47 @@ func TestLimit(t *testing.T) {
 	}
 	if err := Limit(ctx, nil, "tok"); err != nil {
 		t.Errorf("no limiter refused: %v", err)
+	}
+}
+
+// tokenChecker knows one token, "good", of the token ID "tok".
+type tokenChecker struct{}
+
+func (tokenChecker) Authenticate(_ context.Context, h http.Header) (auth.Principal, error) {
+	if h.Get("Authorization") != "Bearer good" {
+		return auth.Principal{}, &auth.Error{Kind: auth.Unauthenticated, Message: "unknown token"}
+	}
+	return auth.Principal{TokenID: "tok"}, nil
+}
+
+func (tokenChecker) Resolve(context.Context, auth.Principal, string) (auth.Target, error) {
+	return auth.Target{}, nil
+}
+
+// TestAdmit: an unknown token is refused before it costs its rate; a known
+// one is charged, and refused once past it.
+func TestAdmit(t *testing.T) {
+	ctx := t.Context()
+	l := ratelimit.New(0.001, 1, nil)
+	tests := []struct {
+		name     string
+		token    string
+		wantKind auth.Kind // zero: admitted
+	}{
+		{"unknown token", "bad", auth.Unauthenticated},
+		{"unknown token again, rate untouched", "bad", auth.Unauthenticated},
+		{"known token", "good", 0},
+		{"known token past its rate", "good", auth.Throttled},
+	}
+	for _, tc := range tests {
+		h := http.Header{"Authorization": {"Bearer " + tc.token}}
+		p, err := Admit(ctx, tokenChecker{}, l, h)
+		var ae *auth.Error
+		switch {
+		case tc.wantKind == 0 && (err != nil || p.TokenID != "tok"):
+			t.Fatalf("%s: Admit = %+v, %v; want token tok admitted", tc.name, p, err)
+		case tc.wantKind != 0 && (!errors.As(err, &ae) || ae.Kind != tc.wantKind):
+			t.Fatalf("%s: Admit error %v; want kind %v", tc.name, err, tc.wantKind)
+		}
 	}
 }

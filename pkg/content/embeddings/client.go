@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/assistantcms/cms/pkg/backoff"
 )
 
 const (
@@ -228,11 +230,7 @@ func (c *Client) embedBatch(ctx context.Context, texts []string, out [][]float32
 	if err == nil || !retryable(ctx, err) {
 		return err
 	}
-	t := time.NewTimer(c.backoff)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
+	if !backoff.Sleep(ctx, c.backoff) {
 		return fmt.Errorf("%w (retry abandoned: %w)", err, ctx.Err())
 	}
 	if err2 := c.attempt(ctx, body, out); err2 != nil {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/backoff"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/columns"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
@@ -209,7 +210,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			// The batch is due.
 		default:
 			c.log.Warn("fetch from Kafka failed", "err", err)
-			sleep(ctx, c.cfg.RetryMin)
+			backoff.Sleep(ctx, c.cfg.RetryMin)
 			continue
 		}
 		// An error here means ctx ended mid-retry; the next fetch sees
@@ -319,7 +320,7 @@ const (
 
 // retry runs op until it succeeds or ctx ends, backing off exponentially.
 func (c *Consumer) retry(ctx context.Context, what string, op func(context.Context) error) error {
-	wait := c.cfg.RetryMin
+	wait := backoff.Doubling{First: c.cfg.RetryMin, Longest: c.cfg.RetryMax}
 	var failing time.Time
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
@@ -335,22 +336,9 @@ func (c *Consumer) retry(ctx context.Context, what string, op func(context.Conte
 			failing = time.Now()
 		}
 		c.metrics.retries.WithLabelValues(what).Inc()
-		c.log.Warn(what+" failed; retrying", "attempt", attempt, "in", wait.String(), "err", err)
-		if !sleep(ctx, wait) {
+		c.log.Warn(what+" failed; retrying", "attempt", attempt, "in", wait.Next().String(), "err", err)
+		if !wait.Wait(ctx) {
 			return fmt.Errorf("%s: %w (gave up: %w)", what, err, ctx.Err())
 		}
-		wait = min(2*wait, c.cfg.RetryMax)
-	}
-}
-
-// sleep waits for d or until ctx ends; it reports whether it slept fully.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -275,7 +275,7 @@ func (c *coalescer) round(ln *lane) {
 	ln.inFlight--
 	ln.backoff = 0
 	if len(retry) > 0 {
-		ln.backoff = backoff(retry[0].attempts)
+		ln.backoff = retryWait(retry[0].attempts)
 		c.requeueLocked(retry)
 	}
 	c.startLocked(ln)
@@ -317,7 +317,7 @@ func (c *coalescer) requeueLocked(entries []*entry) {
 			c.lanes[leader] = ln
 		}
 		ln.pending = slices.Insert(ln.pending, 0, e)
-		ln.backoff = max(ln.backoff, backoff(e.attempts))
+		ln.backoff = max(ln.backoff, retryWait(e.attempts))
 		c.startLocked(ln)
 	}
 }
@@ -480,7 +480,8 @@ func retriable(err error) bool {
 	return !errors.Is(err, context.Canceled)
 }
 
-func backoff(attempt int) time.Duration {
+// retryWait is the wait before a retry's attempt: doubling, bounded.
+func retryWait(attempt int) time.Duration {
 	d := retryBackoffMin << max(attempt-1, 0)
 	return min(d, retryBackoffMax)
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/assistantcms/cms/pkg/backoff"
+	"github.com/assistantcms/cms/pkg/ratelimit"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
@@ -85,7 +87,7 @@ type Tail struct {
 	cfg     TailConfig
 	dialer  *kafkago.Dialer
 	brokers []string
-	budget  *readBudget // nil: every record is read
+	budget  *ratelimit.Pace // nil: every record is read
 }
 
 // NewTail returns a tail of the topics in tc; nothing connects before Run.
@@ -114,7 +116,10 @@ func (c Cluster) NewTail(tc TailConfig) (*Tail, error) {
 	}
 	t := &Tail{cfg: tc, dialer: dialer, brokers: c.Brokers}
 	if tc.MaxRecordsPerSecond > 0 {
-		t.budget = newReadBudget(float64(tc.MaxRecordsPerSecond), time.Now())
+		// Saved up to a quarter of a second's worth, so that what is read,
+		// and shown, comes evenly rather than in a burst a second; shared
+		// by every partition's reader.
+		t.budget = ratelimit.NewPace(float64(tc.MaxRecordsPerSecond), float64(tc.MaxRecordsPerSecond)/4)
 	}
 	return t, nil
 }
@@ -126,7 +131,8 @@ func (c Cluster) NewTail(tc TailConfig) (*Tail, error) {
 func (t *Tail) Run(ctx context.Context, h TailHandler) {
 	st := &tailState{h: h, first: true}
 	var parts []kafkago.Partition
-	for wait, attempt := t.cfg.RetryWait, 0; ; attempt++ {
+	wait := backoff.Doubling{First: t.cfg.RetryWait, Longest: MaxRetryWait}
+	for attempt := 0; ; attempt++ {
 		var err error
 		if parts, err = t.partitions(ctx, attempt); err == nil {
 			break
@@ -135,10 +141,9 @@ func (t *Tail) Run(ctx context.Context, h TailHandler) {
 			return
 		}
 		st.interrupt(fmt.Errorf("read the partitions of %v: %w", t.cfg.Topics, err))
-		if !sleep(ctx, wait) {
+		if !wait.Wait(ctx) {
 			return
 		}
-		wait = min(2*wait, MaxRetryWait)
 	}
 	st.mu.Lock()
 	st.down = len(parts)
@@ -181,12 +186,12 @@ func (t *Tail) partitions(ctx context.Context, attempt int) ([]kafkago.Partition
 // after each failure.
 func (t *Tail) readPartition(ctx context.Context, topic string, partition int, st *tailState) {
 	next := int64(-1) // the newest record, the first time
-	wait := t.cfg.RetryWait
+	wait := backoff.Doubling{First: t.cfg.RetryWait, Longest: MaxRetryWait}
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		conn, lost, err := t.position(ctx, topic, partition, attempt, &next)
 		if err == nil {
 			st.up(lost)
-			wait = t.cfg.RetryWait
+			wait.Reset()
 			err = t.read(ctx, conn, &next, st.h)
 			conn.Close()
 			if ctx.Err() != nil {
@@ -196,10 +201,9 @@ func (t *Tail) readPartition(ctx context.Context, topic string, partition int, s
 		} else if ctx.Err() == nil {
 			st.interrupt(fmt.Errorf("reach %s/%d: %w", topic, partition, err))
 		}
-		if !sleep(ctx, wait) {
+		if !wait.Wait(ctx) {
 			return
 		}
-		wait = min(2*wait, MaxRetryWait)
 	}
 }
 
@@ -271,7 +275,7 @@ func (t *Tail) read(ctx context.Context, conn *kafkago.Conn, next *int64, h Tail
 		hwm = b.HighWaterMark()
 		if len(ms) > 0 {
 			if t.budget != nil {
-				t.budget.spend(len(ms))
+				t.budget.Spend(len(ms))
 			}
 			h.Messages(ms)
 			clear(ms) // the handler keeps what it wants; this slice is reused
@@ -289,7 +293,7 @@ func (t *Tail) read(ctx context.Context, conn *kafkago.Conn, next *int64, h Tail
 // allows, moves *next to the newest records the budget allows and
 // reports the records passed over.
 func (t *Tail) keepWithin(ctx context.Context, conn *kafkago.Conn, next *int64, hwm int64, h TailHandler) error {
-	allowed, waited, err := t.budget.wait(ctx)
+	allowed, waited, err := t.budget.Wait(ctx)
 	if err != nil {
 		return err
 	}
@@ -308,55 +312,6 @@ func (t *Tail) keepWithin(ctx context.Context, conn *kafkago.Conn, next *int64, 
 		h.Unread(skip)
 	}
 	return nil
-}
-
-// readBudget is a tail's allowance of records: rate a second, saved up to
-// a quarter of a second's worth so that what is read, and shown, comes
-// evenly rather than in a burst a second; shared by every partition's
-// reader.
-type readBudget struct {
-	mu     sync.Mutex
-	rate   float64
-	burst  float64
-	tokens float64 // below zero after a fetch larger than the allowance
-	last   time.Time
-}
-
-func newReadBudget(rate float64, now time.Time) *readBudget {
-	burst := max(1, rate/4)
-	return &readBudget{rate: rate, burst: burst, tokens: burst, last: now}
-}
-
-// refill adds what accrued since the last call; b.mu is held.
-func (b *readBudget) refill(now time.Time) {
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-}
-
-// wait waits until at least one record is allowed, and returns how many
-// are and whether it had to wait; an error when ctx ends first.
-func (b *readBudget) wait(ctx context.Context) (allowed int64, waited bool, err error) {
-	for {
-		b.mu.Lock()
-		b.refill(time.Now())
-		tokens := b.tokens
-		b.mu.Unlock()
-		if tokens >= 1 {
-			return int64(tokens), waited, nil
-		}
-		waited = true
-		if !sleep(ctx, time.Duration((1-tokens)/b.rate*float64(time.Second))) {
-			return 0, true, ctx.Err()
-		}
-	}
-}
-
-// spend takes n records read from the allowance.
-func (b *readBudget) spend(n int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.refill(time.Now())
-	b.tokens -= float64(n)
 }
 
 // tailState counts the partitions not being read, to report one
@@ -403,17 +358,4 @@ func (s *tailState) interrupt(err error) {
 	}
 	s.interrupted = true
 	s.h.Interrupted(err)
-}
-
-// sleep waits for d or until ctx ends; it reports whether ctx is still
-// alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
