@@ -44,12 +44,6 @@ type Store interface {
 	ListRecords(ctx context.Context, appID string, kind content.Kind) ([]content.Record, error)
 }
 
-// Authenticator checks tokens and decides which app a request acts for.
-type Authenticator interface {
-	Authenticate(ctx context.Context, h http.Header) (auth.Principal, error)
-	Resolve(ctx context.Context, p auth.Principal, appIDParam string) (auth.Target, error)
-}
-
 // Config tunes the API.
 type Config struct {
 	// RefreshInterval bounds how long a change made by another process
@@ -104,7 +98,7 @@ type API struct {
 	history      *historyCache
 	keys         *keyCache
 	store        Store
-	authn        Authenticator
+	authn        authhttp.Authenticator
 	limiter      *ratelimit.Limiter
 	cache        *cache
 	log          *slog.Logger
@@ -130,7 +124,7 @@ type API struct {
 }
 
 // New returns the API. limiter may be nil to disable rate limiting.
-func New(cfg Config, store Store, authn Authenticator, limiter *ratelimit.Limiter, log *slog.Logger) *API {
+func New(cfg Config, store Store, authn authhttp.Authenticator, limiter *ratelimit.Limiter, log *slog.Logger) *API {
 	if cfg.RefreshInterval <= 0 {
 		cfg.RefreshInterval = DefaultRefreshInterval
 	}
@@ -234,12 +228,8 @@ func (a *API) principal(c *gin.Context) (auth.Principal, bool) {
 // principalFor checks the token, the token's rate limit and the scope
 // want, which need says what for; on failure it has answered.
 func (a *API) principalFor(c *gin.Context, want tenancy.Scopes, need string) (auth.Principal, bool) {
-	p, err := a.authn.Authenticate(c.Request.Context(), c.Request.Header)
+	p, err := authhttp.Admit(c.Request.Context(), a.authn, a.limiter, c.Request.Header)
 	if err != nil {
-		a.authError(c, err)
-		return p, false
-	}
-	if err := authhttp.Limit(c.Request.Context(), a.limiter, p.TokenID); err != nil {
 		a.authError(c, err)
 		return p, false
 	}

@@ -6,7 +6,6 @@ package graphql
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,17 +28,11 @@ import (
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
-// Authenticator checks tokens and resolves apps, as for REST.
-type Authenticator interface {
-	Authenticate(ctx context.Context, h http.Header) (auth.Principal, error)
-	AppResolver
-}
-
 // Handler is the GraphQL endpoint.
 type Handler struct {
 	schema  gql.Schema
 	cost    *costModel
-	authn   Authenticator
+	authn   authhttp.Authenticator
 	limiter *ratelimit.Limiter
 	limits  Limits
 	budget  *answerBudget
@@ -50,7 +43,7 @@ type Handler struct {
 // New builds the endpoint. changed is called with the app and the token
 // of every successful mutation, so that readers see the change at once
 // and the work it causes is charged to who made it; limiter may be nil.
-func New(limits Limits, store Store, authn Authenticator, limiter *ratelimit.Limiter, changed func(appID, tokenID string), log *slog.Logger) (*Handler, error) {
+func New(limits Limits, store Store, authn authhttp.Authenticator, limiter *ratelimit.Limiter, changed func(appID, tokenID string), log *slog.Logger) (*Handler, error) {
 	if changed == nil {
 		changed = func(string, string) {}
 	}
@@ -126,12 +119,8 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (auth.Principal,
 		writeError(w, http.StatusMethodNotAllowed, errorf(CodeBadRequest, "", "use POST (or GET for queries)"))
 		return auth.Principal{}, false
 	}
-	p, err := h.authn.Authenticate(r.Context(), r.Header)
+	p, err := authhttp.Admit(r.Context(), h.authn, h.limiter, r.Header)
 	if err != nil {
-		h.authFailed(w, err)
-		return auth.Principal{}, false
-	}
-	if err := authhttp.Limit(r.Context(), h.limiter, p.TokenID); err != nil {
 		h.authFailed(w, err)
 		return auth.Principal{}, false
 	}

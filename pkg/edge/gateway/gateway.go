@@ -209,7 +209,7 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 		// answering the truncated body it was sent (its own read timeout
 		// may fire first); the client hears why instead.
 		ModifyResponse: func(resp *http.Response) error {
-			sw, ok := resp.Request.Context().Value(callKey{}).(*statusWriter)
+			sw, ok := resp.Request.Context().Value(callKey{}).(*clientAnswer)
 			if !ok {
 				return nil
 			}
@@ -233,7 +233,7 @@ func (g *Gateway) proxy(name string, target *url.URL, transport http.RoundTrippe
 		// garbage collection.
 		BufferPool: g.copyBuffers,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if sw, ok := r.Context().Value(callKey{}).(*statusWriter); ok && sw.body != nil {
+			if sw, ok := r.Context().Value(callKey{}).(*clientAnswer); ok && sw.body != nil {
 				if berr := sw.body.failure(); berr != nil {
 					// The client's fault: told so in the error shape, not
 					// answered as a client gone away (499, no body) or an
@@ -276,11 +276,13 @@ func upstreamReady(rt http.RoundTripper, readyURL string) httpserve.Check {
 	}
 }
 
-// statusWriter remembers the status code written. For a stream of
-// events (text/event-stream), which lasts as long as its client and the
-// upstream keep it, each write gets the write timeout of its own, rather
-// than the whole answer, and the gateway's shutdown ends it.
-type statusWriter struct {
+// clientAnswer is the answer to the client: it remembers the status code
+// written, holds the headers of an answer of known length until its body,
+// and gives each write of a stream of events (text/event-stream), which
+// lasts as long as its client and the upstream keep it, a write timeout of
+// its own rather than one for the whole answer; the gateway's shutdown
+// ends a stream.
+type clientAnswer struct {
 	http.ResponseWriter
 	code int
 	// writeTimeout bounds one write of a stream.
@@ -298,7 +300,7 @@ type statusWriter struct {
 	body *clientBody
 }
 
-// callKey is the context key of a request's *statusWriter, which
+// callKey is the context key of a request's *clientAnswer, which
 // ModifyResponse and ErrorHandler reach through the upstream request.
 type callKey struct{}
 
@@ -325,7 +327,7 @@ func isEventStream(contentType string) bool {
 // stream makes the answer a stream: no read deadline (it would end the
 // request's context as net/http reads on for the client going away), a
 // write deadline per write, and an end when stopping closes.
-func (s *statusWriter) stream(stopping <-chan struct{}) {
+func (s *clientAnswer) stream(stopping <-chan struct{}) {
 	s.streaming = true
 	_ = http.NewResponseController(s.ResponseWriter).SetReadDeadline(time.Time{})
 	ctx, cancel := s.ctx, s.cancel
@@ -338,14 +340,14 @@ func (s *statusWriter) stream(stopping <-chan struct{}) {
 	}()
 }
 
-func (s *statusWriter) WriteHeader(code int) {
+func (s *clientAnswer) WriteHeader(code int) {
 	if s.code == 0 {
 		s.code = code
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func (s *statusWriter) Write(b []byte) (int, error) {
+func (s *clientAnswer) Write(b []byte) (int, error) {
 	if s.code == 0 {
 		s.code = http.StatusOK
 	}
@@ -362,7 +364,7 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 // body; when the timer wins, the answer costs two writes (and the client
 // two reads) instead of one, the body following at once. ReverseProxy
 // calls this and Write under one lock.
-func (s *statusWriter) FlushError() error {
+func (s *clientAnswer) FlushError() error {
 	if s.holdHeaders && !s.wrote {
 		return nil
 	}
@@ -370,7 +372,7 @@ func (s *statusWriter) FlushError() error {
 }
 
 // Unwrap lets http.ResponseController reach the connection (flushes).
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+func (s *clientAnswer) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // clientBody remembers why reading a client's request body failed, so
 // that the failure is answered as the client's rather than as an
@@ -428,7 +430,7 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	sw := &statusWriter{ResponseWriter: w, writeTimeout: g.cfg.HTTP.WriteTimeout, ctx: ctx, cancel: cancel}
+	sw := &clientAnswer{ResponseWriter: w, writeTimeout: g.cfg.HTTP.WriteTimeout, ctx: ctx, cancel: cancel}
 	// One copy of the request, for its context: the proxy clones it again.
 	r = r.WithContext(context.WithValue(ctx, callKey{}, sw))
 	if r.Body != nil && r.Body != http.NoBody {

@@ -38,12 +38,6 @@ type Publisher interface {
 	Publish(ctx context.Context, accepted, quarantined []event.Record) error
 }
 
-// Authenticator checks tokens and decides which app a request acts for.
-type Authenticator interface {
-	Authenticate(ctx context.Context, h http.Header) (auth.Principal, error)
-	Resolve(ctx context.Context, p auth.Principal, appIDParam string) (auth.Target, error)
-}
-
 // Config holds the handler's limits.
 type Config struct {
 	// MaxBodyBytes caps the body as sent on the wire.
@@ -325,7 +319,7 @@ func (c Config) MemoryShareNote() string {
 type Handler struct {
 	cfg       Config
 	validator *event.Validator
-	auth      Authenticator
+	auth      authhttp.Authenticator
 	pub       Publisher
 	limiter   *ratelimit.Limiter
 	// events are the event rate limits by token, app and organization,
@@ -343,7 +337,7 @@ type Handler struct {
 }
 
 // New returns a Handler. limiter may be nil (no per-token limit).
-func New(cfg Config, v *event.Validator, a Authenticator, p Publisher, limiter *ratelimit.Limiter, m *Metrics, log *slog.Logger) *Handler {
+func New(cfg Config, v *event.Validator, a authhttp.Authenticator, p Publisher, limiter *ratelimit.Limiter, m *Metrics, log *slog.Logger) *Handler {
 	cfg.maxEvents = v.Limits().MaxEvents
 	cfg = cfg.withDefaults()
 	var events [3]*ratelimit.Limiter
