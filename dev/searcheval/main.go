@@ -30,7 +30,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
@@ -38,6 +37,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/assistantcms/cms/internal/searcheval"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
@@ -105,45 +105,41 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 	if err := b.WaitSemantic(context.Background()); err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(questionsPath)
+	qs, err := searcheval.ReadQuestions(questionsPath)
 	if err != nil {
 		return err
 	}
-	var qs []knowledge.Question
-	if err := json.Unmarshal(raw, &qs); err != nil {
-		return fmt.Errorf("%s: %w", questionsPath, err)
-	}
 	ctx := context.Background()
-	ev, err := b.Evaluate(ctx, qs, intents...)
+	ev, err := searcheval.Evaluate(ctx, b, qs, intents...)
 	if err != nil {
 		return err
 	}
 	// Each ranking on its own, on the same base, for comparison.
 	type column struct {
 		name       string
-		by         knowledge.Ranking
-		all, parts []knowledge.Evaluation
+		by         searcheval.Ranking
+		all, parts []searcheval.Evaluation
 	}
-	cols := []*column{{name: "lexical", by: knowledge.Lexical}}
+	cols := []*column{{name: "lexical", by: searcheval.Lexical}}
 	if b.Semantic() {
-		cols = append(cols, &column{name: "vectors alone", by: knowledge.Vectors}, &column{name: "hybrid", by: knowledge.Hybrid})
+		cols = append(cols, &column{name: "vectors alone", by: searcheval.Vectors}, &column{name: "hybrid", by: searcheval.Hybrid})
 	}
 	var parts []string
-	var partQs [][]knowledge.Question
+	var partQs [][]searcheval.Question
 	if first > 0 && first < len(qs) {
 		parts = []string{fmt.Sprintf("questions 1-%d", first), fmt.Sprintf("questions %d-%d", first+1, len(qs))}
-		partQs = [][]knowledge.Question{qs[:first], qs[first:]}
+		partQs = [][]searcheval.Question{qs[:first], qs[first:]}
 	}
 	for _, c := range cols {
 		e := ev
-		if c.by != knowledge.Hybrid || !b.Semantic() {
-			if e, err = b.EvaluateBy(ctx, c.by, qs); err != nil {
+		if c.by != searcheval.Hybrid || !b.Semantic() {
+			if e, err = searcheval.EvaluateBy(ctx, b, c.by, qs); err != nil {
 				return err
 			}
 		}
-		c.all = []knowledge.Evaluation{e}
+		c.all = []searcheval.Evaluation{e}
 		for _, pq := range partQs {
-			pe, err := b.EvaluateBy(ctx, c.by, pq)
+			pe, err := searcheval.EvaluateBy(ctx, b, c.by, pq)
 			if err != nil {
 				return err
 			}
@@ -166,7 +162,7 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 		}
 		fmt.Println(line)
 	}
-	metric := func(m knowledge.Metrics) string { return fmt.Sprintf("%.3f (%.3f)", m.MRR, m.NDCG5) }
+	metric := func(m searcheval.Metrics) string { return fmt.Sprintf("%.3f (%.3f)", m.MRR, m.NDCG5) }
 	row("search", ev.Search.Questions, func(c *column) string { return metric(c.all[0].Search) })
 	row("FAQ", ev.FAQ.Questions, func(c *column) string { return metric(c.all[0].FAQ) })
 	for i, name := range parts {
@@ -228,7 +224,7 @@ func run(contentPath, questionsPath string, misses bool, first int, o knowledge.
 	fmt.Println()
 	fmt.Println("| typed towards | prefixes | hits | hit rate@5 |")
 	fmt.Println("|---|---:|---:|---:|")
-	hits := func(name string, h knowledge.HitRate) {
+	hits := func(name string, h searcheval.HitRate) {
 		fmt.Printf("| %s | %d | %d | %.3f |\n", name, h.Prefixes, h.Hits, h.Rate)
 	}
 	hits("labelled questions with an FAQ target", ev.UserSuggestions)

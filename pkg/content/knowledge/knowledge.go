@@ -177,7 +177,7 @@ func New(src Content, o Options) (*Base, error) {
 			return nil, fmt.Errorf("intent %q: %w", r.ID, err)
 		}
 		for _, p := range f.UtterancePatterns {
-			text := plainPattern(p)
+			text := PlainPattern(p)
 			if text != "" && !seen[strings.ToLower(text)] {
 				seen[strings.ToLower(text)] = true
 				cands = append(cands, search.Candidate{Text: text, Kind: KindIntent})
@@ -260,7 +260,7 @@ func synonymSets(faqs, intents, entities []content.Record) ([][]string, error) {
 		}
 		texts := make([]string, 0, len(f.UtterancePatterns))
 		for _, p := range f.UtterancePatterns {
-			texts = append(texts, plainPattern(p))
+			texts = append(texts, PlainPattern(p))
 		}
 		addAlternatives(texts)
 	}
@@ -274,9 +274,10 @@ func synonymSets(faqs, intents, entities []content.Record) ([][]string, error) {
 
 var slotRef = regexp.MustCompile(`\$\{[^}]*\}|\{[^}]*\}`)
 
-// plainPattern is an utterance pattern without its slot references: the
-// words a user types before filling a slot in.
-func plainPattern(p string) string {
+// PlainPattern is an utterance pattern without its slot references: the
+// words a user types before filling a slot in, as suggestions show the
+// pattern, for a caller that shows or matches patterns as they do.
+func PlainPattern(p string) string {
 	return strings.Join(strings.Fields(slotRef.ReplaceAllString(p, " ")), " ")
 }
 
@@ -294,6 +295,10 @@ type Document struct {
 	Document   string            `json:"document"`
 	Highlights []Highlight       `json:"highlights"`
 	Attributes map[string]string `json:"attributes,omitempty"`
+	// ID is the document's record ID, for a caller that relates a result
+	// to the content it came from (feedback on a result, which documents
+	// answer most); the response body leaves it out.
+	ID string `json:"-"`
 	// head is Title, URI and Document as JSON, when known.
 	head string
 }
@@ -348,7 +353,7 @@ func (b *Base) SearchQuery(q Query, location string) SearchResult {
 		out.Documents = append(out.Documents, d)
 	}
 	for _, p := range passages {
-		d := Document{Title: p.Result.Doc.Title, URI: p.Result.Doc.URI, Document: p.Text, Highlights: b.highlights(p.Result, p.Start, p.End)}
+		d := Document{Title: p.Result.Doc.Title, URI: p.Result.Doc.URI, Document: p.Text, Highlights: b.highlights(p.Result, p.Start, p.End), ID: p.Result.Doc.ID}
 		for i, h := range d.Highlights {
 			d.Highlights[i].TopAnswer = h.BeginOffset >= p.Sentence.Start && h.EndOffset <= p.Sentence.End
 		}
@@ -444,7 +449,7 @@ func finiteOr0(f float64) float64 {
 
 func (b *Base) document(r search.Result) Document {
 	d := r.Doc
-	out := Document{Title: d.Title, URI: d.URI, Document: d.Body, Highlights: b.highlights(r, 0, math.MaxInt32), head: b.docHeads[r.Index]}
+	out := Document{Title: d.Title, URI: d.URI, Document: d.Body, Highlights: b.highlights(r, 0, math.MaxInt32), ID: d.ID, head: b.docHeads[r.Index]}
 	if d.Location != "" {
 		out.Attributes = map[string]string{"location": d.Location}
 	}
@@ -499,6 +504,9 @@ type FAQ struct {
 	Answer    string   `json:"answer"`
 	URL       string   `json:"url,omitempty"`
 	Score     float64  `json:"_score"`
+	// ID is the FAQ's record ID, for a caller that relates a match to
+	// the content it came from; the response body leaves it out.
+	ID string `json:"-"`
 }
 
 // FAQResult is the body of GET /cms/faq/query.
@@ -525,7 +533,20 @@ func (b *Base) FAQsQuery(q Query, limit int) FAQResult {
 	out := FAQResult{Total: total, FAQ: []FAQ{}}
 	for _, h := range hits[:min(len(hits), max(limit, 0))] {
 		f := b.faqList[h.group]
-		out.FAQ = append(out.FAQ, FAQ{Created: f.Created, Questions: f.Questions, Name: f.Name, Answer: f.Answer, URL: f.URL, Score: h.score})
+		out.FAQ = append(out.FAQ, FAQ{Created: f.Created, Questions: f.Questions, Name: f.Name, Answer: f.Answer, URL: f.URL, Score: h.score, ID: f.ID})
+	}
+	return out
+}
+
+// FAQList is every FAQ of the base in order of ID, as FAQs answers them
+// but with no score: for a caller that shows the FAQs as a whole or
+// checks texts against them, such as which FAQ a suggested question is
+// one of.
+func (b *Base) FAQList() []FAQ {
+	out := make([]FAQ, 0, len(b.faqList))
+	for _, id := range slices.Sorted(maps.Keys(b.faqList)) {
+		f := b.faqList[id]
+		out = append(out, FAQ{Created: f.Created, Questions: f.Questions, Name: f.Name, Answer: f.Answer, URL: f.URL, ID: f.ID})
 	}
 	return out
 }

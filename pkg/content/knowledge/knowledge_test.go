@@ -48,8 +48,8 @@ func TestPlainPattern(t *testing.T) {
 		"${x}":                   "",
 		"  hello   there ":       "hello there",
 	} {
-		if got := plainPattern(in); got != want {
-			t.Errorf("plainPattern(%q) = %q, want %q", in, got, want)
+		if got := PlainPattern(in); got != want {
+			t.Errorf("PlainPattern(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

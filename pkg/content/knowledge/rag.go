@@ -17,13 +17,15 @@ import (
 type Source struct {
 	URL   string `json:"url"`
 	Title string `json:"title,omitempty"`
-	// kind (KindFAQ or kindDocument) and id name the source, for the
-	// evaluation.
-	kind, id string
+	// Kind (KindFAQ or KindDocument) and ID, its record ID, name the
+	// item, for a caller that relates an answer to the content it drew
+	// on; the response body leaves them out.
+	Kind string `json:"-"`
+	ID   string `json:"-"`
 }
 
-// kindDocument is the kind of a document source.
-const kindDocument = "DOCUMENT"
+// KindDocument is the Kind of a Source that is a document.
+const KindDocument = "DOCUMENT"
 
 // Answer is the body of GET /cms/rag.
 type Answer struct {
@@ -87,10 +89,14 @@ const noAnswer = "I could not find an answer to that in the knowledge base."
 func (b *Base) Answer(ctx context.Context, question, location string, gen Generator, temperature float64) (a Answer, genErr error) {
 	q := b.Understand(ctx, question)
 	defer q.Release()
-	return b.answer(ctx, q, location, gen, temperature)
+	return b.AnswerQuery(ctx, q, location, gen, temperature)
 }
 
-func (b *Base) answer(ctx context.Context, q Query, location string, gen Generator, temperature float64) (Answer, error) {
+// AnswerQuery is Answer for a question understood (see Understand), as
+// SearchQuery is Search's: a caller that also searches or matches FAQs
+// for the question embeds it once. A Query without the question's vector
+// is answered by words alone.
+func (b *Base) AnswerQuery(ctx context.Context, q Query, location string, gen Generator, temperature float64) (Answer, error) {
 	var retrieved []Passage
 	var a Answer
 	var extractive string
@@ -136,7 +142,7 @@ func (b *Base) retrieveLexically(question, location string) ([]Passage, string, 
 		f := b.faqList[faqs[0].Doc.Group]
 		retrieved = append(retrieved, Passage{Title: f.Name, URL: f.URL, Text: f.Questions[0] + " " + f.Answer})
 		extractive = f.Answer
-		sources = append(sources, Source{URL: f.URL, Title: f.Name, kind: KindFAQ, id: f.ID})
+		sources = append(sources, Source{URL: f.URL, Title: f.Name, Kind: KindFAQ, ID: f.ID})
 	}
 	for i, p := range passages {
 		if p.Confidence < answerThreshold {
@@ -147,7 +153,7 @@ func (b *Base) retrieveLexically(question, location string) ([]Passage, string, 
 			extractive = utf16Slice(p.Text, p.Sentence)
 		}
 		if !hasSource(sources, p.Result.Doc.URI) {
-			sources = append(sources, Source{URL: p.Result.Doc.URI, Title: p.Result.Doc.Title, kind: kindDocument, id: p.Result.Doc.ID})
+			sources = append(sources, Source{URL: p.Result.Doc.URI, Title: p.Result.Doc.Title, Kind: KindDocument, ID: p.Result.Doc.ID})
 		}
 	}
 	if !useFAQ && (len(passages) == 0 || passages[0].Confidence < answerThreshold) {
@@ -175,7 +181,7 @@ func (b *Base) retrieveHybrid(q Query, location string) ([]Passage, string, []So
 	addFAQ := func() {
 		f := b.faqList[faqs[0].group]
 		retrieved = append(retrieved, Passage{Title: f.Name, URL: f.URL, Text: f.Questions[0] + " " + f.Answer})
-		sources = append(sources, Source{URL: f.URL, Title: f.Name, kind: KindFAQ, id: f.ID})
+		sources = append(sources, Source{URL: f.URL, Title: f.Name, Kind: KindFAQ, ID: f.ID})
 		if extractive == "" {
 			extractive = f.Answer
 		}
@@ -186,7 +192,7 @@ func (b *Base) retrieveHybrid(q Query, location string) ([]Passage, string, []So
 		text := strings.TrimSpace(d.Doc.Body[p.start:p.end])
 		retrieved = append(retrieved, Passage{Title: d.Doc.Title, URL: d.Doc.URI, Text: text})
 		if !hasSource(sources, d.Doc.URI) {
-			sources = append(sources, Source{URL: d.Doc.URI, Title: d.Doc.Title, kind: kindDocument, id: d.Doc.ID})
+			sources = append(sources, Source{URL: d.Doc.URI, Title: d.Doc.Title, Kind: KindDocument, ID: d.Doc.ID})
 		}
 		if extractive == "" {
 			extractive = text

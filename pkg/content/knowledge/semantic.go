@@ -424,7 +424,7 @@ type Query struct {
 	// Fallback, when not nil, says why the question is answered lexically
 	// alone although semantic retrieval is configured.
 	Fallback error
-	// mode ranks by one side alone, for measuring each.
+	// mode ranks by meaning alone (see ByMeaning).
 	mode rankMode
 }
 
@@ -433,9 +433,18 @@ type rankMode int
 
 const (
 	rankHybrid rankMode = iota
-	rankLexical
 	rankVector
 )
+
+// ByMeaning returns q to be ranked by meaning alone: SearchQuery and
+// FAQsQuery order the items by their similarity to the question, its
+// words left out, for a caller that weighs what semantic retrieval finds
+// by itself against the words' ranking (Search) and the combined one. A
+// Query without the question's vector is ranked by its words still.
+func (q Query) ByMeaning() Query {
+	q.mode = rankVector
+	return q
+}
 
 // Semantic reports whether the base combines lexical with semantic
 // retrieval (an embedder is configured).
@@ -503,8 +512,8 @@ func (b *Base) WaitSemantic(ctx context.Context) error {
 }
 
 // semantic reports whether q is ranked by meaning: it has the
-// question's similarities and is not held to lexical ranking.
-func (q Query) semantic() bool { return q.sims != nil && q.mode != rankLexical }
+// question's similarities.
+func (q Query) semantic() bool { return q.sims != nil }
 
 // floor is the least similarity an item found by meaning alone needs.
 func (q Query) floor() float64 {

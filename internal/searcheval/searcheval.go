@@ -1,16 +1,21 @@
-package knowledge
+// Package searcheval measures the search, FAQ, RAG and suggestion quality
+// of a knowledge base on labelled questions: the figures go run
+// ./dev/searcheval reports, and the tests hold the ranking to.
+package searcheval
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"maps"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/knowledge"
 )
 
 // Question is a labelled question of an evaluation set.
@@ -20,6 +25,19 @@ type Question struct {
 	Target   string   `json:"target"`
 	Relevant []string `json:"relevant"`
 	Style    string   `json:"style"`
+}
+
+// ReadQuestions reads a JSON array of labelled questions.
+func ReadQuestions(path string) ([]Question, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var qs []Question
+	if err := json.Unmarshal(raw, &qs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return qs, nil
 }
 
 // Metrics are ranking figures over a set of questions.
@@ -74,14 +92,14 @@ type RAGFigures struct {
 	Questions, Right, OtherKind, Wrong, Abstained int
 }
 
-func (f *RAGFigures) add(q Question, a Answer) {
+func (f *RAGFigures) add(q Question, a knowledge.Answer) {
 	f.Questions++
 	switch {
 	case !a.HasAnswer || len(a.Sources) == 0:
 		f.Abstained++
-	case (q.Target == "faq") != (a.Sources[0].kind == KindFAQ):
+	case (q.Target == "faq") != (a.Sources[0].Kind == knowledge.KindFAQ):
 		f.OtherKind++
-	case slices.Contains(q.Relevant, a.Sources[0].id):
+	case slices.Contains(q.Relevant, a.Sources[0].ID):
 		f.Right++
 	default:
 		f.Wrong++
@@ -120,6 +138,7 @@ func (h *HitRate) add(hit bool) {
 // suggestDepth is how many suggestions a user sees while typing.
 const suggestDepth = 5
 
+// evalDepth is how far down a ranking the metrics look.
 const evalDepth = 10
 
 // Evaluate runs the questions against b, and the suggestions against
@@ -127,40 +146,41 @@ const evalDepth = 10
 // patterns of intents (the records b was built from; the intent figures
 // stay empty without them). With semantic retrieval, questions are
 // ranked as SearchQuery and FAQsQuery rank them.
-func (b *Base) Evaluate(ctx context.Context, qs []Question, intents ...content.Record) (Evaluation, error) {
-	return b.EvaluateBy(ctx, Hybrid, qs, intents...)
+func Evaluate(ctx context.Context, b *knowledge.Base, qs []Question, intents ...content.Record) (Evaluation, error) {
+	return EvaluateBy(ctx, b, Hybrid, qs, intents...)
 }
 
 // EvaluateBy is Evaluate ranking by words, meaning, or both; the
 // suggestion figures are the same whatever it ranks by.
-func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intents ...content.Record) (Evaluation, error) {
+func EvaluateBy(ctx context.Context, b *knowledge.Base, by Ranking, qs []Question, intents ...content.Record) (Evaluation, error) {
+	e := newEvaluator(b)
 	ev := Evaluation{ByStyle: map[string]float64{}, UserSuggestionsByStyle: map[string]HitRate{}}
 	styleCount := map[string]int{}
 	hits, prefixes := 0, 0
 	for _, q := range qs {
 		var ranked []string
 		var m *Metrics
-		uq, err := b.understood(ctx, q.Question, by)
+		uq, err := understood(ctx, b, q.Question, by)
 		if err != nil {
 			return ev, err
 		}
 		if by != Vectors {
-			a, _ := b.answer(ctx, uq, "", nil, 0)
+			a, _ := b.AnswerQuery(ctx, uq, "", nil, 0)
 			ev.RAG.add(q, a)
 		}
 		switch q.Target {
 		case "search":
-			for _, r := range b.docResults(uq, "", evalDepth) {
-				ranked = append(ranked, r.Doc.ID)
+			docs := b.SearchQuery(uq, "").Documents
+			for _, d := range docs[:min(len(docs), evalDepth)] {
+				ranked = append(ranked, d.ID)
 			}
 			m = &ev.Search
 		case "faq":
-			found, _ := b.faqResults(uq, evalDepth)
-			for _, h := range found {
-				ranked = append(ranked, h.group)
+			for _, f := range b.FAQsQuery(uq, evalDepth).FAQ {
+				ranked = append(ranked, f.ID)
 			}
 			m = &ev.FAQ
-			h, n := b.typedSuggestions(&ev, q)
+			h, n := e.typedSuggestions(&ev, q)
 			hits, prefixes = hits+h, prefixes+n
 		default:
 			return ev, fmt.Errorf("question %q: unknown target %q", q.Question, q.Target)
@@ -178,20 +198,36 @@ func (b *Base) EvaluateBy(ctx context.Context, by Ranking, qs []Question, intent
 		styleCount[q.Style]++
 	}
 	ev.average(styleCount, hits, prefixes)
-	err := b.writtenSuggestions(&ev, intents)
+	err := e.writtenSuggestions(&ev, intents)
 	return ev, err
+}
+
+// evaluator scores the suggestions of a base.
+type evaluator struct {
+	b    *knowledge.Base
+	faqs []knowledge.FAQ
+	// questions are each FAQ's questions, by its ID.
+	questions map[string][]string
+}
+
+func newEvaluator(b *knowledge.Base) *evaluator {
+	e := &evaluator{b: b, faqs: b.FAQList(), questions: map[string][]string{}}
+	for _, f := range e.faqs {
+		e.questions[f.ID] = f.Questions
+	}
+	return e
 }
 
 // typedSuggestions scores the suggestions for FAQ question q as it is
 // being typed: into ev's per-word figures, and as the hits among the
 // prefixes it returns.
-func (b *Base) typedSuggestions(ev *Evaluation, q Question) (hits, prefixes int) {
+func (e *evaluator) typedSuggestions(ev *Evaluation, q Question) (hits, prefixes int) {
 	for _, frac := range []float64{0.5, 0.75} {
 		n := int(math.Ceil(frac * float64(utf8.RuneCountInString(q.Question))))
 		prefix := string([]rune(q.Question)[:n])
 		prefixes++
-		for _, s := range b.Suggest(prefix, map[string]bool{KindFAQ: true, KindIntent: true}, nil, 5) {
-			if s.Type == KindFAQ && b.isQuestionOf(s.Suggestion, q.Relevant) {
+		for _, s := range e.suggestWhileTyping(prefix) {
+			if s.Type == knowledge.KindFAQ && e.isQuestionOf(s.Suggestion, q.Relevant) {
 				hits++
 				break
 			}
@@ -200,11 +236,11 @@ func (b *Base) typedSuggestions(ev *Evaluation, q Question) (hits, prefixes int)
 	// The same as a user types it, word by word.
 	var texts []string
 	for _, id := range q.Relevant {
-		texts = append(texts, b.faqList[id].Questions...)
+		texts = append(texts, e.questions[id]...)
 	}
 	byStyle := ev.UserSuggestionsByStyle[q.Style]
 	for _, p := range wordPrefixes(q.Question) {
-		h := hit(b.suggestWhileTyping(p), KindFAQ, texts)
+		h := hit(e.suggestWhileTyping(p), knowledge.KindFAQ, texts)
 		ev.UserSuggestions.add(h)
 		byStyle.add(h)
 	}
@@ -231,12 +267,11 @@ func (ev *Evaluation) average(styleCount map[string]int, hits, prefixes int) {
 
 // writtenSuggestions scores the suggestions for FAQ questions and
 // utterances as written, as a user who means one of them types it.
-func (b *Base) writtenSuggestions(ev *Evaluation, intents []content.Record) error {
-	for _, id := range slices.Sorted(maps.Keys(b.faqList)) {
-		qs := b.faqList[id].Questions
-		for _, q := range qs {
+func (e *evaluator) writtenSuggestions(ev *Evaluation, intents []content.Record) error {
+	for _, f := range e.faqs {
+		for _, q := range f.Questions {
 			for _, p := range wordPrefixes(q) {
-				ev.FAQSuggestions.add(hit(b.suggestWhileTyping(p), KindFAQ, qs))
+				ev.FAQSuggestions.add(hit(e.suggestWhileTyping(p), knowledge.KindFAQ, f.Questions))
 			}
 		}
 	}
@@ -247,47 +282,48 @@ func (b *Base) writtenSuggestions(ev *Evaluation, intents []content.Record) erro
 		if err := json.Unmarshal(r.Doc, &f); err != nil {
 			return fmt.Errorf("intent %q: %w", r.ID, err)
 		}
-		// Suggestions show patterns without their slots, as Build indexes
-		// them.
+		// Suggestions show patterns without their slots, as the base
+		// indexes them.
 		var plain []string
 		for _, u := range f.UtterancePatterns {
-			if p := plainPattern(u); p != "" {
+			if p := knowledge.PlainPattern(u); p != "" {
 				plain = append(plain, p)
 			}
 		}
 		for _, u := range plain {
 			for _, p := range wordPrefixes(u) {
-				ev.IntentSuggestions.add(hit(b.suggestWhileTyping(p), KindIntent, plain))
+				ev.IntentSuggestions.add(hit(e.suggestWhileTyping(p), knowledge.KindIntent, plain))
 			}
 		}
 	}
 	return nil
 }
 
-// understood is Understand for ranking by: it fails rather than fall
+// understood is b.Understand for ranking by: it fails rather than fall
 // back, as figures of lexical ranks must not pass for those of combined
 // ones.
-func (b *Base) understood(ctx context.Context, question string, by Ranking) (Query, error) {
+func understood(ctx context.Context, b *knowledge.Base, question string, by Ranking) (knowledge.Query, error) {
 	if by == Lexical {
-		return Query{Text: question, mode: rankLexical}, nil
+		// Without the question's vector, a Query is ranked by its words.
+		return knowledge.Query{Text: question}, nil
 	}
-	if by == Vectors && b.sem == nil {
-		return Query{}, fmt.Errorf("ranking by meaning alone needs an embedder")
+	if by == Vectors && !b.Semantic() {
+		return knowledge.Query{}, errors.New("ranking by meaning alone needs an embedder")
 	}
 	q := b.Understand(ctx, question)
 	if q.Fallback != nil {
 		return q, fmt.Errorf("question %q: semantic retrieval failed: %w", question, q.Fallback)
 	}
 	if by == Vectors {
-		q.mode = rankVector
+		q = q.ByMeaning()
 	}
 	return q, nil
 }
 
 // suggestWhileTyping is what the suggestion box offers for a prefix: FAQ
 // questions and intent patterns, no history.
-func (b *Base) suggestWhileTyping(prefix string) []Suggestion {
-	return b.Suggest(prefix, map[string]bool{KindFAQ: true, KindIntent: true}, nil, suggestDepth)
+func (e *evaluator) suggestWhileTyping(prefix string) []knowledge.Suggestion {
+	return e.b.Suggest(prefix, map[string]bool{knowledge.KindFAQ: true, knowledge.KindIntent: true}, nil, suggestDepth)
 }
 
 // longWord is the length in runes from which a user is likely to pick a
@@ -326,7 +362,7 @@ func wordPrefixes(text string) []string {
 
 // hit reports whether one of the first suggestDepth suggestions is of
 // kind and one of texts, in any case.
-func hit(sugs []Suggestion, kind string, texts []string) bool {
+func hit(sugs []knowledge.Suggestion, kind string, texts []string) bool {
 	for _, s := range sugs[:min(len(sugs), suggestDepth)] {
 		if s.Type != kind {
 			continue
@@ -367,9 +403,11 @@ func rank(ranked, relevant []string) (rr, ndcg float64) {
 	return rr, ndcg
 }
 
-func (b *Base) isQuestionOf(text string, ids []string) bool {
+// isQuestionOf reports whether text is a question of one of the FAQs
+// ids, in any case.
+func (e *evaluator) isQuestionOf(text string, ids []string) bool {
 	for _, id := range ids {
-		for _, q := range b.faqList[id].Questions {
+		for _, q := range e.questions[id] {
 			if strings.EqualFold(q, text) {
 				return true
 			}
