@@ -18,6 +18,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/internal/testcert"
@@ -185,9 +186,9 @@ func (r *rig) startIngest(t *testing.T, env ...string) *ingestProc {
 		t.Fatal(err)
 	}
 	for _, step := range []error{
-		store.CreateOrganization(ctx, tenancy.Organization{ID: "o", Name: "o", CreatedAt: now}),
-		store.CreateApp(ctx, tenancy.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
-		store.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: now}),
+		store.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "o", Name: "o", CreatedAt: now}),
+		store.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
+		store.CreateToken(contenttest.Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: now}),
 	} {
 		if step != nil {
 			t.Fatal(step)

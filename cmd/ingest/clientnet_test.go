@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/tenancy"
 	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
@@ -166,7 +167,7 @@ func TestValidTokenNotRefusedForOthersFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = store.CreateToken(t.Context(), tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: time.Now()})
+	err = store.CreateToken(contenttest.Acting(t.Context()), tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: "a", CreatedAt: time.Now()})
 	store.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/childproc"
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -88,9 +89,9 @@ func launchIngest(t *testing.T, opts devbroker.Options, env ...string) *ingestPr
 	now := time.Now()
 	p := &ingestProc{broker: broker, tokens: map[string]string{}, logs: &childproc.Output{}, done: make(chan struct{})}
 	steps := []error{
-		store.CreateOrganization(ctx, tenancy.Organization{ID: "o", Name: "o", CreatedAt: now}),
-		store.CreateApp(ctx, tenancy.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
-		store.CreateApp(ctx, tenancy.App{ID: "b", OrganizationID: "o", Name: "b", CreatedAt: now, UpdatedAt: now}),
+		store.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "o", Name: "o", CreatedAt: now}),
+		store.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: "a", OrganizationID: "o", Name: "a", CreatedAt: now, UpdatedAt: now}),
+		store.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: "b", OrganizationID: "o", Name: "b", CreatedAt: now, UpdatedAt: now}),
 	}
 	for name, app := range map[string]string{"a": "a", "b": "b", "org": ""} {
 		tok, id, err := auth.NewToken()
@@ -98,7 +99,7 @@ func launchIngest(t *testing.T, opts devbroker.Options, env ...string) *ingestPr
 			t.Fatal(err)
 		}
 		p.tokens[name] = tok
-		steps = append(steps, store.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: app, CreatedAt: now}))
+		steps = append(steps, store.CreateToken(contenttest.Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "o", AppID: app, CreatedAt: now}))
 	}
 	for _, step := range steps {
 		if step != nil {

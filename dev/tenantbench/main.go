@@ -441,7 +441,7 @@ func fill(ctx context.Context, log *slog.Logger, db string, o options) error {
 			b.Records = append(append(b.Records, c.Documents...), c.FAQs...)
 			apps[id] = c
 		}
-		if _, err := store.Import(ctx, b, nil); err != nil {
+		if _, err := store.Import(tenancy.WithActor(ctx, tenancy.Actor{LocalUser: "tenantbench"}), b, nil); err != nil {
 			return fmt.Errorf("import apps %d to %d: %w", from, from+len(b.Apps)-1, err)
 		}
 		// The vectors, on every core: the plan is the api's own (its

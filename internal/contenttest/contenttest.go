@@ -74,6 +74,8 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"UpdateIsAtomic", testUpdateIsAtomic},
 		{"TimesAreUTC", testTimesAreUTC},
 		{"ErrorsNameTheRecord", testErrorsNameTheRecord},
+		{"History", testHistory},
+		{"ImportHistory", testImportHistory},
 	})
 }
 
@@ -105,14 +107,14 @@ func fixture(t *testing.T, s TenancyStore) {
 		{ID: "org-a", Name: "Org A", CreatedAt: at(0)},
 		{ID: "org-b", Name: "Org B", CreatedAt: at(time.Second)},
 	} {
-		must(t, s.CreateOrganization(ctx, o), "CreateOrganization %s", o.ID)
+		must(t, s.CreateOrganization(Acting(ctx), o), "CreateOrganization %s", o.ID)
 	}
 	for _, a := range []tenancy.App{
 		{ID: "app-a1", OrganizationID: "org-a", Name: "A1", CreatedAt: at(0), UpdatedAt: at(0)},
 		{ID: "app-a2", OrganizationID: "org-a", Name: "A2", CreatedAt: at(time.Second), UpdatedAt: at(2 * time.Second)},
 		{ID: "app-b1", OrganizationID: "org-b", Name: "B1", CreatedAt: at(0), UpdatedAt: at(0)},
 	} {
-		must(t, s.CreateApp(ctx, a), "CreateApp %s", a.ID)
+		must(t, s.CreateApp(Acting(ctx), a), "CreateApp %s", a.ID)
 	}
 }
 
@@ -142,7 +144,7 @@ func testOrganizations(t *testing.T, s TenancyStore) {
 		{ID: "org-0", Name: "Before all", CreatedAt: at(-time.Microsecond)},
 	}
 	for _, o := range orgs {
-		must(t, s.CreateOrganization(ctx, o), "CreateOrganization %s", o.ID)
+		must(t, s.CreateOrganization(Acting(ctx), o), "CreateOrganization %s", o.ID)
 	}
 	for _, want := range orgs {
 		got, err := s.Organization(ctx, want.ID)
@@ -162,7 +164,7 @@ func testApps(t *testing.T, s TenancyStore) {
 		CreatedAt: at(123456789 * time.Nanosecond).In(time.FixedZone("x", -3600)),
 		UpdatedAt: at(time.Hour),
 	}
-	must(t, s.CreateApp(ctx, want), "CreateApp")
+	must(t, s.CreateApp(Acting(ctx), want), "CreateApp")
 	got, err := s.App(ctx, want.ID)
 	must(t, err, "App")
 	assertApp(t, got, want)
@@ -171,7 +173,7 @@ func testApps(t *testing.T, s TenancyStore) {
 func testListApps(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	fixture(t, s)
-	must(t, s.CreateOrganization(ctx, tenancy.Organization{ID: "org-empty", Name: "Empty", CreatedAt: at(0)}), "CreateOrganization")
+	must(t, s.CreateOrganization(Acting(ctx), tenancy.Organization{ID: "org-empty", Name: "Empty", CreatedAt: at(0)}), "CreateOrganization")
 	tests := []struct {
 		org  string
 		want []string
@@ -208,7 +210,7 @@ func testTokens(t *testing.T, s TenancyStore) {
 	}
 	for _, want := range tests {
 		t.Run(want.ID, func(t *testing.T) {
-			must(t, s.CreateToken(ctx, want), "CreateToken")
+			must(t, s.CreateToken(Acting(ctx), want), "CreateToken")
 			got, err := s.Token(ctx, want.ID)
 			must(t, err, "Token")
 			assertToken(t, got, want)
@@ -218,38 +220,38 @@ func testTokens(t *testing.T, s TenancyStore) {
 
 func testCreateErrors(t *testing.T, s TenancyStore) {
 	fixture(t, s)
-	must(t, s.CreateToken(t.Context(), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-1", Hash: hash("1"), OrganizationID: "org-a", CreatedAt: at(0)}), "CreateToken")
+	must(t, s.CreateToken(Acting(t.Context()), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-1", Hash: hash("1"), OrganizationID: "org-a", CreatedAt: at(0)}), "CreateToken")
 	tests := []struct {
 		name string
 		op   func(ctx context.Context) error
 		want error
 	}{
 		{"duplicate organization", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, tenancy.Organization{ID: "org-a", Name: "again", CreatedAt: at(0)})
+			return s.CreateOrganization(Acting(ctx), tenancy.Organization{ID: "org-a", Name: "again", CreatedAt: at(0)})
 		}, content.ErrConflict},
 		{"duplicate app", func(ctx context.Context) error {
-			return s.CreateApp(ctx, tenancy.App{ID: "app-a1", OrganizationID: "org-a", Name: "again", CreatedAt: at(0), UpdatedAt: at(0)})
+			return s.CreateApp(Acting(ctx), tenancy.App{ID: "app-a1", OrganizationID: "org-a", Name: "again", CreatedAt: at(0), UpdatedAt: at(0)})
 		}, content.ErrConflict},
 		{"duplicate app id in another organization", func(ctx context.Context) error {
-			return s.CreateApp(ctx, tenancy.App{ID: "app-a1", OrganizationID: "org-b", Name: "again", CreatedAt: at(0), UpdatedAt: at(0)})
+			return s.CreateApp(Acting(ctx), tenancy.App{ID: "app-a1", OrganizationID: "org-b", Name: "again", CreatedAt: at(0), UpdatedAt: at(0)})
 		}, content.ErrConflict},
 		{"app in unknown organization", func(ctx context.Context) error {
-			return s.CreateApp(ctx, tenancy.App{ID: "app-new", OrganizationID: "org-unknown", Name: "n", CreatedAt: at(0), UpdatedAt: at(0)})
+			return s.CreateApp(Acting(ctx), tenancy.App{ID: "app-new", OrganizationID: "org-unknown", Name: "n", CreatedAt: at(0), UpdatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"duplicate token", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-1", Hash: hash("other"), OrganizationID: "org-b", CreatedAt: at(0)})
+			return s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-1", Hash: hash("other"), OrganizationID: "org-b", CreatedAt: at(0)})
 		}, content.ErrConflict},
 		{"token of unknown organization", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-2", Hash: hash("2"), OrganizationID: "org-unknown", CreatedAt: at(0)})
+			return s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-2", Hash: hash("2"), OrganizationID: "org-unknown", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"token of unknown app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-3", Hash: hash("3"), OrganizationID: "org-a", AppID: "app-unknown", CreatedAt: at(0)})
+			return s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-3", Hash: hash("3"), OrganizationID: "org-a", AppID: "app-unknown", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"token of another organization's app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-4", Hash: hash("4"), OrganizationID: "org-a", AppID: "app-b1", CreatedAt: at(0)})
+			return s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-4", Hash: hash("4"), OrganizationID: "org-a", AppID: "app-b1", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 		{"token of unknown organization and app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-5", Hash: hash("5"), OrganizationID: "org-unknown", AppID: "app-a1", CreatedAt: at(0)})
+			return s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-5", Hash: hash("5"), OrganizationID: "org-unknown", AppID: "app-a1", CreatedAt: at(0)})
 		}, content.ErrNotFound},
 	}
 	for _, tt := range tests {
@@ -291,7 +293,7 @@ func testNotFound(t *testing.T, s TenancyStore) {
 		{"Organization", func(ctx context.Context) error { _, err := s.Organization(ctx, "org-unknown"); return err }},
 		{"App", func(ctx context.Context) error { _, err := s.App(ctx, "app-unknown"); return err }},
 		{"Token", func(ctx context.Context) error { _, err := s.Token(ctx, "tok-unknown"); return err }},
-		{"RevokeToken", func(ctx context.Context) error { return s.RevokeToken(ctx, "tok-unknown", at(0)) }},
+		{"RevokeToken", func(ctx context.Context) error { return s.RevokeToken(Acting(ctx), "tok-unknown", at(0)) }},
 		// IDs are not confused across kinds.
 		{"Organization with app id", func(ctx context.Context) error { _, err := s.Organization(ctx, "app-a1"); return err }},
 		{"App with organization id", func(ctx context.Context) error { _, err := s.App(ctx, "org-a"); return err }},
@@ -318,7 +320,7 @@ func testListTokens(t *testing.T, s TenancyStore) {
 		{ID: "t6", OrganizationID: "org-b", CreatedAt: at(3 * time.Second), RevokedAt: at(4 * time.Second)},
 	} {
 		tok.Hash, tok.Scopes = hash(tok.ID), tenancy.RuntimeScopes
-		must(t, s.CreateToken(ctx, tok), "CreateToken %s", tok.ID)
+		must(t, s.CreateToken(Acting(ctx), tok), "CreateToken %s", tok.ID)
 	}
 	tests := []struct {
 		name   string
@@ -353,7 +355,7 @@ func testRevokeToken(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
 	fixture(t, s)
 	for _, id := range []string{"tok-1", "tok-2"} {
-		must(t, s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: hash(id), OrganizationID: "org-a", AppID: "app-a1", CreatedAt: at(0)}), "CreateToken %s", id)
+		must(t, s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: id, Hash: hash(id), OrganizationID: "org-a", AppID: "app-a1", CreatedAt: at(0)}), "CreateToken %s", id)
 	}
 	first := at(time.Hour + 250*time.Millisecond).In(time.FixedZone("z", 3600))
 	steps := []struct {
@@ -367,7 +369,7 @@ func testRevokeToken(t *testing.T, s TenancyStore) {
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			must(t, s.RevokeToken(ctx, "tok-1", st.at), "RevokeToken")
+			must(t, s.RevokeToken(Acting(ctx), "tok-1", st.at), "RevokeToken")
 			got, err := s.Token(ctx, "tok-1")
 			must(t, err, "Token")
 			if !got.Revoked() || !got.RevokedAt.Equal(st.want) {
@@ -441,16 +443,16 @@ func testConcurrent(t *testing.T, s TenancyStore) {
 
 func concurrentWorker(ctx context.Context, s TenancyStore, w, n int) error {
 	org := fmt.Sprintf("org-%d", w)
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: org, Name: org, CreatedAt: at(0)}); err != nil {
+	if err := s.CreateOrganization(Acting(ctx), tenancy.Organization{ID: org, Name: org, CreatedAt: at(0)}); err != nil {
 		return err
 	}
 	for i := range n {
 		app := fmt.Sprintf("app-%d-%d", w, i)
 		tok := fmt.Sprintf("tok-%d-%d", w, i)
-		if err := s.CreateApp(ctx, tenancy.App{ID: app, OrganizationID: org, Name: app, CreatedAt: at(0), UpdatedAt: at(0)}); err != nil {
+		if err := s.CreateApp(Acting(ctx), tenancy.App{ID: app, OrganizationID: org, Name: app, CreatedAt: at(0), UpdatedAt: at(0)}); err != nil {
 			return err
 		}
-		if err := s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: tok, Hash: hash(tok), OrganizationID: org, AppID: app, CreatedAt: at(time.Duration(i))}); err != nil {
+		if err := s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: tok, Hash: hash(tok), OrganizationID: org, AppID: app, CreatedAt: at(time.Duration(i))}); err != nil {
 			return err
 		}
 		if _, err := s.App(ctx, app); err != nil {
@@ -464,7 +466,7 @@ func concurrentWorker(ctx context.Context, s TenancyStore, w, n int) error {
 			return fmt.Errorf("Token(%s) = %+v", tok, got)
 		}
 		if i%2 == 0 {
-			if err := s.RevokeToken(ctx, tok, at(time.Hour)); err != nil {
+			if err := s.RevokeToken(Acting(ctx), tok, at(time.Hour)); err != nil {
 				return err
 			}
 		}
@@ -483,20 +485,20 @@ func concurrentWorker(ctx context.Context, s TenancyStore, w, n int) error {
 // succeeds and the others see ErrConflict.
 func testConcurrentConflict(t *testing.T, s TenancyStore) {
 	ctx := t.Context()
-	must(t, s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "org", CreatedAt: at(0)}), "CreateOrganization")
-	must(t, s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", Name: "app", CreatedAt: at(0), UpdatedAt: at(0)}), "CreateApp")
+	must(t, s.CreateOrganization(Acting(ctx), tenancy.Organization{ID: "org", Name: "org", CreatedAt: at(0)}), "CreateOrganization")
+	must(t, s.CreateApp(Acting(ctx), tenancy.App{ID: "app", OrganizationID: "org", Name: "app", CreatedAt: at(0), UpdatedAt: at(0)}), "CreateApp")
 	ops := []struct {
 		name   string
 		create func(ctx context.Context, i int) error
 	}{
 		{"organization", func(ctx context.Context, i int) error {
-			return s.CreateOrganization(ctx, tenancy.Organization{ID: "org-race", Name: fmt.Sprint(i), CreatedAt: at(0)})
+			return s.CreateOrganization(Acting(ctx), tenancy.Organization{ID: "org-race", Name: fmt.Sprint(i), CreatedAt: at(0)})
 		}},
 		{"app", func(ctx context.Context, i int) error {
-			return s.CreateApp(ctx, tenancy.App{ID: "app-race", OrganizationID: "org", Name: fmt.Sprint(i), CreatedAt: at(0), UpdatedAt: at(0)})
+			return s.CreateApp(Acting(ctx), tenancy.App{ID: "app-race", OrganizationID: "org", Name: fmt.Sprint(i), CreatedAt: at(0), UpdatedAt: at(0)})
 		}},
 		{"token", func(ctx context.Context, i int) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-race", Hash: hash(fmt.Sprint(i)), OrganizationID: "org", AppID: "app", CreatedAt: at(0)})
+			return s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok-race", Hash: hash(fmt.Sprint(i)), OrganizationID: "org", AppID: "app", CreatedAt: at(0)})
 		}},
 	}
 	for _, op := range ops {
@@ -595,16 +597,16 @@ func testTimesAreUTC(t *testing.T, s content.Store) {
 	zone := time.FixedZone("UTC-7", -7*60*60)
 	created := time.Date(2025, 6, 1, 20, 0, 0, 123456789, zone)
 	revoked := created.Add(time.Nanosecond)
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
+	if err := s.CreateOrganization(Acting(ctx), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", Name: "App", CreatedAt: created, UpdatedAt: created}); err != nil {
+	if err := s.CreateApp(Acting(ctx), tenancy.App{ID: "app", OrganizationID: "org", Name: "App", CreatedAt: created, UpdatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", AppID: "app", CreatedAt: created}); err != nil {
+	if err := s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", AppID: "app", CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RevokeToken(ctx, "tok", revoked); err != nil {
+	if err := s.RevokeToken(Acting(ctx), "tok", revoked); err != nil {
 		t.Fatal(err)
 	}
 	org, err := s.Organization(ctx, "org")
@@ -619,7 +621,7 @@ func testTimesAreUTC(t *testing.T, s content.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.CreateRecord(ctx, rec(t, content.KindFAQ, `{"appId":"app","id":"f","questions":["q"],"answer":"a"}`))
+	r, err := s.CreateRecord(Acting(ctx), rec(t, content.KindFAQ, `{"appId":"app","id":"f","questions":["q"],"answer":"a"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,7 +650,7 @@ func testTimesAreUTC(t *testing.T, s content.Store) {
 // testErrorsNameTheRecord: every failure says what it was about.
 func testErrorsNameTheRecord(t *testing.T, s content.Store) {
 	ctx := context.Background()
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
+	if err := s.CreateOrganization(Acting(ctx), tenancy.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -658,26 +660,26 @@ func testErrorsNameTheRecord(t *testing.T, s content.Store) {
 	}{
 		{"missing app", func(ctx context.Context) error { _, err := s.App(ctx, "nope"); return err }, `app "nope": not found`},
 		{"duplicate organization", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: time.Now()})
+			return s.CreateOrganization(Acting(ctx), tenancy.Organization{ID: "org", CreatedAt: time.Now()})
 		}, `organization "org": already exists`},
 		{"token for missing app", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "org", AppID: "nope", CreatedAt: time.Now()})
+			return s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "org", AppID: "nope", CreatedAt: time.Now()})
 		}, `app "nope": not found`},
 		{"token for missing organization", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "nope", CreatedAt: time.Now()})
+			return s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "t", Hash: []byte{1}, OrganizationID: "nope", CreatedAt: time.Now()})
 		}, `organization "nope": not found`},
 		{"record of missing app", func(ctx context.Context) error {
-			_, err := s.CreateRecord(ctx, content.Record{Kind: content.KindIntent, AppID: "nope", ID: "x", Doc: []byte(`{}`)})
+			_, err := s.CreateRecord(Acting(ctx), content.Record{Kind: content.KindIntent, AppID: "nope", ID: "x", Doc: []byte(`{}`)})
 			return err
 		}, `app "nope": not found`},
 		{"empty hash", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "t", OrganizationID: "org", CreatedAt: time.Now()})
+			return s.CreateToken(Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "t", OrganizationID: "org", CreatedAt: time.Now()})
 		}, `empty hash`},
 		{"no scopes", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{ID: "t", Hash: []byte{1}, OrganizationID: "org-a", CreatedAt: time.Now()})
+			return s.CreateToken(Acting(ctx), tenancy.Token{ID: "t", Hash: []byte{1}, OrganizationID: "org-a", CreatedAt: time.Now()})
 		}, `a token needs at least one scope`},
 		{"empty id", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, tenancy.Organization{CreatedAt: time.Now()})
+			return s.CreateOrganization(Acting(ctx), tenancy.Organization{CreatedAt: time.Now()})
 		}, `empty id`},
 	}
 	for _, tt := range tests {
@@ -688,4 +690,10 @@ func testErrorsNameTheRecord(t *testing.T, s content.Store) {
 			}
 		})
 	}
+}
+
+// Acting returns ctx carrying the actor of a test's writes (the stores
+// refuse a change nobody makes): the local user "test".
+func Acting(ctx context.Context) context.Context {
+	return tenancy.WithActor(ctx, tenancy.Actor{LocalUser: "test"})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/assistantcms/cms/pkg/content"
@@ -59,7 +60,7 @@ func bundle(t *testing.T) *content.Bundle {
 
 func importOK(t *testing.T, s content.Store, b *content.Bundle) content.ImportStats {
 	t.Helper()
-	stats, err := s.Import(context.Background(), b, nil)
+	stats, err := s.Import(Acting(context.Background()), b, nil)
 	if err != nil {
 		t.Fatalf("Import: %v", err)
 	}
@@ -177,7 +178,7 @@ func testImportIsAtomic(t *testing.T, s content.Store) {
 	b := bundle(t)
 	// The last record names an app that exists nowhere.
 	b.Records = append(b.Records, rec(t, content.KindIntent, `{"appId":"ghost","intentId":"X"}`))
-	_, err := s.Import(ctx, b, nil)
+	_, err := s.Import(Acting(ctx), b, nil)
 	var ie *content.ItemError
 	if !errors.As(err, &ie) || ie.Section != content.SectionRecords || ie.Index != len(b.Records)-1 {
 		t.Fatalf("Import = %v, want an ItemError for records[%d]", err, len(b.Records)-1)
@@ -211,7 +212,7 @@ func testImportErrors(t *testing.T, s content.Store) {
 			content.SectionApps, "channels[1].key"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Import(ctx, &tt.b, nil)
+			_, err := s.Import(Acting(ctx), &tt.b, nil)
 			var ie *content.ItemError
 			var p content.Problem
 			if !errors.As(err, &ie) || ie.Section != tt.section || ie.Index != 0 || !errors.As(err, &p) || p.Path != tt.path {
@@ -278,7 +279,7 @@ func testRecordWrites(t *testing.T, s content.Store) {
 	rev0, err := s.Revision(ctx, "app-a")
 	must(t, err, "Revision")
 
-	created, err := s.CreateRecord(ctx, rec(t, content.KindIntent, `{"appId":"app-a","intentId":"New","name":"n"}`))
+	created, err := s.CreateRecord(Acting(ctx), rec(t, content.KindIntent, `{"appId":"app-a","intentId":"New","name":"n"}`))
 	must(t, err, "CreateRecord")
 	if created.CreatedAt.IsZero() || !created.UpdatedAt.Equal(created.CreatedAt) {
 		t.Errorf("created times %v %v", created.CreatedAt, created.UpdatedAt)
@@ -292,14 +293,14 @@ func testRecordWrites(t *testing.T, s content.Store) {
 	if !jsonEqual(got.Doc, `{"intentId":"New","name":"n"}`) {
 		t.Errorf("created doc %s", got.Doc)
 	}
-	if _, err := s.CreateRecord(ctx, rec(t, content.KindIntent, `{"appId":"app-a","intentId":"New"}`)); !errors.Is(err, content.ErrConflict) {
+	if _, err := s.CreateRecord(Acting(ctx), rec(t, content.KindIntent, `{"appId":"app-a","intentId":"New"}`)); !errors.Is(err, content.ErrConflict) {
 		t.Errorf("second CreateRecord = %v, want ErrConflict", err)
 	}
-	if _, err := s.CreateRecord(ctx, rec(t, content.KindIntent, `{"appId":"ghost","intentId":"X"}`)); !errors.Is(err, content.ErrNotFound) {
+	if _, err := s.CreateRecord(Acting(ctx), rec(t, content.KindIntent, `{"appId":"ghost","intentId":"X"}`)); !errors.Is(err, content.ErrNotFound) {
 		t.Errorf("CreateRecord for a missing app = %v, want ErrNotFound", err)
 	}
 
-	updated, err := s.UpdateRecord(ctx, "app-a", content.KindIntent, "New", func(cur content.Record) (content.Record, error) {
+	updated, err := s.UpdateRecord(Acting(ctx), "app-a", content.KindIntent, "New", 0, func(cur content.Record) (content.Record, error) {
 		if !jsonEqual(cur.Doc, `{"intentId":"New","name":"n"}`) {
 			t.Errorf("change saw %s", cur.Doc)
 		}
@@ -317,11 +318,11 @@ func testRecordWrites(t *testing.T, s content.Store) {
 	if !jsonEqual(got.Doc, `{"intentId":"New","name":"m"}`) {
 		t.Errorf("updated doc %s", got.Doc)
 	}
-	if _, err := s.UpdateRecord(ctx, "app-a", content.KindIntent, "Nope", func(r content.Record) (content.Record, error) { return r, nil }); !errors.Is(err, content.ErrNotFound) {
+	if _, err := s.UpdateRecord(Acting(ctx), "app-a", content.KindIntent, "Nope", 0, func(r content.Record) (content.Record, error) { return r, nil }); !errors.Is(err, content.ErrNotFound) {
 		t.Errorf("UpdateRecord of a missing record = %v", err)
 	}
 
-	deleted, err := s.DeleteRecord(ctx, "app-a", content.KindIntent, "New")
+	deleted, err := s.DeleteRecord(Acting(ctx), "app-a", content.KindIntent, "New", 0)
 	must(t, err, "DeleteRecord")
 	if deleted.ID != "New" || !jsonEqual(deleted.Doc, `{"intentId":"New","name":"m"}`) {
 		t.Errorf("deleted %+v", deleted)
@@ -329,7 +330,7 @@ func testRecordWrites(t *testing.T, s content.Store) {
 	if _, err := s.Record(ctx, "app-a", content.KindIntent, "New"); !errors.Is(err, content.ErrNotFound) {
 		t.Errorf("record still there after DeleteRecord: %v", err)
 	}
-	if _, err := s.DeleteRecord(ctx, "app-a", content.KindIntent, "New"); !errors.Is(err, content.ErrNotFound) {
+	if _, err := s.DeleteRecord(Acting(ctx), "app-a", content.KindIntent, "New", 0); !errors.Is(err, content.ErrNotFound) {
 		t.Errorf("second DeleteRecord = %v", err)
 	}
 	// Another app's record of the same ID is untouched.
@@ -343,7 +344,7 @@ func testUpdateIsAtomic(t *testing.T, s content.Store) {
 	importOK(t, s, bundle(t))
 	rev, _ := s.Revision(ctx, "app-a")
 	refused := errors.New("refused")
-	_, err := s.UpdateRecord(ctx, "app-a", content.KindEntity, "COLOR", func(cur content.Record) (content.Record, error) {
+	_, err := s.UpdateRecord(Acting(ctx), "app-a", content.KindEntity, "COLOR", 0, func(cur content.Record) (content.Record, error) {
 		return content.Record{}, refused
 	})
 	if !errors.Is(err, refused) {
@@ -358,7 +359,7 @@ func testUpdateIsAtomic(t *testing.T, s content.Store) {
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			_, err := s.UpdateRecord(ctx, "app-a", content.KindEntity, "COLOR", func(cur content.Record) (content.Record, error) {
+			_, err := s.UpdateRecord(Acting(ctx), "app-a", content.KindEntity, "COLOR", 0, func(cur content.Record) (content.Record, error) {
 				var doc map[string]any
 				if err := json.Unmarshal(cur.Doc, &doc); err != nil {
 					return cur, err
@@ -379,5 +380,171 @@ func testUpdateIsAtomic(t *testing.T, s content.Store) {
 	var doc struct{ Values []any }
 	if err := json.Unmarshal(got.Doc, &doc); err != nil || len(doc.Values) != n+1 {
 		t.Errorf("after %d concurrent updates the entity has %d values (want %d): %v", n, len(doc.Values), n+1, err)
+	}
+}
+
+// testHistory: every write keeps the record's new state as a revision
+// (a deletion its last one), numbered by the app's revision, under an
+// audit entry of who made it; a write from a stale read is refused and
+// changes nothing; a write nobody makes is refused.
+func testHistory(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	importOK(t, s, bundle(t))
+	w := Acting(tenancy.WithOperation(ctx, "updateHandler"))
+
+	created, err := s.CreateRecord(Acting(ctx), rec(t, content.KindHandler, `{"appId":"app-a","intentId":"H","name":"one"}`))
+	must(t, err, "CreateRecord")
+	if rev, _ := s.Revision(ctx, "app-a"); created.Revision != rev {
+		t.Errorf("created at revision %d, the app is at %d", created.Revision, rev)
+	}
+	set := func(name string) func(content.Record) (content.Record, error) {
+		return func(cur content.Record) (content.Record, error) {
+			cur.Doc = []byte(`{"intentId":"H","name":"` + name + `"}`)
+			return cur, nil
+		}
+	}
+	updated, err := s.UpdateRecord(w, "app-a", content.KindHandler, "H", created.Revision, set("two"))
+	must(t, err, "UpdateRecord from the current revision")
+	if updated.Revision <= created.Revision {
+		t.Errorf("update made revision %d after %d", updated.Revision, created.Revision)
+	}
+	got, err := s.Record(ctx, "app-a", content.KindHandler, "H")
+	must(t, err, "Record")
+	if got.Revision != updated.Revision {
+		t.Errorf("read revision %d, the update answered %d", got.Revision, updated.Revision)
+	}
+
+	// A write from the first read is stale, whatever it would change.
+	_, err = s.UpdateRecord(w, "app-a", content.KindHandler, "H", created.Revision, set("lost"))
+	var stale *content.Stale
+	if !errors.As(err, &stale) || !errors.Is(err, content.ErrStale) || stale.Current != updated.Revision || stale.Read != created.Revision {
+		t.Fatalf("stale update = %v; want a Stale error at revision %d", err, updated.Revision)
+	}
+	if _, err := s.DeleteRecord(Acting(ctx), "app-a", content.KindHandler, "H", created.Revision); !errors.Is(err, content.ErrStale) {
+		t.Fatalf("stale delete = %v; want ErrStale", err)
+	}
+	if got, _ := s.Record(ctx, "app-a", content.KindHandler, "H"); !jsonEqual(got.Doc, `{"intentId":"H","name":"two"}`) {
+		t.Errorf("after refused writes the record is %s", got.Doc)
+	}
+	// Writing what is there keeps no revision.
+	same, err := s.UpdateRecord(w, "app-a", content.KindHandler, "H", 0, set("two"))
+	must(t, err, "UpdateRecord to the same")
+	if same.Revision != updated.Revision {
+		t.Errorf("an update that changed nothing moved the record to revision %d", same.Revision)
+	}
+	// Nobody makes a change: refused, nothing written.
+	if _, err := s.UpdateRecord(ctx, "app-a", content.KindHandler, "H", 0, set("anonymous")); !errors.Is(err, tenancy.ErrNoActor) {
+		t.Errorf("update without an actor = %v; want ErrNoActor", err)
+	}
+	deleted, err := s.DeleteRecord(Acting(ctx), "app-a", content.KindHandler, "H", updated.Revision)
+	must(t, err, "DeleteRecord")
+	again, err := s.CreateRecord(Acting(ctx), rec(t, content.KindHandler, `{"appId":"app-a","intentId":"H","name":"three"}`))
+	must(t, err, "CreateRecord again")
+
+	revs, err := s.Revisions(ctx, "app-a", content.KindHandler, "H", 0, 0)
+	must(t, err, "Revisions")
+	want := []struct {
+		deleted bool
+		doc     string
+	}{{false, `{"intentId":"H","name":"three"}`}, {true, `{"intentId":"H","name":"two"}`}, {false, `{"intentId":"H","name":"two"}`}, {false, `{"intentId":"H","name":"one"}`}}
+	if len(revs) != len(want) {
+		t.Fatalf("%d revisions, want %d: %+v", len(revs), len(want), revs)
+	}
+	for i, w := range want {
+		if revs[i].Deleted != w.deleted || !jsonEqual(revs[i].Doc, w.doc) {
+			t.Errorf("revision %d = deleted %v %s; want deleted %v %s", i, revs[i].Deleted, revs[i].Doc, w.deleted, w.doc)
+		}
+		if i > 0 && revs[i].Revision >= revs[i-1].Revision {
+			t.Errorf("revisions not newest first: %d after %d", revs[i].Revision, revs[i-1].Revision)
+		}
+	}
+	if revs[0].Revision != again.Revision || revs[2].Revision != updated.Revision || revs[3].Revision != created.Revision || revs[1].Revision <= deleted.Revision {
+		t.Errorf("revision numbers %d %d %d %d; writes answered %d, (delete of %d), %d, %d",
+			revs[0].Revision, revs[1].Revision, revs[2].Revision, revs[3].Revision, again.Revision, deleted.Revision, updated.Revision, created.Revision)
+	}
+	page, err := s.Revisions(ctx, "app-a", content.KindHandler, "H", revs[1].Revision, 1)
+	must(t, err, "Revisions paged")
+	if len(page) != 1 || page[0].Revision != revs[2].Revision {
+		t.Errorf("the page before revision %d = %+v; want revision %d alone", revs[1].Revision, page, revs[2].Revision)
+	}
+
+	log, err := s.AuditLog(ctx, content.AuditFilter{AppID: "app-a", Kind: content.KindHandler, ID: "H"})
+	must(t, err, "AuditLog")
+	ops := make([]string, len(log))
+	for i, e := range log {
+		ops[i] = e.Operation
+		if e.Actor.LocalUser != "test" || e.Subject != "handler/H" || e.OrganizationID != "org-a" {
+			t.Errorf("entry %d: %+v; want the test user's, of handler/H in org-a", i, e)
+		}
+	}
+	if got, want := strings.Join(ops, " "), "createRecord deleteRecord updateHandler updateHandler createRecord"; got != want {
+		t.Errorf("operations on H, newest first: %q, want %q", got, want)
+	}
+	if log[2].Unchanged != 1 || log[3].Updated != 1 || log[1].Deleted != 1 || log[4].Created != 1 {
+		t.Errorf("counts: %+v", log)
+	}
+	for _, rv := range revs {
+		found := false
+		for _, e := range log {
+			found = found || e.ID == rv.AuditID
+		}
+		if !found {
+			t.Errorf("revision %d names audit entry %d, not among the record's", rv.Revision, rv.AuditID)
+		}
+	}
+	if other, err := s.AuditLog(ctx, content.AuditFilter{AppID: "app-b", Kind: content.KindHandler, ID: "H"}); err != nil || len(other) != 0 {
+		t.Errorf("another app's log names H: %+v, %v", other, err)
+	}
+}
+
+// testImportHistory: an import keeps a revision of each record and app it
+// creates or changes, none of those it leaves alone, and one audit entry
+// for each app it reaches, with its counts; an import that changes nothing
+// of an app leaves its revision where it was.
+func testImportHistory(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	importOK(t, s, bundle(t))
+	revA, _ := s.Revision(ctx, "app-a")
+	revB, _ := s.Revision(ctx, "app-b")
+
+	b := bundle(t)
+	b.Apps[0] = app(t, `{"appId":"app-a","organizationId":"org-a","name":"App A2","channels":[{"id":"web","type":"CHAT","key":"key-a"}],"future":{"x":1}}`)
+	b.Records[0] = rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Hello","utterancePatterns":["hey"]}`)
+	importOK(t, s, b)
+	if rev, _ := s.Revision(ctx, "app-b"); rev != revB {
+		t.Errorf("an import that left app-b as it was moved its revision from %d to %d", revB, rev)
+	}
+	rev, _ := s.Revision(ctx, "app-a")
+	if rev <= revA {
+		t.Fatalf("app-a changed but stayed at revision %d", rev)
+	}
+	hello, err := s.Revisions(ctx, "app-a", content.KindIntent, "Hello", 0, 0)
+	must(t, err, "Revisions")
+	if len(hello) != 2 || hello[0].Revision != rev || !jsonEqual(hello[0].Doc, `{"intentId":"Hello","utterancePatterns":["hey"]}`) {
+		t.Errorf("Hello's revisions: %+v; want the import's at %d, then the first", hello, rev)
+	}
+	if bye, _ := s.Revisions(ctx, "app-a", content.KindHandler, "Bye", 0, 0); len(bye) != 1 {
+		t.Errorf("an unchanged record has %d revisions, want its first alone", len(bye))
+	}
+	apps, err := s.Revisions(ctx, "app-a", content.KindApp, "app-a", 0, 0)
+	must(t, err, "Revisions of the app")
+	var named struct {
+		Name string `json:"name"`
+	}
+	if len(apps) != 2 || json.Unmarshal(apps[0].Doc, &named) != nil || named.Name != "App A2" || apps[0].Revision != rev {
+		t.Errorf("app-a's revisions: %+v; want its new name at %d", apps, rev)
+	}
+	log, err := s.AuditLog(ctx, content.AuditFilter{AppID: "app-a", Operation: "import", Limit: 1})
+	must(t, err, "AuditLog")
+	if len(log) != 1 || log[0].Updated != 2 || log[0].Created != 0 || log[0].Unchanged != 5 {
+		t.Errorf("the import's entry for app-a: %+v; want 2 updated (app and intent), 5 unchanged", log)
+	}
+	if log, _ := s.AuditLog(ctx, content.AuditFilter{AppID: "app-b", Operation: "import", Limit: 1}); len(log) != 1 || log[0].Unchanged != 2 {
+		t.Errorf("the import's entry for app-b: %+v; want 2 unchanged", log)
+	}
+	// Without an actor nothing is imported.
+	b.Records[0] = rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Hello","utterancePatterns":["anonymous"]}`)
+	if _, err := s.Import(ctx, b, nil); !errors.Is(err, tenancy.ErrNoActor) {
+		t.Errorf("import without an actor = %v; want ErrNoActor", err)
 	}
 }

@@ -34,7 +34,9 @@ const maxNegative = 100_000
 
 // Principal is who a request authenticated as.
 type Principal struct {
-	TokenID        string
+	TokenID string
+	// TokenName is the name the token was given, for the audit log.
+	TokenName      string
 	OrganizationID string
 	// AppID is empty for an organization-level token.
 	AppID string
@@ -257,6 +259,30 @@ func WithClientNetwork(ctx context.Context, network string) context.Context {
 	return context.WithValue(ctx, clientNetworkKey{}, network)
 }
 
+// Acting returns ctx carrying p's token as the actor of the changes made
+// with it (tenancy.WithActor), keeping where the request came from as
+// the HTTP edge put it there (see Origin).
+func Acting(ctx context.Context, p Principal) context.Context {
+	a, _ := tenancy.ActorOf(ctx)
+	a.TokenID, a.TokenName, a.LocalUser = p.TokenID, p.TokenName, ""
+	return tenancy.WithActor(ctx, a)
+}
+
+// maxUserAgent bounds the user agent an audit entry keeps.
+const maxUserAgent = 256
+
+// Origin returns ctx with where a request came from: its client network,
+// which Authenticate counts failures by, and, for the audit log of what
+// it changes once its token is known (see Acting), the client network,
+// user agent and request ID. Nobody is the actor yet.
+func Origin(ctx context.Context, network, userAgent, requestID string) context.Context {
+	if len(userAgent) > maxUserAgent {
+		userAgent = strings.ToValidUTF8(userAgent[:maxUserAgent], "")
+	}
+	ctx = context.WithValue(ctx, clientNetworkKey{}, network)
+	return tenancy.WithActor(ctx, tenancy.Actor{ClientNet: network, UserAgent: userAgent, RequestID: requestID})
+}
+
 func clientNetwork(ctx context.Context) string {
 	n, _ := ctx.Value(clientNetworkKey{}).(string)
 	return n
@@ -419,7 +445,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, h http.Header) (Princi
 		return Principal{}, unauthorized()
 	}
 	a.markGood(id)
-	return Principal{TokenID: tok.ID, OrganizationID: tok.OrganizationID, AppID: tok.AppID, Scopes: tok.Scopes}, nil
+	return Principal{TokenID: tok.ID, TokenName: tok.Name, OrganizationID: tok.OrganizationID, AppID: tok.AppID, Scopes: tok.Scopes}, nil
 }
 
 // throttledError is the answer to a network past its bound on failures.

@@ -6,6 +6,8 @@ package content
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
@@ -19,6 +21,34 @@ var (
 	// ErrConflict means a record with the same identifier already exists.
 	ErrConflict = tenancy.ErrConflict
 )
+
+// ErrStale is what a *Stale error is (errors.Is).
+var ErrStale = errors.New("changed since it was read")
+
+// Stale refuses a write made from a read of an older revision of the
+// record than its current one: the writer reads it again, and decides.
+type Stale struct {
+	Kind Kind
+	ID   string
+	// Current is the record's revision; Read the one the writer had.
+	Current, Read int64
+}
+
+func (e *Stale) Error() string {
+	return fmt.Sprintf("%s %q is at revision %d, not %d as read: read it again and reapply the change", e.Kind, e.ID, e.Current, e.Read)
+}
+
+// Is makes errors.Is(err, ErrStale) hold.
+func (e *Stale) Is(target error) bool { return target == ErrStale }
+
+// CheckRevision is the *Stale error of writing cur from a read of
+// ifRevision; nil when ifRevision is zero (no precondition) or cur's.
+func CheckRevision(cur Record, ifRevision int64) error {
+	if ifRevision == 0 || ifRevision == cur.Revision {
+		return nil
+	}
+	return &Stale{Kind: cur.Kind, ID: cur.ID, Current: cur.Revision, Read: ifRevision}
+}
 
 // Store is the content database. Implementations must be safe for
 // concurrent use and must pass the suite in package contenttest.
@@ -47,11 +77,23 @@ type Store interface {
 	CreateRecord(ctx context.Context, r Record) (Record, error)
 	// UpdateRecord replaces a record with what change makes of it, reading
 	// and writing in one transaction; an error from change aborts it. It
-	// fails with ErrNotFound when there is no such record.
-	UpdateRecord(ctx context.Context, appID string, kind Kind, id string, change func(Record) (Record, error)) (Record, error)
+	// fails with ErrNotFound when there is no such record, and with a
+	// *Stale error when ifRevision is not zero and not the record's
+	// revision. A change that leaves the record as it was writes nothing.
+	UpdateRecord(ctx context.Context, appID string, kind Kind, id string, ifRevision int64, change func(Record) (Record, error)) (Record, error)
 	// DeleteRecord removes a record and returns it as it was. It fails
-	// with ErrNotFound when there is no such record.
-	DeleteRecord(ctx context.Context, appID string, kind Kind, id string) (Record, error)
+	// with ErrNotFound when there is no such record, and with a *Stale
+	// error when ifRevision is not zero and not the record's revision.
+	DeleteRecord(ctx context.Context, appID string, kind Kind, id string, ifRevision int64) (Record, error)
+
+	// Revisions returns the states a record (or, of KindApp, the app)
+	// has had, newest first: those below the revision before (zero: from
+	// the newest), at most limit (zero: MaxHistoryPage). A record never
+	// written has none.
+	Revisions(ctx context.Context, appID string, kind Kind, id string, before int64, limit int) ([]Revision, error)
+	// AuditLog returns the entries of an app's audit log that f matches,
+	// newest first.
+	AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 
 	Close() error
 }

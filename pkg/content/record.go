@@ -21,6 +21,10 @@ const (
 	KindDocument Kind = "document"
 )
 
+// KindApp names, among revisions only, the states of the app itself: its
+// name and fields (channels included).
+const KindApp Kind = "app"
+
 // Kinds lists every kind, in the order bundles hold them.
 func Kinds() []Kind { return []Kind{KindIntent, KindHandler, KindEntity, KindFAQ, KindDocument} }
 
@@ -49,6 +53,11 @@ type Record struct {
 	Location  string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Revision is the app's revision when the record last changed: it
+	// names this state of the record among all it has had (see
+	// Store.Revisions), and a write made from a read of an older one is
+	// refused (see Stale).
+	Revision int64
 }
 
 // Bundle is a set of content moved in and out in one piece.

@@ -220,21 +220,19 @@ func (db *DB) Notify(ctx context.Context, tx *sql.Tx, appIDs ...string) error {
 }
 
 // MoveRevision moves the app's revision on in tx and announces it on
-// commit (see Notify), in one statement; false when there is no such app.
-func (db *DB) MoveRevision(ctx context.Context, tx *sql.Tx, appID string) (bool, error) {
-	var res sql.Result
-	var err error
+// commit (see Notify), in one statement. It returns the new revision and
+// the app's organization; found is false when there is no such app.
+func (db *DB) MoveRevision(ctx context.Context, tx *sql.Tx, appID string) (rev int64, org string, found bool, err error) {
 	if db.engine == Postgres {
-		res, err = tx.ExecContext(ctx, `WITH moved AS (UPDATE apps SET revision = revision + 1 WHERE id = $1 RETURNING id)
-			SELECT pg_notify($2, id) FROM moved`, appID, RevisionChannel)
+		err = tx.QueryRowContext(ctx, `WITH moved AS (UPDATE apps SET revision = revision + 1 WHERE id = $1 RETURNING id, revision, organization_id)
+			SELECT revision, organization_id FROM moved, LATERAL pg_notify($2, id)`, appID, RevisionChannel).Scan(&rev, &org)
 	} else {
-		res, err = tx.ExecContext(ctx, `UPDATE apps SET revision = revision + 1 WHERE id = ?`, appID)
+		err = tx.QueryRowContext(ctx, `UPDATE apps SET revision = revision + 1 WHERE id = ? RETURNING revision, organization_id`, appID).Scan(&rev, &org)
 	}
-	if err != nil {
-		return false, err
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", false, nil
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return rev, org, err == nil, err
 }
 
 // SQLSTATEs of PostgreSQL.

@@ -110,5 +110,117 @@ func postgresMigrations() []Migration {
 				`ALTER TABLE vectors ALTER COLUMN vector SET STORAGE EXTERNAL`,
 			},
 		},
+		{
+			Version: 5,
+			Name:    "revisions and the audit log",
+			Stmts: []string{
+				// One entry for every operation that changes an app, its
+				// content or its tokens (app_id NULL: an organization's
+				// token). Who is the token or the local user the service
+				// was given, never what a request says. tx is the writing
+				// transaction, which is how its changes find their entry.
+				`CREATE TABLE audit (
+					id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+					tx              xid8 NOT NULL DEFAULT pg_current_xact_id(),
+					at              timestamptz NOT NULL,
+					organization_id text COLLATE "C" NOT NULL,
+					app_id          text COLLATE "C",
+					operation       text NOT NULL,
+					subject         text NOT NULL DEFAULT '',
+					token_id        text NOT NULL DEFAULT '',
+					token_name      text NOT NULL DEFAULT '',
+					local_user      text NOT NULL DEFAULT '',
+					client_net      text NOT NULL DEFAULT '',
+					user_agent      text NOT NULL DEFAULT '',
+					request_id      text NOT NULL DEFAULT '',
+					created         integer NOT NULL DEFAULT 0,
+					updated         integer NOT NULL DEFAULT 0,
+					deleted         integer NOT NULL DEFAULT 0,
+					unchanged       integer NOT NULL DEFAULT 0
+				)`,
+				`CREATE INDEX audit_by_app ON audit (app_id, id)`,
+				`CREATE INDEX audit_by_organization ON audit (organization_id, id)`,
+				`CREATE INDEX audit_by_time ON audit (at)`,
+				// A record's revision is the app's revision when it last
+				// changed: unique among the record's states, and ordered as
+				// the app's changes are.
+				`ALTER TABLE records ADD COLUMN revision bigint NOT NULL DEFAULT 0`,
+				// Every state a record (kind 'app': the app's name and
+				// fields) has had, a deletion keeping its last one. The
+				// triggers below write them, so no path can change content
+				// without its revision and audit entry in the same
+				// transaction.
+				`CREATE TABLE revisions (
+					app_id     text COLLATE "C" NOT NULL,
+					kind       text COLLATE "C" NOT NULL,
+					id         text COLLATE "C" NOT NULL,
+					revision   bigint NOT NULL,
+					deleted    boolean NOT NULL DEFAULT false,
+					doc        jsonb NOT NULL,
+					location   text,
+					changed_at timestamptz NOT NULL,
+					audit_id   bigint NOT NULL,
+					PRIMARY KEY (app_id, kind, id, revision)
+				)`,
+				`CREATE INDEX revisions_by_audit ON revisions (audit_id)`,
+				`CREATE INDEX revisions_by_time ON revisions (app_id, changed_at)`,
+				// What a database holds when it is upgraded is its first
+				// revision, made by the upgrade.
+				`INSERT INTO audit (at, organization_id, app_id, operation, local_user)
+				 SELECT now(), organization_id, id, 'upgrade', 'schema upgrade' FROM apps`,
+				`UPDATE records SET revision = apps.revision FROM apps WHERE apps.id = records.app_id`,
+				`INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
+				 SELECT r.app_id, r.kind, r.id, r.revision, r.doc, r.location, r.updated_at, a.id
+				 FROM records r JOIN audit a ON a.app_id = r.app_id`,
+				`INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)
+				 SELECT p.id, 'app', p.id, p.revision, p.doc || jsonb_build_object('name', p.name), p.updated_at, a.id
+				 FROM apps p JOIN audit a ON a.app_id = p.id`,
+				// keep_revision writes the revision of a change of a record
+				// or an app. A revision is replaced only by the same
+				// operation (an import naming a record twice); a write that
+				// reuses an older revision fails. A deletion is the app's
+				// revision as moved by the write.
+				`CREATE FUNCTION keep_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+				DECLARE
+					app text;
+					aid bigint;
+					aat timestamptz;
+				BEGIN
+					IF TG_TABLE_NAME = 'apps' THEN
+						app := NEW.id;
+					ELSIF TG_OP = 'DELETE' THEN
+						app := OLD.app_id;
+					ELSE
+						app := NEW.app_id;
+					END IF;
+					SELECT id, at INTO aid, aat FROM audit
+					 WHERE app_id = app AND tx = pg_current_xact_id() ORDER BY id DESC LIMIT 1;
+					IF aid IS NULL THEN
+						RAISE EXCEPTION 'a change to app % needs its audit entry in the same transaction', app;
+					END IF;
+					IF TG_TABLE_NAME = 'apps' THEN
+						DELETE FROM revisions WHERE app_id = app AND kind = 'app' AND id = app AND revision = NEW.revision AND audit_id = aid;
+						INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)
+						VALUES (app, 'app', app, NEW.revision, NEW.doc || jsonb_build_object('name', NEW.name), aat, aid);
+					ELSIF TG_OP = 'DELETE' THEN
+						INSERT INTO revisions (app_id, kind, id, revision, deleted, doc, location, changed_at, audit_id)
+						VALUES (app, OLD.kind, OLD.id, (SELECT revision FROM apps WHERE id = app), true, OLD.doc, OLD.location, aat, aid);
+					ELSE
+						DELETE FROM revisions WHERE app_id = app AND kind = NEW.kind AND id = NEW.id AND revision = NEW.revision AND audit_id = aid;
+						INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
+						VALUES (app, NEW.kind, NEW.id, NEW.revision, NEW.doc, NEW.location, NEW.updated_at, aid);
+					END IF;
+					RETURN NULL;
+				END
+				$$`,
+				`CREATE TRIGGER records_kept AFTER INSERT OR DELETE OR UPDATE OF doc, location, revision ON records
+				 FOR EACH ROW EXECUTE FUNCTION keep_revision()`,
+				`CREATE TRIGGER apps_kept_on_insert AFTER INSERT ON apps
+				 FOR EACH ROW EXECUTE FUNCTION keep_revision()`,
+				`CREATE TRIGGER apps_kept_on_update AFTER UPDATE OF name, doc ON apps
+				 FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name OR OLD.doc IS DISTINCT FROM NEW.doc)
+				 EXECUTE FUNCTION keep_revision()`,
+			},
+		},
 	}
 }

@@ -97,5 +97,115 @@ func sqliteMigrations() []Migration {
 				) STRICT`,
 			},
 		},
+		{
+			Version: 5,
+			Name:    "revisions and the audit log",
+			Stmts: []string{
+				// One entry for every operation that changes an app, its
+				// content or its tokens (app_id NULL: an organization's
+				// token). Who is the token or the local user the service
+				// was given, never what a request says.
+				`CREATE TABLE audit (
+					id              INTEGER PRIMARY KEY AUTOINCREMENT,
+					at              TEXT NOT NULL,
+					organization_id TEXT NOT NULL,
+					app_id          TEXT,
+					operation       TEXT NOT NULL,
+					subject         TEXT NOT NULL DEFAULT '',
+					token_id        TEXT NOT NULL DEFAULT '',
+					token_name      TEXT NOT NULL DEFAULT '',
+					local_user      TEXT NOT NULL DEFAULT '',
+					client_net      TEXT NOT NULL DEFAULT '',
+					user_agent      TEXT NOT NULL DEFAULT '',
+					request_id      TEXT NOT NULL DEFAULT '',
+					created         INTEGER NOT NULL DEFAULT 0,
+					updated         INTEGER NOT NULL DEFAULT 0,
+					deleted         INTEGER NOT NULL DEFAULT 0,
+					unchanged       INTEGER NOT NULL DEFAULT 0
+				) STRICT`,
+				`CREATE INDEX audit_by_app ON audit (app_id, id)`,
+				`CREATE INDEX audit_by_organization ON audit (organization_id, id)`,
+				`CREATE INDEX audit_by_time ON audit (at)`,
+				// A record's revision is the app's revision when it last
+				// changed: unique among the record's states, and ordered as
+				// the app's changes are.
+				`ALTER TABLE records ADD COLUMN revision INTEGER NOT NULL DEFAULT 0`,
+				// Every state a record (kind 'app': the app's name and
+				// fields) has had, a deletion keeping its last one. The
+				// triggers below write them, so no path can change content
+				// without its revision and audit entry in the same
+				// transaction.
+				`CREATE TABLE revisions (
+					app_id     TEXT NOT NULL,
+					kind       TEXT NOT NULL,
+					id         TEXT NOT NULL,
+					revision   INTEGER NOT NULL,
+					deleted    INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1)),
+					doc        TEXT NOT NULL,
+					location   TEXT,
+					changed_at TEXT NOT NULL,
+					audit_id   INTEGER NOT NULL,
+					PRIMARY KEY (app_id, kind, id, revision)
+				) STRICT`,
+				`CREATE INDEX revisions_by_audit ON revisions (audit_id)`,
+				`CREATE INDEX revisions_by_time ON revisions (app_id, changed_at)`,
+				// What a database holds when it is upgraded is its first
+				// revision, made by the upgrade.
+				`INSERT INTO audit (at, organization_id, app_id, operation, local_user)
+				 SELECT strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), organization_id, id, 'upgrade', 'schema upgrade' FROM apps`,
+				`UPDATE records SET revision = (SELECT revision FROM apps WHERE apps.id = records.app_id)`,
+				`INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
+				 SELECT r.app_id, r.kind, r.id, r.revision, r.doc, r.location, r.updated_at,
+				        (SELECT max(a.id) FROM audit a WHERE a.app_id = r.app_id)
+				 FROM records r`,
+				`INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)
+				 SELECT p.id, 'app', p.id, p.revision, json_set(p.doc, '$.name', p.name), p.updated_at,
+				        (SELECT max(a.id) FROM audit a WHERE a.app_id = p.id)
+				 FROM apps p`,
+				// A write names its audit entry by writing it first: SQLite
+				// has one writer at a time, so the app's newest entry is
+				// the writing transaction's. A revision is replaced only
+				// by the same operation (an import naming a record twice);
+				// a write that reuses an older revision fails.
+				`CREATE TRIGGER records_kept_on_insert AFTER INSERT ON records BEGIN
+					SELECT RAISE(ABORT, 'a content change needs its audit entry') WHERE NOT EXISTS (SELECT 1 FROM audit WHERE app_id = NEW.app_id);
+					DELETE FROM revisions WHERE app_id = NEW.app_id AND kind = NEW.kind AND id = NEW.id AND revision = NEW.revision
+						AND audit_id = (SELECT max(id) FROM audit WHERE app_id = NEW.app_id);
+					INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
+					VALUES (NEW.app_id, NEW.kind, NEW.id, NEW.revision, NEW.doc, NEW.location, NEW.updated_at,
+						(SELECT max(id) FROM audit WHERE app_id = NEW.app_id));
+				END`,
+				`CREATE TRIGGER records_kept_on_update AFTER UPDATE OF doc, location, revision ON records BEGIN
+					SELECT RAISE(ABORT, 'a content change needs its audit entry') WHERE NOT EXISTS (SELECT 1 FROM audit WHERE app_id = NEW.app_id);
+					DELETE FROM revisions WHERE app_id = NEW.app_id AND kind = NEW.kind AND id = NEW.id AND revision = NEW.revision
+						AND audit_id = (SELECT max(id) FROM audit WHERE app_id = NEW.app_id);
+					INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
+					VALUES (NEW.app_id, NEW.kind, NEW.id, NEW.revision, NEW.doc, NEW.location, NEW.updated_at,
+						(SELECT max(id) FROM audit WHERE app_id = NEW.app_id));
+				END`,
+				// A deletion is the app's revision as moved by the write.
+				`CREATE TRIGGER records_kept_on_delete AFTER DELETE ON records BEGIN
+					SELECT RAISE(ABORT, 'a content change needs its audit entry') WHERE NOT EXISTS (SELECT 1 FROM audit WHERE app_id = OLD.app_id);
+					INSERT INTO revisions (app_id, kind, id, revision, deleted, doc, location, changed_at, audit_id)
+					SELECT OLD.app_id, OLD.kind, OLD.id, (SELECT revision FROM apps WHERE id = OLD.app_id), 1, OLD.doc, OLD.location, a.at, a.id
+					FROM audit a WHERE a.id = (SELECT max(id) FROM audit WHERE app_id = OLD.app_id);
+				END`,
+				`CREATE TRIGGER apps_kept_on_insert AFTER INSERT ON apps BEGIN
+					SELECT RAISE(ABORT, 'a change to an app needs its audit entry') WHERE NOT EXISTS (SELECT 1 FROM audit WHERE app_id = NEW.id);
+					INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)
+					VALUES (NEW.id, 'app', NEW.id, NEW.revision, json_set(NEW.doc, '$.name', NEW.name), NEW.updated_at,
+						(SELECT max(id) FROM audit WHERE app_id = NEW.id));
+				END`,
+				`CREATE TRIGGER apps_kept_on_update AFTER UPDATE OF name, doc ON apps
+				 WHEN OLD.name IS NOT NEW.name OR OLD.doc IS NOT NEW.doc BEGIN
+					SELECT RAISE(ABORT, 'a change to an app needs its audit entry') WHERE NOT EXISTS (SELECT 1 FROM audit WHERE app_id = NEW.id);
+					DELETE FROM revisions WHERE app_id = NEW.id AND kind = 'app' AND id = NEW.id AND revision = NEW.revision
+						AND audit_id = (SELECT max(id) FROM audit WHERE app_id = NEW.id);
+					INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)
+					VALUES (NEW.id, 'app', NEW.id, NEW.revision, json_set(NEW.doc, '$.name', NEW.name), NEW.updated_at,
+						(SELECT max(id) FROM audit WHERE app_id = NEW.id));
+				END`,
+			},
+		},
 	}
 }

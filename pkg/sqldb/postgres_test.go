@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver of database/sql
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/devpostgres"
 	"github.com/assistantcms/cms/internal/revisionwatch"
 	"github.com/assistantcms/cms/pkg/sqldb"
@@ -117,7 +118,7 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	for i, db := range dbs {
 		stores[i] = tenancyOf(t, db)
 	}
-	if err := stores[1].CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
+	if err := stores[1].CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
 		t.Fatalf("CreateOrganization: %v", err)
 	}
 	for i, s := range stores {
@@ -140,7 +141,7 @@ func TestPostgresSchemaVersion(t *testing.T) {
 		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, db.LatestVersion())
 	}
 	s := tenancyOf(t, db)
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
+	if err := s.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	before := postgresAppliedMigrations(t, raw)
@@ -255,7 +256,7 @@ func TestPostgresStoppedServer(t *testing.T) {
 	if err := db.Ping(ctx); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
+	if err := s.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	w := revisionwatch.Start(t, db)
@@ -292,7 +293,7 @@ func TestPostgresStoppedServer(t *testing.T) {
 	default:
 		t.Error("the lost connection was not reported")
 	}
-	if err := s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+	if err := s.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	w.Expect(t, "app")

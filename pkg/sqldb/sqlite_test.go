@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/sqldb"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -96,7 +97,7 @@ func TestSQLiteReopenKeepsDataAndMigrations(t *testing.T) {
 	db := openDB(t, path)
 	s := tenancyOf(t, db)
 	created := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
+	if err := s.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
 		t.Fatalf("CreateOrganization: %v", err)
 	}
 	before := sqliteAppliedMigrations(t, db)
@@ -185,7 +186,7 @@ func TestSQLiteConcurrentOpen(t *testing.T) {
 	for i, db := range dbs {
 		stores[i] = tenancyOf(t, db)
 	}
-	if err := stores[1].CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
+	if err := stores[1].CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: time.Now()}); err != nil {
 		t.Fatalf("CreateOrganization: %v", err)
 	}
 	for i, s := range stores {

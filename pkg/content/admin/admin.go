@@ -11,10 +11,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Exit codes returned by Run.
@@ -151,6 +155,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 			fs.PrintDefaults()
 		}
 	}
+	// What a command changes is the local user's, in the audit log.
+	ctx = tenancy.WithOperation(tenancy.WithActor(ctx, tenancy.Actor{LocalUser: localUser()}), cmd.name)
 	err := cmd.run(ctx, c, fs, rest)
 	var uerr *usageError
 	switch {
@@ -283,4 +289,16 @@ func requireFlag(name, value string) error {
 		return usagef("--%s is required", name)
 	}
 	return nil
+}
+
+// localUser names the operating system user running the command, for
+// the audit log: the account's name, else $USER, else its user ID.
+func localUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return name
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
 }

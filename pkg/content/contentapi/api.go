@@ -317,13 +317,13 @@ func (a *API) one(kind content.Kind, wrapper, notFound string) gin.HandlerFunc {
 			abort(c, http.StatusNotFound, "", notFound)
 			return
 		}
-		b, err := a.cache.body(c.Request.Context(), t.AppID, wrapper+"/"+id, func(ctx context.Context) ([]byte, error) {
+		b, err := a.cache.recordBody(c.Request.Context(), t.AppID, wrapper+"/"+id, func(ctx context.Context) ([]byte, int64, error) {
 			r, err := a.store.Record(ctx, t.AppID, kind, id)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			dst := append(make([]byte, 0, len(r.Doc)+200), `{"`+wrapper+`":`...)
-			return append(r.AppendJSON(dst, t.OrganizationID), "}\n"...), nil
+			return append(r.AppendJSON(dst, t.OrganizationID), "}\n"...), r.Revision, nil
 		})
 		switch {
 		case errors.Is(err, content.ErrNotFound):

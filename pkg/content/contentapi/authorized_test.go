@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
@@ -72,7 +73,7 @@ func TestAuthorizedRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.RevokeToken(t.Context(), id, time.Now()); err != nil {
+	if err := e.store.RevokeToken(contenttest.Acting(t.Context()), id, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// Once the token cache's millisecond has passed, the token is read

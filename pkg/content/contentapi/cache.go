@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,13 +250,30 @@ func (c *cache) stats() cacheStats {
 // body returns the response body cached under key for the app's current
 // revision, or renders it.
 func (c *cache) body(ctx context.Context, appID, key string, render func(ctx context.Context) ([]byte, error)) (*body, error) {
-	v, err := c.get(ctx, appID, key, func(ctx context.Context) (any, error) {
+	return c.rendered(ctx, appID, key, func(ctx context.Context) (*body, error) {
 		data, err := render(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return newBody(data), nil
 	})
+}
+
+// recordBody is body for one record, whose entity tag is its revision: a
+// client that read it can tell which state it read, as GraphQL's
+// revision field tells.
+func (c *cache) recordBody(ctx context.Context, appID, key string, render func(ctx context.Context) ([]byte, int64, error)) (*body, error) {
+	return c.rendered(ctx, appID, key, func(ctx context.Context) (*body, error) {
+		data, rev, err := render(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &body{data: data, etag: `"r` + strconv.FormatInt(rev, 10) + `"`}, nil
+	})
+}
+
+func (c *cache) rendered(ctx context.Context, appID, key string, render func(ctx context.Context) (*body, error)) (*body, error) {
+	v, err := c.get(ctx, appID, key, func(ctx context.Context) (any, error) { return render(ctx) })
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/fixture"
 	"github.com/assistantcms/cms/pkg/auth"
 )
@@ -36,7 +37,7 @@ func FuzzKnowledgeQuery(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	if err := store.RevokeToken(context.Background(), id, time.Now()); err != nil {
+	if err := store.RevokeToken(contenttest.Acting(context.Background()), id, time.Now()); err != nil {
 		f.Fatal(err)
 	}
 	svc, err := NewService(ServiceConfig{}, store, slog.New(slog.NewTextHandler(io.Discard, nil)))

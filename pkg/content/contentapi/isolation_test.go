@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
@@ -81,7 +82,7 @@ func newIsolationEnv(t *testing.T, cfg ServiceConfig) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.RevokeToken(context.Background(), id, time.Now()); err != nil {
+	if err := e.store.RevokeToken(contenttest.Acting(context.Background()), id, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/embedstandin"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
@@ -355,7 +356,7 @@ func TestKnowledgeFollowsContentChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Import(context.Background(), &f.Bundle, nil); err != nil {
+	if _, err := e.store.Import(contenttest.Acting(context.Background()), &f.Bundle, nil); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)

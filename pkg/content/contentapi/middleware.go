@@ -123,11 +123,13 @@ func observe(m *Metrics, log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
-// clientNetwork tells authentication which network each request came
-// from, whose failures it counts.
-func clientNetwork(trusted []netip.Prefix) gin.HandlerFunc {
+// origin tells authentication which network each request came from,
+// whose failures it counts, and keeps where the request came from for
+// the audit log of what it changes.
+func origin(trusted []netip.Prefix) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		c.Request = c.Request.WithContext(auth.WithClientNetwork(c.Request.Context(), clientnet.Of(c.Request, trusted)))
+		c.Request = c.Request.WithContext(auth.Origin(c.Request.Context(), clientnet.Of(c.Request, trusted),
+			c.Request.UserAgent(), c.GetString(requestIDKey)))
 	}
 }
 

@@ -150,7 +150,7 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	engine.HandleMethodNotAllowed = true
-	engine.Use(observe(metrics, log), recovery(log), clientNetwork(cfg.TrustedProxies))
+	engine.Use(observe(metrics, log), recovery(log), origin(cfg.TrustedProxies))
 	engine.NoRoute(notFound)
 	engine.NoMethod(notAllowed)
 	api.Register(engine)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/fixture"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
@@ -73,7 +74,7 @@ func TestServeFollowsChangesAnotherReplicaAnnounces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Import(context.Background(), &f.Bundle, nil); err != nil {
+	if _, err := store.Import(contenttest.Acting(context.Background()), &f.Bundle, nil); err != nil {
 		t.Fatal(err)
 	}
 	if body := get(); !strings.Contains(body, "crimson") {

@@ -7,6 +7,7 @@
 package contentdb
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/sqldb"
+	"github.com/assistantcms/cms/pkg/tenancy"
 	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
 )
 
@@ -98,7 +100,7 @@ func New(ctx context.Context, sdb *sqldb.DB) (*DB, error) {
 		return nil, err
 	}
 	s := &DB{Store: ts, db: sdb,
-		recordColumns: `app_id, kind, id, doc, COALESCE(location, ''), created_at, updated_at`}
+		recordColumns: `app_id, kind, id, doc, COALESCE(location, ''), created_at, updated_at, revision`}
 	if s.recordStmt, err = sdb.Prepare(ctx, `SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare record lookup: %w", err), ts.Close())
 	}
@@ -127,7 +129,8 @@ func (s *DB) scanRecord(r sqldb.Scanner) (content.Record, error) {
 	)
 	created, updated := s.db.NewTime(false), s.db.NewTime(false)
 	dests := append([]any{&rec.AppID, &kind, &rec.ID, &doc, &rec.Location}, created.Dests()...)
-	if err := r.Scan(append(dests, updated.Dests()...)...); err != nil {
+	dests = append(dests, updated.Dests()...)
+	if err := r.Scan(append(dests, &rec.Revision)...); err != nil {
 		return content.Record{}, err
 	}
 	rec.Kind = content.Kind(kind)
@@ -191,31 +194,50 @@ func (s *DB) Revision(ctx context.Context, appID string) (int64, error) {
 	return rev, nil
 }
 
+// moved is an app whose revision a write moved: the revision its changes
+// take.
+type moved struct {
+	app, org string
+	rev      int64
+}
+
 // write runs fn in a transaction that first moves the app's revision and
 // announces it (delivered on commit, and not at all on rollback). Locking
 // the app row before any record is the lock order Import keeps too; it
 // also serializes writes to one app.
-func (s *DB) write(ctx context.Context, appID, what string, fn func(tx *sql.Tx) error) error {
+func (s *DB) write(ctx context.Context, appID, what string, fn func(tx *sql.Tx, m moved) error) error {
 	return s.db.InTx(ctx, what, func(tx *sql.Tx) error {
-		moved, err := s.db.MoveRevision(ctx, tx, appID)
+		rev, org, found, err := s.db.MoveRevision(ctx, tx, appID)
 		if err != nil {
 			return fmt.Errorf("%s: move revision: %w", what, err)
 		}
-		if !moved {
+		if !found {
 			return fmt.Errorf("app %q: %w", appID, content.ErrNotFound)
 		}
-		return fn(tx)
+		return fn(tx, moved{app: appID, org: org, rev: rev})
 	})
+}
+
+// audit writes the audit entry of a write to one record of m's app, with
+// what it will change, before changing it.
+func (s *DB) audit(ctx context.Context, tx *sql.Tx, m moved, operation string, kind content.Kind, id string, e tenancy.AuditEntry) error {
+	e.OrganizationID, e.AppID, e.Operation, e.Subject = m.org, m.app, operation, string(kind)+"/"+id
+	_, err := s.Audit(ctx, tx, e)
+	return err
 }
 
 // CreateRecord implements content.Store.
 func (s *DB) CreateRecord(ctx context.Context, r content.Record) (content.Record, error) {
 	now := s.db.Now()
 	r.CreatedAt, r.UpdatedAt = now, now
-	err := s.write(ctx, r.AppID, fmt.Sprintf("create %s %q", r.Kind, r.ID), func(tx *sql.Tx) error {
+	err := s.write(ctx, r.AppID, fmt.Sprintf("create %s %q", r.Kind, r.ID), func(tx *sql.Tx, m moved) error {
+		if err := s.audit(ctx, tx, m, "createRecord", r.Kind, r.ID, tenancy.AuditEntry{Created: 1}); err != nil {
+			return err
+		}
+		r.Revision = m.rev
 		at := s.db.TimeArgs(now, false)[0]
-		_, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at) VALUES (?, ?, ?, `+
-			s.db.DocMark()+`, ?, ?, ?)`), r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), at, at)
+		_, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at, revision) VALUES (?, ?, ?, `+
+			s.db.DocMark()+`, ?, ?, ?, ?)`), r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), at, at, r.Revision)
 		switch {
 		case sqldb.IsDuplicate(err):
 			return fmt.Errorf("%s %q of app %q: %w", r.Kind, r.ID, r.AppID, content.ErrConflict)
@@ -235,12 +257,15 @@ func (s *DB) CreateRecord(ctx context.Context, r content.Record) (content.Record
 // UpdateRecord implements content.Store. The record is locked from the
 // read to the write (the whole file on SQLite, the row on PostgreSQL), so
 // concurrent read-modify-writes apply one after another and lose nothing.
-func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, change func(content.Record) (content.Record, error)) (content.Record, error) {
+func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64, change func(content.Record) (content.Record, error)) (content.Record, error) {
 	var out content.Record
-	err := s.write(ctx, appID, fmt.Sprintf("update %s %q", kind, id), func(tx *sql.Tx) error {
+	err := s.write(ctx, appID, fmt.Sprintf("update %s %q", kind, id), func(tx *sql.Tx, m moved) error {
 		cur, err := s.record(tx.QueryRowContext(ctx, s.db.Q(`SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`+
 			s.db.Lock(" FOR UPDATE")), appID, string(kind), id), appID, kind, id)
 		if err != nil {
+			return err
+		}
+		if err := content.CheckRevision(cur, ifRevision); err != nil {
 			return err
 		}
 		next, err := change(cur)
@@ -248,9 +273,17 @@ func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, 
 			return err
 		}
 		next.Kind, next.AppID, next.ID, next.CreatedAt = kind, appID, id, cur.CreatedAt
-		next.UpdatedAt = s.db.Now()
-		if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE records SET doc = `+s.db.DocMark()+`, location = ?, updated_at = ? WHERE app_id = ? AND kind = ? AND id = ?`),
-			sqldb.DocArg(next.Doc), sqldb.NullString(next.Location), s.db.TimeArgs(next.UpdatedAt, false)[0], appID, string(kind), id); err != nil {
+		if bytes.Equal(next.Doc, cur.Doc) && next.Location == cur.Location {
+			// Nothing to keep a revision of.
+			out = cur
+			return s.audit(ctx, tx, m, "updateRecord", kind, id, tenancy.AuditEntry{Unchanged: 1})
+		}
+		if err := s.audit(ctx, tx, m, "updateRecord", kind, id, tenancy.AuditEntry{Updated: 1}); err != nil {
+			return err
+		}
+		next.UpdatedAt, next.Revision = s.db.Now(), m.rev
+		if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE records SET doc = `+s.db.DocMark()+`, location = ?, updated_at = ?, revision = ? WHERE app_id = ? AND kind = ? AND id = ?`),
+			sqldb.DocArg(next.Doc), sqldb.NullString(next.Location), s.db.TimeArgs(next.UpdatedAt, false)[0], next.Revision, appID, string(kind), id); err != nil {
 			return fmt.Errorf("update %s %q: %w", kind, id, err)
 		}
 		out = next
@@ -259,13 +292,21 @@ func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, 
 	return out, err
 }
 
-// DeleteRecord implements content.Store.
-func (s *DB) DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error) {
+// DeleteRecord implements content.Store. The deletion is the record's
+// last revision, which keeps what it held.
+func (s *DB) DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64) (content.Record, error) {
 	var out content.Record
-	err := s.write(ctx, appID, fmt.Sprintf("delete %s %q", kind, id), func(tx *sql.Tx) error {
+	err := s.write(ctx, appID, fmt.Sprintf("delete %s %q", kind, id), func(tx *sql.Tx, m moved) error {
+		if err := s.audit(ctx, tx, m, "deleteRecord", kind, id, tenancy.AuditEntry{Deleted: 1}); err != nil {
+			return err
+		}
 		cur, err := s.record(tx.QueryRowContext(ctx, s.db.Q(`DELETE FROM records WHERE app_id = ? AND kind = ? AND id = ? RETURNING `+s.recordColumns),
 			appID, string(kind), id), appID, kind, id)
 		if err != nil {
+			return err
+		}
+		// A stale deletion fails, and rolls back with it.
+		if err := content.CheckRevision(cur, ifRevision); err != nil {
 			return err
 		}
 		out = cur

@@ -29,6 +29,7 @@ const (
 
 // importer applies one bundle inside one transaction.
 type importer struct {
+	s     *DB
 	db    *sqldb.DB
 	tx    *sql.Tx
 	now   time.Time
@@ -36,9 +37,14 @@ type importer struct {
 	// owners maps each app that exists in the transaction to its
 	// organization.
 	owners map[string]string
-	// changed holds apps whose records changed: their revisions move at
-	// the end. notify also holds apps created or changed themselves.
-	changed, notify map[string]bool
+	// rev is the revision each app's changes take: an app is moved on as
+	// the import reaches it, and given back its revision at the end when
+	// nothing of it changed.
+	rev map[string]int64
+	// audits is each app's audit entry, with what the import wrote of it.
+	audits map[string]tenancy.AuditEntry
+	// notify holds the apps that changed, themselves or their records.
+	notify map[string]bool
 	// seen holds the records written, to find one written twice.
 	seen     map[recordKey]bool
 	done     int
@@ -83,15 +89,40 @@ func (im *importer) tick() {
 	}
 }
 
-func (im *importer) count(created, updated bool) {
+// count counts an item written, or found equal, for the import and for
+// its app's audit entry (appID empty: an organization).
+func (im *importer) count(appID string, created, updated bool) {
+	e := im.audits[appID]
 	switch {
 	case created:
 		im.stats.Created++
+		e.Created++
 	case updated:
 		im.stats.Updated++
+		e.Updated++
 	default:
 		im.stats.Unchanged++
+		e.Unchanged++
 	}
+	if appID != "" {
+		im.audits[appID] = e
+	}
+	if created || updated {
+		im.notify[appID] = true
+	}
+}
+
+// reached notes an app the import writes to: moved is its new revision,
+// and its audit entry is written before any change of it.
+func (im *importer) reached(ctx context.Context, appID, org string, rev int64) error {
+	e := tenancy.AuditEntry{OrganizationID: org, AppID: appID, Operation: "import"}
+	id, err := im.s.Audit(ctx, im.tx, e)
+	if err != nil {
+		return err
+	}
+	e.ID = id
+	im.owners[appID], im.rev[appID], im.audits[appID] = org, rev, e
+	return nil
 }
 
 // Import implements content.Store.
@@ -103,8 +134,8 @@ func (im *importer) count(created, updated bool) {
 // deadlock. A write waiting longer than lock_timeout fails, like a SQLite
 // writer after its busy timeout.
 func (s *DB) Import(ctx context.Context, b *content.Bundle, progress func(done int)) (content.ImportStats, error) {
-	im := &importer{db: s.db, owners: map[string]string{}, changed: map[string]bool{}, notify: map[string]bool{},
-		seen: map[recordKey]bool{}, progress: progress, stmts: map[string]*sql.Stmt{}}
+	im := &importer{s: s, db: s.db, owners: map[string]string{}, rev: map[string]int64{}, audits: map[string]tenancy.AuditEntry{},
+		notify: map[string]bool{}, seen: map[recordKey]bool{}, progress: progress, stmts: map[string]*sql.Stmt{}}
 	err := s.db.InTx(ctx, "import", func(tx *sql.Tx) error {
 		im.tx = tx
 		defer func() {
@@ -127,12 +158,12 @@ func (im *importer) run(ctx context.Context, b *content.Bundle) error {
 	if err := im.db.Exclusive(ctx, im.tx, importLockKey); err != nil {
 		return fmt.Errorf("import: wait for other imports: %w", err)
 	}
+	// Taken once the import holds its lock, so that no write committed
+	// while it waited is later than its changes.
+	im.now = im.db.Now()
 	if err := im.lockApps(ctx, b); err != nil {
 		return err
 	}
-	// Taken once the import holds its locks, so that no write committed
-	// while it waited is later than its changes.
-	im.now = im.db.Now()
 	for i, o := range b.Organizations {
 		if err := im.organization(ctx, o); err != nil {
 			return &content.ItemError{Section: content.SectionOrganizations, Index: i, Err: err}
@@ -148,13 +179,24 @@ func (im *importer) run(ctx context.Context, b *content.Bundle) error {
 	if err := im.records(ctx, b.Records); err != nil {
 		return err
 	}
-	changed := slices.Sorted(maps.Keys(im.changed))
-	for start := 0; start < len(changed); start += idChunk {
-		ids := changed[start:min(start+idChunk, len(changed))]
-		if _, err := im.tx.ExecContext(ctx, im.db.Q(`UPDATE apps SET revision = revision + 1 WHERE id IN (`+sqldb.Marks(len(ids))+`)`), anys(ids)...); err != nil {
-			return fmt.Errorf("import: move revisions: %w", err)
+	var unchanged []string
+	for _, app := range slices.Sorted(maps.Keys(im.rev)) {
+		if !im.notify[app] {
+			unchanged = append(unchanged, app)
+		}
+		e := im.audits[app]
+		if err := im.s.Counted(ctx, im.tx, e.ID, e.Created, e.Updated, e.Deleted, e.Unchanged); err != nil {
+			return fmt.Errorf("import: %w", err)
 		}
 	}
+	// Nobody saw the revisions of apps the import left as they were.
+	for start := 0; start < len(unchanged); start += idChunk {
+		ids := unchanged[start:min(start+idChunk, len(unchanged))]
+		if _, err := im.tx.ExecContext(ctx, im.db.Q(`UPDATE apps SET revision = revision - 1 WHERE id IN (`+sqldb.Marks(len(ids))+`)`), anys(ids)...); err != nil {
+			return fmt.Errorf("import: give back revisions: %w", err)
+		}
+	}
+	delete(im.notify, "")
 	if err := im.db.Notify(ctx, im.tx, slices.Sorted(maps.Keys(im.notify))...); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -169,8 +211,8 @@ func anys(ids []string) []any {
 	return out
 }
 
-// lockApps locks the bundle's existing apps in ID order and notes their
-// organizations.
+// lockApps moves on the revisions of the bundle's existing apps, which
+// locks them, and writes their audit entries.
 func (im *importer) lockApps(ctx context.Context, b *content.Bundle) error {
 	set := map[string]bool{}
 	for _, a := range b.Apps {
@@ -180,56 +222,58 @@ func (im *importer) lockApps(ctx context.Context, b *content.Bundle) error {
 		set[r.AppID] = true
 	}
 	ids := slices.Sorted(maps.Keys(set))
+	type locked struct {
+		id, org string
+		rev     int64
+	}
+	var apps []locked
 	for start := 0; start < len(ids); start += idChunk {
 		chunk := ids[start:min(start+idChunk, len(ids))]
-		// FOR NO KEY UPDATE is what updating an app takes anyway, and lets
-		// tokens and records referring to it be created meanwhile.
-		rows, err := im.tx.QueryContext(ctx, im.db.Q(`SELECT id, organization_id FROM apps WHERE id IN (`+sqldb.Marks(len(chunk))+`) ORDER BY id`+
-			im.db.Lock(" FOR NO KEY UPDATE")), anys(chunk)...)
+		// Updating only the revision is FOR NO KEY UPDATE: tokens and
+		// records referring to the apps may be created meanwhile.
+		rows, err := im.tx.QueryContext(ctx, im.db.Q(`UPDATE apps SET revision = revision + 1 WHERE id IN (`+sqldb.Marks(len(chunk))+`)
+			RETURNING id, organization_id, revision`), anys(chunk)...)
 		if err != nil {
 			return fmt.Errorf("import: lock apps: %w", err)
 		}
-		err = func() error {
-			defer rows.Close()
-			for rows.Next() {
-				var id, org string
-				if err := rows.Scan(&id, &org); err != nil {
-					return err
-				}
-				im.owners[id] = org
-			}
-			return rows.Err()
-		}()
+		got, err := sqldb.Collect(rows, func(r sqldb.Scanner) (locked, error) {
+			var l locked
+			return l, r.Scan(&l.id, &l.org, &l.rev)
+		})
 		if err != nil {
 			return fmt.Errorf("import: lock apps: %w", err)
+		}
+		apps = append(apps, got...)
+	}
+	slices.SortFunc(apps, func(a, b locked) int { return strings.Compare(a.id, b.id) })
+	for _, a := range apps {
+		if err := im.reached(ctx, a.id, a.org, a.rev); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // upsert runs insert, which must do nothing on a conflict, then update,
-// which must change no row when the stored item is equal, and counts the
-// outcome. After an insert the update finds the row equal.
-func (im *importer) upsert(ctx context.Context, insert string, insertArgs []any, update string, updateArgs []any) (changed bool, err error) {
+// which must change no row when the stored item is equal, unless the
+// insert wrote a row.
+func (im *importer) upsert(ctx context.Context, insert string, insertArgs []any, update string, updateArgs []any) (created, updated bool, err error) {
 	res, err := im.exec(ctx, insert, insertArgs...)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	created, err := affected(res)
-	if err != nil {
-		return false, err
+	if created, err = affected(res); err != nil {
+		return false, false, err
 	}
-	updated := false
 	if !created {
 		if res, err = im.exec(ctx, update, updateArgs...); err != nil {
-			return false, err
+			return false, false, err
 		}
 		if updated, err = affected(res); err != nil {
-			return false, err
+			return false, false, err
 		}
 	}
-	im.count(created, updated)
-	return created || updated, nil
+	return created, updated, nil
 }
 
 func affected(res sql.Result) (bool, error) {
@@ -238,12 +282,24 @@ func affected(res sql.Result) (bool, error) {
 }
 
 func (im *importer) organization(ctx context.Context, o tenancy.Organization) error {
-	_, err := im.upsert(ctx,
+	created, updated, err := im.upsert(ctx,
 		`INSERT INTO organizations (id, name, `+im.db.TimeColumns("created_at", true)+`) VALUES (?, ?, `+im.db.TimeMarks(true)+`) ON CONFLICT (id) DO NOTHING`,
 		append([]any{o.ID, o.Name}, im.db.TimeArgs(im.now, true)...),
 		`UPDATE organizations SET name = ? WHERE id = ? AND name IS DISTINCT FROM ?`, []any{o.Name, o.ID, o.Name})
 	if err != nil {
 		return fmt.Errorf("write organization %q: %w", o.ID, err)
+	}
+	im.count("", created, updated)
+	if created || updated {
+		e := tenancy.AuditEntry{OrganizationID: o.ID, Operation: "import", Subject: "organization/" + o.ID}
+		if created {
+			e.Created = 1
+		} else {
+			e.Updated = 1
+		}
+		if _, err := im.s.Audit(ctx, im.tx, e); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -260,38 +316,56 @@ func (im *importer) app(ctx context.Context, a tenancy.App) error {
 	doc := sqldb.DocArg(a.Doc)
 	t, tm := im.db.TimeColumns, im.db.TimeMarks(true)
 	now := im.db.TimeArgs(im.now, true)
-	// On PostgreSQL jsonb compares by value, so a document with its keys
-	// in another order is not a change.
-	changed, err := im.upsert(ctx,
-		`INSERT INTO apps (id, organization_id, name, doc, `+t("created_at", true)+`, `+t("updated_at", true)+`) VALUES (?, ?, ?, `+
-			im.db.DocMark()+`, `+tm+`, `+tm+`) ON CONFLICT (id) DO NOTHING`,
-		slices.Concat([]any{a.ID, a.OrganizationID, a.Name, doc}, now, now),
-		`UPDATE apps SET name = ?, doc = `+im.db.DocMark()+`, `+im.db.SetTime("updated_at", true)+`, revision = revision + 1
-		 WHERE id = ? AND organization_id = ? AND (name IS DISTINCT FROM ? OR doc IS DISTINCT FROM `+im.db.DocMark()+`)`,
-		slices.Concat([]any{a.Name, doc}, now, []any{a.ID, a.OrganizationID, a.Name, doc}))
-	switch {
-	case sqldb.IsForeignKey(err):
-		return content.Problem{Path: "organizationId", Message: fmt.Sprintf(
-			"organization %q does not exist (neither in the bundle nor in the database)", a.OrganizationID)}
-	case err != nil:
-		return fmt.Errorf("write app %q: %w", a.ID, err)
+	created := false
+	if _, ok := im.rev[a.ID]; !ok {
+		// Not in the database when the import locked its apps: new, or
+		// created by another transaction since.
+		if err := im.reached(ctx, a.ID, a.OrganizationID, 1); err != nil {
+			return err
+		}
+		res, err := im.exec(ctx, `INSERT INTO apps (id, organization_id, name, doc, `+t("created_at", true)+`, `+t("updated_at", true)+`, revision) VALUES (?, ?, ?, `+
+			im.db.DocMark()+`, `+tm+`, `+tm+`, 1) ON CONFLICT (id) DO NOTHING`,
+			slices.Concat([]any{a.ID, a.OrganizationID, a.Name, doc}, now, now)...)
+		switch {
+		case sqldb.IsForeignKey(err):
+			return content.Problem{Path: "organizationId", Message: fmt.Sprintf(
+				"organization %q does not exist (neither in the bundle nor in the database)", a.OrganizationID)}
+		case err != nil:
+			return fmt.Errorf("write app %q: %w", a.ID, err)
+		}
+		if created, err = affected(res); err != nil {
+			return fmt.Errorf("write app %q: %w", a.ID, err)
+		}
+		if !created {
+			var owner string
+			var rev int64
+			if err := im.tx.QueryRowContext(ctx, im.db.Q(`UPDATE apps SET revision = revision + 1 WHERE id = ? RETURNING organization_id, revision`), a.ID).Scan(&owner, &rev); err != nil {
+				return fmt.Errorf("lock app %q: %w", a.ID, err)
+			}
+			if owner != a.OrganizationID {
+				return im.moved(a, owner)
+			}
+			im.rev[a.ID] = rev
+		}
 	}
-	if !changed {
-		// An app another transaction created after this import locked the
-		// apps it knew is not in owners: its owner is read here, so that
-		// it cannot be moved either.
-		var owner string
-		if err := im.tx.QueryRowContext(ctx, im.db.Q(`SELECT organization_id FROM apps WHERE id = ?`), a.ID).Scan(&owner); err != nil {
-			return fmt.Errorf("read the organization of app %q: %w", a.ID, err)
+	updated := false
+	if !created {
+		// On PostgreSQL jsonb compares by value, so a document with its
+		// keys in another order is not a change.
+		res, err := im.exec(ctx, `UPDATE apps SET name = ?, doc = `+im.db.DocMark()+`, `+im.db.SetTime("updated_at", true)+`
+			WHERE id = ? AND (name IS DISTINCT FROM ? OR doc IS DISTINCT FROM `+im.db.DocMark()+`)`,
+			slices.Concat([]any{a.Name, doc}, now, []any{a.ID, a.Name, doc})...)
+		if err != nil {
+			return fmt.Errorf("write app %q: %w", a.ID, err)
 		}
-		if owner != a.OrganizationID {
-			return im.moved(a, owner)
+		if updated, err = affected(res); err != nil {
+			return fmt.Errorf("write app %q: %w", a.ID, err)
 		}
-		im.owners[a.ID] = a.OrganizationID
+	}
+	im.count(a.ID, created, updated)
+	if !created && !updated {
 		return nil
 	}
-	im.owners[a.ID] = a.OrganizationID
-	im.notify[a.ID] = true
 	if _, err := im.exec(ctx, `DELETE FROM channel_keys WHERE app_id = ?`, a.ID); err != nil {
 		return fmt.Errorf("write channel keys of app %q: %w", a.ID, err)
 	}
@@ -321,13 +395,16 @@ func (im *importer) app(ctx context.Context, a tenancy.App) error {
 	return nil
 }
 
-// appExists checks, once per app, that a record's app exists.
+// appExists checks, once per app, that a record's app exists. An app
+// created by another transaction since the import locked its apps is
+// moved on and audited as they were.
 func (im *importer) appExists(ctx context.Context, appID string) error {
 	if _, ok := im.owners[appID]; ok {
 		return nil
 	}
 	var owner string
-	err := im.tx.QueryRowContext(ctx, im.db.Q(`SELECT organization_id FROM apps WHERE id = ?`), appID).Scan(&owner)
+	var rev int64
+	err := im.tx.QueryRowContext(ctx, im.db.Q(`UPDATE apps SET revision = revision + 1 WHERE id = ? RETURNING organization_id, revision`), appID).Scan(&owner, &rev)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return content.Problem{Path: "appId", Message: fmt.Sprintf(
@@ -335,8 +412,7 @@ func (im *importer) appExists(ctx context.Context, appID string) error {
 	case err != nil:
 		return fmt.Errorf("look up app %q: %w", appID, err)
 	}
-	im.owners[appID] = owner
-	return nil
+	return im.reached(ctx, appID, owner, rev)
 }
 
 // records writes recs, up to recordChunk in one statement. A record
@@ -386,10 +462,11 @@ func (im *importer) records(ctx context.Context, recs []content.Record) error {
 // inserted, a stored one updated when its document differs; each row
 // written comes back, with whether it was inserted.
 func (im *importer) recordsUpsert(n int) string {
-	row := `(?, ?, ?, ` + im.db.DocMark() + `, ?, ?, ?)`
-	return `INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at) VALUES ` +
+	row := `(?, ?, ?, ` + im.db.DocMark() + `, ?, ?, ?, ?)`
+	return `INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at, revision) VALUES ` +
 		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `) +
-		` ON CONFLICT (app_id, kind, id) DO UPDATE SET doc = excluded.doc, location = excluded.location, updated_at = excluded.updated_at
+		` ON CONFLICT (app_id, kind, id) DO UPDATE SET doc = excluded.doc, location = excluded.location, updated_at = excluded.updated_at,
+		   revision = excluded.revision
 		 WHERE records.doc IS DISTINCT FROM excluded.doc
 		 RETURNING app_id, created_at = updated_at`
 }
@@ -412,7 +489,7 @@ func (im *importer) recordChunk(ctx context.Context, recs []content.Record, star
 	if _, err := im.tx.ExecContext(ctx, `SAVEPOINT records`); err != nil {
 		return fmt.Errorf("import: write records: %w", err)
 	}
-	stats, changed, notify := im.stats, maps.Clone(im.changed), maps.Clone(im.notify)
+	stats, audits, notify := im.stats, maps.Clone(im.audits), maps.Clone(im.notify)
 	if err := im.upsertRecords(ctx, recs[start:end]); err == nil {
 		if _, err := im.tx.ExecContext(ctx, `RELEASE SAVEPOINT records`); err != nil {
 			return fmt.Errorf("import: write records: %w", err)
@@ -421,7 +498,7 @@ func (im *importer) recordChunk(ctx context.Context, recs []content.Record, star
 		return nil
 	}
 	// What the statement counted before it failed is undone with it.
-	im.stats, im.changed, im.notify = stats, changed, notify
+	im.stats, im.audits, im.notify = stats, audits, notify
 	if _, err := im.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT records`); err != nil {
 		return fmt.Errorf("import: write records: %w", err)
 	}
@@ -447,9 +524,11 @@ func (im *importer) ticks(n int) {
 // counts them.
 func (im *importer) upsertRecords(ctx context.Context, recs []content.Record) error {
 	now := im.db.TimeArgs(im.now, false)[0]
-	args := make([]any, 0, 7*len(recs))
+	args := make([]any, 0, 8*len(recs))
+	sent := map[string]int{}
 	for _, r := range recs {
-		args = append(args, r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), now, now)
+		args = append(args, r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), now, now, im.rev[r.AppID])
+		sent[r.AppID]++
 	}
 	var rows *sql.Rows
 	if len(recs) == recordChunk {
@@ -469,7 +548,6 @@ func (im *importer) upsertRecords(ctx context.Context, recs []content.Record) er
 			return err
 		}
 	}
-	written := 0
 	err := func() error {
 		defer rows.Close()
 		for rows.Next() {
@@ -478,34 +556,35 @@ func (im *importer) upsertRecords(ctx context.Context, recs []content.Record) er
 			if err := rows.Scan(&app, &created); err != nil {
 				return err
 			}
-			im.count(created, !created)
-			im.changed[app], im.notify[app] = true, true
-			written++
+			im.count(app, created, !created)
+			sent[app]--
 		}
 		return rows.Err()
 	}()
 	if err != nil {
 		return err
 	}
-	im.stats.Unchanged += len(recs) - written
+	for app, n := range sent {
+		for range n {
+			im.count(app, false, false)
+		}
+	}
 	return nil
 }
 
 // recordAgain writes a record written before in this import.
 func (im *importer) recordAgain(ctx context.Context, r content.Record) error {
-	doc, loc, now := sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), im.db.TimeArgs(im.now, false)[0]
-	changed, err := im.upsert(ctx,
-		`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at) VALUES (?, ?, ?, `+im.db.DocMark()+`, ?, ?, ?)
+	doc, loc, now, rev := sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), im.db.TimeArgs(im.now, false)[0], im.rev[r.AppID]
+	created, updated, err := im.upsert(ctx,
+		`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at, revision) VALUES (?, ?, ?, `+im.db.DocMark()+`, ?, ?, ?, ?)
 		 ON CONFLICT (app_id, kind, id) DO NOTHING`,
-		[]any{r.AppID, string(r.Kind), r.ID, doc, loc, now, now},
-		`UPDATE records SET doc = `+im.db.DocMark()+`, location = ?, updated_at = ? WHERE app_id = ? AND kind = ? AND id = ? AND doc IS DISTINCT FROM `+im.db.DocMark(),
-		[]any{doc, loc, now, r.AppID, string(r.Kind), r.ID, doc})
+		[]any{r.AppID, string(r.Kind), r.ID, doc, loc, now, now, rev},
+		`UPDATE records SET doc = `+im.db.DocMark()+`, location = ?, updated_at = ?, revision = ? WHERE app_id = ? AND kind = ? AND id = ? AND doc IS DISTINCT FROM `+im.db.DocMark(),
+		[]any{doc, loc, now, rev, r.AppID, string(r.Kind), r.ID, doc})
 	if err != nil {
 		return fmt.Errorf("write %s %q: %w", r.Kind, r.ID, err)
 	}
-	if changed {
-		im.changed[r.AppID], im.notify[r.AppID] = true, true
-	}
+	im.count(r.AppID, created, updated)
 	im.tick()
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/revisionwatch"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -85,7 +86,7 @@ func TestPostgresWatchRevisions(t *testing.T) {
 			Records: []content.Record{mustRecord(t, content.KindHandler, `{"appId":"app-a","intentId":"Hi","data":{"x":`+handler+`}}`)},
 		}
 	}
-	if _, err := writer.Import(ctx, bundle("1"), nil); err != nil {
+	if _, err := writer.Import(contenttest.Acting(ctx), bundle("1"), nil); err != nil {
 		t.Fatal(err)
 	}
 	// One notification per app, in ID order, from the import's commit.
@@ -101,25 +102,34 @@ func TestPostgresWatchRevisions(t *testing.T) {
 		write func(context.Context) error
 		want  string
 	}{
-		{"create record", func(ctx context.Context) error { _, err := writer.CreateRecord(ctx, intent); return err }, "app-b"},
+		{"create record", func(ctx context.Context) error {
+			_, err := writer.CreateRecord(contenttest.Acting(ctx), intent)
+			return err
+		}, "app-b"},
 		{"update record", func(ctx context.Context) error {
-			_, err := writer.UpdateRecord(ctx, "app-b", content.KindIntent, "New", func(r content.Record) (content.Record, error) {
+			_, err := writer.UpdateRecord(contenttest.Acting(ctx), "app-b", content.KindIntent, "New", 0, func(r content.Record) (content.Record, error) {
 				r.Doc = []byte(`{"intentId":"New","name":"n"}`)
 				return r, nil
 			})
 			return err
 		}, "app-b"},
 		{"delete record", func(ctx context.Context) error {
-			_, err := writer.DeleteRecord(ctx, "app-b", content.KindIntent, "New")
+			_, err := writer.DeleteRecord(contenttest.Acting(ctx), "app-b", content.KindIntent, "New", 0)
 			return err
 		}, "app-b"},
-		{"import changing a record", func(ctx context.Context) error { _, err := writer.Import(ctx, bundle("2"), nil); return err }, "app-a"},
+		{"import changing a record", func(ctx context.Context) error {
+			_, err := writer.Import(contenttest.Acting(ctx), bundle("2"), nil)
+			return err
+		}, "app-a"},
 		{"create app", func(ctx context.Context) error {
-			return writer.CreateApp(ctx, tenancy.App{ID: "app-c", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()})
+			return writer.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: "app-c", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()})
 		}, "app-c"},
-		{"import changing nothing", func(ctx context.Context) error { _, err := writer.Import(ctx, bundle("2"), nil); return err }, ""},
+		{"import changing nothing", func(ctx context.Context) error {
+			_, err := writer.Import(contenttest.Acting(ctx), bundle("2"), nil)
+			return err
+		}, ""},
 		{"refused update", func(ctx context.Context) error {
-			_, err := writer.UpdateRecord(ctx, "app-a", content.KindHandler, "Hi", func(r content.Record) (content.Record, error) {
+			_, err := writer.UpdateRecord(contenttest.Acting(ctx), "app-a", content.KindHandler, "Hi", 0, func(r content.Record) (content.Record, error) {
 				return r, errors.New("refused")
 			})
 			if err == nil {
@@ -128,10 +138,10 @@ func TestPostgresWatchRevisions(t *testing.T) {
 			return nil
 		}, ""},
 		{"failed create", func(ctx context.Context) error {
-			if _, err := writer.CreateRecord(ctx, intent); err != nil {
+			if _, err := writer.CreateRecord(contenttest.Acting(ctx), intent); err != nil {
 				return err
 			}
-			_, err := writer.CreateRecord(ctx, intent)
+			_, err := writer.CreateRecord(contenttest.Acting(ctx), intent)
 			if err == nil {
 				return errors.New("second create succeeded, want a conflict")
 			}
@@ -151,7 +161,7 @@ func TestPostgresWatchRevisions(t *testing.T) {
 				return
 			}
 			marker := tenancy.App{ID: "marker-" + strings.ReplaceAll(st.name, " ", "-"), OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}
-			if err := writer.CreateApp(ctx, marker); err != nil {
+			if err := writer.CreateApp(contenttest.Acting(ctx), marker); err != nil {
 				t.Fatal(err)
 			}
 			w.Expect(t, marker.ID)
@@ -159,7 +169,7 @@ func TestPostgresWatchRevisions(t *testing.T) {
 	}
 	// The failed create of the last step sent nothing after its first.
 	marker := tenancy.App{ID: "marker-end", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	if err := writer.CreateApp(ctx, marker); err != nil {
+	if err := writer.CreateApp(contenttest.Acting(ctx), marker); err != nil {
 		t.Fatal(err)
 	}
 	w.Expect(t, marker.ID)
@@ -187,7 +197,7 @@ func TestPostgresTimesStoredSplit(t *testing.T) {
 	s, _ := openFresh(t)
 	ctx := t.Context()
 	created := time.Date(2025, 6, 1, 20, 0, 0, 123456789, time.FixedZone("UTC-7", -7*60*60))
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
+	if err := s.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
 	// The database holds the microseconds as a timestamp, the rest apart.
@@ -208,7 +218,7 @@ func TestPostgresTimesStoredSplit(t *testing.T) {
 func TestPostgresDocumentsReadBackAsWritten(t *testing.T) {
 	s, _ := openFresh(t)
 	ctx := t.Context()
-	if _, err := s.Import(ctx, &content.Bundle{
+	if _, err := s.Import(contenttest.Acting(ctx), &content.Bundle{
 		Organizations: []tenancy.Organization{{ID: "org", Name: "Org"}},
 		Apps:          []tenancy.App{mustApp(t, `{"appId":"app","organizationId":"org","name":"A"}`)},
 	}, nil); err != nil {
@@ -231,7 +241,7 @@ func TestPostgresDocumentsReadBackAsWritten(t *testing.T) {
 			if want == "" {
 				want = string(r.Doc)
 			}
-			if _, err := s.CreateRecord(ctx, r); err != nil {
+			if _, err := s.CreateRecord(contenttest.Acting(ctx), r); err != nil {
 				t.Fatal(err)
 			}
 			got, err := s.Record(ctx, "app", content.KindIntent, r.ID)
@@ -246,7 +256,7 @@ func TestPostgresDocumentsReadBackAsWritten(t *testing.T) {
 	// An app's document too, and one without other fields reads back with
 	// no document, as from SQLite.
 	a := mustApp(t, `{"appId":"app2","organizationId":"org","name":"B","zz":1,"channels":[{"id":"web","key":"k"}],"a <b> & c":"x"}`)
-	if _, err := s.Import(ctx, &content.Bundle{Apps: []tenancy.App{a}}, nil); err != nil {
+	if _, err := s.Import(contenttest.Acting(ctx), &content.Bundle{Apps: []tenancy.App{a}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.App(ctx, "app2"); err != nil || string(got.Doc) != string(a.Doc) {
@@ -278,14 +288,14 @@ func TestPostgresImportAndWritesDoNotDeadlock(t *testing.T) {
 		}
 		return b
 	}
-	if _, err := s.Import(ctx, bundle(0), nil); err != nil {
+	if _, err := s.Import(contenttest.Acting(ctx), bundle(0), nil); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for w := range 2 {
 		wg.Go(func() {
 			for i := range 10 {
-				if _, err := s.Import(ctx, bundle(w*100+i+1), nil); err != nil {
+				if _, err := s.Import(contenttest.Acting(ctx), bundle(w*100+i+1), nil); err != nil {
 					t.Errorf("Import: %v", err)
 					return
 				}
@@ -297,7 +307,7 @@ func TestPostgresImportAndWritesDoNotDeadlock(t *testing.T) {
 			for i := range 20 {
 				app := []string{"app-a", "app-b"}[i%2]
 				id := fmt.Sprintf("i%d", (w+i)%5)
-				if _, err := s.UpdateRecord(ctx, app, content.KindIntent, id, func(r content.Record) (content.Record, error) {
+				if _, err := s.UpdateRecord(contenttest.Acting(ctx), app, content.KindIntent, id, 0, func(r content.Record) (content.Record, error) {
 					r.Doc = []byte(fmt.Sprintf(`{"intentId":%q,"name":"w%d-%d"}`, id, w, i))
 					return r, nil
 				}); err != nil {
@@ -315,7 +325,7 @@ func TestPostgresImportAndWritesDoNotDeadlock(t *testing.T) {
 // success.
 func TestPostgresWritesFailWhenTheDatabaseCannotBeReached(t *testing.T) {
 	s, _ := openFresh(t)
-	if _, err := s.Import(t.Context(), &content.Bundle{
+	if _, err := s.Import(contenttest.Acting(t.Context()), &content.Bundle{
 		Organizations: []tenancy.Organization{{ID: "org", Name: "Org"}},
 		Apps:          []tenancy.App{mustApp(t, `{"appId":"app","organizationId":"org","name":"A"}`)},
 	}, nil); err != nil {
@@ -328,21 +338,21 @@ func TestPostgresWritesFailWhenTheDatabaseCannotBeReached(t *testing.T) {
 		op   func(context.Context) error
 	}{
 		{"CreateOrganization", func(ctx context.Context) error {
-			return s.CreateOrganization(ctx, tenancy.Organization{ID: "org2", CreatedAt: time.Now()})
+			return s.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org2", CreatedAt: time.Now()})
 		}},
 		{"CreateApp", func(ctx context.Context) error {
-			return s.CreateApp(ctx, tenancy.App{ID: "app2", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()})
+			return s.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: "app2", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()})
 		}},
 		{"CreateToken", func(ctx context.Context) error {
-			return s.CreateToken(ctx, tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", CreatedAt: time.Now()})
+			return s.CreateToken(contenttest.Acting(ctx), tenancy.Token{Scopes: tenancy.AllScopes, ID: "tok", Hash: []byte{1}, OrganizationID: "org", CreatedAt: time.Now()})
 		}},
-		{"RevokeToken", func(ctx context.Context) error { return s.RevokeToken(ctx, "tok", time.Now()) }},
+		{"RevokeToken", func(ctx context.Context) error { return s.RevokeToken(contenttest.Acting(ctx), "tok", time.Now()) }},
 		{"CreateRecord", func(ctx context.Context) error {
-			_, err := s.CreateRecord(ctx, mustRecord(t, content.KindIntent, `{"appId":"app","intentId":"i"}`))
+			_, err := s.CreateRecord(contenttest.Acting(ctx), mustRecord(t, content.KindIntent, `{"appId":"app","intentId":"i"}`))
 			return err
 		}},
 		{"Import", func(ctx context.Context) error {
-			_, err := s.Import(ctx, &content.Bundle{Apps: []tenancy.App{mustApp(t, `{"appId":"app3","organizationId":"org","name":"C"}`)}}, nil)
+			_, err := s.Import(contenttest.Acting(ctx), &content.Bundle{Apps: []tenancy.App{mustApp(t, `{"appId":"app3","organizationId":"org","name":"C"}`)}}, nil)
 			return err
 		}},
 	}

@@ -2,11 +2,11 @@ package contentdb
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/assistantcms/cms/internal/contenttest"
+	"github.com/assistantcms/cms/internal/searcheval"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
 	"github.com/assistantcms/cms/pkg/content/knowledge"
@@ -23,12 +23,8 @@ func TestSearchQualityMatchesSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile("../knowledge/testdata/eval/questions.json")
+	questions, err := searcheval.ReadQuestions("../knowledge/testdata/eval/questions.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var questions []knowledge.Question
-	if err := json.Unmarshal(raw, &questions); err != nil {
 		t.Fatal(err)
 	}
 	pg, _ := openFresh(t)
@@ -38,9 +34,9 @@ func TestSearchQualityMatchesSQLite(t *testing.T) {
 	}
 	defer lite.Close()
 
-	evaluate := func(name string, st content.Store) knowledge.Evaluation {
+	evaluate := func(name string, st content.Store) searcheval.Evaluation {
 		t.Helper()
-		if _, err := st.Import(ctx, &file.Bundle, nil); err != nil {
+		if _, err := st.Import(contenttest.Acting(ctx), &file.Bundle, nil); err != nil {
 			t.Fatalf("%s: import: %v", name, err)
 		}
 		lists := map[content.Kind][]content.Record{}
@@ -57,7 +53,7 @@ func TestSearchQualityMatchesSQLite(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: build: %v", name, err)
 		}
-		ev, err := b.Evaluate(context.Background(), questions)
+		ev, err := searcheval.Evaluate(context.Background(), b, questions)
 		if err != nil {
 			t.Fatalf("%s: evaluate: %v", name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
@@ -24,7 +25,7 @@ func TestSQLiteTimesStoredAsText(t *testing.T) {
 	s := openSQLite(t)
 	ctx := t.Context()
 	created := time.Date(2025, 6, 1, 20, 0, 0, 0, time.FixedZone("UTC-7", -7*60*60))
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
+	if err := s.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
 	var stored string
@@ -39,10 +40,10 @@ func TestSQLiteTimesStoredAsText(t *testing.T) {
 func TestSQLiteAppDocDefault(t *testing.T) {
 	s := openSQLite(t)
 	ctx := t.Context()
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
+	if err := s.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+	if err := s.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	var doc string
@@ -72,7 +73,7 @@ func TestSQLiteImportNamesTheRecordItCannotWrite(t *testing.T) {
 		}
 		b.Records = append(b.Records, content.Record{AppID: "app", Kind: content.KindIntent, ID: fmt.Sprintf("I%d", i), Doc: []byte(doc)})
 	}
-	_, err := s.Import(ctx, b, nil)
+	_, err := s.Import(contenttest.Acting(ctx), b, nil)
 	var ie *content.ItemError
 	if !errors.As(err, &ie) || ie.Section != content.SectionRecords || ie.Index != 5 {
 		t.Fatalf("Import = %v; want the error of record 5", err)
@@ -82,7 +83,7 @@ func TestSQLiteImportNamesTheRecordItCannotWrite(t *testing.T) {
 	}
 	// Without the bad record, the same import succeeds and counts each.
 	b.Records = append(b.Records[:5], b.Records[6:]...)
-	stats, err := s.Import(ctx, b, nil)
+	stats, err := s.Import(contenttest.Acting(ctx), b, nil)
 	if err != nil || stats.Created != 2+6 {
 		t.Fatalf("Import = %+v, %v; want 8 created", stats, err)
 	}

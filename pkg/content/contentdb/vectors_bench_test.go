@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
@@ -37,10 +38,10 @@ func withApp(tb testing.TB, s *DB) {
 	tb.Helper()
 	ctx := tb.Context()
 	now := time.Now()
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", CreatedAt: now}); err != nil {
+	if err := s.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", CreatedAt: now}); err != nil {
 		tb.Fatal(err)
 	}
-	if err := s.CreateApp(ctx, tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := s.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: "app", OrganizationID: "org", CreatedAt: now, UpdatedAt: now}); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/devpostgres"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -136,11 +137,11 @@ func withApps(t *testing.T, s Store, apps ...string) {
 	t.Helper()
 	ctx := t.Context()
 	now := time.Now()
-	if err := s.CreateOrganization(ctx, tenancy.Organization{ID: "org", Name: "Org", CreatedAt: now}); err != nil {
+	if err := s.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range apps {
-		if err := s.CreateApp(ctx, tenancy.App{ID: id, OrganizationID: "org", Name: id, CreatedAt: now, UpdatedAt: now}); err != nil {
+		if err := s.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: id, OrganizationID: "org", Name: id, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 	}

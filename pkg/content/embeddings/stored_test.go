@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -55,12 +56,12 @@ func openStore(t *testing.T, path string, apps ...string) *contentdb.DB {
 	t.Cleanup(func() { s.Close() })
 	now := time.Now()
 	if len(apps) > 0 {
-		if err := s.CreateOrganization(t.Context(), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: now}); err != nil {
+		if err := s.CreateOrganization(contenttest.Acting(t.Context()), tenancy.Organization{ID: "org", Name: "Org", CreatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, id := range apps {
-		if err := s.CreateApp(t.Context(), tenancy.App{ID: id, OrganizationID: "org", Name: id, CreatedAt: now, UpdatedAt: now}); err != nil {
+		if err := s.CreateApp(contenttest.Acting(t.Context()), tenancy.App{ID: id, OrganizationID: "org", Name: id, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -417,6 +417,8 @@ func (r *record) value(name string, objects bool) (any, int64, error) {
 		direct = r.rec.CreatedAt.UTC().Format(content.TimeLayout)
 	case "updatedAt":
 		direct = r.rec.UpdatedAt.UTC().Format(content.TimeLayout)
+	case "revision":
+		return r.rec.Revision, int64(len(strconv.FormatInt(r.rec.Revision, 10))), nil
 	default:
 		return r.decoded(name, objects)
 	}

@@ -21,6 +21,7 @@ const (
 	CodeBadUserInput       = "BAD_USER_INPUT"
 	CodeNotFound           = "NOT_FOUND"
 	CodeAlreadyExists      = "ALREADY_EXISTS"
+	CodeConflict           = "CONFLICT"
 	CodeMissingReference   = "MISSING_REFERENCE"
 	CodeParseFailed        = "GRAPHQL_PARSE_FAILED"
 	CodeValidationFailed   = "GRAPHQL_VALIDATION_FAILED"
@@ -41,6 +42,8 @@ type codedError struct {
 	code, field, msg string
 	// scope is what an INSUFFICIENT_SCOPE error's token lacks.
 	scope string
+	// current is the record's revision a CONFLICT error found.
+	current int64
 }
 
 func (e *codedError) Error() string { return e.msg }
@@ -52,6 +55,9 @@ func (e *codedError) Extensions() map[string]any {
 	}
 	if e.scope != "" {
 		ext["scope"] = e.scope
+	}
+	if e.code == CodeConflict {
+		ext["currentRevision"] = e.current
 	}
 	return ext
 }

@@ -716,3 +716,58 @@ func TestGraphiQL(t *testing.T) {
 		t.Errorf("unknown asset: %d", resp.StatusCode)
 	}
 }
+
+// TestConflictingWrites: two writers update one handler from the same
+// read. One wins; the other is refused with CONFLICT naming the current
+// revision, and nothing it sent is stored. The audit log names the token
+// (never its secret) and the mutation.
+func TestConflictingWrites(t *testing.T) {
+	e := newEnv(t, Limits{}, nil)
+	read := e.post("app1", `{ handler(intentId: "LaunchRequest") { revision } }`, nil)
+	rev, ok := read.Data["handler"].(map[string]any)["revision"].(float64)
+	if !ok || rev <= 0 {
+		t.Fatalf("read: %s", read.raw)
+	}
+	const update = `mutation($rev: Revision, $name: String) { updateHandler(handlerId: "LaunchRequest", ifRevision: $rev, handler: {name: $name}) { name revision } }`
+	answers := make([]answer, 2)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			answers[i] = e.post("app1", update, map[string]any{"rev": rev, "name": fmt.Sprint("writer ", i)})
+		})
+	}
+	wg.Wait()
+	won, lost := answers[0], answers[1]
+	if won.Data["updateHandler"] == nil {
+		won, lost = lost, won
+	}
+	winner, _ := won.Data["updateHandler"].(map[string]any)
+	if winner == nil || len(won.Errors) > 0 {
+		t.Fatalf("neither writer won: %s / %s", answers[0].raw, answers[1].raw)
+	}
+	if len(lost.Errors) != 1 || lost.Errors[0].Extensions["code"] != CodeConflict || lost.Errors[0].Extensions["currentRevision"] != winner["revision"] {
+		t.Fatalf("the other writer: %s; want CONFLICT at revision %v", lost.raw, winner["revision"])
+	}
+	stored := e.post("app1", `{ handler(intentId: "LaunchRequest") { name revision } }`, nil)
+	if got := stored.Data["handler"].(map[string]any); got["name"] != winner["name"] || got["revision"] != winner["revision"] {
+		t.Errorf("stored %v; the winner wrote %v", got, winner)
+	}
+	// Without ifRevision a write applies to whatever is there.
+	if a := e.post("app1", update, map[string]any{"name": "last"}); len(a.Errors) > 0 {
+		t.Errorf("unconditional update: %s", a.raw)
+	}
+
+	log, err := e.store.AuditLog(t.Context(), content.AuditFilter{AppID: "app-1", Kind: content.KindHandler, ID: "LaunchRequest"})
+	// The refused write left no entry: it rolled back with its change.
+	if err != nil || len(log) != 3 || log[2].Operation != "import" {
+		t.Fatalf("audit log of the handler: %+v, %v; want the two updates made, then the import that created it", log, err)
+	}
+	for _, entry := range log[:2] {
+		if entry.Operation != "updateHandler" || entry.Actor.TokenID == "" || entry.Actor.LocalUser != "" {
+			t.Errorf("entry %+v; want updateHandler by a token", entry)
+		}
+		if strings.Contains(fmt.Sprintf("%+v", entry), e.tokens["app1"]) {
+			t.Errorf("an audit entry holds the token's secret: %+v", entry)
+		}
+	}
+}

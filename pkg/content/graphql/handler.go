@@ -271,7 +271,7 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if x.start() {
 		res = gql.Execute(gql.ExecuteParams{
 			Schema: h.schema, AST: d.ast, OperationName: req.OperationName, Args: req.Variables,
-			Context: withExecution(withPrincipal(r.Context(), p), x),
+			Context: withExecution(withPrincipal(auth.Acting(r.Context(), p), p), x),
 		})
 	}
 	// The answer's size is its work: the token pays for it beyond the one

@@ -13,6 +13,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // Store is what GraphQL reads and writes.
@@ -20,8 +21,8 @@ type Store interface {
 	Record(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error)
 	ListRecords(ctx context.Context, appID string, kind content.Kind) ([]content.Record, error)
 	CreateRecord(ctx context.Context, r content.Record) (content.Record, error)
-	UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, change func(content.Record) (content.Record, error)) (content.Record, error)
-	DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error)
+	UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64, change func(content.Record) (content.Record, error)) (content.Record, error)
+	DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64) (content.Record, error)
 }
 
 // AppResolver decides which app a request acts for, as REST does.
@@ -365,7 +366,7 @@ func (r *resolvers) add(kind content.Kind, arg string) gql.FieldResolveFn {
 		if err != nil {
 			return nil, err
 		}
-		rec, err = r.store.CreateRecord(p.Context, rec)
+		rec, err = r.store.CreateRecord(auditedAs(p), rec)
 		switch {
 		case errors.Is(err, content.ErrConflict):
 			f := arg + "." + kind.IDField()
@@ -407,7 +408,7 @@ func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p g
 		if !auth.PossibleID(id) {
 			return r.written(p, t, kind, idArg, id, content.Record{}, content.ErrNotFound)
 		}
-		rec, err := r.store.UpdateRecord(p.Context, t.AppID, kind, id, func(cur content.Record) (content.Record, error) {
+		rec, err := r.store.UpdateRecord(auditedAs(p), t.AppID, kind, id, ifRevision(p), func(cur content.Record) (content.Record, error) {
 			var doc map[string]any
 			dec := json.NewDecoder(bytes.NewReader(cur.Doc))
 			dec.UseNumber()
@@ -429,12 +430,17 @@ func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p g
 
 // written answers a write to an existing record: the record, or why not.
 func (r *resolvers) written(p gql.ResolveParams, t auth.Target, kind content.Kind, idArg, id string, rec content.Record, err error) (any, error) {
+	var stale *content.Stale
 	switch {
 	case errors.Is(err, content.ErrNotFound) && !auth.PossibleID(id):
 		// Not echoed: it may be as long as the request.
 		return nil, errorf(CodeNotFound, idArg, "app %q has no %s with this %s", t.AppID, kind, idArg)
 	case errors.Is(err, content.ErrNotFound):
 		return nil, errorf(CodeNotFound, idArg, "app %q has no %s %q", t.AppID, kind, id)
+	case errors.As(err, &stale):
+		e := errorf(CodeConflict, "ifRevision", "%s", stale.Error())
+		e.current = stale.Current
+		return nil, e
 	case err != nil:
 		return nil, storeError(err)
 	}
@@ -458,7 +464,7 @@ func (r *resolvers) remove(kind content.Kind, idArg string) gql.FieldResolveFn {
 		if !auth.PossibleID(id) {
 			return r.written(p, t, kind, idArg, id, content.Record{}, content.ErrNotFound)
 		}
-		rec, err := r.store.DeleteRecord(p.Context, t.AppID, kind, id)
+		rec, err := r.store.DeleteRecord(auditedAs(p), t.AppID, kind, id, ifRevision(p))
 		return r.written(p, t, kind, idArg, id, rec, err)
 	}
 }
@@ -475,6 +481,8 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 		return a
 	}
 	id := &gql.ArgumentConfig{Type: gql.NewNonNull(gql.ID)}
+	// ifRevision makes a write conditional on the record's revision.
+	ifRev := &gql.ArgumentConfig{Type: t.revision, Description: "The record's revision as last read; the write is refused with CONFLICT if the record changed since."}
 	query := gql.NewObject(gql.ObjectConfig{Name: "Query", Fields: gql.Fields{
 		"intent":   {Type: t.intent, Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.get(content.KindIntent, "intentId")},
 		"intents":  {Type: listOf(t.intent), Args: args(nil), Resolve: r.list(content.KindIntent)},
@@ -487,22 +495,34 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 	values := &gql.ArgumentConfig{Type: listOf(inputs["EntityValueInput"])}
 	mutation := gql.NewObject(gql.ObjectConfig{Name: "Mutation", Fields: gql.Fields{
 		"addIntent":    {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intent": in("AddIntentInput")}), Resolve: r.add(content.KindIntent, "intent")},
-		"updateIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "intent": in("UpdateIntentInput")}), Resolve: r.update(content.KindIntent, "intentId", "intent", nil)},
-		"deleteIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.remove(content.KindIntent, "intentId")},
+		"updateIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev, "intent": in("UpdateIntentInput")}), Resolve: r.update(content.KindIntent, "intentId", "intent", nil)},
+		"deleteIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev}), Resolve: r.remove(content.KindIntent, "intentId")},
 		"addHandler":   {Type: nonNull(t.handler), Args: args(gql.FieldConfigArgument{"handler": in("AddHandlerInput")}), Resolve: r.add(content.KindHandler, "handler")},
-		"updateHandler": {Type: nonNull(t.handler), Args: args(gql.FieldConfigArgument{"handlerId": id, "handler": in("UpdateHandlerInput")}),
+		"updateHandler": {Type: nonNull(t.handler), Args: args(gql.FieldConfigArgument{"handlerId": id, "ifRevision": ifRev, "handler": in("UpdateHandlerInput")}),
 			Resolve: r.update(content.KindHandler, "handlerId", "handler", nil)},
-		"deleteHandler": {Type: nonNull(t.handler), Args: args(gql.FieldConfigArgument{"handlerId": id}), Resolve: r.remove(content.KindHandler, "handlerId")},
+		"deleteHandler": {Type: nonNull(t.handler), Args: args(gql.FieldConfigArgument{"handlerId": id, "ifRevision": ifRev}), Resolve: r.remove(content.KindHandler, "handlerId")},
 		"addEntity": {Type: nonNull(t.entity), Args: gql.FieldConfigArgument{"entity": in("AddEntityInput")}, Resolve: r.add(content.KindEntity, "entity"),
 			Description: "Creates an entity; its app is entity.appId (which an app token may leave out)."},
-		"updateEntity": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "entity": in("UpdateEntityInput")}),
+		"updateEntity": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "ifRevision": ifRev, "entity": in("UpdateEntityInput")}),
 			Resolve: r.update(content.KindEntity, "entityId", "entity", nil)},
-		"deleteEntity": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id}), Resolve: r.remove(content.KindEntity, "entityId")},
-		"replaceEntityValues": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "values": values}),
+		"deleteEntity": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "ifRevision": ifRev}), Resolve: r.remove(content.KindEntity, "entityId")},
+		"replaceEntityValues": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "ifRevision": ifRev, "values": values}),
 			Description: "Replaces all values of an entity at once, as a refresh from an external catalogue does; readers see the old values or the new ones, never a mix.",
 			Resolve:     r.update(content.KindEntity, "entityId", "", replaceValues)},
 	}})
 	return gql.NewSchema(gql.SchemaConfig{Query: query, Mutation: mutation})
+}
+
+// auditedAs is the context of a mutation's write: the audit log names it
+// after the mutation.
+func auditedAs(p gql.ResolveParams) context.Context {
+	return tenancy.WithOperation(p.Context, p.Info.FieldName)
+}
+
+// ifRevision is the revision a write is conditional on; zero for none.
+func ifRevision(p gql.ResolveParams) int64 {
+	n, _ := p.Args["ifRevision"].(int64)
+	return n
 }
 
 // replaceValues is the change replaceEntityValues makes: all values.

@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"encoding/json"
+	"math"
 
 	gql "github.com/graphql-go/graphql"
 	"github.com/graphql-go/graphql/language/ast"
@@ -23,6 +24,50 @@ func newJSONScalar() *gql.Scalar {
 				return nil
 			}
 			return out
+		},
+	})
+}
+
+// newRevisionScalar is a record's revision: a whole number, in answers
+// as in arguments. Not Int: variables keep JSON numbers as json.Number,
+// which Int does not take, and a revision may outgrow 32 bits; up to 2^53,
+// which JavaScript clients read exactly.
+func newRevisionScalar() *gql.Scalar {
+	parse := func(v any) any {
+		var n int64
+		switch v := v.(type) {
+		case json.Number:
+			var err error
+			if n, err = v.Int64(); err != nil {
+				return nil
+			}
+		case float64:
+			if v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
+				return nil
+			}
+			n = int64(v)
+		case int:
+			n = int64(v)
+		case int64:
+			n = v
+		default:
+			return nil
+		}
+		if n < 0 || n >= 1<<53 {
+			return nil
+		}
+		return n
+	}
+	return gql.NewScalar(gql.ScalarConfig{
+		Name:        "Revision",
+		Description: "A record's revision: a whole number from 0 to 2^53-1.",
+		Serialize:   func(v any) any { return v },
+		ParseValue:  parse,
+		ParseLiteral: func(v ast.Value) any {
+			if iv, ok := v.(*ast.IntValue); ok {
+				return parse(json.Number(iv.Value))
+			}
+			return nil
 		},
 	})
 }
@@ -81,7 +126,7 @@ func input(t gql.Type, desc string) *gql.InputObjectFieldConfig {
 }
 
 // intentFields are the fields a handler shares with its intent.
-func intentFields(jsonScalar *gql.Scalar, slot *gql.Object) gql.Fields {
+func intentFields(jsonScalar, revision *gql.Scalar, slot *gql.Object) gql.Fields {
 	return gql.Fields{
 		"appId":             field(nonNull(gql.ID), "The app the record belongs to."),
 		"organizationId":    field(nonNull(gql.ID), "The organization owning the app."),
@@ -98,6 +143,7 @@ func intentFields(jsonScalar *gql.Scalar, slot *gql.Object) gql.Fields {
 		"graphCoords":       field(jsonScalar, ""),
 		"createdAt":         field(nonNull(gql.String), "When the record was created (RFC 3339, UTC)."),
 		"updatedAt":         field(nonNull(gql.String), "When the record last changed (RFC 3339, UTC)."),
+		"revision":          field(nonNull(revision), "This state's revision: send it back as ifRevision, and a write made after another changed the record is refused with CONFLICT."),
 		"document":          field(nonNull(jsonScalar), "The whole record as stored, every field included, as REST answers it."),
 	}
 }
@@ -147,21 +193,23 @@ func mergeInput(a, b gql.InputObjectConfigFieldMap) gql.InputObjectConfigFieldMa
 // types are the schema's named types, for the resolvers to refer to.
 type types struct {
 	intent, handler, entity *gql.Object
+	revision                *gql.Scalar
 }
 
 // buildTypes makes the schema's object types and the inputs of its
 // mutations, by name.
 func buildTypes() (types, map[string]*gql.InputObject) {
-	jsonScalar := newJSONScalar()
+	jsonScalar, revision := newJSONScalar(), newRevisionScalar()
 	slot, slotInput := slotTypes(jsonScalar)
 	handlerOnly, handlerOnlyInput := handlerOnlyFields(jsonScalar)
 	value, valueInput := entityValueTypes(jsonScalar)
 	entityInput := entityInputFields(jsonScalar, valueInput)
 	t := types{
-		intent: gql.NewObject(gql.ObjectConfig{Name: "Intent", Description: "An intent of the app's model.", Fields: metered(intentFields(jsonScalar, slot))}),
+		intent: gql.NewObject(gql.ObjectConfig{Name: "Intent", Description: "An intent of the app's model.", Fields: metered(intentFields(jsonScalar, revision, slot))}),
 		handler: gql.NewObject(gql.ObjectConfig{Name: "Handler", Description: "An intent plus how to respond to it.",
-			Fields: metered(merge(intentFields(jsonScalar, slot), handlerOnly))}),
-		entity: entityType(jsonScalar, value),
+			Fields: metered(merge(intentFields(jsonScalar, revision, slot), handlerOnly))}),
+		entity:   entityType(jsonScalar, revision, value),
+		revision: revision,
 	}
 	inputs := map[string]*gql.InputObject{
 		"AddIntentInput":     gql.NewInputObject(gql.InputObjectConfig{Name: "AddIntentInput", Fields: intentInputFields(jsonScalar, slotInput, true)}),
@@ -264,7 +312,7 @@ func entityInputFields(jsonScalar *gql.Scalar, valueInput *gql.InputObject) gql.
 }
 
 // entityType is an entity as answered.
-func entityType(jsonScalar *gql.Scalar, value *gql.Object) *gql.Object {
+func entityType(jsonScalar, revision *gql.Scalar, value *gql.Object) *gql.Object {
 	return gql.NewObject(gql.ObjectConfig{Name: "Entity", Description: "An entity of the app's model.", Fields: metered(gql.Fields{
 		"appId":          field(nonNull(gql.ID), ""),
 		"organizationId": field(nonNull(gql.ID), ""),
@@ -275,6 +323,7 @@ func entityType(jsonScalar *gql.Scalar, value *gql.Object) *gql.Object {
 		"nlu":            field(jsonScalar, ""),
 		"createdAt":      field(nonNull(gql.String), ""),
 		"updatedAt":      field(nonNull(gql.String), ""),
+		"revision":       field(nonNull(revision), "This state's revision: send it back as ifRevision, and a write made after another changed the record is refused with CONFLICT."),
 		"document":       field(nonNull(jsonScalar), "The whole record as stored, every field included, as REST answers it."),
 	})})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -20,7 +21,7 @@ func (e *env) addToken(name string, scopes tenancy.Scopes) {
 		e.t.Fatal(err)
 	}
 	tok := tenancy.Token{ID: id, Hash: auth.HashToken(secret), OrganizationID: "org-1", AppID: "app-1", Scopes: scopes, CreatedAt: time.Now()}
-	if err := e.store.CreateToken(e.t.Context(), tok); err != nil {
+	if err := e.store.CreateToken(contenttest.Acting(e.t.Context()), tok); err != nil {
 		e.t.Fatal(err)
 	}
 	e.tokens[name] = secret

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/content"
 )
 
@@ -32,7 +33,7 @@ func manyHandlers(t testing.TB, e *env, n int) {
 		if len(ps) > 0 {
 			t.Fatal(ps)
 		}
-		if _, err := e.store.CreateRecord(context.Background(), rec); err != nil {
+		if _, err := e.store.CreateRecord(contenttest.Acting(context.Background()), rec); err != nil {
 			t.Fatal(err)
 		}
 	}

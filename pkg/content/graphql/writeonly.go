@@ -8,7 +8,7 @@ import (
 
 // readsBack returns the first field of a mutation's results that tells
 // more of a record than what identifies it and when it changed (its IDs,
-// createdAt, updatedAt, __typename), or nil. A token that may write
+// createdAt, updatedAt, revision, __typename), or nil. A token that may write
 // content but not read it gets no more than that back: otherwise any
 // update with an empty change would read a whole record. Fragments are
 // followed once each; the document is not validated yet.
@@ -29,7 +29,7 @@ func readsBack(doc *ast.Document, op *ast.OperationDefinition) *ast.Field {
 			switch s := s.(type) {
 			case *ast.Field:
 				name := s.Name.Value
-				if s.SelectionSet != nil || !(name == "__typename" || strings.HasSuffix(name, "Id") || name == "createdAt" || name == "updatedAt") {
+				if s.SelectionSet != nil || !(name == "__typename" || strings.HasSuffix(name, "Id") || name == "createdAt" || name == "updatedAt" || name == "revision") {
 					return s
 				}
 			case *ast.InlineFragment:

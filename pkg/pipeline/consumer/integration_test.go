@@ -15,6 +15,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/assistantcms/cms/internal/consumertest"
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/devclickhouse"
 	"github.com/assistantcms/cms/pkg/auth"
@@ -107,11 +108,11 @@ func startIngest(t *testing.T, broker string) (addr, token string) {
 	must(t, err)
 	t.Cleanup(func() { store.Close() })
 	now := time.Now()
-	must(t, store.CreateOrganization(ctx, tenancy.Organization{ID: "org-1", Name: "o", CreatedAt: now}))
-	must(t, store.CreateApp(ctx, tenancy.App{ID: "app-1", OrganizationID: "org-1", Name: "a", CreatedAt: now, UpdatedAt: now}))
+	must(t, store.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: "org-1", Name: "o", CreatedAt: now}))
+	must(t, store.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: "app-1", OrganizationID: "org-1", Name: "a", CreatedAt: now, UpdatedAt: now}))
 	tok, id, err := auth.NewToken()
 	must(t, err)
-	must(t, store.CreateToken(ctx, tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
+	must(t, store.CreateToken(contenttest.Acting(ctx), tenancy.Token{Scopes: tenancy.RuntimeScopes, ID: id, Hash: auth.HashToken(tok), OrganizationID: "org-1", AppID: "app-1", CreatedAt: now}))
 	isvc, err := ingest.NewService(ctx, ingest.ServiceConfig{
 		Kafka: kafka.Cluster{Brokers: []string{broker}}, EventsTopic: "events", QuarantineTopic: "quarantine", TopicPartitions: 3, TopicReplication: 1,
 	}, store, quiet())

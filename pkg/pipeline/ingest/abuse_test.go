@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
@@ -44,7 +45,7 @@ func TestAuthAbuseAndIsolation(t *testing.T) {
 	b := startBroker(t, "")
 	h := newHarness(t, b, harnessOpts{})
 	h.addToken("revoked", "org-a", "app-a1")
-	must(t, h.store.RevokeToken(t.Context(), h.tokenIDs["revoked"], time.Now()))
+	must(t, h.store.RevokeToken(contenttest.Acting(t.Context()), h.tokenIDs["revoked"], time.Now()))
 	// Tokens that may do things, but not send events.
 	h.addScopedToken("contentOnly", "org-a", "app-a1", tenancy.ContentRead|tenancy.ContentWrite)
 	h.addScopedToken("orgReader", "org-a", "", tenancy.ContentRead|tenancy.EventsRead)

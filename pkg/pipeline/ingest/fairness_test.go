@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
@@ -434,7 +435,7 @@ func TestOneOrganizationCannotStarveAnother(t *testing.T) {
 			h := newHarness(t, b, harnessOpts{minUploadGrace: ingest.DefaultReadTimeout})
 			ctx := context.Background()
 			for _, app := range []string{"app-a3", "app-a4"} {
-				must(t, h.store.CreateApp(ctx, tenancy.App{ID: app, OrganizationID: "org-a", Name: app, CreatedAt: time.Now(), UpdatedAt: time.Now()}))
+				must(t, h.store.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: app, OrganizationID: "org-a", Name: app, CreatedAt: time.Now(), UpdatedAt: time.Now()}))
 			}
 			h.addToken("orgA2", "org-a", "")
 			path := func(token, app string) string {

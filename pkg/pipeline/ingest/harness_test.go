@@ -19,6 +19,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/ingesttest"
 	"github.com/assistantcms/cms/pkg/auth"
@@ -94,10 +95,10 @@ func newHarness(t *testing.T, b *devbroker.Broker, o harnessOpts) *harness {
 	t.Cleanup(func() { store.Close() })
 	h.store = store
 	for _, org := range []string{"org-a", "org-b"} {
-		must(t, store.CreateOrganization(ctx, tenancy.Organization{ID: org, Name: org, CreatedAt: time.Now()}))
+		must(t, store.CreateOrganization(contenttest.Acting(ctx), tenancy.Organization{ID: org, Name: org, CreatedAt: time.Now()}))
 	}
 	for _, app := range [][2]string{{"app-a1", "org-a"}, {"app-a2", "org-a"}, {"app-b1", "org-b"}} {
-		must(t, store.CreateApp(ctx, tenancy.App{ID: app[0], OrganizationID: app[1], Name: app[0], CreatedAt: time.Now(), UpdatedAt: time.Now()}))
+		must(t, store.CreateApp(contenttest.Acting(ctx), tenancy.App{ID: app[0], OrganizationID: app[1], Name: app[0], CreatedAt: time.Now(), UpdatedAt: time.Now()}))
 	}
 	h.addToken("a1", "org-a", "app-a1")
 	h.addToken("a2", "org-a", "app-a2")
@@ -150,7 +151,7 @@ func (h *harness) addToken(name, org, app string) {
 func (h *harness) addScopedToken(name, org, app string, scopes tenancy.Scopes) {
 	tok, id, err := auth.NewToken()
 	must(h.t, err)
-	must(h.t, h.store.CreateToken(context.Background(), tenancy.Token{
+	must(h.t, h.store.CreateToken(contenttest.Acting(context.Background()), tenancy.Token{
 		ID: id, Hash: auth.HashToken(tok), OrganizationID: org, AppID: app, Scopes: scopes, Name: name, CreatedAt: time.Now(),
 	}))
 	h.tokens[name], h.tokenIDs[name] = tok, id

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/pkg/edge/clientnet"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
@@ -289,7 +290,7 @@ func TestRevocationTakesEffect(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 	revoked := time.Now()
-	must(t, h.store.RevokeToken(t.Context(), h.tokenIDs["a1"], revoked))
+	must(t, h.store.RevokeToken(contenttest.Acting(t.Context()), h.tokenIDs["a1"], revoked))
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		r := h.put("/cms/app/events", eventsBody(launch("s")), h.bearer("a1")...)

@@ -89,9 +89,15 @@ func (s *Store) CreateOrganization(ctx context.Context, org tenancy.Organization
 	if org.ID == "" {
 		return errors.New("create organization: empty id")
 	}
-	_, err := s.db.SQL().ExecContext(ctx,
-		s.db.Q(`INSERT INTO organizations (`+s.orgColumns+`) VALUES (?, ?, `+s.db.TimeMarks(true)+`)`),
-		append([]any{org.ID, org.Name}, s.db.TimeArgs(org.CreatedAt, true)...)...)
+	err := s.db.InTx(ctx, fmt.Sprintf("create organization %q", org.ID), func(tx *sql.Tx) error {
+		if _, err := s.Audit(ctx, tx, tenancy.AuditEntry{OrganizationID: org.ID, Operation: "createOrganization", Subject: org.ID, Created: 1}); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx,
+			s.db.Q(`INSERT INTO organizations (`+s.orgColumns+`) VALUES (?, ?, `+s.db.TimeMarks(true)+`)`),
+			append([]any{org.ID, org.Name}, s.db.TimeArgs(org.CreatedAt, true)...)...)
+		return err
+	})
 	switch {
 	case sqldb.IsDuplicate(err):
 		return fmt.Errorf("organization %q: %w", org.ID, tenancy.ErrConflict)
@@ -146,6 +152,9 @@ func (s *Store) CreateApp(ctx context.Context, app tenancy.App) error {
 	args := append([]any{app.ID, app.OrganizationID, app.Name, sqldb.DocArg(app.Doc)},
 		append(s.db.TimeArgs(app.CreatedAt, true), s.db.TimeArgs(app.UpdatedAt, true)...)...)
 	err := s.db.InTx(ctx, fmt.Sprintf("create app %q", app.ID), func(tx *sql.Tx) error {
+		if _, err := s.Audit(ctx, tx, tenancy.AuditEntry{OrganizationID: app.OrganizationID, AppID: app.ID, Operation: "createApp", Subject: app.ID, Created: 1}); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO apps (`+s.appColumns+`) VALUES (?, ?, ?, `+s.db.DocMark()+`, `+
 			s.db.TimeMarks(true)+`, `+s.db.TimeMarks(true)+`)`), args...)
 		switch {
@@ -234,8 +243,14 @@ func (s *Store) CreateToken(ctx context.Context, tok tenancy.Token) error {
 	}
 	args := append([]any{tok.ID, tok.Hash, tok.OrganizationID, sqldb.NullString(tok.AppID), tok.Scopes.String(), tok.Name},
 		append(s.db.TimeArgs(tok.CreatedAt, true), s.db.NullTimeArgs(tok.RevokedAt, true)...)...)
-	_, err := s.db.SQL().ExecContext(ctx, s.db.Q(`INSERT INTO tokens (`+s.tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, `+
-		s.db.TimeMarks(true)+`, `+s.db.TimeMarks(true)+`)`), args...)
+	err := s.db.InTx(ctx, fmt.Sprintf("create token %q", tok.ID), func(tx *sql.Tx) error {
+		if _, err := s.Audit(ctx, tx, tenancy.AuditEntry{OrganizationID: tok.OrganizationID, AppID: tok.AppID, Operation: "createToken", Subject: tok.ID, Created: 1}); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO tokens (`+s.tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, `+
+			s.db.TimeMarks(true)+`, `+s.db.TimeMarks(true)+`)`), args...)
+		return err
+	})
 	switch {
 	case sqldb.IsDuplicate(err):
 		return fmt.Errorf("token %q: %w", tok.ID, tenancy.ErrConflict)
@@ -275,29 +290,38 @@ func (s *Store) ListTokens(ctx context.Context, f tenancy.TokenFilter) ([]tenanc
 	return toks, nil
 }
 
-// RevokeToken implements tenancy.Store. Only a token not yet revoked is
-// updated, so the first revocation stays; a concurrent revocation waits
-// for the row and then finds it revoked.
+// RevokeToken implements tenancy.Store. The token's row is locked from
+// the read to the write, so the first revocation stays; a concurrent
+// revocation waits for it and then finds the token revoked. Revoking a
+// revoked token is an operation that changed nothing.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
 	if at.IsZero() {
 		return fmt.Errorf("revoke token %q: zero revocation time", id)
 	}
-	res, err := s.db.SQL().ExecContext(ctx, s.db.Q(`UPDATE tokens SET `+s.db.SetTime("revoked_at", true)+` WHERE id = ? AND revoked_at IS NULL`),
-		append(s.db.TimeArgs(at, true), id)...)
-	if err != nil {
-		return fmt.Errorf("revoke token %q: %w", id, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n > 0 {
-		if err != nil {
+	return s.db.InTx(ctx, fmt.Sprintf("revoke token %q", id), func(tx *sql.Tx) error {
+		tok, err := s.scanToken(tx.QueryRowContext(ctx, s.db.Q(`SELECT `+s.tokenColumns+` FROM tokens WHERE id = ?`+s.db.Lock(" FOR UPDATE")), id))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("token %q: %w", id, tenancy.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("revoke token %q: %w", id, err)
+		}
+		e := tenancy.AuditEntry{OrganizationID: tok.OrganizationID, AppID: tok.AppID, Operation: "revokeToken", Subject: id, Updated: 1}
+		if tok.Revoked() {
+			e.Updated, e.Unchanged = 0, 1
+		}
+		if _, err := s.Audit(ctx, tx, e); err != nil {
+			return err
+		}
+		if tok.Revoked() {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE tokens SET `+s.db.SetTime("revoked_at", true)+` WHERE id = ?`),
+			append(s.db.TimeArgs(at, true), id)...); err != nil {
 			return fmt.Errorf("revoke token %q: %w", id, err)
 		}
 		return nil
-	}
-	// Revoked before, or no such token.
-	if _, err := s.Token(ctx, id); err != nil {
-		return err
-	}
-	return nil
+	})
 }
 
 func (s *Store) scanOrganization(r sqldb.Scanner) (tenancy.Organization, error) {

@@ -1,0 +1,123 @@
+package contentdb
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/sqldb"
+	"github.com/assistantcms/cms/pkg/tenancy"
+)
+
+// pageSize is limit within 1..content.MaxHistoryPage; zero means the most.
+func pageSize(limit int) int {
+	if limit <= 0 || limit > content.MaxHistoryPage {
+		return content.MaxHistoryPage
+	}
+	return limit
+}
+
+// Revisions implements content.Store.
+func (s *DB) Revisions(ctx context.Context, appID string, kind content.Kind, id string, before int64, limit int) ([]content.Revision, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.db.SQL().QueryContext(ctx, s.db.Q(`SELECT app_id, kind, id, revision, deleted, doc, COALESCE(location, ''), changed_at, audit_id
+		FROM revisions WHERE app_id = ? AND kind = ? AND id = ? AND revision < ? ORDER BY revision DESC LIMIT ?`),
+		appID, string(kind), id, before, pageSize(limit))
+	if err != nil {
+		return nil, fmt.Errorf("read the revisions of %s %q: %w", kind, id, err)
+	}
+	revs, err := sqldb.Collect(rows, s.scanRevision)
+	if err != nil {
+		return nil, fmt.Errorf("read the revisions of %s %q: %w", kind, id, err)
+	}
+	return revs, nil
+}
+
+func (s *DB) scanRevision(r sqldb.Scanner) (content.Revision, error) {
+	var (
+		rev  content.Revision
+		kind string
+		doc  []byte
+	)
+	at := s.db.NewTime(false)
+	dests := append([]any{&rev.AppID, &kind, &rev.ID, &rev.Revision, &rev.Deleted, &doc, &rev.Location}, at.Dests()...)
+	if err := r.Scan(append(dests, &rev.AuditID)...); err != nil {
+		return content.Revision{}, err
+	}
+	rev.Kind = content.Kind(kind)
+	var err error
+	if rev.Doc, err = s.db.ReadDoc(doc); err != nil {
+		return content.Revision{}, fmt.Errorf("revision %d doc: %w", rev.Revision, err)
+	}
+	if rev.ChangedAt, err = at.Value(); err != nil {
+		return content.Revision{}, fmt.Errorf("revision %d changed_at: %w", rev.Revision, err)
+	}
+	return rev, nil
+}
+
+// AuditLog implements content.Store.
+func (s *DB) AuditLog(ctx context.Context, f content.AuditFilter) ([]content.AuditEntry, error) {
+	where := []string{"app_id = ?"}
+	args := []any{f.AppID}
+	add := func(cond string, arg ...any) {
+		where = append(where, cond)
+		args = append(args, arg...)
+	}
+	if !f.From.IsZero() {
+		add("at >= ?", s.db.TimeArgs(f.From, false)[0])
+	}
+	if !f.To.IsZero() {
+		add("at < ?", s.db.TimeArgs(f.To, false)[0])
+	}
+	if f.TokenID != "" {
+		add("token_id = ?", f.TokenID)
+	}
+	if f.LocalUser != "" {
+		add("local_user = ?", f.LocalUser)
+	}
+	if f.Operation != "" {
+		add("operation = ?", f.Operation)
+	}
+	if f.Before > 0 {
+		add("id < ?", f.Before)
+	}
+	if f.Kind != "" {
+		// The operations that wrote the record, and those that named it
+		// and changed nothing.
+		add("(subject = ? OR id IN (SELECT audit_id FROM revisions WHERE app_id = ? AND kind = ? AND id = ?))",
+			string(f.Kind)+"/"+f.ID, f.AppID, string(f.Kind), f.ID)
+	}
+	args = append(args, pageSize(f.Limit))
+	rows, err := s.db.SQL().QueryContext(ctx, s.db.Q(`SELECT id, at, organization_id, COALESCE(app_id, ''), operation, subject,
+		token_id, token_name, local_user, client_net, user_agent, request_id, created, updated, deleted, unchanged
+		FROM audit WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit log of app %q: %w", f.AppID, err)
+	}
+	entries, err := sqldb.Collect(rows, s.scanAudit)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit log of app %q: %w", f.AppID, err)
+	}
+	return entries, nil
+}
+
+func (s *DB) scanAudit(r sqldb.Scanner) (content.AuditEntry, error) {
+	var e tenancy.AuditEntry
+	at := s.db.NewTime(false)
+	dests := append([]any{&e.ID}, at.Dests()...)
+	dests = append(dests, &e.OrganizationID, &e.AppID, &e.Operation, &e.Subject,
+		&e.Actor.TokenID, &e.Actor.TokenName, &e.Actor.LocalUser, &e.Actor.ClientNet, &e.Actor.UserAgent, &e.Actor.RequestID,
+		&e.Created, &e.Updated, &e.Deleted, &e.Unchanged)
+	if err := r.Scan(dests...); err != nil {
+		return e, err
+	}
+	var err error
+	if e.At, err = at.Value(); err != nil {
+		return e, fmt.Errorf("audit entry %d at: %w", e.ID, err)
+	}
+	return e, nil
+}
