@@ -76,6 +76,7 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"ErrorsNameTheRecord", testErrorsNameTheRecord},
 		{"History", testHistory},
 		{"ImportHistory", testImportHistory},
+		{"Restore", testRestore},
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -546,5 +547,99 @@ func testImportHistory(t *testing.T, s content.Store) {
 	b.Records[0] = rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Hello","utterancePatterns":["anonymous"]}`)
 	if _, err := s.Import(ctx, b, nil); !errors.Is(err, tenancy.ErrNoActor) {
 		t.Errorf("import without an actor = %v; want ErrNoActor", err)
+	}
+}
+
+// testRestore: a record comes back to any of its revisions, also after
+// its deletion, and an app to a time, as new changes: history only grows.
+func testRestore(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	w := Acting(ctx)
+	importOK(t, s, bundle(t))
+	v1, err := s.CreateRecord(w, rec(t, content.KindHandler, `{"appId":"app-a","intentId":"H","name":"one"}`))
+	must(t, err, "CreateRecord")
+	v2, err := s.UpdateRecord(w, "app-a", content.KindHandler, "H", 0, func(cur content.Record) (content.Record, error) {
+		cur.Doc = []byte(`{"intentId":"H","name":"two"}`)
+		return cur, nil
+	})
+	must(t, err, "UpdateRecord")
+	_, err = s.DeleteRecord(w, "app-a", content.KindHandler, "H", 0)
+	must(t, err, "DeleteRecord")
+
+	if _, err := s.RestoreRecord(w, "app-a", content.KindHandler, "H", v2.Revision+1000, 0); !errors.Is(err, content.ErrNotFound) {
+		t.Errorf("restore to a revision H never had = %v; want ErrNotFound", err)
+	}
+	if _, err := s.RestoreRecord(w, "app-a", content.KindHandler, "H", v1.Revision, v2.Revision); !errors.Is(err, content.ErrStale) {
+		t.Errorf("restore from a stale read of the deleted record = %v; want ErrStale", err)
+	}
+	back, err := s.RestoreRecord(w, "app-a", content.KindHandler, "H", v1.Revision, 0)
+	must(t, err, "RestoreRecord")
+	got, err := s.Record(ctx, "app-a", content.KindHandler, "H")
+	must(t, err, "Record after the restore")
+	if !jsonEqual(got.Doc, `{"intentId":"H","name":"one"}`) || got.Revision != back.Revision || back.Revision <= v2.Revision {
+		t.Errorf("restored %s at %d (answered %d); want the first state at a new revision", got.Doc, got.Revision, back.Revision)
+	}
+	revs, _ := s.Revisions(ctx, "app-a", content.KindHandler, "H", 0, 0)
+	if len(revs) != 4 {
+		t.Errorf("H has %d revisions after create, update, delete and restore; want 4", len(revs))
+	}
+	if log, _ := s.AuditLog(ctx, content.AuditFilter{AppID: "app-a", Kind: content.KindHandler, ID: "H", Limit: 1}); len(log) != 1 || log[0].Operation != "restoreRecord" || log[0].Created != 1 {
+		t.Errorf("the restore's entry: %+v", log)
+	}
+	// To the deletion: deleted again.
+	if _, err := s.RestoreRecord(w, "app-a", content.KindHandler, "H", revs[1].Revision, 0); err != nil {
+		t.Fatalf("restore to the deletion: %v", err)
+	}
+	if _, err := s.Record(ctx, "app-a", content.KindHandler, "H"); !errors.Is(err, content.ErrNotFound) {
+		t.Errorf("after a restore to its deletion H reads %v; want ErrNotFound", err)
+	}
+
+	// The whole app, to a time: a catalogue refresh, a new record, a
+	// deletion and a new name are undone; the other app is left alone.
+	at := time.Now()
+	before, err := s.Export(ctx, content.ExportFilter{AppID: "app-a"})
+	must(t, err, "Export")
+	_, err = s.UpdateRecord(w, "app-a", content.KindEntity, "COLOR", 0, func(cur content.Record) (content.Record, error) {
+		cur.Doc = []byte(`{"entityId":"COLOR","values":[{"name":"x"},{"name":"y"},{"name":"z"}]}`)
+		return cur, nil
+	})
+	must(t, err, "UpdateRecord COLOR")
+	_, err = s.CreateRecord(w, rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Later"}`))
+	must(t, err, "CreateRecord Later")
+	_, err = s.DeleteRecord(w, "app-a", content.KindFAQ, "hours", 0)
+	must(t, err, "DeleteRecord hours")
+	renamed := bundle(t)
+	renamed.Records = nil
+	renamed.Apps = renamed.Apps[:1]
+	renamed.Apps[0].Name = "Renamed"
+	importOK(t, s, renamed)
+	revB, _ := s.Revision(ctx, "app-b")
+
+	stats, err := s.RestoreApp(w, "app-a", at)
+	must(t, err, "RestoreApp")
+	if stats.Updated != 2 || stats.Created != 1 || stats.Deleted != 1 {
+		t.Errorf("RestoreApp = %+v; want COLOR and the app updated, hours created, Later deleted", stats)
+	}
+	after, err := s.Export(ctx, content.ExportFilter{AppID: "app-a"})
+	must(t, err, "Export")
+	if len(after.Records) != len(before.Records) || after.Apps[0].Name != before.Apps[0].Name {
+		t.Fatalf("after the restore app-a has %d records named %q; before, %d named %q", len(after.Records), after.Apps[0].Name, len(before.Records), before.Apps[0].Name)
+	}
+	for i := range before.Records {
+		if b, a := before.Records[i], after.Records[i]; b.Kind != a.Kind || b.ID != a.ID || !jsonEqual(b.Doc, string(a.Doc)) {
+			t.Errorf("record %d: %s %s %s, before %s %s %s", i, a.Kind, a.ID, a.Doc, b.Kind, b.ID, b.Doc)
+		}
+	}
+	if rev, _ := s.Revision(ctx, "app-b"); rev != revB {
+		t.Errorf("restoring app-a moved app-b's revision")
+	}
+	if log, _ := s.AuditLog(ctx, content.AuditFilter{AppID: "app-a", Limit: 1}); len(log) != 1 || log[0].Operation != "restoreApp" || log[0].Deleted != 1 {
+		t.Errorf("the restore's entry: %+v", log)
+	}
+	if _, err := s.RestoreApp(w, "app-a", time.Unix(0, 0)); err == nil {
+		t.Error("restoring an app to before it existed did not fail")
+	}
+	if _, err := s.RestoreApp(w, "nope", at); !errors.Is(err, content.ErrNotFound) {
+		t.Errorf("restoring an unknown app = %v; want ErrNotFound", err)
 	}
 }

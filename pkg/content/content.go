@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
@@ -94,6 +95,18 @@ type Store interface {
 	// AuditLog returns the entries of an app's audit log that f matches,
 	// newest first.
 	AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	// RestoreRecord makes a record what it was at one of its revisions
+	// (a deletion deletes it; a deleted record comes back), as a new
+	// change with its own revision and audit entry: history is never
+	// rewritten. It returns the record's new state. It fails with
+	// ErrNotFound when the record has no such revision, and with a *Stale
+	// error when ifRevision is not zero and not the record's revision.
+	RestoreRecord(ctx context.Context, appID string, kind Kind, id string, revision, ifRevision int64) (Revision, error)
+	// RestoreApp makes an app, its fields and every record, what it was at
+	// a time, in one transaction and one audit entry: records created
+	// since are deleted, deleted ones come back, equal ones are left
+	// alone. Readers see the app before or after, never a mix.
+	RestoreApp(ctx context.Context, appID string, at time.Time) (ImportStats, error)
 
 	Close() error
 }

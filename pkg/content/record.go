@@ -78,8 +78,9 @@ func (b *Bundle) Len() int { return len(b.Organizations) + len(b.Apps) + len(b.R
 // ImportStats counts what an import changed.
 type ImportStats struct {
 	// Created and Updated count items that were new or differed;
-	// Unchanged counts items equal to what was stored.
-	Created, Updated, Unchanged int
+	// Unchanged counts items equal to what was stored; Deleted counts
+	// records removed (by restoring an app to a time before them).
+	Created, Updated, Unchanged, Deleted int
 }
 
 // ExportFilter narrows Export. Empty fields match everything.

@@ -3,6 +3,8 @@ package openapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -85,6 +87,9 @@ func TestLiveStackMatchesContract(t *testing.T) {
 		h.Set("Content-Type", "application/json")
 		return h
 	}
+	// A revision of a record, for the difference of a revision with
+	// itself (no changes).
+	helpRevision := newestRevision(ctx, t, base+"/cms/history/handler/HelpIntent", manage)
 	const event = `{"type":"REQUEST","name":"LAUNCH_REQUEST","channel":"web","platform":"web","sessionId":"s1","userId":"u1","selectedHandler":"LaunchRequest"}`
 	exchanges := []exchange{
 		{name: "events", method: "PUT", target: "/cms/app/events", header: json(app), body: `{"events":[` + event + `]}`, status: 200},
@@ -129,6 +134,14 @@ func TestLiveStackMatchesContract(t *testing.T) {
 		{name: "suggestions, types", method: "GET", target: "/cms/suggestions?key=demo-web-chat&queryText=help&type=INTENT,FAQ&size=3", header: app, status: 200},
 		{name: "suggestions, unknown type", method: "GET", target: "/cms/suggestions?key=demo-web-chat&queryText=help&type=BOGUS", header: app, status: 400},
 		{name: "suggestions, unknown key", method: "GET", target: "/cms/suggestions?key=no-such-key&queryText=help", header: app, status: 404},
+
+		{name: "history", method: "GET", target: "/cms/history/handler/HelpIntent", header: manage, status: 200, contains: `"revisions":[{`},
+		{name: "history, diff", method: "GET", target: fmt.Sprintf("/cms/history/handler/HelpIntent/diff?from=%d&to=%d", helpRevision, helpRevision), header: manage, status: 200, contains: `{"changes":[]}`},
+		{name: "history, unknown revision", method: "GET", target: "/cms/history/handler/HelpIntent/diff?from=0&to=999999", header: manage, status: 404},
+		{name: "history, runtime token", method: "GET", target: "/cms/history/handler/HelpIntent", header: app, status: 403, contains: "content:write"},
+		{name: "audit", method: "GET", target: "/cms/audit?limit=5", header: manage, status: 200, contains: `"entries":[{`},
+		{name: "audit, bad time", method: "GET", target: "/cms/audit?from=yesterday", header: manage, status: 400},
+		{name: "audit, runtime token", method: "GET", target: "/cms/audit", header: app, status: 403, contains: "content:write"},
 
 		{name: "graphql", method: "POST", target: "/cms/graphql", header: json(app), body: `{"query":"{ handlers { intentId } }"}`, status: 200},
 		{name: "graphql, parse error", method: "POST", target: "/cms/graphql", header: json(app), body: `{"query":"{ handlers { "}`, status: 400},
@@ -307,4 +320,29 @@ func createToken(ctx context.Context, t *testing.T, st *localstack.Stack, args .
 		t.Fatalf("create a token %v: %v", args, err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// newestRevision reads the newest revision number of a record from its
+// history, with the token in h.
+func newestRevision(ctx context.Context, t *testing.T, url string, h http.Header) int64 {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = h.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Revisions []struct {
+			Revision int64 `json:"revision"`
+		} `json:"revisions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.Revisions) == 0 {
+		t.Fatalf("GET %s: %d, %v, %+v", url, resp.StatusCode, err, got)
+	}
+	return got.Revisions[0].Revision
 }

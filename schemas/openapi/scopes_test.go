@@ -24,6 +24,8 @@ func TestScopesDocumented(t *testing.T) {
 			return []string{tenancy.EventsWrite.String()}
 		case slices.Contains(tags, "live"):
 			return []string{tenancy.EventsRead.String()}
+		case slices.Contains(tags, "history"):
+			return []string{tenancy.ContentWrite.String()}
 		case slices.Contains(tags, "graphql") && method == "post":
 			return []string{tenancy.ContentRead.String(), tenancy.ContentWrite.String()}
 		case slices.Contains(tags, "content"), slices.Contains(tags, "knowledge"), slices.Contains(tags, "graphql"):

@@ -80,6 +80,11 @@ func commands() []command {
 		{"demo", "[--management] [--quiet] [--rotate]", "ensure demo-org and demo-app exist and print a new demo-app token (a runtime token; with --management, one that also writes content)", demo},
 		{"import", "[--format json|yaml] [--tokens] FILE", "upsert a content bundle (organizations, apps, intents, handlers, entities, FAQs, documents) in one transaction", importBundle},
 		{"export", "[--app APPID | --org ORGID] [-o FILE] [--format json|yaml] [--tokens]", "write content (and with --tokens, access tokens' hashes) as a bundle that import reads back", exportBundle},
+		{"history revisions", "--app APPID --kind KIND --id ID [--before REVISION] [--limit N] [--json]", "list a record's revisions, newest first", historyRevisions},
+		{"history diff", "--app APPID --kind KIND --id ID --from REVISION --to REVISION", "show the fields that differ between two revisions of a record", historyDiff},
+		{"history audit", "--app APPID [--from TIME] [--to TIME] [--token ID] [--user USER] [--operation OP] [--kind KIND --id ID] [--limit N] [--json]", "list the app's audit log, newest first", historyAudit},
+		{"history restore", "--app APPID --kind KIND --id ID --revision REVISION [--if-revision REVISION]", "make a record what it was at a revision, as a new change", historyRestore},
+		{"history restore-app", "--app APPID --at TIME", "make an app and all its records what they were at a time, in one change", historyRestoreApp},
 		{"migrate", "", "apply pending schema migrations and print the schema version", migrate},
 	}
 }

@@ -42,6 +42,8 @@ type Store interface {
 	AppByChannelKey(ctx context.Context, key string) (tenancy.App, string, error)
 	Record(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error)
 	ListRecords(ctx context.Context, appID string, kind content.Kind) ([]content.Record, error)
+	Revisions(ctx context.Context, appID string, kind content.Kind, id string, before int64, limit int) ([]content.Revision, error)
+	AuditLog(ctx context.Context, f content.AuditFilter) ([]content.AuditEntry, error)
 }
 
 // Config tunes the API.
@@ -201,6 +203,11 @@ func (a *API) Register(r gin.IRouter) {
 	g.GET("/rag", a.rag)
 	// The channel key names the app, so this route resolves it itself.
 	r.GET("/cms/suggestions", a.suggestions)
+	// What content was, and who changed it, is for the app's authors.
+	h := r.Group("/cms", a.authenticateFor(tenancy.ContentWrite, "reading content history"))
+	h.GET("/history/:kind/:id", a.revisions)
+	h.GET("/history/:kind/:id/diff", a.revisionDiff)
+	h.GET("/audit", a.auditLog)
 }
 
 const targetKey = "cms.target"
@@ -211,6 +218,20 @@ func (a *API) authenticate(c *gin.Context) {
 	if !ok {
 		return
 	}
+	a.resolveQuery(c, p)
+}
+
+// authenticateFor is authenticate for routes that need the scope want.
+func (a *API) authenticateFor(want tenancy.Scopes, need string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if p, ok := a.principalFor(c, want, need); ok {
+			a.resolveQuery(c, p)
+		}
+	}
+}
+
+// resolveQuery resolves the app the appId parameter names, if any.
+func (a *API) resolveQuery(c *gin.Context, p auth.Principal) {
 	appID, present := c.GetQuery("appId")
 	if present && strings.TrimSpace(appID) == "" {
 		abort(c, http.StatusBadRequest, "appId", "appId must not be empty.")

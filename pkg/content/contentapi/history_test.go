@@ -1,95 +1,83 @@
 package contentapi
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
+	"net/http"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/assistantcms/cms/pkg/content/knowledge"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
-// fakeHistory answers past queries from memory and records what it was
-// asked; the ClickHouse History is tested where the api is assembled
-// (cmd/api).
-type fakeHistory struct {
-	mu      sync.Mutex
-	queries []knowledge.QueryCount
-	err     error
-	asked   []string // appID/channel of each read
-}
+// TestHistoryOverREST: a change made over GraphQL is attributed to its
+// token, client network, user agent and request ID, whatever the body
+// says; a management token reads the record's revisions, their
+// difference and the audit log; a runtime token, a token of another app
+// and one of another organization read nothing.
+func TestHistoryOverREST(t *testing.T) {
+	e := newEnvWith(t, fixtureBundle, map[string]tenancy.Token{
+		"app1":    {OrganizationID: "org-1", AppID: "app-1"},
+		"app2":    {OrganizationID: "org-1", AppID: "app-2"},
+		"org2":    {OrganizationID: "org-2"},
+		"runtime": {OrganizationID: "org-1", AppID: "app-1", Scopes: tenancy.RuntimeScopes},
+	}, ServiceConfig{})
+	// The body claims another author; the log must not believe it.
+	body := `{"query":"mutation { updateHandler(handlerId: \"HelpIntent\", handler: {name: \"Help, edited\", extra: {tokenId: \"forged\"}}) { revision } }"}`
+	r := e.do(http.MethodPost, "/cms/graphql", body, "Authorization", "Bearer "+e.tokens["app1"], "User-Agent", "catalogue-sync/2.1", "X-Request-Id", "req-42")
+	if r.status != http.StatusOK || strings.Contains(r.body, "errors") {
+		t.Fatalf("update: %d %s", r.status, r.body)
+	}
 
-func (f *fakeHistory) TopQueries(_ context.Context, appID, channel string, limit int) ([]knowledge.QueryCount, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.asked = append(f.asked, appID+"/"+channel)
-	if f.err != nil {
-		return nil, f.err
+	var revs struct {
+		Revisions []struct {
+			Revision int64           `json:"revision"`
+			AuditID  string          `json:"auditId"`
+			Document json.RawMessage `json:"document"`
+		} `json:"revisions"`
 	}
-	return f.queries[:min(limit, len(f.queries))], nil
-}
+	r = e.get("/cms/history/handler/HelpIntent", "app1")
+	if r.status != http.StatusOK || json.Unmarshal([]byte(r.body), &revs) != nil || len(revs.Revisions) != 2 || !strings.Contains(string(revs.Revisions[0].Document), "Help, edited") {
+		t.Fatalf("revisions: %d %s", r.status, r.body)
+	}
+	r = e.get(fmt.Sprintf("/cms/history/handler/HelpIntent/diff?from=%d&to=%d", revs.Revisions[1].Revision, revs.Revisions[0].Revision), "app1")
+	if r.status != http.StatusOK || !strings.Contains(r.body, `{"path":"name","before":"Help","after":"Help, edited"}`) {
+		t.Errorf("diff: %d %s", r.status, r.body)
+	}
+	var log struct {
+		Entries []map[string]any `json:"entries"`
+	}
+	r = e.get("/cms/audit?kind=handler&id=HelpIntent&limit=1", "app1")
+	if r.status != http.StatusOK || json.Unmarshal([]byte(r.body), &log) != nil || len(log.Entries) != 1 {
+		t.Fatalf("audit: %d %s", r.status, r.body)
+	}
+	got := log.Entries[0]
+	if got["operation"] != "updateHandler" || got["userAgent"] != "catalogue-sync/2.1" || got["requestId"] != "req-42" ||
+		got["clientNetwork"] != "127.0.0.0/24" || got["tokenId"] == "forged" || got["tokenId"] == "" || got["id"] != revs.Revisions[0].AuditID {
+		t.Errorf("the update's entry: %v", got)
+	}
+	if strings.Contains(r.body, e.tokens["app1"]) {
+		t.Error("the audit log holds a token's secret")
+	}
 
-func (f *fakeHistory) reads() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.asked...)
-}
-
-func suggestions(t *testing.T, r response) []string {
-	t.Helper()
-	var body struct{ Suggestions []knowledge.Suggestion }
-	if err := json.Unmarshal([]byte(r.body), &body); err != nil {
-		t.Fatalf("%d %s: %v", r.status, r.body, err)
-	}
-	var got []string
-	for _, s := range body.Suggestions {
-		got = append(got, s.Type+":"+s.Suggestion)
-	}
-	return got
-}
-
-func TestHistoricalSuggestionsFromTheHistory(t *testing.T) {
-	hist := &fakeHistory{queries: []knowledge.QueryCount{
-		{Query: "where is the riverside store", Asked: 7},
-		{Query: "where is my order", Asked: 5}, // also an intent pattern: suggested once, as HISTORICAL
-		{Query: "opening hours", Asked: 9},
-	}}
-	e := newEnv(t, ServiceConfig{API: Config{History: hist, HistoryRefresh: time.Hour}})
-	r := e.get("/cms/suggestions?key=k1&queryText=where+is", "app1")
-	if r.status != 200 || r.header.Get(OmittedHeader) != "" {
-		t.Fatalf("%d %s %v", r.status, r.body, r.header)
-	}
-	if got, want := strings.Join(suggestions(t, r), "|"), "HISTORICAL:where is the riverside store|HISTORICAL:where is my order"; got != want {
-		t.Errorf("suggestions %q, want %q", got, want)
-	}
-	// The channel's queries are kept for HistoryRefresh: keystrokes cost
-	// no read.
-	e.get("/cms/suggestions?key=k1&queryText=where+is+the", "app1")
-	if got := hist.reads(); strings.Join(got, ",") != "app-1/web" {
-		t.Errorf("reads of the history %v, want one of app-1/web", got)
-	}
-}
-
-func TestSuggestionsSayHistoricalIsMissingWhenTheHistoryFails(t *testing.T) {
-	hist := &fakeHistory{err: errors.New("connection refused")}
-	e := newEnv(t, ServiceConfig{API: Config{History: hist}})
-	r := e.get("/cms/suggestions?key=k1&queryText=where+is&type=historical,intent", "app1")
-	if r.status != 200 {
-		t.Fatalf("%d %s", r.status, r.body)
-	}
-	if got := r.header.Get(OmittedHeader); got != "HISTORICAL" {
-		t.Errorf("%s: %q, want HISTORICAL", OmittedHeader, got)
-	}
-	if got := strings.Join(suggestions(t, r), "|"); got != "INTENT:where is my order" {
-		t.Errorf("suggestions %q, want the intent's pattern only", got)
-	}
-	// A failed read is not tried again at once, so that an unreachable
-	// store costs little.
-	e.get("/cms/suggestions?key=k1&queryText=where", "app1")
-	if got := hist.reads(); len(got) != 1 {
-		t.Errorf("reads of the failing history %v, want one", got)
+	for _, c := range []struct {
+		token, path string
+		status      int
+	}{
+		{"runtime", "/cms/history/handler/HelpIntent", 403},
+		{"runtime", "/cms/audit", 403},
+		{"app2", "/cms/history/handler/HelpIntent?appId=app-1", 403},
+		{"org2", "/cms/audit?appId=app-1", 403},
+		{"", "/cms/audit", 401},
+		{"app1", "/cms/history/widget/HelpIntent", 400},
+		{"app1", "/cms/history/handler/HelpIntent/diff?from=1", 400},
+		{"app1", "/cms/audit?from=yesterday", 400},
+		{"app1", "/cms/audit?kind=handler", 400},
+		{"app1", "/cms/history/handler/HelpIntent?limit=5000", 400},
+	} {
+		r := e.get(c.path, c.token)
+		if r.status != c.status || strings.Contains(r.body, "Help, edited") {
+			t.Errorf("%s %s: %d %s; want %d", c.token, c.path, r.status, r.body, c.status)
+		}
 	}
 }

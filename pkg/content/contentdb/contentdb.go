@@ -228,13 +228,14 @@ func (s *DB) audit(ctx context.Context, tx *sql.Tx, m moved, operation string, k
 
 // CreateRecord implements content.Store.
 func (s *DB) CreateRecord(ctx context.Context, r content.Record) (content.Record, error) {
-	now := s.db.Now()
-	r.CreatedAt, r.UpdatedAt = now, now
 	err := s.write(ctx, r.AppID, fmt.Sprintf("create %s %q", r.Kind, r.ID), func(tx *sql.Tx, m moved) error {
 		if err := s.audit(ctx, tx, m, "createRecord", r.Kind, r.ID, tenancy.AuditEntry{Created: 1}); err != nil {
 			return err
 		}
-		r.Revision = m.rev
+		// Taken holding the app's lock, so that its changes' times are in
+		// the order of their revisions.
+		now := s.db.Now()
+		r.CreatedAt, r.UpdatedAt, r.Revision = now, now, m.rev
 		at := s.db.TimeArgs(now, false)[0]
 		_, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at, revision) VALUES (?, ?, ?, `+
 			s.db.DocMark()+`, ?, ?, ?, ?)`), r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), at, at, r.Revision)

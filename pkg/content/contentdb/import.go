@@ -134,16 +134,36 @@ func (im *importer) reached(ctx context.Context, appID, org string, rev int64) e
 // deadlock. A write waiting longer than lock_timeout fails, like a SQLite
 // writer after its busy timeout.
 func (s *DB) Import(ctx context.Context, b *content.Bundle, progress func(done int)) (content.ImportStats, error) {
+	stats, err := s.importing(ctx, "import", progress, func(ctx context.Context, im *importer) error {
+		if err := im.lock(ctx, bundleApps(b)); err != nil {
+			return err
+		}
+		return im.write(ctx, b)
+	})
+	if err != nil {
+		return content.ImportStats{}, err
+	}
+	return stats, nil
+}
+
+// importing runs fn with an importer in one transaction, then counts,
+// gives back the revisions of apps left unchanged, and announces the
+// others. The audit log names the operation after ctx's, or else what.
+func (s *DB) importing(ctx context.Context, what string, progress func(done int), fn func(ctx context.Context, im *importer) error) (content.ImportStats, error) {
+	ctx = tenancy.WithOperation(ctx, tenancy.OperationOf(ctx, what))
 	im := &importer{s: s, db: s.db, owners: map[string]string{}, rev: map[string]int64{}, audits: map[string]tenancy.AuditEntry{},
 		notify: map[string]bool{}, seen: map[recordKey]bool{}, progress: progress, stmts: map[string]*sql.Stmt{}}
-	err := s.db.InTx(ctx, "import", func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, what, func(tx *sql.Tx) error {
 		im.tx = tx
 		defer func() {
 			for _, st := range im.stmts {
 				_ = st.Close()
 			}
 		}()
-		return im.run(ctx, b)
+		if err := fn(ctx, im); err != nil {
+			return err
+		}
+		return im.finish(ctx)
 	})
 	if err != nil {
 		return content.ImportStats{}, err
@@ -154,16 +174,23 @@ func (s *DB) Import(ctx context.Context, b *content.Bundle, progress func(done i
 	return im.stats, nil
 }
 
-func (im *importer) run(ctx context.Context, b *content.Bundle) error {
+// lock makes the importer wait for other imports, then moves on the
+// revisions of those of the apps that exist, which locks them.
+func (im *importer) lock(ctx context.Context, apps []string) error {
 	if err := im.db.Exclusive(ctx, im.tx, importLockKey); err != nil {
 		return fmt.Errorf("import: wait for other imports: %w", err)
 	}
-	// Taken once the import holds its lock, so that no write committed
-	// while it waited is later than its changes.
-	im.now = im.db.Now()
-	if err := im.lockApps(ctx, b); err != nil {
+	if err := im.lockApps(ctx, apps); err != nil {
 		return err
 	}
+	// Taken once the import holds its locks, so that no write committed
+	// while it waited is later than its changes.
+	im.now = im.db.Now()
+	return nil
+}
+
+// write writes the bundle.
+func (im *importer) write(ctx context.Context, b *content.Bundle) error {
 	for i, o := range b.Organizations {
 		if err := im.organization(ctx, o); err != nil {
 			return &content.ItemError{Section: content.SectionOrganizations, Index: i, Err: err}
@@ -176,9 +203,13 @@ func (im *importer) run(ctx context.Context, b *content.Bundle) error {
 		}
 		im.tick()
 	}
-	if err := im.records(ctx, b.Records); err != nil {
-		return err
-	}
+	return im.records(ctx, b.Records)
+}
+
+// finish records what the import wrote of each app in its audit entry,
+// gives back the revisions of the apps it left as they were, and
+// announces the others.
+func (im *importer) finish(ctx context.Context) error {
 	var unchanged []string
 	for _, app := range slices.Sorted(maps.Keys(im.rev)) {
 		if !im.notify[app] {
@@ -211,9 +242,8 @@ func anys(ids []string) []any {
 	return out
 }
 
-// lockApps moves on the revisions of the bundle's existing apps, which
-// locks them, and writes their audit entries.
-func (im *importer) lockApps(ctx context.Context, b *content.Bundle) error {
+// bundleApps is every app the bundle names, in ID order.
+func bundleApps(b *content.Bundle) []string {
 	set := map[string]bool{}
 	for _, a := range b.Apps {
 		set[a.ID] = true
@@ -221,7 +251,12 @@ func (im *importer) lockApps(ctx context.Context, b *content.Bundle) error {
 	for _, r := range b.Records {
 		set[r.AppID] = true
 	}
-	ids := slices.Sorted(maps.Keys(set))
+	return slices.Sorted(maps.Keys(set))
+}
+
+// lockApps moves on the revisions of those of ids (in ID order) that
+// exist, which locks them, and writes their audit entries.
+func (im *importer) lockApps(ctx context.Context, ids []string) error {
 	type locked struct {
 		id, org string
 		rev     int64

@@ -23,6 +23,7 @@ type Store interface {
 	CreateRecord(ctx context.Context, r content.Record) (content.Record, error)
 	UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64, change func(content.Record) (content.Record, error)) (content.Record, error)
 	DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64) (content.Record, error)
+	HistoryStore
 }
 
 // AppResolver decides which app a request acts for, as REST does.
@@ -483,17 +484,18 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 	id := &gql.ArgumentConfig{Type: gql.NewNonNull(gql.ID)}
 	// ifRevision makes a write conditional on the record's revision.
 	ifRev := &gql.ArgumentConfig{Type: t.revision, Description: "The record's revision as last read; the write is refused with CONFLICT if the record changed since."}
-	query := gql.NewObject(gql.ObjectConfig{Name: "Query", Fields: gql.Fields{
+	h := newHistoryTypes(t.json, t.revision)
+	query := gql.NewObject(gql.ObjectConfig{Name: "Query", Fields: merge(r.historyQueries(h, t.revision, args), gql.Fields{
 		"intent":   {Type: t.intent, Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.get(content.KindIntent, "intentId")},
 		"intents":  {Type: listOf(t.intent), Args: args(nil), Resolve: r.list(content.KindIntent)},
 		"handler":  {Type: t.handler, Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.get(content.KindHandler, "intentId")},
 		"handlers": {Type: listOf(t.handler), Args: args(nil), Resolve: r.list(content.KindHandler)},
 		"entity":   {Type: t.entity, Args: args(gql.FieldConfigArgument{"entityId": id}), Resolve: r.get(content.KindEntity, "entityId")},
 		"entities": {Type: listOf(t.entity), Args: args(nil), Resolve: r.list(content.KindEntity)},
-	}})
+	})})
 	in := func(name string) *gql.ArgumentConfig { return &gql.ArgumentConfig{Type: gql.NewNonNull(inputs[name])} }
 	values := &gql.ArgumentConfig{Type: listOf(inputs["EntityValueInput"])}
-	mutation := gql.NewObject(gql.ObjectConfig{Name: "Mutation", Fields: gql.Fields{
+	mutation := gql.NewObject(gql.ObjectConfig{Name: "Mutation", Fields: merge(r.historyMutations(h, t.revision, args), gql.Fields{
 		"addIntent":    {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intent": in("AddIntentInput")}), Resolve: r.add(content.KindIntent, "intent")},
 		"updateIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev, "intent": in("UpdateIntentInput")}), Resolve: r.update(content.KindIntent, "intentId", "intent", nil)},
 		"deleteIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev}), Resolve: r.remove(content.KindIntent, "intentId")},
@@ -509,7 +511,7 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 		"replaceEntityValues": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "ifRevision": ifRev, "values": values}),
 			Description: "Replaces all values of an entity at once, as a refresh from an external catalogue does; readers see the old values or the new ones, never a mix.",
 			Resolve:     r.update(content.KindEntity, "entityId", "", replaceValues)},
-	}})
+	})})
 	return gql.NewSchema(gql.SchemaConfig{Query: query, Mutation: mutation})
 }
 

@@ -193,7 +193,7 @@ func mergeInput(a, b gql.InputObjectConfigFieldMap) gql.InputObjectConfigFieldMa
 // types are the schema's named types, for the resolvers to refer to.
 type types struct {
 	intent, handler, entity *gql.Object
-	revision                *gql.Scalar
+	revision, json          *gql.Scalar
 }
 
 // buildTypes makes the schema's object types and the inputs of its
@@ -210,6 +210,7 @@ func buildTypes() (types, map[string]*gql.InputObject) {
 			Fields: metered(merge(intentFields(jsonScalar, revision, slot), handlerOnly))}),
 		entity:   entityType(jsonScalar, revision, value),
 		revision: revision,
+		json:     jsonScalar,
 	}
 	inputs := map[string]*gql.InputObject{
 		"AddIntentInput":     gql.NewInputObject(gql.InputObjectConfig{Name: "AddIntentInput", Fields: intentInputFields(jsonScalar, slotInput, true)}),

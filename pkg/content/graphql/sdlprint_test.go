@@ -61,10 +61,12 @@ type typeDef struct {
 	Description string       `json:"description"`
 	Fields      []fieldDef   `json:"fields"`
 	InputFields []inputValue `json:"inputFields"`
-	EnumValues  []struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-	} `json:"enumValues"`
+	EnumValues  []enumValue  `json:"enumValues"`
+}
+
+type enumValue struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
 }
 
 var builtinScalars = []string{"Boolean", "Float", "ID", "Int", "String"}
@@ -123,6 +125,8 @@ func (h *Handler) sdl(ctx context.Context) (string, error) {
 			b.WriteString("}\n")
 		case "ENUM":
 			fmt.Fprintf(&b, "enum %s {\n", t.Name)
+			// graphql-go keeps an enum's values in a map: in name order.
+			slices.SortFunc(t.EnumValues, func(a, b enumValue) int { return strings.Compare(a.Name, b.Name) })
 			for _, v := range t.EnumValues {
 				description(&b, "  ", v.Description)
 				fmt.Fprintf(&b, "  %s\n", v.Name)
