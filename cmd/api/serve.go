@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/contentapi"
 	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/content/embeddings"
@@ -97,6 +98,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		Authorized:       []contentapi.AuthorizedRoute{live.route},
 		CORS:             settings.CORS,
 		HTTP:             settings.HTTP,
+		Retention:        contentapi.Retention{Age: *f.retention, Keep: *f.keepRevisions, Interval: *f.pruneInterval},
 	}, store, log)
 	if err != nil {
 		return err
@@ -123,16 +125,20 @@ type serveFlags struct {
 	grace        *time.Duration
 	maxAge       *time.Duration
 	stateBudget  *int64
-	graphql      graphqlFlags
-	clickhouse   func() chstore.Config
-	history      historyFlags
-	llmURL       *string
-	llmModel     *string
-	llmKey       *string
-	wordnet      *string
-	ranking      rankingFlags
-	status       statusFlags
-	live         liveFlags
+	// Content history's retention.
+	retention     *time.Duration
+	keepRevisions *int
+	pruneInterval *time.Duration
+	graphql       graphqlFlags
+	clickhouse    func() chstore.Config
+	history       historyFlags
+	llmURL        *string
+	llmModel      *string
+	llmKey        *string
+	wordnet       *string
+	ranking       rankingFlags
+	status        statusFlags
+	live          liveFlags
 }
 
 // defineServeFlags defines every flag of api serve on fs; logLevel is the
@@ -155,6 +161,9 @@ func defineServeFlags(fs *envflag.Set, logLevel *string) *serveFlags {
 	f.grace = fs.Duration("outage-grace", "CONTENT_OUTAGE_GRACE", auth.DefaultOutageGrace, "how long cached answers are served while the content database cannot be reached (negative: not at all)")
 	f.maxAge = fs.Duration("cache-max-age", "CACHE_MAX_AGE", contentapi.DefaultCacheMaxAge, "max-age of responses in clients' caches (negative: none)")
 	f.stateBudget = fs.Int64("app-state-budget", "APP_STATE_BUDGET_BYTES", contentapi.DefaultAppStateBudget, "bytes of per-app state kept in memory (search indexes, vectors, rendered answers); past it the apps used least recently are evicted and reloaded from the content database on their next request (negative: no bound)")
+	f.retention = fs.Duration("content-history-retention", "CONTENT_HISTORY_RETENTION", content.DefaultRetention, "revisions of content and audit entries older than this are pruned, except each record's newest (-content-history-keep)")
+	f.keepRevisions = fs.Int("content-history-keep", "CONTENT_HISTORY_KEEP", content.DefaultKeepRevisions, "newest revisions of each record kept however old (at least 1: its current state)")
+	f.pruneInterval = fs.Duration("content-history-prune-interval", "CONTENT_HISTORY_PRUNE_INTERVAL", time.Hour, "how often content history is pruned, at start and then on (0: never)")
 	f.graphql = defineGraphQLFlags(fs)
 	f.clickhouse = chstore.DefineFlags(fs, chstore.History)
 	f.history = defineHistoryFlags(fs)
@@ -177,6 +186,14 @@ func (f *serveFlags) check() ([]netip.Prefix, graphql.Limits, error) {
 	}
 	if err := f.history.check(); err != nil {
 		return nil, graphql.Limits{}, err
+	}
+	switch {
+	case *f.retention <= 0:
+		return nil, graphql.Limits{}, fmt.Errorf("-content-history-retention (CONTENT_HISTORY_RETENTION) must be positive, got %v", *f.retention)
+	case *f.keepRevisions < 1:
+		return nil, graphql.Limits{}, fmt.Errorf("-content-history-keep (CONTENT_HISTORY_KEEP) must be at least 1 (a record's current state), got %d", *f.keepRevisions)
+	case *f.pruneInterval < 0:
+		return nil, graphql.Limits{}, fmt.Errorf("-content-history-prune-interval (CONTENT_HISTORY_PRUNE_INTERVAL) must not be negative, got %v", *f.pruneInterval)
 	}
 	if err := f.live.check(); err != nil {
 		return nil, graphql.Limits{}, err

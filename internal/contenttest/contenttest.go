@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"History", testHistory},
 		{"ImportHistory", testImportHistory},
 		{"Restore", testRestore},
+		{"PruneHistory", testPruneHistory},
 	})
 }
 

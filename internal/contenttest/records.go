@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -641,5 +642,50 @@ func testRestore(t *testing.T, s content.Store) {
 	}
 	if _, err := s.RestoreApp(w, "nope", at); !errors.Is(err, content.ErrNotFound) {
 		t.Errorf("restoring an unknown app = %v; want ErrNotFound", err)
+	}
+}
+
+// testPruneHistory: retention removes revisions older than the cutoff but
+// each record's newest few, and the audit entries no kept revision names.
+func testPruneHistory(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	w := Acting(ctx)
+	importOK(t, s, bundle(t))
+	for i := range 4 {
+		_, err := s.UpdateRecord(w, "app-a", content.KindHandler, "Bye", 0, func(cur content.Record) (content.Record, error) {
+			cur.Doc = []byte(fmt.Sprintf(`{"intentId":"Bye","n":%d}`, i))
+			return cur, nil
+		})
+		must(t, err, "UpdateRecord")
+	}
+	all, _ := s.Revisions(ctx, "app-a", content.KindHandler, "Bye", 0, 0)
+	if got, err := s.PruneHistory(ctx, time.Now().Add(-time.Hour), 1); err != nil || got != (content.Pruned{}) {
+		t.Errorf("pruning before everything = %+v, %v; want nothing pruned", got, err)
+	}
+	got, err := s.PruneHistory(ctx, time.Now().Add(time.Second), 2)
+	must(t, err, "PruneHistory")
+	if got.Revisions != 3 || got.Entries < 3 {
+		t.Errorf("pruned %+v; want Bye's 3 oldest revisions and at least their 3 entries", got)
+	}
+	kept, _ := s.Revisions(ctx, "app-a", content.KindHandler, "Bye", 0, 0)
+	if len(kept) != 2 || kept[0].Revision != all[0].Revision || kept[1].Revision != all[1].Revision {
+		t.Errorf("Bye kept %+v; want its 2 newest of %d", kept, len(all))
+	}
+	if hello, _ := s.Revisions(ctx, "app-a", content.KindHandler, "Hello", 0, 0); len(hello) != 1 {
+		t.Errorf("Hello kept %d revisions; want its only one, its current state", len(hello))
+	}
+	log, err := s.AuditLog(ctx, content.AuditFilter{AppID: "app-a"})
+	must(t, err, "AuditLog")
+	named := map[int64]bool{}
+	for _, e := range log {
+		named[e.ID] = true
+	}
+	for _, k := range kept {
+		if !named[k.AuditID] {
+			t.Errorf("kept revision %d names audit entry %d, which was pruned", k.Revision, k.AuditID)
+		}
+	}
+	if len(log) != 3 {
+		t.Errorf("app-a's log kept %d entries; want the import's and the two updates' that kept revisions name", len(log))
 	}
 }

@@ -107,6 +107,10 @@ type Store interface {
 	// since are deleted, deleted ones come back, equal ones are left
 	// alone. Readers see the app before or after, never a mix.
 	RestoreApp(ctx context.Context, appID string, at time.Time) (ImportStats, error)
+	// PruneHistory deletes revisions changed before the time, except each
+	// record's newest keep (at least one: its current state), and audit
+	// entries made before it that no kept revision names.
+	PruneHistory(ctx context.Context, before time.Time, keep int) (Pruned, error)
 
 	Close() error
 }

@@ -49,3 +49,15 @@ type AuditFilter struct {
 
 // AuditEntry is an entry of the audit log.
 type AuditEntry = tenancy.AuditEntry
+
+// Pruned counts what retention removed.
+type Pruned struct {
+	Revisions, Entries int
+}
+
+// Retention defaults: revisions and audit entries older than
+// DefaultRetention go, except each record's DefaultKeepRevisions newest.
+const (
+	DefaultRetention     = 90 * 24 * time.Hour
+	DefaultKeepRevisions = 10
+)

@@ -85,6 +85,7 @@ func commands() []command {
 		{"history audit", "--app APPID [--from TIME] [--to TIME] [--token ID] [--user USER] [--operation OP] [--kind KIND --id ID] [--limit N] [--json]", "list the app's audit log, newest first", historyAudit},
 		{"history restore", "--app APPID --kind KIND --id ID --revision REVISION [--if-revision REVISION]", "make a record what it was at a revision, as a new change", historyRestore},
 		{"history restore-app", "--app APPID --at TIME", "make an app and all its records what they were at a time, in one change", historyRestoreApp},
+		{"history prune", "[--older-than AGE] [--keep N]", "delete revisions and audit entries older than AGE (90 days), each record's newest N (10) aside", historyPrune},
 		{"migrate", "", "apply pending schema migrations and print the schema version", migrate},
 	}
 }

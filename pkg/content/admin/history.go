@@ -288,3 +288,27 @@ func historyRestoreApp(ctx context.Context, c *cli, fs *flag.FlagSet, args []str
 		*app, t.UTC().Format(time.RFC3339), stats.Created, stats.Updated, stats.Deleted, stats.Unchanged)
 	return nil
 }
+
+func historyPrune(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	olderThan := fs.Duration("older-than", content.DefaultRetention, "prune revisions and audit entries older than `AGE`")
+	keep := fs.Int("keep", content.DefaultKeepRevisions, "keep each record's newest `N` revisions however old (at least 1)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *olderThan <= 0 {
+		return usagef("--older-than %v: want a positive age", *olderThan)
+	}
+	if *keep < 1 {
+		return usagef("--keep %d: want at least 1 (a record's current state)", *keep)
+	}
+	st, err := c.db(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := st.PruneHistory(ctx, time.Now().Add(-*olderThan), *keep)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "pruned %d revisions and %d audit entries\n", p.Revisions, p.Entries)
+	return nil
+}

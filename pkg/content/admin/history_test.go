@@ -65,6 +65,12 @@ func TestHistoryCommands(t *testing.T) {
 		t.Errorf("after restore-app: %s %v", rec.Doc, err)
 	}
 
+	if out := e.must("history", "prune", "--older-than", "1h"); out != "pruned 0 revisions and 0 audit entries\n" {
+		t.Errorf("prune of nothing old: %q", out)
+	}
+	if r := e.run("history", "prune", "--keep", "0"); r.code != ExitUsage {
+		t.Errorf("prune --keep 0: exit %d", r.code)
+	}
 	for _, c := range []struct {
 		args []string
 		code int

@@ -1,12 +1,21 @@
 package contentapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/assistantcms/cms/internal/contenttest"
+	"github.com/assistantcms/cms/internal/fixture"
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/contentdb"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
@@ -79,5 +88,61 @@ func TestHistoryOverREST(t *testing.T) {
 		if r.status != c.status || strings.Contains(r.body, "Help, edited") {
 			t.Errorf("%s %s: %d %s; want %d", c.token, c.path, r.status, r.body, c.status)
 		}
+	}
+}
+
+// pruningStore tells each pruning's result.
+type pruningStore struct {
+	*contentdb.DB
+	pruned chan content.Pruned
+}
+
+func (s pruningStore) PruneHistory(ctx context.Context, before time.Time, keep int) (content.Pruned, error) {
+	p, err := s.DB.PruneHistory(ctx, before, keep)
+	if err == nil {
+		s.pruned <- p
+	}
+	return p, err
+}
+
+// TestServePrunesHistory: a serving api prunes content history at start,
+// as configured, keeping each record's newest revisions.
+func TestServePrunesHistory(t *testing.T) {
+	store, _ := fixture.Open(t, fixtureBundle, nil)
+	for _, name := range []string{"blue", "green"} {
+		_, err := store.UpdateRecord(contenttest.Acting(t.Context()), "app-1", content.KindEntity, "COLOR", 0, func(r content.Record) (content.Record, error) {
+			r.Doc = []byte(`{"entityId":"COLOR","values":[{"name":"` + name + `"}]}`)
+			return r, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps := pruningStore{DB: store, pruned: make(chan content.Pruned, 1)}
+	svc, err := NewService(ServiceConfig{Retention: Retention{Age: time.Nanosecond, Keep: 1, Interval: time.Hour}}, ps, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- svc.Serve(ctx, ln) }()
+	select {
+	case p := <-ps.pruned:
+		if p.Revisions != 2 {
+			t.Errorf("pruned %+v; want COLOR's two older revisions", p)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the api did not prune at start")
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if revs, err := store.Revisions(t.Context(), "app-1", content.KindEntity, "COLOR", 0, 0); err != nil || len(revs) != 1 {
+		t.Errorf("COLOR kept %d revisions (%v); want its current state", len(revs), err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/edge/cors"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
@@ -55,6 +56,23 @@ type ServiceConfig struct {
 	// none. It wraps the engine, so that preflights of every route are
 	// answered before Gin's routing would refuse OPTIONS with 405.
 	CORS *cors.Policy
+	// Retention prunes content history while the service runs.
+	Retention Retention
+}
+
+// Retention is how long content history is kept (see
+// content.Store.PruneHistory): every Interval (zero: never), revisions
+// and audit entries older than Age go, each record's Keep newest aside.
+// Replicas may all prune: what one removed the others find gone.
+type Retention struct {
+	Age      time.Duration
+	Keep     int
+	Interval time.Duration
+}
+
+// HistoryPruner is a store that prunes content history.
+type HistoryPruner interface {
+	PruneHistory(ctx context.Context, before time.Time, keep int) (content.Pruned, error)
 }
 
 // Page is a GET route the service serves beside the content routes.
@@ -111,6 +129,7 @@ type Service struct {
 	handler http.Handler
 	graphql *graphql.Handler
 	watcher RevisionWatcher
+	pruner  HistoryPruner
 }
 
 // GraphQL is the GraphQL endpoint, for printing its schema.
@@ -176,6 +195,9 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	if w, ok := store.(RevisionWatcher); ok {
 		svc.watcher = w
 	}
+	if p, ok := store.(HistoryPruner); ok && cfg.Retention.Interval > 0 {
+		svc.pruner = p
+	}
 	return svc, nil
 }
 
@@ -206,7 +228,10 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		})
 	}
-	// The watcher ends before Serve returns.
+	if s.pruner != nil {
+		bg.Go(func() { s.pruneHistory(sctx) })
+	}
+	// The watcher and the pruner end before Serve returns.
 	defer func() { stop(); bg.Wait() }()
 	if err := httpserve.Serve(ctx, s.log, "api", s.server, ln, s.checker, timeout); err != nil {
 		return err
@@ -232,4 +257,29 @@ func registerStateMetrics(reg prometheus.Registerer, c *cache) {
 			Help: "Apps whose state was evicted to keep within the budget, to be loaded again on their next request."},
 			func() float64 { return float64(c.stats().evictions) }),
 	)
+}
+
+// pruneHistory prunes content history at once, then every interval,
+// until ctx ends.
+func (s *Service) pruneHistory(ctx context.Context) {
+	r := s.cfg.Retention
+	t := time.NewTicker(r.Interval)
+	defer t.Stop()
+	for {
+		start := time.Now()
+		p, err := s.pruner.PruneHistory(ctx, start.Add(-r.Age), r.Keep)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Warn("pruning content history failed; trying again at the next interval", "err", err, "pruned_revisions", p.Revisions)
+		default:
+			s.log.Info("content history pruned", "revisions", p.Revisions, "audit_entries", p.Entries, "older_than", r.Age.String(), "elapsed", time.Since(start).Round(time.Millisecond).String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -2,9 +2,11 @@ package contentdb
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/sqldb"
@@ -120,4 +122,50 @@ func (s *DB) scanAudit(r sqldb.Scanner) (content.AuditEntry, error) {
 		return e, fmt.Errorf("audit entry %d at: %w", e.ID, err)
 	}
 	return e, nil
+}
+
+// PruneHistory implements content.Store. Each app is pruned in a
+// transaction of its own, so that one large app holds no lock on the
+// others.
+func (s *DB) PruneHistory(ctx context.Context, before time.Time, keep int) (content.Pruned, error) {
+	var out content.Pruned
+	keep = max(keep, 1)
+	cut := s.db.TimeArgs(before, false)[0]
+	apps, err := s.FindApps(ctx, s.db.SQL(), "", "")
+	if err != nil {
+		return out, fmt.Errorf("prune history: %w", err)
+	}
+	for _, a := range apps {
+		err := s.db.InTx(ctx, "prune history", func(tx *sql.Tx) error {
+			// The newest keep revisions of each record stay, its current
+			// state among them, however old.
+			res, err := tx.ExecContext(ctx, s.db.Q(`DELETE FROM revisions WHERE app_id = ? AND (kind, id, revision) IN (
+				SELECT kind, id, revision FROM (
+					SELECT kind, id, revision, changed_at, row_number() OVER (PARTITION BY kind, id ORDER BY revision DESC) AS n
+					FROM revisions WHERE app_id = ?) AS ranked
+				WHERE n > ? AND changed_at < ?)`), a.ID, a.ID, keep, cut)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			out.Revisions += int(n)
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("prune the history of app %q: %w", a.ID, err)
+		}
+	}
+	// An entry a kept revision names stays: a revision always tells who
+	// made it.
+	res, err := s.db.SQL().ExecContext(ctx, s.db.Q(`DELETE FROM audit WHERE at < ?
+		AND NOT EXISTS (SELECT 1 FROM revisions WHERE revisions.audit_id = audit.id)`), cut)
+	if err != nil {
+		return out, fmt.Errorf("prune the audit log: %w", err)
+	}
+	n, err := res.RowsAffected()
+	out.Entries = int(n)
+	if err != nil {
+		return out, fmt.Errorf("prune the audit log: %w", err)
+	}
+	return out, nil
 }
