@@ -77,6 +77,9 @@ type DB struct {
 	pool   *pgxpool.Pool
 	listen *pgx.ConnConfig
 
+	// move is MoveRevision's statement on SQLite.
+	move *Stmt
+
 	closeOnce sync.Once
 	closeErr  error
 	// closed ends WatchRevisions when the database is closed.
@@ -148,6 +151,11 @@ func (db *DB) init(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrate schema: %w", err)
 	}
+	if db.engine == SQLite {
+		if db.move, err = db.Prepare(ctx, `UPDATE apps SET revision = revision + 1 WHERE id = ? RETURNING revision, organization_id`); err != nil {
+			return fmt.Errorf("prepare the revision move: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -182,6 +190,9 @@ func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		close(db.closed)
+		if db.move != nil {
+			_ = db.move.Close()
+		}
 		err := db.sql.Close()
 		if db.pool != nil {
 			db.pool.Close()
@@ -340,6 +351,23 @@ func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 		return s.stmt.QueryRowContext(ctx, args...)
 	}
 	return s.db.sql.QueryRowContext(ctx, s.query, args...)
+}
+
+// QueryRowIn runs the statement in tx for one row.
+func (s *Stmt) QueryRowIn(ctx context.Context, tx *sql.Tx, args ...any) *sql.Row {
+	if s.stmt != nil {
+		// Prepared once on each of the pool's connections, then reused.
+		return tx.StmtContext(ctx, s.stmt).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, s.query, args...)
+}
+
+// ExecIn runs the statement in tx.
+func (s *Stmt) ExecIn(ctx context.Context, tx *sql.Tx, args ...any) (sql.Result, error) {
+	if s.stmt != nil {
+		return tx.StmtContext(ctx, s.stmt).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, s.query, args...)
 }
 
 // Close releases the statement.

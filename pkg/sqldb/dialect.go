@@ -227,7 +227,7 @@ func (db *DB) MoveRevision(ctx context.Context, tx *sql.Tx, appID string) (rev i
 		err = tx.QueryRowContext(ctx, `WITH moved AS (UPDATE apps SET revision = revision + 1 WHERE id = $1 RETURNING id, revision, organization_id)
 			SELECT revision, organization_id FROM moved, LATERAL pg_notify($2, id)`, appID, RevisionChannel).Scan(&rev, &org)
 	} else {
-		err = tx.QueryRowContext(ctx, `UPDATE apps SET revision = revision + 1 WHERE id = ? RETURNING revision, organization_id`, appID).Scan(&rev, &org)
+		err = db.move.QueryRowIn(ctx, tx, appID).Scan(&rev, &org)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, "", false, nil

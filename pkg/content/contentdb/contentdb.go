@@ -46,8 +46,10 @@ type Store interface {
 type DB struct {
 	*tenancydb.Store
 	db *sqldb.DB
-	// Ready for the lookups made on most requests.
-	recordStmt, revisionStmt *sqldb.Stmt
+	// Ready for the lookups made on most requests, and the statements of
+	// single-record writes.
+	recordStmt, revisionStmt                     *sqldb.Stmt
+	lockStmt, insertStmt, updateStmt, deleteStmt *sqldb.Stmt
 	// recordColumns is the columns a record is read from.
 	recordColumns string
 }
@@ -104,8 +106,19 @@ func New(ctx context.Context, sdb *sqldb.DB) (*DB, error) {
 	if s.recordStmt, err = sdb.Prepare(ctx, `SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare record lookup: %w", err), ts.Close())
 	}
-	if s.revisionStmt, err = sdb.Prepare(ctx, `SELECT revision FROM apps WHERE id = ?`); err != nil {
-		return nil, errors.Join(fmt.Errorf("prepare revision lookup: %w", err), s.recordStmt.Close(), ts.Close())
+	for _, p := range []struct {
+		st    **sqldb.Stmt
+		query string
+	}{
+		{&s.revisionStmt, `SELECT revision FROM apps WHERE id = ?`},
+		{&s.lockStmt, `SELECT ` + s.recordColumns + ` FROM records WHERE app_id = ? AND kind = ? AND id = ?` + sdb.Lock(" FOR UPDATE")},
+		{&s.insertStmt, `INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at, revision) VALUES (?, ?, ?, ` + sdb.DocMark() + `, ?, ?, ?, ?)`},
+		{&s.updateStmt, `UPDATE records SET doc = ` + sdb.DocMark() + `, location = ?, updated_at = ?, revision = ? WHERE app_id = ? AND kind = ? AND id = ?`},
+		{&s.deleteStmt, `DELETE FROM records WHERE app_id = ? AND kind = ? AND id = ? RETURNING ` + s.recordColumns},
+	} {
+		if *p.st, err = sdb.Prepare(ctx, p.query); err != nil {
+			return nil, errors.Join(fmt.Errorf("prepare %q: %w", p.query, err), s.closeStmts(), ts.Close())
+		}
 	}
 	return s, nil
 }
@@ -118,7 +131,18 @@ func (s *DB) SchemaVersion(ctx context.Context) (int, error) { return s.db.Schem
 
 // Close releases the database. Calling it again returns the first result.
 func (s *DB) Close() error {
-	return errors.Join(s.recordStmt.Close(), s.revisionStmt.Close(), s.Store.Close(), s.db.Close())
+	return errors.Join(s.closeStmts(), s.Store.Close(), s.db.Close())
+}
+
+// closeStmts closes the statements prepared so far.
+func (s *DB) closeStmts() error {
+	var errs []error
+	for _, st := range []*sqldb.Stmt{s.recordStmt, s.revisionStmt, s.lockStmt, s.insertStmt, s.updateStmt, s.deleteStmt} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (s *DB) scanRecord(r sqldb.Scanner) (content.Record, error) {
@@ -237,8 +261,7 @@ func (s *DB) CreateRecord(ctx context.Context, r content.Record) (content.Record
 		now := s.db.Now()
 		r.CreatedAt, r.UpdatedAt, r.Revision = now, now, m.rev
 		at := s.db.TimeArgs(now, false)[0]
-		_, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at, revision) VALUES (?, ?, ?, `+
-			s.db.DocMark()+`, ?, ?, ?, ?)`), r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), at, at, r.Revision)
+		_, err := s.insertStmt.ExecIn(ctx, tx, r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), at, at, r.Revision)
 		switch {
 		case sqldb.IsDuplicate(err):
 			return fmt.Errorf("%s %q of app %q: %w", r.Kind, r.ID, r.AppID, content.ErrConflict)
@@ -261,8 +284,7 @@ func (s *DB) CreateRecord(ctx context.Context, r content.Record) (content.Record
 func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64, change func(content.Record) (content.Record, error)) (content.Record, error) {
 	var out content.Record
 	err := s.write(ctx, appID, fmt.Sprintf("update %s %q", kind, id), func(tx *sql.Tx, m moved) error {
-		cur, err := s.record(tx.QueryRowContext(ctx, s.db.Q(`SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`+
-			s.db.Lock(" FOR UPDATE")), appID, string(kind), id), appID, kind, id)
+		cur, err := s.record(s.lockStmt.QueryRowIn(ctx, tx, appID, string(kind), id), appID, kind, id)
 		if err != nil {
 			return err
 		}
@@ -283,7 +305,7 @@ func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, 
 			return err
 		}
 		next.UpdatedAt, next.Revision = s.db.Now(), m.rev
-		if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE records SET doc = `+s.db.DocMark()+`, location = ?, updated_at = ?, revision = ? WHERE app_id = ? AND kind = ? AND id = ?`),
+		if _, err := s.updateStmt.ExecIn(ctx, tx,
 			sqldb.DocArg(next.Doc), sqldb.NullString(next.Location), s.db.TimeArgs(next.UpdatedAt, false)[0], next.Revision, appID, string(kind), id); err != nil {
 			return fmt.Errorf("update %s %q: %w", kind, id, err)
 		}
@@ -301,8 +323,7 @@ func (s *DB) DeleteRecord(ctx context.Context, appID string, kind content.Kind, 
 		if err := s.audit(ctx, tx, m, "deleteRecord", kind, id, tenancy.AuditEntry{Deleted: 1}); err != nil {
 			return err
 		}
-		cur, err := s.record(tx.QueryRowContext(ctx, s.db.Q(`DELETE FROM records WHERE app_id = ? AND kind = ? AND id = ? RETURNING `+s.recordColumns),
-			appID, string(kind), id), appID, kind, id)
+		cur, err := s.record(s.deleteStmt.QueryRowIn(ctx, tx, appID, string(kind), id), appID, kind, id)
 		if err != nil {
 			return err
 		}

@@ -30,8 +30,7 @@ func (s *DB) RestoreRecord(ctx context.Context, appID string, kind content.Kind,
 		case err != nil:
 			return fmt.Errorf("read revision %d of %s %q: %w", revision, kind, id, err)
 		}
-		cur, err := s.record(tx.QueryRowContext(ctx, s.db.Q(`SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`+
-			s.db.Lock(" FOR UPDATE")), appID, string(kind), id), appID, kind, id)
+		cur, err := s.record(s.lockStmt.QueryRowIn(ctx, tx, appID, string(kind), id), appID, kind, id)
 		exists := err == nil
 		if err != nil && !errors.Is(err, content.ErrNotFound) {
 			return err
@@ -67,11 +66,9 @@ func (s *DB) RestoreRecord(ctx context.Context, appID string, kind content.Kind,
 		case target.Deleted:
 			_, err = tx.ExecContext(ctx, s.db.Q(`DELETE FROM records WHERE app_id = ? AND kind = ? AND id = ?`), appID, string(kind), id)
 		case exists:
-			_, err = tx.ExecContext(ctx, s.db.Q(`UPDATE records SET doc = `+s.db.DocMark()+`, location = ?, updated_at = ?, revision = ? WHERE app_id = ? AND kind = ? AND id = ?`),
-				sqldb.DocArg(target.Doc), sqldb.NullString(target.Location), at, m.rev, appID, string(kind), id)
+			_, err = s.updateStmt.ExecIn(ctx, tx, sqldb.DocArg(target.Doc), sqldb.NullString(target.Location), at, m.rev, appID, string(kind), id)
 		default:
-			_, err = tx.ExecContext(ctx, s.db.Q(`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at, revision) VALUES (?, ?, ?, `+
-				s.db.DocMark()+`, ?, ?, ?, ?)`), appID, string(kind), id, sqldb.DocArg(target.Doc), sqldb.NullString(target.Location), at, at, m.rev)
+			_, err = s.insertStmt.ExecIn(ctx, tx, appID, string(kind), id, sqldb.DocArg(target.Doc), sqldb.NullString(target.Location), at, at, m.rev)
 		}
 		if err != nil {
 			return fmt.Errorf("restore %s %q: %w", kind, id, err)

@@ -9,6 +9,10 @@ import (
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
+const auditInsert = `INSERT INTO audit (at, organization_id, app_id, operation, subject,
+	token_id, token_name, local_user, client_net, user_agent, request_id, created, updated, deleted, unchanged)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+
 // Audit writes the entry of an operation in tx, before the operation
 // changes anything: the database's triggers give each change of an app's
 // records the app's newest entry of the transaction, and refuse a change
@@ -21,9 +25,7 @@ func (s *Store) Audit(ctx context.Context, tx *sql.Tx, e tenancy.AuditEntry) (in
 		return 0, fmt.Errorf("%s: %w", e.Operation, tenancy.ErrNoActor)
 	}
 	var id int64
-	err := tx.QueryRowContext(ctx, s.db.Q(`INSERT INTO audit (at, organization_id, app_id, operation, subject,
-		token_id, token_name, local_user, client_net, user_agent, request_id, created, updated, deleted, unchanged)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+	err := s.auditStmt.QueryRowIn(ctx, tx,
 		s.db.TimeArgs(s.db.Now(), false)[0], e.OrganizationID, sqldb.NullString(e.AppID), tenancy.OperationOf(ctx, e.Operation), e.Subject,
 		a.TokenID, a.TokenName, a.LocalUser, a.ClientNet, a.UserAgent, a.RequestID,
 		e.Created, e.Updated, e.Deleted, e.Unchanged).Scan(&id)

@@ -27,8 +27,9 @@ type Store struct {
 	owned bool
 	// Queries in the engine's form, built once.
 	orgColumns, appColumns, tokenColumns, byCreation string
-	// Prepared for the lookups made on every authenticated request.
-	appStmt, tokenStmt *sqldb.Stmt
+	// Prepared for the lookups made on every authenticated request, and
+	// the audit entry of every write.
+	appStmt, tokenStmt, auditStmt *sqldb.Stmt
 }
 
 var _ tenancy.Store = (*Store)(nil)
@@ -65,6 +66,9 @@ func New(ctx context.Context, db *sqldb.DB) (*Store, error) {
 	if s.tokenStmt, err = db.Prepare(ctx, `SELECT `+s.tokenColumns+` FROM tokens WHERE id = ?`); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare token lookup: %w", err), s.appStmt.Close())
 	}
+	if s.auditStmt, err = db.Prepare(ctx, auditInsert); err != nil {
+		return nil, errors.Join(fmt.Errorf("prepare the audit entry: %w", err), s.appStmt.Close(), s.tokenStmt.Close())
+	}
 	return s, nil
 }
 
@@ -77,7 +81,7 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
 // Close releases the prepared statements, and the database when Open
 // opened it. Calling it again returns the first result.
 func (s *Store) Close() error {
-	err := errors.Join(s.appStmt.Close(), s.tokenStmt.Close())
+	err := errors.Join(s.appStmt.Close(), s.tokenStmt.Close(), s.auditStmt.Close())
 	if s.owned {
 		err = errors.Join(err, s.db.Close())
 	}

@@ -1,0 +1,175 @@
+package contentdb
+
+// What keeping history costs writes, and what reading it costs, on each
+// engine (run before and after a change in one sitting, and compare):
+//
+//	go test -run '^$' -bench 'Bench(Update|ReplaceValues|ImportEval|ReadRevisions)' -benchtime 20x -count 5 ./pkg/content/contentdb/
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assistantcms/cms/internal/contenttest"
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/bundle"
+)
+
+// benchEngines opens a new database of each engine.
+var benchEngines = []struct {
+	name string
+	open func(b *testing.B) *DB
+}{
+	{"sqlite", func(b *testing.B) *DB { return openDB(b, filepath.Join(b.TempDir(), "content.db")) }},
+	{"postgres", func(b *testing.B) *DB { return openDB(b, server.NewDatabase(b)) }},
+}
+
+// reportQuantiles reports the median and 99th percentile of the
+// operations' times.
+func reportQuantiles(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkUpdate changes one handler, as a GraphQL update does.
+func BenchmarkUpdate(b *testing.B) {
+	for _, e := range benchEngines {
+		b.Run(e.name, func(b *testing.B) {
+			s := e.open(b)
+			withApp(b, s)
+			ctx := benchCtx(b.Context())
+			if _, err := s.CreateRecord(ctx, content.Record{AppID: "app", Kind: content.KindHandler, ID: "H", Doc: []byte(`{"intentId":"H","name":"0"}`)}); err != nil {
+				b.Fatal(err)
+			}
+			var took []time.Duration
+			i := 0
+			for b.Loop() {
+				i++
+				start := time.Now()
+				if err := benchUpdate(ctx, s, "H", fmt.Appendf(nil, `{"intentId":"H","name":"%d"}`, i)); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+			}
+			reportQuantiles(b, took)
+		})
+	}
+}
+
+// BenchmarkReplaceValues writes an entity's 10,000 values over another
+// 10,000, as a catalogue refresh (replaceEntityValues) does.
+func BenchmarkReplaceValues(b *testing.B) {
+	docs := [2][]byte{valuesDoc(10_000, "a"), valuesDoc(10_000, "b")}
+	for _, e := range benchEngines {
+		b.Run(e.name, func(b *testing.B) {
+			s := e.open(b)
+			withApp(b, s)
+			ctx := benchCtx(b.Context())
+			if _, err := s.CreateRecord(ctx, content.Record{AppID: "app", Kind: content.KindEntity, ID: "E", Doc: docs[0]}); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(docs[0])))
+			var took []time.Duration
+			i := 0
+			for b.Loop() {
+				i++
+				start := time.Now()
+				if err := benchUpdate(ctx, s, "E", docs[i%2]); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+			}
+			reportQuantiles(b, took)
+		})
+	}
+}
+
+// valuesDoc is an entity of n values, each with a canonical ID and two
+// synonyms, which tag makes differ from another tag's.
+func valuesDoc(n int, tag string) []byte {
+	var sb strings.Builder
+	sb.WriteString(`{"entityId":"E","values":[`)
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"canonicalId":"sku-%06d","name":"product %d %s","synonyms":["item %d","article %d"]}`, i, i, tag, i, i)
+	}
+	sb.WriteString(`]}`)
+	return []byte(sb.String())
+}
+
+// BenchmarkImportEval imports the search evaluation's content into an
+// empty database.
+func BenchmarkImportEval(b *testing.B) {
+	f, err := bundle.ReadFile("../knowledge/testdata/eval/content.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range benchEngines {
+		b.Run(e.name, func(b *testing.B) {
+			var took []time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				s := e.open(b)
+				b.StartTimer()
+				start := time.Now()
+				if _, err := s.Import(benchCtx(b.Context()), &f.Bundle, nil); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+			}
+			reportQuantiles(b, took)
+		})
+	}
+}
+
+// BenchmarkReadRevisions reads the newest 50 of a record's 1,000
+// revisions, as an author's history page does.
+func BenchmarkReadRevisions(b *testing.B) {
+	for _, e := range benchEngines {
+		b.Run(e.name, func(b *testing.B) {
+			s := e.open(b)
+			withApp(b, s)
+			ctx := contenttest.Acting(b.Context())
+			if _, err := s.CreateRecord(ctx, content.Record{AppID: "app", Kind: content.KindHandler, ID: "H", Doc: []byte(`{"intentId":"H"}`)}); err != nil {
+				b.Fatal(err)
+			}
+			for i := range 999 {
+				if err := benchUpdate(ctx, s, "H", fmt.Appendf(nil, `{"intentId":"H","name":"revision %d","content":{"H":[{"outputSpeech":"Hello, this is revision %d."}]}}`, i, i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var took []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				revs, err := s.Revisions(ctx, "app", content.KindHandler, "H", 0, 50)
+				if err != nil || len(revs) != 50 {
+					b.Fatalf("Revisions = %d, %v", len(revs), err)
+				}
+				took = append(took, time.Since(start))
+			}
+			reportQuantiles(b, took)
+		})
+	}
+}
+
+// benchCtx and benchUpdate are the write calls the benchmarks make.
+func benchCtx(ctx context.Context) context.Context { return contenttest.Acting(ctx) }
+
+func benchUpdate(ctx context.Context, s *DB, id string, doc []byte) error {
+	kind := content.KindHandler
+	if id == "E" {
+		kind = content.KindEntity
+	}
+	_, err := s.UpdateRecord(ctx, "app", kind, id, 0, func(r content.Record) (content.Record, error) {
+		r.Doc = doc
+		return r, nil
+	})
+	return err
+}
