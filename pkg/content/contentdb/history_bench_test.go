@@ -17,6 +17,7 @@ import (
 	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/sqldb"
 )
 
 // benchEngines opens a new database of each engine.
@@ -172,4 +173,93 @@ func benchUpdate(ctx context.Context, s *DB, id string, doc []byte) error {
 		return r, nil
 	})
 	return err
+}
+
+// BenchmarkCatalogueHistory is a catalogue refresh of an entity of 10,000
+// values every 15 minutes for 30 days (2,880 refreshes), each changing 100
+// of the values, as prices and stock do. It reports the bytes the
+// database holds for the entity and its history: after the 30 days, then
+// once retention has pruned all but the newest 10 revisions (what is left
+// of revisions past CONTENT_HISTORY_RETENTION).
+//
+//	go test -run '^$' -bench CatalogueHistory -benchtime 1x -timeout 30m ./pkg/content/contentdb/
+func BenchmarkCatalogueHistory(b *testing.B) {
+	const refreshes, values, changed = 2880, 10_000, 100
+	for _, e := range benchEngines {
+		b.Run(e.name, func(b *testing.B) {
+			for b.Loop() {
+				s := e.open(b)
+				withApp(b, s)
+				ctx := contenttest.Acting(b.Context())
+				before := storedBytes(b, s)
+				version := make([]int, values)
+				doc := func() []byte {
+					var sb strings.Builder
+					sb.WriteString(`{"entityId":"E","values":[`)
+					for i := range values {
+						if i > 0 {
+							sb.WriteByte(',')
+						}
+						fmt.Fprintf(&sb, `{"canonicalId":"sku-%06d","name":"product %d","synonyms":["item %d"],"price":"%d.99"}`, i, i, i, 10+version[i])
+					}
+					sb.WriteString(`]}`)
+					return []byte(sb.String())
+				}
+				first := doc()
+				if _, err := s.CreateRecord(ctx, content.Record{AppID: "app", Kind: content.KindEntity, ID: "E", Doc: first}); err != nil {
+					b.Fatal(err)
+				}
+				for r := range refreshes {
+					for j := range changed {
+						version[(r*changed+j*97)%values]++
+					}
+					if err := benchUpdate(ctx, s, "E", doc()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				after := storedBytes(b, s) - before
+				p, err := s.PruneHistory(ctx, time.Now().Add(time.Second), content.DefaultKeepRevisions)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s.db.Engine() == sqldb.Postgres {
+					// What pruning freed is reused by later writes once
+					// vacuumed; compacted here to measure what is left.
+					if _, err := s.db.SQL().ExecContext(b.Context(), `VACUUM FULL revisions`); err != nil {
+						b.Fatal(err)
+					}
+				}
+				pruned := storedBytes(b, s) - before
+				b.ReportMetric(float64(len(first)), "doc-bytes")
+				b.ReportMetric(float64(after)/(1<<20), "MiB-after-30-days")
+				b.ReportMetric(float64(after)/refreshes/1024, "KiB-per-refresh")
+				b.ReportMetric(float64(pruned)/(1<<20), "MiB-after-pruning")
+				b.ReportMetric(float64(p.Revisions), "revisions-pruned")
+			}
+		})
+	}
+}
+
+// storedBytes is what the database holds: on SQLite its file's pages in
+// use (free pages, kept for reuse, aside) once the write-ahead log is
+// checkpointed; on PostgreSQL the tables', indexes' and TOAST's bytes.
+func storedBytes(b *testing.B, s *DB) int64 {
+	b.Helper()
+	var n int64
+	q := `SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())`
+	if s.db.Engine() == sqldb.Postgres {
+		if err := s.db.SQL().QueryRowContext(b.Context(), `SELECT sum(pg_total_relation_size(c.oid))::bigint FROM pg_class c
+			JOIN pg_namespace ns ON ns.oid = c.relnamespace WHERE ns.nspname = 'public' AND c.relkind = 'r'`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	if _, err := s.db.SQL().ExecContext(b.Context(), `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	var pages, size int64
+	if err := s.db.SQL().QueryRowContext(b.Context(), q).Scan(&pages, &size); err != nil {
+		b.Fatal(err)
+	}
+	return pages * size
 }

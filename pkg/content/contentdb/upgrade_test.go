@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assistantcms/cms/internal/contenttest"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/sqldb"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -197,4 +199,59 @@ func postgresAt(t *testing.T, version int, rows ...string) string {
 		}
 	}
 	return dsn
+}
+
+// TestHistoryUpgradeKeepsWhatIsThere builds a database as the release
+// before content history left it (migration 4), with an app at revision 7
+// and a record, and opens it: what it held becomes the first revision of
+// the record and the app, under an upgrade's audit entry, and writes go on
+// from there.
+func TestHistoryUpgradeKeepsWhatIsThere(t *testing.T) {
+	rows := map[sqldb.Engine][]string{
+		sqldb.SQLite: {
+			`INSERT INTO organizations (id, name, created_at) VALUES ('org', 'Org', '2026-01-01T00:00:00.000000000Z')`,
+			`INSERT INTO apps (id, organization_id, name, doc, created_at, updated_at, revision) VALUES ('app', 'org', 'App', '{"channels":[{"id":"web"}]}', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z', 7)`,
+			`INSERT INTO records (app_id, kind, id, doc, created_at, updated_at) VALUES ('app', 'handler', 'Hi', '{"intentId":"Hi","name":"old"}', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z')`,
+		},
+		sqldb.Postgres: {
+			`INSERT INTO organizations (id, name, created_at) VALUES ('org', 'Org', now())`,
+			`INSERT INTO apps (id, organization_id, name, doc, created_at, updated_at, revision) VALUES ('app', 'org', 'App', '{"channels":[{"id":"web"}]}', now(), now(), 7)`,
+			`INSERT INTO records (app_id, kind, id, doc, created_at, updated_at) VALUES ('app', 'handler', 'Hi', '{"intentId":"Hi","name":"old"}', now(), now())`,
+		},
+	}
+	for _, e := range engines {
+		t.Run(e.String(), func(t *testing.T) {
+			ctx := t.Context()
+			s, err := OpenDB(ctx, databaseAt(t, e, 4, rows[e]...))
+			if err != nil {
+				t.Fatalf("open the database of the release before: %v", err)
+			}
+			defer s.Close()
+			rec, err := s.Record(ctx, "app", content.KindHandler, "Hi")
+			if err != nil || rec.Revision != 7 {
+				t.Fatalf("record = %+v, %v; want it at the app's revision 7", rec, err)
+			}
+			revs, err := s.Revisions(ctx, "app", content.KindHandler, "Hi", 0, 0)
+			if err != nil || len(revs) != 1 || revs[0].Revision != 7 || !strings.Contains(string(revs[0].Doc), `"old"`) {
+				t.Fatalf("revisions = %+v, %v; want what it held, at 7", revs, err)
+			}
+			if apps, err := s.Revisions(ctx, "app", content.KindApp, "app", 0, 0); err != nil || len(apps) != 1 || !strings.Contains(string(apps[0].Doc), `"name":"App"`) || !strings.Contains(string(apps[0].Doc), `"channels"`) {
+				t.Errorf("the app's revisions = %+v, %v", apps, err)
+			}
+			log, err := s.AuditLog(ctx, content.AuditFilter{AppID: "app"})
+			if err != nil || len(log) != 1 || log[0].Operation != "upgrade" || log[0].Actor.LocalUser != "schema upgrade" || log[0].ID != revs[0].AuditID {
+				t.Fatalf("audit log = %+v, %v; want the upgrade's entry, which the revision names", log, err)
+			}
+			updated, err := s.UpdateRecord(contenttest.Acting(ctx), "app", content.KindHandler, "Hi", 7, func(r content.Record) (content.Record, error) {
+				r.Doc = []byte(`{"intentId":"Hi","name":"new"}`)
+				return r, nil
+			})
+			if err != nil || updated.Revision != 8 {
+				t.Fatalf("update after the upgrade = %+v, %v; want revision 8", updated, err)
+			}
+			if revs, _ := s.Revisions(ctx, "app", content.KindHandler, "Hi", 0, 0); len(revs) != 2 {
+				t.Errorf("after an update, %d revisions; want 2", len(revs))
+			}
+		})
+	}
 }
