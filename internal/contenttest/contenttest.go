@@ -78,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) content.Store) {
 		{"ImportHistory", testImportHistory},
 		{"Restore", testRestore},
 		{"PruneHistory", testPruneHistory},
+		{"RevisionPagesBounded", testRevisionPagesBounded},
 	})
 }
 

@@ -689,3 +689,34 @@ func testPruneHistory(t *testing.T, s content.Store) {
 		t.Errorf("app-a's log kept %d entries; want the import's and the two updates' that kept revisions name", len(log))
 	}
 }
+
+// testRevisionPagesBounded: a page of revisions ends once its documents
+// reach MaxHistoryBytes, however many were asked for; the next page goes
+// on from its last.
+func testRevisionPagesBounded(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	w := Acting(ctx)
+	importOK(t, s, bundle(t))
+	big := func(i int) []byte {
+		return fmt.Appendf(nil, `{"intentId":"Big","note":"%d %s"}`, i, strings.Repeat("x", content.MaxHistoryBytes/3))
+	}
+	_, err := s.CreateRecord(w, content.Record{AppID: "app-a", Kind: content.KindHandler, ID: "Big", Doc: big(0)})
+	must(t, err, "CreateRecord")
+	for i := 1; i < 5; i++ {
+		_, err := s.UpdateRecord(w, "app-a", content.KindHandler, "Big", 0, func(r content.Record) (content.Record, error) {
+			r.Doc = big(i)
+			return r, nil
+		})
+		must(t, err, "UpdateRecord")
+	}
+	first, err := s.Revisions(ctx, "app-a", content.KindHandler, "Big", 0, 10)
+	must(t, err, "Revisions")
+	if len(first) != 3 {
+		t.Fatalf("a page of 10 revisions of %d bytes each held %d; want 3, ending at %d bytes", content.MaxHistoryBytes/3, len(first), content.MaxHistoryBytes)
+	}
+	rest, err := s.Revisions(ctx, "app-a", content.KindHandler, "Big", first[2].Revision, 10)
+	must(t, err, "Revisions, next page")
+	if len(rest) != 2 || rest[1].Revision >= rest[0].Revision || rest[0].Revision >= first[2].Revision {
+		t.Errorf("the next page: %d revisions; want the other 2, older", len(rest))
+	}
+}

@@ -89,8 +89,9 @@ type Store interface {
 
 	// Revisions returns the states a record (or, of KindApp, the app)
 	// has had, newest first: those below the revision before (zero: from
-	// the newest), at most limit (zero: MaxHistoryPage). A record never
-	// written has none.
+	// the newest), at most limit (zero: MaxHistoryPage), ending early
+	// once their documents reach MaxHistoryBytes. A record never written
+	// has none.
 	Revisions(ctx context.Context, appID string, kind Kind, id string, before int64, limit int) ([]Revision, error)
 	// AuditLog returns the entries of an app's audit log that f matches,
 	// newest first.

@@ -29,6 +29,11 @@ type Revision struct {
 // MaxHistoryPage bounds the revisions or audit entries one read returns.
 const MaxHistoryPage = 1000
 
+// MaxHistoryBytes bounds the documents of one page of revisions: a page
+// ends once they reach it (it holds one revision at least), and the next
+// is asked for with the last revision as before.
+const MaxHistoryBytes = 8 << 20
+
 // AuditFilter narrows an app's audit log. Empty fields match everything.
 type AuditFilter struct {
 	AppID string

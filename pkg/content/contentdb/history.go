@@ -32,8 +32,20 @@ func (s *DB) Revisions(ctx context.Context, appID string, kind content.Kind, id 
 	if err != nil {
 		return nil, fmt.Errorf("read the revisions of %s %q: %w", kind, id, err)
 	}
-	revs, err := sqldb.Collect(rows, s.scanRevision)
-	if err != nil {
+	defer rows.Close()
+	var revs []content.Revision
+	size := 0
+	// Rows are read one at a time, and the page ends once its documents
+	// reach MaxHistoryBytes: a record's states may each be megabytes.
+	for size < content.MaxHistoryBytes && rows.Next() {
+		rev, err := s.scanRevision(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read the revisions of %s %q: %w", kind, id, err)
+		}
+		revs = append(revs, rev)
+		size += len(rev.Doc)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the revisions of %s %q: %w", kind, id, err)
 	}
 	return revs, nil
