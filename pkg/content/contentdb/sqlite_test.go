@@ -56,9 +56,9 @@ func TestSQLiteAppDocDefault(t *testing.T) {
 }
 
 // TestSQLiteImportNamesTheRecordItCannotWrite: records go in statements
-// of many; one SQLite refuses (a document that is not JSON, which the
-// content checks would refuse before a store sees it) is named by its
-// index, and nothing of the import stays.
+// of many; one SQLite refuses (a document that is not a JSON object,
+// which the content checks would refuse before a store sees it) is named
+// by its index, and nothing of the import stays.
 func TestSQLiteImportNamesTheRecordItCannotWrite(t *testing.T) {
 	s := openSQLite(t)
 	ctx := t.Context()
@@ -69,7 +69,7 @@ func TestSQLiteImportNamesTheRecordItCannotWrite(t *testing.T) {
 	for i := range 7 {
 		doc := fmt.Sprintf(`{"intentId":"I%d"}`, i)
 		if i == 5 {
-			doc = `{"intentId":`
+			doc = `["intentId"]`
 		}
 		b.Records = append(b.Records, content.Record{AppID: "app", Kind: content.KindIntent, ID: fmt.Sprintf("I%d", i), Doc: []byte(doc)})
 	}
