@@ -544,6 +544,15 @@ func testImportHistory(t *testing.T, s content.Store) {
 	if log, _ := s.AuditLog(ctx, content.AuditFilter{AppID: "app-b", Operation: "import", Limit: 1}); len(log) != 1 || log[0].Unchanged != 2 {
 		t.Errorf("the import's entry for app-b: %+v; want 2 unchanged", log)
 	}
+	// A record named twice keeps one revision: the state at commit.
+	twice := &content.Bundle{Records: []content.Record{
+		rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Hello","utterancePatterns":["first"]}`),
+		rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Hello","utterancePatterns":["second"]}`),
+	}}
+	importOK(t, s, twice)
+	if hello, _ := s.Revisions(ctx, "app-a", content.KindIntent, "Hello", 0, 0); len(hello) != 3 || !jsonEqual(hello[0].Doc, `{"intentId":"Hello","utterancePatterns":["second"]}`) {
+		t.Errorf("after an import naming Hello twice: %d revisions, newest %s; want one more, the second", len(hello), hello[0].Doc)
+	}
 	// Without an actor nothing is imported.
 	b.Records[0] = rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Hello","utterancePatterns":["anonymous"]}`)
 	if _, err := s.Import(ctx, b, nil); !errors.Is(err, tenancy.ErrNoActor) {

@@ -175,51 +175,72 @@ func postgresMigrations() []Migration {
 				`INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)
 				 SELECT p.id, 'app', p.id, p.revision, p.doc || jsonb_build_object('name', p.name), p.updated_at, a.id
 				 FROM apps p JOIN audit a ON a.app_id = p.id`,
-				// keep_revision writes the revision of a change of a record
-				// or an app. A revision is replaced only by the same
-				// operation (an import naming a record twice); a write that
-				// reuses an older revision fails. A deletion is the app's
-				// revision as moved by the write.
-				`CREATE FUNCTION keep_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+				// keep_record_revisions writes the revisions of a
+				// statement's changes of records, once for all its rows
+				// (an import writes hundreds in one): each under its app's
+				// newest audit entry of the transaction, a change without
+				// one refused. A write that reuses a revision the record
+				// has fails on the key; an import naming a record twice
+				// takes back its first revision before writing it again. A
+				// deletion is the app's revision as moved by the write.
+				`CREATE FUNCTION keep_record_revisions() RETURNS trigger LANGUAGE plpgsql AS $$
 				DECLARE
-					app text;
-					aid bigint;
-					aat timestamptz;
+					missing text;
 				BEGIN
-					IF TG_TABLE_NAME = 'apps' THEN
-						app := NEW.id;
-					ELSIF TG_OP = 'DELETE' THEN
-						app := OLD.app_id;
+					IF TG_OP = 'DELETE' THEN
+						SELECT o.app_id INTO missing FROM old_rows o WHERE NOT EXISTS (
+							SELECT 1 FROM audit WHERE app_id = o.app_id AND tx = pg_current_xact_id()) LIMIT 1;
 					ELSE
-						app := NEW.app_id;
+						SELECT n.app_id INTO missing FROM new_rows n WHERE NOT EXISTS (
+							SELECT 1 FROM audit WHERE app_id = n.app_id AND tx = pg_current_xact_id()) LIMIT 1;
 					END IF;
-					SELECT id, at INTO aid, aat FROM audit
-					 WHERE app_id = app AND tx = pg_current_xact_id() ORDER BY id DESC LIMIT 1;
-					IF aid IS NULL THEN
-						RAISE EXCEPTION 'a change to app % needs its audit entry in the same transaction', app;
+					IF missing IS NOT NULL THEN
+						RAISE EXCEPTION 'a change to app % needs its audit entry in the same transaction', missing;
 					END IF;
-					IF TG_TABLE_NAME = 'apps' THEN
-						DELETE FROM revisions WHERE app_id = app AND kind = 'app' AND id = app AND revision = NEW.revision AND audit_id = aid;
-						INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)
-						VALUES (app, 'app', app, NEW.revision, NEW.doc || jsonb_build_object('name', NEW.name), aat, aid);
-					ELSIF TG_OP = 'DELETE' THEN
+					IF TG_OP = 'DELETE' THEN
 						INSERT INTO revisions (app_id, kind, id, revision, deleted, doc, location, changed_at, audit_id)
-						VALUES (app, OLD.kind, OLD.id, (SELECT revision FROM apps WHERE id = app), true, OLD.doc, OLD.location, aat, aid);
+						SELECT o.app_id, o.kind, o.id, p.revision, true, o.doc, o.location, a.at, a.id
+						FROM old_rows o JOIN apps p ON p.id = o.app_id,
+							LATERAL (SELECT id, at FROM audit WHERE app_id = o.app_id AND tx = pg_current_xact_id() ORDER BY id DESC LIMIT 1) a;
 					ELSE
-						DELETE FROM revisions WHERE app_id = app AND kind = NEW.kind AND id = NEW.id AND revision = NEW.revision AND audit_id = aid;
 						INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
-						VALUES (app, NEW.kind, NEW.id, NEW.revision, NEW.doc, NEW.location, NEW.updated_at, aid);
+						SELECT n.app_id, n.kind, n.id, n.revision, n.doc, n.location, n.updated_at, a.id
+						FROM new_rows n,
+							LATERAL (SELECT id FROM audit WHERE app_id = n.app_id AND tx = pg_current_xact_id() ORDER BY id DESC LIMIT 1) a;
 					END IF;
 					RETURN NULL;
 				END
 				$$`,
-				`CREATE TRIGGER records_kept AFTER INSERT OR DELETE OR UPDATE OF doc, location, revision ON records
-				 FOR EACH ROW EXECUTE FUNCTION keep_revision()`,
+				`CREATE TRIGGER records_kept_on_insert AFTER INSERT ON records REFERENCING NEW TABLE AS new_rows
+				 FOR EACH STATEMENT EXECUTE FUNCTION keep_record_revisions()`,
+				`CREATE TRIGGER records_kept_on_update AFTER UPDATE ON records REFERENCING NEW TABLE AS new_rows
+				 FOR EACH STATEMENT EXECUTE FUNCTION keep_record_revisions()`,
+				`CREATE TRIGGER records_kept_on_delete AFTER DELETE ON records REFERENCING OLD TABLE AS old_rows
+				 FOR EACH STATEMENT EXECUTE FUNCTION keep_record_revisions()`,
+				// keep_app_revision writes the revision of a change of an
+				// app's name or fields; an app is written once or twice an
+				// import, and a second write replaces the first's revision.
+				`CREATE FUNCTION keep_app_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+				DECLARE
+					aid bigint;
+					aat timestamptz;
+				BEGIN
+					SELECT id, at INTO aid, aat FROM audit
+					 WHERE app_id = NEW.id AND tx = pg_current_xact_id() ORDER BY id DESC LIMIT 1;
+					IF aid IS NULL THEN
+						RAISE EXCEPTION 'a change to app % needs its audit entry in the same transaction', NEW.id;
+					END IF;
+					DELETE FROM revisions WHERE app_id = NEW.id AND kind = 'app' AND id = NEW.id AND revision = NEW.revision AND audit_id = aid;
+					INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)
+					VALUES (NEW.id, 'app', NEW.id, NEW.revision, NEW.doc || jsonb_build_object('name', NEW.name), aat, aid);
+					RETURN NULL;
+				END
+				$$`,
 				`CREATE TRIGGER apps_kept_on_insert AFTER INSERT ON apps
-				 FOR EACH ROW EXECUTE FUNCTION keep_revision()`,
+				 FOR EACH ROW EXECUTE FUNCTION keep_app_revision()`,
 				`CREATE TRIGGER apps_kept_on_update AFTER UPDATE OF name, doc ON apps
 				 FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name OR OLD.doc IS DISTINCT FROM NEW.doc)
-				 EXECUTE FUNCTION keep_revision()`,
+				 EXECUTE FUNCTION keep_app_revision()`,
 			},
 		},
 	}

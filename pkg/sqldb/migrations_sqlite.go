@@ -182,32 +182,30 @@ func sqliteMigrations() []Migration {
 				 FROM apps p`,
 				// A write names its audit entry by writing it first: SQLite
 				// has one writer at a time, so the app's newest entry is
-				// the writing transaction's. A revision is replaced only
-				// by the same operation (an import naming a record twice);
-				// a write that reuses an older revision fails.
+				// the writing transaction's; without one, audit_id is NULL
+				// and the change fails. A write that reuses a revision the
+				// record has (one that did not move it) fails on the key;
+				// an import naming a record twice takes back its first
+				// revision before writing it again.
 				`CREATE TRIGGER records_kept_on_insert AFTER INSERT ON records BEGIN
-					SELECT RAISE(ABORT, 'a content change needs its audit entry') WHERE NOT EXISTS (SELECT 1 FROM audit WHERE app_id = NEW.app_id);
-					DELETE FROM revisions WHERE app_id = NEW.app_id AND kind = NEW.kind AND id = NEW.id AND revision = NEW.revision
-						AND audit_id = (SELECT max(id) FROM audit WHERE app_id = NEW.app_id);
 					INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
 					VALUES (NEW.app_id, NEW.kind, NEW.id, NEW.revision, NEW.doc, NEW.location, NEW.updated_at,
 						(SELECT max(id) FROM audit WHERE app_id = NEW.app_id));
 				END`,
 				`CREATE TRIGGER records_kept_on_update AFTER UPDATE OF doc, location, revision ON records BEGIN
-					SELECT RAISE(ABORT, 'a content change needs its audit entry') WHERE NOT EXISTS (SELECT 1 FROM audit WHERE app_id = NEW.app_id);
-					DELETE FROM revisions WHERE app_id = NEW.app_id AND kind = NEW.kind AND id = NEW.id AND revision = NEW.revision
-						AND audit_id = (SELECT max(id) FROM audit WHERE app_id = NEW.app_id);
 					INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
 					VALUES (NEW.app_id, NEW.kind, NEW.id, NEW.revision, NEW.doc, NEW.location, NEW.updated_at,
 						(SELECT max(id) FROM audit WHERE app_id = NEW.app_id));
 				END`,
 				// A deletion is the app's revision as moved by the write.
 				`CREATE TRIGGER records_kept_on_delete AFTER DELETE ON records BEGIN
-					SELECT RAISE(ABORT, 'a content change needs its audit entry') WHERE NOT EXISTS (SELECT 1 FROM audit WHERE app_id = OLD.app_id);
 					INSERT INTO revisions (app_id, kind, id, revision, deleted, doc, location, changed_at, audit_id)
-					SELECT OLD.app_id, OLD.kind, OLD.id, (SELECT revision FROM apps WHERE id = OLD.app_id), 1, OLD.doc, OLD.location, a.at, a.id
-					FROM audit a WHERE a.id = (SELECT max(id) FROM audit WHERE app_id = OLD.app_id);
+					SELECT OLD.app_id, OLD.kind, OLD.id, (SELECT revision FROM apps WHERE id = OLD.app_id), 1, OLD.doc, OLD.location,
+						COALESCE(a.at, OLD.updated_at), a.id
+					FROM (SELECT 1) LEFT JOIN audit a ON a.id = (SELECT max(id) FROM audit WHERE app_id = OLD.app_id);
 				END`,
+				// An app is written once or twice an import: its own
+				// triggers keep their checks.
 				`CREATE TRIGGER apps_kept_on_insert AFTER INSERT ON apps BEGIN
 					SELECT RAISE(ABORT, 'a change to an app needs its audit entry') WHERE NOT EXISTS (SELECT 1 FROM audit WHERE app_id = NEW.id);
 					INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)

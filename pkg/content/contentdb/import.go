@@ -610,6 +610,11 @@ func (im *importer) upsertRecords(ctx context.Context, recs []content.Record) er
 // recordAgain writes a record written before in this import.
 func (im *importer) recordAgain(ctx context.Context, r content.Record) error {
 	doc, loc, now, rev := sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), im.db.TimeArgs(im.now, false)[0], im.rev[r.AppID]
+	// The revision its first write made is this import's: taken back, as
+	// the state at commit is what is kept.
+	if _, err := im.exec(ctx, `DELETE FROM revisions WHERE app_id = ? AND kind = ? AND id = ? AND revision = ?`, r.AppID, string(r.Kind), r.ID, rev); err != nil {
+		return fmt.Errorf("write %s %q: %w", r.Kind, r.ID, err)
+	}
 	created, updated, err := im.upsert(ctx,
 		`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at, revision) VALUES (?, ?, ?, `+im.db.DocMark()+`, ?, ?, ?, ?)
 		 ON CONFLICT (app_id, kind, id) DO NOTHING`,
