@@ -162,8 +162,9 @@ func postgresMigrations() []Migration {
 					audit_id   bigint NOT NULL,
 					PRIMARY KEY (app_id, kind, id, revision)
 				)`,
+				// Retention asks, of each old audit entry, whether a
+				// revision names it.
 				`CREATE INDEX revisions_by_audit ON revisions (audit_id)`,
-				`CREATE INDEX revisions_by_time ON revisions (app_id, changed_at)`,
 				// What a database holds when it is upgraded is its first
 				// revision, made by the upgrade.
 				`INSERT INTO audit (at, organization_id, app_id, operation, local_user)

@@ -166,8 +166,10 @@ func sqliteMigrations() []Migration {
 					audit_id   INTEGER NOT NULL,
 					PRIMARY KEY (app_id, kind, id, revision)
 				) STRICT`,
-				`CREATE INDEX revisions_by_audit ON revisions (audit_id)`,
-				`CREATE INDEX revisions_by_time ON revisions (app_id, changed_at)`,
+				// No index beside the key: each would be written with
+				// every change, and what reads revisions reads them by
+				// record (retention finds the audit entries no revision
+				// names with one pass over them).
 				// What a database holds when it is upgraded is its first
 				// revision, made by the upgrade.
 				`INSERT INTO audit (at, organization_id, app_id, operation, local_user)

@@ -218,48 +218,32 @@ func (s *DB) Revision(ctx context.Context, appID string) (int64, error) {
 	return rev, nil
 }
 
-// moved is an app whose revision a write moved: the revision its changes
-// take.
-type moved struct {
-	app, org string
-	rev      int64
-}
-
-// write runs fn in a transaction that first moves the app's revision and
-// announces it (delivered on commit, and not at all on rollback). Locking
-// the app row before any record is the lock order Import keeps too; it
-// also serializes writes to one app.
-func (s *DB) write(ctx context.Context, appID, what string, fn func(tx *sql.Tx, m moved) error) error {
+// write runs fn in a transaction that first moves the app's revision,
+// announced on commit (and not at all on rollback), and writes e, the
+// audit entry of the write to record kind/id. Locking the app row before
+// any record is the lock order Import keeps too; it also serializes
+// writes to one app.
+func (s *DB) write(ctx context.Context, appID string, kind content.Kind, id, what string, e tenancy.AuditEntry, fn func(tx *sql.Tx, m tenancydb.Moved) error) error {
+	e.Subject = string(kind) + "/" + id
 	return s.db.InTx(ctx, what, func(tx *sql.Tx) error {
-		rev, org, found, err := s.db.MoveRevision(ctx, tx, appID)
+		m, found, err := s.MoveAndAudit(ctx, tx, appID, e)
 		if err != nil {
-			return fmt.Errorf("%s: move revision: %w", what, err)
+			return err
 		}
 		if !found {
 			return fmt.Errorf("app %q: %w", appID, content.ErrNotFound)
 		}
-		return fn(tx, moved{app: appID, org: org, rev: rev})
+		return fn(tx, m)
 	})
-}
-
-// audit writes the audit entry of a write to one record of m's app, with
-// what it will change, before changing it.
-func (s *DB) audit(ctx context.Context, tx *sql.Tx, m moved, operation string, kind content.Kind, id string, e tenancy.AuditEntry) error {
-	e.OrganizationID, e.AppID, e.Operation, e.Subject = m.org, m.app, operation, string(kind)+"/"+id
-	_, err := s.Audit(ctx, tx, e)
-	return err
 }
 
 // CreateRecord implements content.Store.
 func (s *DB) CreateRecord(ctx context.Context, r content.Record) (content.Record, error) {
-	err := s.write(ctx, r.AppID, fmt.Sprintf("create %s %q", r.Kind, r.ID), func(tx *sql.Tx, m moved) error {
-		if err := s.audit(ctx, tx, m, "createRecord", r.Kind, r.ID, tenancy.AuditEntry{Created: 1}); err != nil {
-			return err
-		}
+	err := s.write(ctx, r.AppID, r.Kind, r.ID, fmt.Sprintf("create %s %q", r.Kind, r.ID), tenancy.AuditEntry{Operation: "createRecord", Created: 1}, func(tx *sql.Tx, m tenancydb.Moved) error {
 		// Taken holding the app's lock, so that its changes' times are in
 		// the order of their revisions.
 		now := s.db.Now()
-		r.CreatedAt, r.UpdatedAt, r.Revision = now, now, m.rev
+		r.CreatedAt, r.UpdatedAt, r.Revision = now, now, m.Revision
 		at := s.db.TimeArgs(now, false)[0]
 		_, err := s.insertStmt.ExecIn(ctx, tx, r.AppID, string(r.Kind), r.ID, sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), at, at, r.Revision)
 		switch {
@@ -283,7 +267,9 @@ func (s *DB) CreateRecord(ctx context.Context, r content.Record) (content.Record
 // concurrent read-modify-writes apply one after another and lose nothing.
 func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64, change func(content.Record) (content.Record, error)) (content.Record, error) {
 	var out content.Record
-	err := s.write(ctx, appID, fmt.Sprintf("update %s %q", kind, id), func(tx *sql.Tx, m moved) error {
+	// Counted as an update, unless it turns out to change nothing.
+	e := tenancy.AuditEntry{Operation: "updateRecord", Updated: 1}
+	err := s.write(ctx, appID, kind, id, fmt.Sprintf("update %s %q", kind, id), e, func(tx *sql.Tx, m tenancydb.Moved) error {
 		cur, err := s.record(s.lockStmt.QueryRowIn(ctx, tx, appID, string(kind), id), appID, kind, id)
 		if err != nil {
 			return err
@@ -299,12 +285,9 @@ func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, 
 		if bytes.Equal(next.Doc, cur.Doc) && next.Location == cur.Location {
 			// Nothing to keep a revision of.
 			out = cur
-			return s.audit(ctx, tx, m, "updateRecord", kind, id, tenancy.AuditEntry{Unchanged: 1})
+			return s.Counted(ctx, tx, m.Audit, 0, 0, 0, 1)
 		}
-		if err := s.audit(ctx, tx, m, "updateRecord", kind, id, tenancy.AuditEntry{Updated: 1}); err != nil {
-			return err
-		}
-		next.UpdatedAt, next.Revision = s.db.Now(), m.rev
+		next.UpdatedAt, next.Revision = s.db.Now(), m.Revision
 		if _, err := s.updateStmt.ExecIn(ctx, tx,
 			sqldb.DocArg(next.Doc), sqldb.NullString(next.Location), s.db.TimeArgs(next.UpdatedAt, false)[0], next.Revision, appID, string(kind), id); err != nil {
 			return fmt.Errorf("update %s %q: %w", kind, id, err)
@@ -319,10 +302,7 @@ func (s *DB) UpdateRecord(ctx context.Context, appID string, kind content.Kind, 
 // last revision, which keeps what it held.
 func (s *DB) DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64) (content.Record, error) {
 	var out content.Record
-	err := s.write(ctx, appID, fmt.Sprintf("delete %s %q", kind, id), func(tx *sql.Tx, m moved) error {
-		if err := s.audit(ctx, tx, m, "deleteRecord", kind, id, tenancy.AuditEntry{Deleted: 1}); err != nil {
-			return err
-		}
+	err := s.write(ctx, appID, kind, id, fmt.Sprintf("delete %s %q", kind, id), tenancy.AuditEntry{Operation: "deleteRecord", Deleted: 1}, func(tx *sql.Tx, m tenancydb.Moved) error {
 		cur, err := s.record(s.deleteStmt.QueryRowIn(ctx, tx, appID, string(kind), id), appID, kind, id)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/sqldb"
 	"github.com/assistantcms/cms/pkg/tenancy"
+	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
 )
 
 // RestoreRecord implements content.Store.
@@ -21,7 +22,8 @@ func (s *DB) RestoreRecord(ctx context.Context, appID string, kind content.Kind,
 	}
 	ctx = tenancy.WithOperation(ctx, tenancy.OperationOf(ctx, "restoreRecord"))
 	var out content.Revision
-	err := s.write(ctx, appID, fmt.Sprintf("restore %s %q", kind, id), func(tx *sql.Tx, m moved) error {
+	// The counts are known once the record is read.
+	err := s.write(ctx, appID, kind, id, fmt.Sprintf("restore %s %q", kind, id), tenancy.AuditEntry{Operation: "restoreRecord"}, func(tx *sql.Tx, m tenancydb.Moved) error {
 		target, err := s.scanRevision(tx.QueryRowContext(ctx, s.db.Q(`SELECT app_id, kind, id, revision, deleted, doc, COALESCE(location, ''), changed_at, audit_id
 			FROM revisions WHERE app_id = ? AND kind = ? AND id = ? AND revision = ?`), appID, string(kind), id, revision))
 		switch {
@@ -54,21 +56,21 @@ func (s *DB) RestoreRecord(ctx context.Context, appID string, kind content.Kind,
 		default:
 			e.Created = 1
 		}
-		if err := s.audit(ctx, tx, m, tenancy.OperationOf(ctx, "restoreRecord"), kind, id, e); err != nil {
+		if err := s.Counted(ctx, tx, m.Audit, e.Created, e.Updated, e.Deleted, e.Unchanged); err != nil {
 			return err
 		}
 		if e.Unchanged == 1 {
 			return nil
 		}
-		out.Revision, out.ChangedAt = m.rev, s.db.Now()
+		out.Revision, out.ChangedAt = m.Revision, s.db.Now()
 		at := s.db.TimeArgs(out.ChangedAt, false)[0]
 		switch {
 		case target.Deleted:
 			_, err = tx.ExecContext(ctx, s.db.Q(`DELETE FROM records WHERE app_id = ? AND kind = ? AND id = ?`), appID, string(kind), id)
 		case exists:
-			_, err = s.updateStmt.ExecIn(ctx, tx, sqldb.DocArg(target.Doc), sqldb.NullString(target.Location), at, m.rev, appID, string(kind), id)
+			_, err = s.updateStmt.ExecIn(ctx, tx, sqldb.DocArg(target.Doc), sqldb.NullString(target.Location), at, m.Revision, appID, string(kind), id)
 		default:
-			_, err = s.insertStmt.ExecIn(ctx, tx, appID, string(kind), id, sqldb.DocArg(target.Doc), sqldb.NullString(target.Location), at, at, m.rev)
+			_, err = s.insertStmt.ExecIn(ctx, tx, appID, string(kind), id, sqldb.DocArg(target.Doc), sqldb.NullString(target.Location), at, at, m.Revision)
 		}
 		if err != nil {
 			return fmt.Errorf("restore %s %q: %w", kind, id, err)

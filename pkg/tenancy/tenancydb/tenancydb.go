@@ -29,7 +29,7 @@ type Store struct {
 	orgColumns, appColumns, tokenColumns, byCreation string
 	// Prepared for the lookups made on every authenticated request, and
 	// the audit entry of every write.
-	appStmt, tokenStmt, auditStmt *sqldb.Stmt
+	appStmt, tokenStmt, auditStmt, moveAuditStmt *sqldb.Stmt
 }
 
 var _ tenancy.Store = (*Store)(nil)
@@ -69,6 +69,10 @@ func New(ctx context.Context, db *sqldb.DB) (*Store, error) {
 	if s.auditStmt, err = db.Prepare(ctx, auditInsert); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare the audit entry: %w", err), s.appStmt.Close(), s.tokenStmt.Close())
 	}
+	if db.Engine() == sqldb.Postgres {
+		// Text on PostgreSQL (see sqldb.Stmt): nothing to prepare.
+		s.moveAuditStmt, _ = db.Prepare(ctx, moveAudit)
+	}
 	return s, nil
 }
 
@@ -82,6 +86,9 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
 // opened it. Calling it again returns the first result.
 func (s *Store) Close() error {
 	err := errors.Join(s.appStmt.Close(), s.tokenStmt.Close(), s.auditStmt.Close())
+	if s.moveAuditStmt != nil {
+		err = errors.Join(err, s.moveAuditStmt.Close())
+	}
 	if s.owned {
 		err = errors.Join(err, s.db.Close())
 	}
