@@ -162,9 +162,10 @@ func postgresMigrations() []Migration {
 					audit_id   bigint NOT NULL,
 					PRIMARY KEY (app_id, kind, id, revision)
 				)`,
-				// Retention asks, of each old audit entry, whether a
-				// revision names it.
-				`CREATE INDEX revisions_by_audit ON revisions (audit_id)`,
+				// No index beside the key: each would be written with
+				// every change, and what reads revisions reads them by
+				// record (retention finds the audit entries no revision
+				// names with one anti-join over them).
 				// What a database holds when it is upgraded is its first
 				// revision, made by the upgrade.
 				`INSERT INTO audit (at, organization_id, app_id, operation, local_user)
@@ -176,48 +177,63 @@ func postgresMigrations() []Migration {
 				`INSERT INTO revisions (app_id, kind, id, revision, doc, changed_at, audit_id)
 				 SELECT p.id, 'app', p.id, p.revision, p.doc || jsonb_build_object('name', p.name), p.updated_at, a.id
 				 FROM apps p JOIN audit a ON a.app_id = p.id`,
-				// keep_record_revisions writes the revisions of a
-				// statement's changes of records, once for all its rows
-				// (an import writes hundreds in one): each under its app's
-				// newest audit entry of the transaction, a change without
-				// one refused. A write that reuses a revision the record
-				// has fails on the key; an import naming a record twice
-				// takes back its first revision before writing it again. A
-				// deletion is the app's revision as moved by the write.
+				// keep_record_revisions writes the revisions of the records
+				// a statement inserted, once for all its rows (an import
+				// writes hundreds in one), each under its app's newest
+				// audit entry of the transaction; a change without one is
+				// refused. keep_record_revision does the same for a row
+				// updated or deleted, which a single-record write makes
+				// (cheaper than a statement's transition table for one
+				// row). A write that reuses a revision the record has fails
+				// on the key; an import naming a record twice takes back
+				// its first revision before writing it again. A deletion is
+				// the app's revision as moved by the write.
 				`CREATE FUNCTION keep_record_revisions() RETURNS trigger LANGUAGE plpgsql AS $$
 				DECLARE
 					missing text;
 				BEGIN
-					IF TG_OP = 'DELETE' THEN
-						SELECT o.app_id INTO missing FROM old_rows o WHERE NOT EXISTS (
-							SELECT 1 FROM audit WHERE app_id = o.app_id AND tx = pg_current_xact_id()) LIMIT 1;
-					ELSE
-						SELECT n.app_id INTO missing FROM new_rows n WHERE NOT EXISTS (
-							SELECT 1 FROM audit WHERE app_id = n.app_id AND tx = pg_current_xact_id()) LIMIT 1;
-					END IF;
+					SELECT n.app_id INTO missing FROM new_rows n WHERE NOT EXISTS (
+						SELECT 1 FROM audit WHERE app_id = n.app_id AND tx = pg_current_xact_id()) LIMIT 1;
 					IF missing IS NOT NULL THEN
 						RAISE EXCEPTION 'a change to app % needs its audit entry in the same transaction', missing;
 					END IF;
-					IF TG_OP = 'DELETE' THEN
-						INSERT INTO revisions (app_id, kind, id, revision, deleted, doc, location, changed_at, audit_id)
-						SELECT o.app_id, o.kind, o.id, p.revision, true, o.doc, o.location, a.at, a.id
-						FROM old_rows o JOIN apps p ON p.id = o.app_id,
-							LATERAL (SELECT id, at FROM audit WHERE app_id = o.app_id AND tx = pg_current_xact_id() ORDER BY id DESC LIMIT 1) a;
-					ELSE
-						INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
-						SELECT n.app_id, n.kind, n.id, n.revision, n.doc, n.location, n.updated_at, a.id
-						FROM new_rows n,
-							LATERAL (SELECT id FROM audit WHERE app_id = n.app_id AND tx = pg_current_xact_id() ORDER BY id DESC LIMIT 1) a;
-					END IF;
+					INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
+					SELECT n.app_id, n.kind, n.id, n.revision, n.doc, n.location, n.updated_at, a.id
+					FROM new_rows n,
+						LATERAL (SELECT id FROM audit WHERE app_id = n.app_id AND tx = pg_current_xact_id() ORDER BY id DESC LIMIT 1) a;
 					RETURN NULL;
 				END
 				$$`,
 				`CREATE TRIGGER records_kept_on_insert AFTER INSERT ON records REFERENCING NEW TABLE AS new_rows
 				 FOR EACH STATEMENT EXECUTE FUNCTION keep_record_revisions()`,
-				`CREATE TRIGGER records_kept_on_update AFTER UPDATE ON records REFERENCING NEW TABLE AS new_rows
-				 FOR EACH STATEMENT EXECUTE FUNCTION keep_record_revisions()`,
-				`CREATE TRIGGER records_kept_on_delete AFTER DELETE ON records REFERENCING OLD TABLE AS old_rows
-				 FOR EACH STATEMENT EXECUTE FUNCTION keep_record_revisions()`,
+				`CREATE FUNCTION keep_record_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+				DECLARE
+					app text;
+					aid bigint;
+					aat timestamptz;
+				BEGIN
+					IF TG_OP = 'DELETE' THEN
+						app := OLD.app_id;
+					ELSE
+						app := NEW.app_id;
+					END IF;
+					SELECT id, at INTO aid, aat FROM audit
+					 WHERE app_id = app AND tx = pg_current_xact_id() ORDER BY id DESC LIMIT 1;
+					IF aid IS NULL THEN
+						RAISE EXCEPTION 'a change to app % needs its audit entry in the same transaction', app;
+					END IF;
+					IF TG_OP = 'DELETE' THEN
+						INSERT INTO revisions (app_id, kind, id, revision, deleted, doc, location, changed_at, audit_id)
+						VALUES (app, OLD.kind, OLD.id, (SELECT revision FROM apps WHERE id = app), true, OLD.doc, OLD.location, aat, aid);
+					ELSE
+						INSERT INTO revisions (app_id, kind, id, revision, doc, location, changed_at, audit_id)
+						VALUES (app, NEW.kind, NEW.id, NEW.revision, NEW.doc, NEW.location, NEW.updated_at, aid);
+					END IF;
+					RETURN NULL;
+				END
+				$$`,
+				`CREATE TRIGGER records_kept_on_change AFTER UPDATE OR DELETE ON records
+				 FOR EACH ROW EXECUTE FUNCTION keep_record_revision()`,
 				// keep_app_revision writes the revision of a change of an
 				// app's name or fields; an app is written once or twice an
 				// import, and a second write replaces the first's revision.

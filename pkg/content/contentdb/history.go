@@ -168,8 +168,9 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time, keep int) (cont
 		}
 	}
 	// An entry a kept revision names stays: a revision always tells who
-	// made it. PostgreSQL looks each entry up in an index of the
-	// revisions' entries; SQLite, which keeps none, reads them once.
+	// made it. Neither engine keeps an index of the revisions' entries:
+	// PostgreSQL reads them once for an anti-join, SQLite into a
+	// temporary index.
 	named := `NOT EXISTS (SELECT 1 FROM revisions WHERE revisions.audit_id = audit.id)`
 	if s.db.Engine() == sqldb.SQLite {
 		named = `id NOT IN (SELECT audit_id FROM revisions)`
