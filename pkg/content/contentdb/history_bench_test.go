@@ -8,6 +8,10 @@ package contentdb
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,9 +19,12 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/internal/contenttest"
+	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/content/bundle"
+	"github.com/assistantcms/cms/pkg/content/graphql"
 	"github.com/assistantcms/cms/pkg/sqldb"
+	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // benchEngines opens a new database of each engine.
@@ -218,14 +225,24 @@ func BenchmarkCatalogueHistory(b *testing.B) {
 					}
 				}
 				after := storedBytes(b, s) - before
+				if s.db.Engine() == sqldb.Postgres {
+					// The record's own dead versions, which vacuum
+					// reclaims with or without history, aside.
+					var revs int64
+					if err := s.db.SQL().QueryRowContext(b.Context(), `SELECT pg_total_relation_size('revisions')`).Scan(&revs); err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(revs)/(1<<20), "MiB-of-revisions-after-30-days")
+				}
 				p, err := s.PruneHistory(ctx, time.Now().Add(time.Second), content.DefaultKeepRevisions)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if s.db.Engine() == sqldb.Postgres {
-					// What pruning freed is reused by later writes once
-					// vacuumed; compacted here to measure what is left.
-					if _, err := s.db.SQL().ExecContext(b.Context(), `VACUUM FULL revisions`); err != nil {
+					// What pruning freed, and the record's dead versions,
+					// are reused by later writes once vacuumed; compacted
+					// here to measure what is left.
+					if _, err := s.db.SQL().ExecContext(b.Context(), `VACUUM FULL revisions, records`); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -262,4 +279,58 @@ func storedBytes(b *testing.B, s *DB) int64 {
 		b.Fatal(err)
 	}
 	return pages * size
+}
+
+// BenchmarkGraphQLUpdate sends updateHandler mutations over HTTP to the
+// GraphQL endpoint on each engine, as an author's tool does: the whole
+// request, from the token's check to the answer.
+func BenchmarkGraphQLUpdate(b *testing.B) {
+	for _, e := range benchEngines {
+		b.Run(e.name, func(b *testing.B) {
+			s := e.open(b)
+			withApp(b, s)
+			ctx := benchCtx(b.Context())
+			if _, err := s.CreateRecord(ctx, content.Record{AppID: "app", Kind: content.KindHandler, ID: "H", Doc: []byte(`{"intentId":"H"}`)}); err != nil {
+				b.Fatal(err)
+			}
+			secret, id, err := auth.NewToken()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.CreateToken(ctx, tenancy.Token{ID: id, Hash: auth.HashToken(secret), OrganizationID: "org", AppID: "app", Scopes: tenancy.AllScopes, CreatedAt: time.Now()}); err != nil {
+				b.Fatal(err)
+			}
+			authn, err := auth.NewAuthenticator(s, auth.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h, err := graphql.New(graphql.Limits{}, s, authn, nil, func(string, string) {}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			var took []time.Duration
+			i := 0
+			for b.Loop() {
+				i++
+				body := fmt.Sprintf(`{"query":"mutation { updateHandler(handlerId: \"H\", handler: {name: \"%d\"}) { intentId } }"}`, i)
+				req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+secret)
+				req.Header.Set("Content-Type", "application/json")
+				start := time.Now()
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				took = append(took, time.Since(start))
+				if resp.StatusCode != http.StatusOK || strings.Contains(string(got), `"errors"`) {
+					b.Fatalf("%d %s", resp.StatusCode, got)
+				}
+			}
+			reportQuantiles(b, took)
+		})
+	}
 }
