@@ -2,6 +2,7 @@ package content
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -101,4 +102,40 @@ func sameJSON(a, b json.RawMessage) bool {
 		return bytes.Equal(a, b)
 	}
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// RevisionReader reads a record's revisions (see Store.Revisions).
+type RevisionReader interface {
+	Revisions(ctx context.Context, appID string, kind Kind, id string, before int64, limit int) ([]Revision, error)
+}
+
+// NoSuchRevision is the error of comparing a revision a record does not
+// have; Second says whether it is the second of the two.
+type NoSuchRevision struct {
+	Revision int64
+	Second   bool
+}
+
+func (e *NoSuchRevision) Error() string {
+	return fmt.Sprintf("the record has no revision %d", e.Revision)
+}
+
+// DiffRevisions is Diff of two revisions of a record, a deletion compared
+// as an empty record. It fails with a *NoSuchRevision error when the
+// record does not have one of them.
+func DiffRevisions(ctx context.Context, s RevisionReader, appID string, kind Kind, id string, from, to int64) ([]FieldChange, error) {
+	var docs [2][]byte
+	for i, rev := range []int64{from, to} {
+		got, err := s.Revisions(ctx, appID, kind, id, rev+1, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) == 0 || got[0].Revision != rev {
+			return nil, &NoSuchRevision{Revision: rev, Second: i == 1}
+		}
+		if !got[0].Deleted {
+			docs[i] = got[0].Doc
+		}
+	}
+	return Diff(docs[0], docs[1])
 }

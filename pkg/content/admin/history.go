@@ -110,21 +110,12 @@ func historyDiff(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) e
 	if err != nil {
 		return err
 	}
-	var docs [2][]byte
-	for i, rev := range []int64{*from, *to} {
-		got, err := st.Revisions(ctx, *rf.app, kind, *rf.id, rev+1, 1)
-		if err != nil {
-			return fmt.Errorf("read revision %d: %w", rev, err)
-		}
-		if len(got) == 0 || got[0].Revision != rev {
-			return &userError{msg: fmt.Sprintf("%s %q of app %q has no revision %d", kind, *rf.id, *rf.app, rev), err: content.ErrNotFound}
-		}
-		if !got[0].Deleted {
-			docs[i] = got[0].Doc
-		}
-	}
-	changes, err := content.Diff(docs[0], docs[1])
-	if err != nil {
+	changes, err := content.DiffRevisions(ctx, st, *rf.app, kind, *rf.id, *from, *to)
+	var none *content.NoSuchRevision
+	switch {
+	case errors.As(err, &none):
+		return &userError{msg: fmt.Sprintf("%s %q of app %q has no revision %d", kind, *rf.id, *rf.app, none.Revision), err: content.ErrNotFound}
+	case err != nil:
 		return err
 	}
 	rows := [][]string{{"FIELD", "BEFORE", "AFTER"}}

@@ -116,27 +116,21 @@ func (a *API) revisionDiff(c *gin.Context) {
 	if !ok {
 		return
 	}
-	var docs [2][]byte
-	for i, name := range []string{"from", "to"} {
-		rev, ok := numberParam(c, name, true)
-		if !ok {
-			return
-		}
-		got, err := a.store.Revisions(c.Request.Context(), target(c).AppID, kind, id, rev+1, 1)
-		if err != nil {
-			a.serverError(c, "read revisions", err)
-			return
-		}
-		if len(got) == 0 || got[0].Revision != rev {
-			abort(c, http.StatusNotFound, name, "The record has no such revision.")
-			return
-		}
-		if !got[0].Deleted {
-			docs[i] = got[0].Doc
-		}
+	from, ok := numberParam(c, "from", true)
+	if !ok {
+		return
 	}
-	changes, err := content.Diff(docs[0], docs[1])
-	if err != nil {
+	to, ok := numberParam(c, "to", true)
+	if !ok {
+		return
+	}
+	changes, err := content.DiffRevisions(c.Request.Context(), a.store, target(c).AppID, kind, id, from, to)
+	var none *content.NoSuchRevision
+	switch {
+	case errors.As(err, &none):
+		abort(c, http.StatusNotFound, map[bool]string{false: "from", true: "to"}[none.Second], "The record has no such revision.")
+		return
+	case err != nil:
 		a.serverError(c, "compare revisions", err)
 		return
 	}

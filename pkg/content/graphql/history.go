@@ -126,10 +126,16 @@ func (r *resolvers) historyMutations(h historyTypes, revision *gql.Scalar, args 
 	}
 }
 
-// historyTarget resolves the app and requires content:write, which
-// management tokens hold: what a record was, and who changed it, is for
-// the app's authors, not its runtimes.
+// historyTarget charges a history field, resolves the app and requires
+// content:write, which
+// management tokens hold: what a record was, and who changed it, is
+// for the app's authors, not its runtimes.
 func (r *resolvers) historyTarget(p gql.ResolveParams) (auth.Target, error) {
+	// The field was charged with the root; its list is charged here, and
+	// its objects once read.
+	if err := executionOf(p.Context).charge(p, 0, keySize(p)+2); err != nil {
+		return auth.Target{}, err
+	}
 	pr, _ := p.Context.Value(principalKey{}).(auth.Principal)
 	if err := pr.Require(tenancy.ContentWrite, "content history"); err != nil {
 		return auth.Target{}, fromAuth(err)
@@ -191,9 +197,6 @@ func entryView(e content.AuditEntry) map[string]any {
 }
 
 func (r *resolvers) revisions(p gql.ResolveParams) (any, error) {
-	if err := executionOf(p.Context).charge(p, 0, keySize(p)+2); err != nil {
-		return nil, err
-	}
 	t, err := r.historyTarget(p)
 	if err != nil {
 		return nil, err
@@ -212,30 +215,20 @@ func (r *resolvers) revisions(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) revisionDiff(p gql.ResolveParams) (any, error) {
-	if err := executionOf(p.Context).charge(p, 0, keySize(p)+2); err != nil {
-		return nil, err
-	}
 	t, err := r.historyTarget(p)
 	if err != nil {
 		return nil, err
 	}
 	kind, id := historyKey(p)
-	docs := [2][]byte{}
-	for i, arg := range []string{"from", "to"} {
-		rev, _ := p.Args[arg].(int64)
-		got, err := r.store.Revisions(p.Context, t.AppID, kind, id, rev+1, 1)
-		if err != nil {
-			return nil, storeError(err)
-		}
-		if len(got) == 0 || got[0].Revision != rev {
-			return nil, errorf(CodeNotFound, arg, "%s %q of app %q has no revision %d", kind, id, t.AppID, rev)
-		}
-		if !got[0].Deleted {
-			docs[i] = got[0].Doc
-		}
-	}
-	changes, err := content.Diff(docs[0], docs[1])
-	if err != nil {
+	from, _ := p.Args["from"].(int64)
+	to, _ := p.Args["to"].(int64)
+	changes, err := content.DiffRevisions(p.Context, r.store, t.AppID, kind, id, from, to)
+	var none *content.NoSuchRevision
+	switch {
+	case errors.As(err, &none):
+		arg := map[bool]string{false: "from", true: "to"}[none.Second]
+		return nil, errorf(CodeNotFound, arg, "%s %q of app %q has no revision %d", kind, id, t.AppID, none.Revision)
+	case err != nil:
 		return nil, storeError(err)
 	}
 	return objects(p, changes, func(c content.FieldChange) map[string]any {
@@ -244,9 +237,6 @@ func (r *resolvers) revisionDiff(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) auditLog(p gql.ResolveParams) (any, error) {
-	if err := executionOf(p.Context).charge(p, 0, keySize(p)+2); err != nil {
-		return nil, err
-	}
 	t, err := r.historyTarget(p)
 	if err != nil {
 		return nil, err
