@@ -553,6 +553,17 @@ func testImportHistory(t *testing.T, s content.Store) {
 	if hello, _ := s.Revisions(ctx, "app-a", content.KindIntent, "Hello", 0, 0); len(hello) != 3 || !jsonEqual(hello[0].Doc, `{"intentId":"Hello","utterancePatterns":["second"]}`) {
 		t.Errorf("after an import naming Hello twice: %d revisions, newest %s; want one more, the second", len(hello), hello[0].Doc)
 	}
+	// Named twice the same: its revision stays, its current state.
+	same := &content.Bundle{Records: []content.Record{
+		rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Hello","utterancePatterns":["third"]}`),
+		rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Hello","utterancePatterns":["third"]}`),
+	}}
+	importOK(t, s, same)
+	cur, err := s.Record(ctx, "app-a", content.KindIntent, "Hello")
+	must(t, err, "Record")
+	if hello, _ := s.Revisions(ctx, "app-a", content.KindIntent, "Hello", 0, 1); len(hello) != 1 || hello[0].Revision != cur.Revision || !jsonEqual(hello[0].Doc, string(cur.Doc)) {
+		t.Errorf("after an import naming Hello twice the same: newest revision %+v, the record at %d", hello, cur.Revision)
+	}
 	// Without an actor nothing is imported.
 	b.Records[0] = rec(t, content.KindIntent, `{"appId":"app-a","intentId":"Hello","utterancePatterns":["anonymous"]}`)
 	if _, err := s.Import(ctx, b, nil); !errors.Is(err, tenancy.ErrNoActor) {
@@ -582,8 +593,11 @@ func testRestore(t *testing.T, s content.Store) {
 	if _, err := s.RestoreRecord(w, "app-a", content.KindHandler, "H", v1.Revision, v2.Revision); !errors.Is(err, content.ErrStale) {
 		t.Errorf("restore from a stale read of the deleted record = %v; want ErrStale", err)
 	}
-	back, err := s.RestoreRecord(w, "app-a", content.KindHandler, "H", v1.Revision, 0)
-	must(t, err, "RestoreRecord")
+	// A deleted record is at its deletion's revision.
+	deletion, err := s.Revisions(ctx, "app-a", content.KindHandler, "H", 0, 1)
+	must(t, err, "Revisions")
+	back, err := s.RestoreRecord(w, "app-a", content.KindHandler, "H", v1.Revision, deletion[0].Revision)
+	must(t, err, "RestoreRecord from the deletion's revision")
 	got, err := s.Record(ctx, "app-a", content.KindHandler, "H")
 	must(t, err, "Record after the restore")
 	if !jsonEqual(got.Doc, `{"intentId":"H","name":"one"}`) || got.Revision != back.Revision || back.Revision <= v2.Revision {
@@ -625,7 +639,7 @@ func testRestore(t *testing.T, s content.Store) {
 	importOK(t, s, renamed)
 	revB, _ := s.Revision(ctx, "app-b")
 
-	stats, err := s.RestoreApp(w, "app-a", at)
+	stats, err := s.RestoreApp(w, "app-a", at, true)
 	must(t, err, "RestoreApp")
 	if stats.Updated != 2 || stats.Created != 1 || stats.Deleted != 1 {
 		t.Errorf("RestoreApp = %+v; want COLOR and the app updated, hours created, Later deleted", stats)
@@ -646,10 +660,18 @@ func testRestore(t *testing.T, s content.Store) {
 	if log, _ := s.AuditLog(ctx, content.AuditFilter{AppID: "app-a", Limit: 1}); len(log) != 1 || log[0].Operation != "restoreApp" || log[0].Deleted != 1 {
 		t.Errorf("the restore's entry: %+v", log)
 	}
-	if _, err := s.RestoreApp(w, "app-a", time.Unix(0, 0)); err == nil {
+	// Without the app's fields, its name stays as it is now.
+	importOK(t, s, renamed)
+	if _, err := s.RestoreApp(w, "app-a", at, false); err != nil {
+		t.Fatalf("RestoreApp without the app's fields: %v", err)
+	}
+	if a, _ := s.App(ctx, "app-a"); a.Name != "Renamed" {
+		t.Errorf("a restore of the records alone renamed the app %q", a.Name)
+	}
+	if _, err := s.RestoreApp(w, "app-a", time.Unix(0, 0), true); err == nil {
 		t.Error("restoring an app to before it existed did not fail")
 	}
-	if _, err := s.RestoreApp(w, "nope", at); !errors.Is(err, content.ErrNotFound) {
+	if _, err := s.RestoreApp(w, "nope", at, true); !errors.Is(err, content.ErrNotFound) {
 		t.Errorf("restoring an unknown app = %v; want ErrNotFound", err)
 	}
 }
@@ -696,6 +718,15 @@ func testPruneHistory(t *testing.T, s content.Store) {
 	}
 	if len(log) != 3 {
 		t.Errorf("app-a's log kept %d entries; want the import's and the two updates' that kept revisions name", len(log))
+	}
+	// Its states before the cutoff are gone: restoring to one is refused,
+	// rather than deleting what has no state there.
+	var problem content.Problem
+	if _, err := s.RestoreApp(w, "app-a", time.Now().Add(-time.Minute), true); !errors.As(err, &problem) || problem.Path != "at" {
+		t.Errorf("restoring to before the pruned history = %v; want a problem with at", err)
+	}
+	if got, err := s.RestoreApp(w, "app-a", time.Now().Add(2*time.Second), true); err != nil || got.Deleted != 0 || got.Updated != 0 {
+		t.Errorf("restoring to after the cutoff = %+v, %v; want nothing to change", got, err)
 	}
 }
 

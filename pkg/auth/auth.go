@@ -277,8 +277,10 @@ const maxUserAgent = 256
 // user agent and request ID. Nobody is the actor yet.
 func Origin(ctx context.Context, network, userAgent, requestID string) context.Context {
 	if len(userAgent) > maxUserAgent {
-		userAgent = strings.ToValidUTF8(userAgent[:maxUserAgent], "")
+		userAgent = userAgent[:maxUserAgent]
 	}
+	// Text columns take only UTF-8.
+	userAgent = strings.ToValidUTF8(userAgent, "")
 	ctx = context.WithValue(ctx, clientNetworkKey{}, network)
 	return tenancy.WithActor(ctx, tenancy.Actor{ClientNet: network, UserAgent: userAgent, RequestID: requestID})
 }

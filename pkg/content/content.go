@@ -103,11 +103,13 @@ type Store interface {
 	// ErrNotFound when the record has no such revision, and with a *Stale
 	// error when ifRevision is not zero and not the record's revision.
 	RestoreRecord(ctx context.Context, appID string, kind Kind, id string, revision, ifRevision int64) (Revision, error)
-	// RestoreApp makes an app, its fields and every record, what it was at
-	// a time, in one transaction and one audit entry: records created
+	// RestoreApp makes every record of an app, and with appFields its
+	// name and fields (channels and their keys included), what they were
+	// at a time, in one transaction and one audit entry: records created
 	// since are deleted, deleted ones come back, equal ones are left
-	// alone. Readers see the app before or after, never a mix.
-	RestoreApp(ctx context.Context, appID string, at time.Time) (ImportStats, error)
+	// alone. Readers see the app before or after, never a mix. It fails
+	// with a Problem when the app's history before the time was pruned.
+	RestoreApp(ctx context.Context, appID string, at time.Time, appFields bool) (ImportStats, error)
 	// PruneHistory deletes revisions changed before the time, except each
 	// record's newest keep (at least one: its current state), and audit
 	// entries made before it that no kept revision names.

@@ -126,6 +126,9 @@ func sqliteMigrations() []Migration {
 				`CREATE INDEX audit_by_app ON audit (app_id, id)`,
 				`CREATE INDEX audit_by_organization ON audit (organization_id, id)`,
 				`CREATE INDEX audit_by_time ON audit (at)`,
+				// Restoring an app to a time before its history was
+				// pruned would miss states: refused from this time back.
+				`ALTER TABLE apps ADD COLUMN history_pruned_before TEXT`,
 				// A record's revision is the app's revision when it last
 				// changed: unique among the record's states, and ordered as
 				// the app's changes are. The table is made again to add it

@@ -265,7 +265,7 @@ func historyRestoreApp(ctx context.Context, c *cli, fs *flag.FlagSet, args []str
 	if err != nil {
 		return err
 	}
-	stats, err := st.RestoreApp(ctx, *app, t)
+	stats, err := st.RestoreApp(ctx, *app, t, true)
 	var problem content.Problem
 	switch {
 	case errors.As(err, &problem):

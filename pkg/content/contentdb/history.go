@@ -160,7 +160,13 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time, keep int) (cont
 				return err
 			}
 			n, err := res.RowsAffected()
+			if err != nil || n == 0 {
+				return err
+			}
 			out.Revisions += int(n)
+			// The app can no longer be restored to before the cutoff.
+			_, err = tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET history_pruned_before = ?
+				WHERE id = ? AND (history_pruned_before IS NULL OR history_pruned_before < ?)`), cut, a.ID, cut)
 			return err
 		})
 		if err != nil {

@@ -610,21 +610,28 @@ func (im *importer) upsertRecords(ctx context.Context, recs []content.Record) er
 // recordAgain writes a record written before in this import.
 func (im *importer) recordAgain(ctx context.Context, r content.Record) error {
 	doc, loc, now, rev := sqldb.DocArg(r.Doc), sqldb.NullString(r.Location), im.db.TimeArgs(im.now, false)[0], im.rev[r.AppID]
-	// The revision its first write made is this import's: taken back, as
-	// the state at commit is what is kept.
+	// Its first write in this import made it exist; what is written now
+	// counts only if it differs.
+	var differs int
+	if err := im.tx.QueryRowContext(ctx, im.db.Q(`SELECT count(*) FROM records WHERE app_id = ? AND kind = ? AND id = ? AND doc IS DISTINCT FROM `+im.db.DocMark()),
+		r.AppID, string(r.Kind), r.ID, doc).Scan(&differs); err != nil {
+		return fmt.Errorf("write %s %q: %w", r.Kind, r.ID, err)
+	}
+	if differs == 0 {
+		im.count(r.AppID, false, false)
+		im.tick()
+		return nil
+	}
+	// A revision the first write made is this import's: taken back, as
+	// the state at commit is what is kept, and written again with it.
 	if _, err := im.exec(ctx, `DELETE FROM revisions WHERE app_id = ? AND kind = ? AND id = ? AND revision = ?`, r.AppID, string(r.Kind), r.ID, rev); err != nil {
 		return fmt.Errorf("write %s %q: %w", r.Kind, r.ID, err)
 	}
-	created, updated, err := im.upsert(ctx,
-		`INSERT INTO records (app_id, kind, id, doc, location, created_at, updated_at, revision) VALUES (?, ?, ?, `+im.db.DocMark()+`, ?, ?, ?, ?)
-		 ON CONFLICT (app_id, kind, id) DO NOTHING`,
-		[]any{r.AppID, string(r.Kind), r.ID, doc, loc, now, now, rev},
-		`UPDATE records SET doc = `+im.db.DocMark()+`, location = ?, updated_at = ?, revision = ? WHERE app_id = ? AND kind = ? AND id = ? AND doc IS DISTINCT FROM `+im.db.DocMark(),
-		[]any{doc, loc, now, rev, r.AppID, string(r.Kind), r.ID, doc})
-	if err != nil {
+	if _, err := im.exec(ctx, `UPDATE records SET doc = `+im.db.DocMark()+`, location = ?, updated_at = ?, revision = ? WHERE app_id = ? AND kind = ? AND id = ?`,
+		doc, loc, now, rev, r.AppID, string(r.Kind), r.ID); err != nil {
 		return fmt.Errorf("write %s %q: %w", r.Kind, r.ID, err)
 	}
-	im.count(r.AppID, created, updated)
+	im.count(r.AppID, false, true)
 	im.tick()
 	return nil
 }

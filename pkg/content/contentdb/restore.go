@@ -38,7 +38,12 @@ func (s *DB) RestoreRecord(ctx context.Context, appID string, kind content.Kind,
 			return err
 		}
 		if !exists {
+			// A deleted record is at its deletion's revision.
 			cur = content.Record{AppID: appID, Kind: kind, ID: id}
+			if err := tx.QueryRowContext(ctx, s.db.Q(`SELECT COALESCE(max(revision), 0) FROM revisions WHERE app_id = ? AND kind = ? AND id = ?`),
+				appID, string(kind), id).Scan(&cur.Revision); err != nil {
+				return fmt.Errorf("read revisions of %s %q: %w", kind, id, err)
+			}
 		}
 		if ifRevision != 0 && cur.Revision != ifRevision {
 			return &content.Stale{Kind: kind, ID: id, Current: cur.Revision, Read: ifRevision}
@@ -83,7 +88,7 @@ func (s *DB) RestoreRecord(ctx context.Context, appID string, kind content.Kind,
 // RestoreApp implements content.Store. It runs as an import does: the
 // app's state at the time is written over what it holds now, records
 // created since are deleted, and what is equal is left alone.
-func (s *DB) RestoreApp(ctx context.Context, appID string, at time.Time) (content.ImportStats, error) {
+func (s *DB) RestoreApp(ctx context.Context, appID string, at time.Time, appFields bool) (content.ImportStats, error) {
 	return s.importing(ctx, "restoreApp", nil, func(ctx context.Context, im *importer) error {
 		if err := im.lock(ctx, []string{appID}); err != nil {
 			return err
@@ -94,6 +99,9 @@ func (s *DB) RestoreApp(ctx context.Context, appID string, at time.Time) (conten
 		b, gone, err := im.stateAt(ctx, appID, at)
 		if err != nil {
 			return err
+		}
+		if !appFields {
+			b.Apps = nil
 		}
 		if err := im.write(ctx, b); err != nil {
 			return err
@@ -106,16 +114,31 @@ func (s *DB) RestoreApp(ctx context.Context, appID string, at time.Time) (conten
 // its records then, as a bundle; gone is its records that did not exist
 // then.
 func (im *importer) stateAt(ctx context.Context, appID string, at time.Time) (b *content.Bundle, gone []recordKey, err error) {
-	// Each key's newest revision at the time; an app's own revision has
-	// its name among its fields, taken out here.
-	doc, name := `CASE WHEN r.kind = 'app' THEN json_remove(r.doc, '$.name') ELSE r.doc END`, `json_extract(r.doc, '$.name')`
-	if im.db.Engine() == sqldb.Postgres {
-		doc, name = `CASE WHEN r.kind = 'app' THEN r.doc - 'name' ELSE r.doc END`, `r.doc ->> 'name'`
+	// History older than what retention pruned is incomplete.
+	pruned := im.db.NewTime(false)
+	if err := im.tx.QueryRowContext(ctx, im.db.Q(`SELECT history_pruned_before FROM apps WHERE id = ?`), appID).Scan(pruned.Dests()...); err != nil {
+		return nil, nil, fmt.Errorf("read app %q: %w", appID, err)
 	}
-	rows, err := im.tx.QueryContext(ctx, im.db.Q(`SELECT r.kind, r.id, r.deleted, `+doc+`, COALESCE(r.location, ''), COALESCE(`+name+`, '')
-		FROM revisions r WHERE r.app_id = ? AND r.revision = (SELECT max(x.revision) FROM revisions x
-			WHERE x.app_id = r.app_id AND x.kind = r.kind AND x.id = r.id AND x.changed_at <= ?)
-		ORDER BY r.kind, r.id`), appID, im.db.TimeArgs(at, false)[0])
+	if cut, err := pruned.Value(); err == nil && !cut.IsZero() && at.Before(cut) {
+		return nil, nil, content.Problem{Path: "at", Message: fmt.Sprintf(
+			"the history of app %q before %s has been pruned (CONTENT_HISTORY_RETENTION): restore it to a later time", appID, cut.UTC().Format(time.RFC3339))}
+	}
+	// The app's revision at the time is a state it had as a whole; each
+	// key's newest revision up to it is what it held then. An app's own
+	// revision has its name among its fields, taken out here.
+	var upTo int64
+	if err := im.tx.QueryRowContext(ctx, im.db.Q(`SELECT COALESCE(max(revision), -1) FROM revisions WHERE app_id = ? AND changed_at <= ?`),
+		appID, im.db.TimeArgs(at, false)[0]).Scan(&upTo); err != nil {
+		return nil, nil, fmt.Errorf("read app %q as it was: %w", appID, err)
+	}
+	doc, name := `CASE WHEN kind = 'app' THEN json_remove(doc, '$.name') ELSE doc END`, `json_extract(doc, '$.name')`
+	if im.db.Engine() == sqldb.Postgres {
+		doc, name = `CASE WHEN kind = 'app' THEN doc - 'name' ELSE doc END`, `doc ->> 'name'`
+	}
+	rows, err := im.tx.QueryContext(ctx, im.db.Q(`SELECT kind, id, deleted, `+doc+`, COALESCE(location, ''), COALESCE(`+name+`, '') FROM (
+			SELECT kind, id, deleted, doc, location, row_number() OVER (PARTITION BY kind, id ORDER BY revision DESC) AS n
+			FROM revisions WHERE app_id = ? AND revision <= ?) AS ranked
+		WHERE n = 1 ORDER BY kind, id`), appID, upTo)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read app %q as it was: %w", appID, err)
 	}

@@ -20,7 +20,7 @@ type HistoryStore interface {
 	Revisions(ctx context.Context, appID string, kind content.Kind, id string, before int64, limit int) ([]content.Revision, error)
 	AuditLog(ctx context.Context, f content.AuditFilter) ([]content.AuditEntry, error)
 	RestoreRecord(ctx context.Context, appID string, kind content.Kind, id string, revision, ifRevision int64) (content.Revision, error)
-	RestoreApp(ctx context.Context, appID string, at time.Time) (content.ImportStats, error)
+	RestoreApp(ctx context.Context, appID string, at time.Time, appFields bool) (content.ImportStats, error)
 }
 
 // historyPage is how many revisions or entries a read answers unless
@@ -118,9 +118,9 @@ func (r *resolvers) historyMutations(h historyTypes, revision *gql.Scalar, args 
 	return gql.Fields{
 		"restoreRecord": {Type: nonNull(h.revision), Description: "Makes a record what it was at one of its revisions (a deleted one comes back), as a new change: history is never rewritten.",
 			Args: args(gql.FieldConfigArgument{"kind": {Type: nonNull(h.kind)}, "id": {Type: nonNull(gql.ID)}, "revision": {Type: nonNull(revision)},
-				"ifRevision": {Type: revision, Description: "The record's revision as last read (0 for a deleted record); refused with CONFLICT if it changed since."}}),
+				"ifRevision": {Type: revision, Description: "The record's revision as last read (a deleted record's is its deletion's); refused with CONFLICT if it changed since."}}),
 			Resolve: r.restoreRecord},
-		"restoreApp": {Type: nonNull(h.out), Description: "Makes the app and all its records what they were at a time, in one change: readers see all of before or all of after.",
+		"restoreApp": {Type: nonNull(h.out), Description: "Makes all the app's records what they were at a time, in one change: readers see all of before or all of after. The app's own fields are left as they are (api history restore-app restores them too).",
 			Args:    args(gql.FieldConfigArgument{"at": {Type: nonNull(gql.String), Description: "RFC 3339."}}),
 			Resolve: r.restoreApp},
 	}
@@ -210,6 +210,16 @@ func (r *resolvers) revisions(p gql.ResolveParams) (any, error) {
 	revs, err := r.store.Revisions(p.Context, t.AppID, kind, id, before, n)
 	if err != nil {
 		return nil, storeError(err)
+	}
+	// The documents are held until the answer is written, whether it
+	// selects them or not (then they are charged again): many aliases of
+	// this field cannot hold more than the answer's budget.
+	var held int64
+	for _, rev := range revs {
+		held += int64(len(rev.Doc))
+	}
+	if err := executionOf(p.Context).charge(p, 0, held); err != nil {
+		return nil, err
 	}
 	return objects(p, revs, revisionView)
 }
@@ -318,7 +328,10 @@ func (r *resolvers) restoreApp(p gql.ResolveParams) (any, error) {
 	if err != nil {
 		return nil, errorf(CodeBadUserInput, "at", "at must be an RFC 3339 time, such as 2026-12-06T09:30:00Z")
 	}
-	stats, err := r.store.RestoreApp(auditedAs(p), t.AppID, at)
+	// The app's own fields (its channels' keys among them) are an
+	// operator's to restore, with api history restore-app: a content
+	// token never changes them.
+	stats, err := r.store.RestoreApp(auditedAs(p), t.AppID, at, false)
 	var problem content.Problem
 	switch {
 	case errors.As(err, &problem):
