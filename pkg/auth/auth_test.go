@@ -745,3 +745,25 @@ func TestOthersFailuresDoNotRefuseAValidToken(t *testing.T) {
 		t.Errorf("%d lookups and %d listings for 100 more guesses, want none and 2", got, lists)
 	}
 }
+
+// TestOriginKeepsAUsableUserAgent: what a client sends as its user agent
+// reaches the audit log as valid UTF-8 of at most 256 bytes, so that no
+// header can fail or bloat the writes it makes.
+func TestOriginKeepsAUsableUserAgent(t *testing.T) {
+	tests := []struct {
+		name, ua, want string
+	}{
+		{"plain", "catalogue-sync/2.1", "catalogue-sync/2.1"},
+		{"not UTF-8", "bad\xff\xfeagent", "badagent"},
+		{"long", strings.Repeat("a", 300), strings.Repeat("a", 256)},
+		{"cut inside a character", strings.Repeat("a", 255) + "é", strings.Repeat("a", 255)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, ok := tenancy.ActorOf(Origin(t.Context(), "10.0.0.0/24", tc.ua, "req-1"))
+			if !ok || a.UserAgent != tc.want || a.ClientNet != "10.0.0.0/24" || a.RequestID != "req-1" || a.TokenID != "" {
+				t.Errorf("Origin = %+v; want user agent %q", a, tc.want)
+			}
+		})
+	}
+}
