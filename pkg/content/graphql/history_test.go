@@ -99,3 +99,26 @@ func TestHistoryIsForAuthors(t *testing.T) {
 		t.Error("a runtime token changed the app")
 	}
 }
+
+// TestHistoryReadsChargeWhatTheyHold: revisions hold their documents until
+// the answer is written, selected or not. Aliases that select only
+// revision numbers of a large record's states are refused once those
+// documents pass the answer's bound, instead of holding them all.
+func TestHistoryReadsChargeWhatTheyHold(t *testing.T) {
+	e := newEnv(t, Limits{MaxAnswerBytes: 1 << 20}, nil)
+	big := strings.Repeat("x", 200<<10)
+	for i := range 4 {
+		if a := e.post("app1", `mutation($n: String) { updateHandler(handlerId: "LaunchRequest", handler: {name: $n}) { revision } }`,
+			map[string]any{"n": fmt.Sprint(i, big)}); len(a.Errors) > 0 {
+			t.Fatalf("update: %.300s", a.raw)
+		}
+	}
+	// One alias holds 5 states of about 200 KiB: within the bound.
+	if a := e.post("app1", `{ a: revisions(kind: HANDLER, id: "LaunchRequest") { revision } }`, nil); len(a.Errors) > 0 {
+		t.Fatalf("one alias: %.300s", a.raw)
+	}
+	a := e.post("app1", `{ a: revisions(kind: HANDLER, id: "LaunchRequest") { revision } b: revisions(kind: HANDLER, id: "LaunchRequest") { revision } }`, nil)
+	if len(a.Errors) == 0 || a.codes()[0] != "ANSWER_TOO_LARGE@" {
+		t.Errorf("two aliases holding 2 MiB of documents under a 1 MiB answer bound: %.300s", a.raw)
+	}
+}
