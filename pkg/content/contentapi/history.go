@@ -81,6 +81,16 @@ func numberParam(c *gin.Context, name string, required bool) (int64, bool) {
 	return n, true
 }
 
+// page reads the before and limit parameters of a paged read; on
+// failure it has answered.
+func page(c *gin.Context) (before int64, limit int, ok bool) {
+	if before, ok = numberParam(c, "before", false); !ok {
+		return 0, 0, false
+	}
+	limit, ok = intParam(c, "limit", historyPage, content.MaxHistoryPage)
+	return before, limit, ok
+}
+
 // revisions serves a record's revisions, newest first:
 // {"revisions": [...]}.
 func (a *API) revisions(c *gin.Context) {
@@ -88,11 +98,7 @@ func (a *API) revisions(c *gin.Context) {
 	if !ok {
 		return
 	}
-	before, ok := numberParam(c, "before", false)
-	if !ok {
-		return
-	}
-	limit, ok := intParam(c, "limit", historyPage, content.MaxHistoryPage)
+	before, limit, ok := page(c)
 	if !ok {
 		return
 	}
@@ -162,11 +168,7 @@ func (a *API) auditLog(c *gin.Context) {
 		abort(c, http.StatusBadRequest, "id", "kind and id name a record together.")
 		return
 	}
-	before, ok := numberParam(c, "before", false)
-	if !ok {
-		return
-	}
-	limit, ok := intParam(c, "limit", historyPage, content.MaxHistoryPage)
+	before, limit, ok := page(c)
 	if !ok {
 		return
 	}

@@ -104,9 +104,10 @@ func (im *importer) count(appID string, created, updated bool) {
 		im.stats.Unchanged++
 		e.Unchanged++
 	}
-	if appID != "" {
-		im.audits[appID] = e
+	if appID == "" {
+		return // an organization: no app to audit or announce
 	}
+	im.audits[appID] = e
 	if created || updated {
 		im.notify[appID] = true
 	}
@@ -227,7 +228,6 @@ func (im *importer) finish(ctx context.Context) error {
 			return fmt.Errorf("import: give back revisions: %w", err)
 		}
 	}
-	delete(im.notify, "")
 	if err := im.db.Notify(ctx, im.tx, slices.Sorted(maps.Keys(im.notify))...); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}

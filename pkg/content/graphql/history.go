@@ -150,12 +150,18 @@ func historyKey(p gql.ResolveParams) (content.Kind, string) {
 	return content.Kind(kind), id
 }
 
-func firstOf(p gql.ResolveParams) (int, error) {
+// historyPage is historyTarget for a paged field, with its page's size
+// (the first argument).
+func (r *resolvers) historyPage(p gql.ResolveParams) (auth.Target, int, error) {
+	t, err := r.historyTarget(p)
+	if err != nil {
+		return t, 0, err
+	}
 	n, _ := p.Args["first"].(int)
 	if n < 1 || n > content.MaxHistoryPage {
-		return 0, errorf(CodeBadUserInput, "first", "first must be from 1 to %d, got %d", content.MaxHistoryPage, n)
+		return t, 0, errorf(CodeBadUserInput, "first", "first must be from 1 to %d, got %d", content.MaxHistoryPage, n)
 	}
-	return n, nil
+	return t, n, nil
 }
 
 // objects charges and answers a list of objects.
@@ -197,11 +203,7 @@ func entryView(e content.AuditEntry) map[string]any {
 }
 
 func (r *resolvers) revisions(p gql.ResolveParams) (any, error) {
-	t, err := r.historyTarget(p)
-	if err != nil {
-		return nil, err
-	}
-	n, err := firstOf(p)
+	t, n, err := r.historyPage(p)
 	if err != nil {
 		return nil, err
 	}
@@ -247,11 +249,7 @@ func (r *resolvers) revisionDiff(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) auditLog(p gql.ResolveParams) (any, error) {
-	t, err := r.historyTarget(p)
-	if err != nil {
-		return nil, err
-	}
-	n, err := firstOf(p)
+	t, n, err := r.historyPage(p)
 	if err != nil {
 		return nil, err
 	}
