@@ -91,6 +91,19 @@ func checkDocumentedQueries(ctx context.Context, t *testing.T, st *localstack.St
 				t.Errorf("unanswered questions %v, sent %v", got, sent.Unanswered)
 			}
 		},
+		"Unanswered questions by reason": func(t *testing.T, rows []map[string]string) {
+			// Every fallback and low-confidence question, as often as
+			// sent; knowledge-base turns that found nothing may add more.
+			got := map[string]int64{}
+			for _, r := range rows {
+				got[r["query"]] = atoi(t, r["times"])
+			}
+			for q, n := range sent.Unanswered {
+				if len(sent.Unanswered) <= 50 && got[q] != n {
+					t.Errorf("unanswered questions by reason: %q asked %d times, sent %d", q, got[q], n)
+				}
+			}
+		},
 		"Sessions": func(t *testing.T, rows []map[string]string) {
 			if want := min(100, int(sent.Sessions+busySessions)); len(rows) != want {
 				t.Errorf("%d sessions listed, want %d", len(rows), want)

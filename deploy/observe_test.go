@@ -336,6 +336,7 @@ func TestLiveStack(t *testing.T) {
 		stopBusy() // the counts below are of settled traffic
 		checkDocumentedQueries(ctx, t, st, sent.Turns)
 	})
+	t.Run("authors read their app's analytics and gap inbox", func(t *testing.T) { checkAuthorsAnalytics(ctx, t, st, pages) })
 
 	t.Run("status page shows quarantined events by reason", func(t *testing.T) {
 		// The one refused event, counted by ingest under its reason and

@@ -31,9 +31,11 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/launch"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/operator/analyticspage"
+	"github.com/assistantcms/cms/pkg/operator/gapinbox"
 	"github.com/assistantcms/cms/pkg/operator/statuspage"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
+	"github.com/assistantcms/cms/pkg/tenancy"
 	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
@@ -83,6 +85,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	if err != nil {
 		return err
 	}
+	analytics := analyticspage.New(ch.analytics, log)
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
 		API:              apiCfg,
 		GraphQL:          gqlLimits,
@@ -94,8 +97,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		RateLimitBurst:   *f.rateBurst,
 		ShutdownTimeout:  settings.ShutdownTimeout,
 		Registry:         reg,
-		Pages:            append(operatorPages(status, analyticspage.New(ch.analytics, log)), live.pages...),
-		Authorized:       []contentapi.AuthorizedRoute{live.route},
+		Pages:            append(operatorPages(status, analytics), live.pages...),
+		Authorized:       append([]contentapi.AuthorizedRoute{live.route}, f.authorsAnalytics(analytics, ch.gaps, apiCfg.Knowledge.Embedder, log)...),
 		CORS:             settings.CORS,
 		HTTP:             settings.HTTP,
 		Retention:        contentapi.Retention{Age: *f.retention, Keep: *f.keepRevisions, Interval: *f.pruneInterval},
@@ -137,6 +140,8 @@ type serveFlags struct {
 	llmKey        *string
 	wordnet       *string
 	ranking       rankingFlags
+	gapWordings   *int
+	gapVectors    *int
 	status        statusFlags
 	live          liveFlags
 }
@@ -172,6 +177,8 @@ func defineServeFlags(fs *envflag.Set, logLevel *string) *serveFlags {
 	f.llmKey = fs.Secret("rag-llm-api-key", "RAG_LLM_API_KEY", "", "bearer key for the RAG generator")
 	f.wordnet = fs.String("wordnet-dir", "WORDNET_DIR", lexicon.DefaultDir, "WordNet 3.0 database (Debian's wordnet-base) whose related words expand search queries; \"off\" for none")
 	f.ranking = defineRankingFlags(fs)
+	f.gapWordings = fs.Int("gaps-max-wordings", "GAPS_MAX_WORDINGS", gapinbox.DefaultMaxWordings, "distinct unanswered wordings one gap inbox reads and groups, those asked by most users first: bounds its memory and time")
+	f.gapVectors = fs.Int("gaps-vector-cache-entries", "GAPS_VECTOR_CACHE_ENTRIES", defaultGapVectors, "vectors of unanswered wordings kept in memory (2 KiB each), so that an inbox built again embeds only new wordings")
 	f.status = defineStatusFlags(fs)
 	f.live = defineLiveFlags(fs)
 	return f
@@ -197,6 +204,9 @@ func (f *serveFlags) check() ([]netip.Prefix, graphql.Limits, error) {
 	}
 	if err := f.live.check(); err != nil {
 		return nil, graphql.Limits{}, err
+	}
+	if *f.gapWordings < 1 {
+		return nil, graphql.Limits{}, fmt.Errorf("-gaps-max-wordings (GAPS_MAX_WORDINGS) must be at least 1, got %d", *f.gapWordings)
 	}
 	limits, err := f.graphql.limits()
 	if err != nil {
@@ -313,6 +323,7 @@ func (f historyFlags) rules() queryhistory.Suggestable {
 type clickHouseReaders struct {
 	history   contentapi.History
 	analytics analyticspage.Source
+	gaps      gapinbox.Source
 	close     func()
 }
 
@@ -329,7 +340,33 @@ func openClickHouseReaders(cfg chstore.Config, rules queryhistory.Suggestable, l
 	}
 	h := newClickHouseHistory(cfg, rules)
 	a := analyticspage.NewClickHouse(cfg)
-	return clickHouseReaders{history: h, analytics: a, close: func() { _ = h.Close(); _ = a.Close() }}, nil
+	return clickHouseReaders{history: h, analytics: a, gaps: a, close: func() { _ = h.Close(); _ = a.Close() }}, nil
+}
+
+// defaultGapVectors is the default of -gaps-vector-cache-entries: the
+// vectors of two inboxes of DefaultMaxWordings, 20 MiB.
+const defaultGapVectors = 2 * gapinbox.DefaultMaxWordings
+
+// authorsAnalytics are the routes of an app's authors on the client
+// address, behind a token holding events:read: the app's analytics
+// report and its gap inbox. The inbox groups by meaning with the built-in
+// encoder when the api ranks with it (vectors of another model would
+// need thresholds of their own), else by words.
+func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, gaps gapinbox.Source, ranking knowledge.Embedder, log *slog.Logger) []contentapi.AuthorizedRoute {
+	var builder *gapinbox.Builder
+	if gaps != nil {
+		var emb gapinbox.Embedder
+		if c, ok := ranking.(embeddings.Cached); ok {
+			if enc, ok := c.Unwrap().(*encoder.Encoder); ok {
+				emb = embeddings.Cached{Cache: embeddings.NewCache(*f.gapVectors), Embedder: enc}
+			}
+		}
+		builder = gapinbox.New(gaps, emb, gapinbox.Config{MaxWordings: *f.gapWordings})
+	}
+	return []contentapi.AuthorizedRoute{
+		{Path: analyticspage.AppDataPath, Scope: tenancy.EventsRead, Need: "reading the app's analytics", Serve: analytics.AppData},
+		{Path: gapinbox.Path, Scope: tenancy.EventsRead, Need: "reading the app's gap inbox", Serve: gapinbox.NewHandler(builder, log).Serve},
+	}
 }
 
 // rankingFlags choose how search, FAQ and RAG rank by meaning: the

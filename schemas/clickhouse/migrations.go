@@ -376,6 +376,17 @@ const (
 	// a launch (0), other requests (1), the turn and its end (2), errors
 	// (3).
 	eventRank = "multiIf(name = 'LAUNCH_REQUEST', 0, type = 'REQUEST', 1, " + failureCondition + ", 3, 2)"
+	// knowledgeBaseEmptyCondition: the turn asked the knowledge base and
+	// it found neither a document nor an FAQ.
+	knowledgeBaseEmptyCondition = "(kb_used = 1 AND kb_documents = 0 AND kb_faqs = 0)"
+)
+
+// MaxGapThreshold bounds the low-confidence threshold an app's gap inbox
+// may set: gap_daily keeps the turns matched below it, in bands of
+// GapBand.
+const (
+	MaxGapThreshold = 0.9
+	GapBand         = 0.05
 )
 
 // LowConfidence is the match confidence below which a turn counts as
@@ -495,13 +506,15 @@ func renderFile(name string, l layout, p params, ttl func(string) string) (Migra
 			skipOnce = l.columnExists(table, column)
 			return ""
 		},
-		"skip":             func() string { return onceMark },
-		"countEveryInsert": l.countEveryInsert,
-		"turn":             func() string { return turnCondition },
-		"fallback":         func() string { return fallbackCondition },
-		"lowConfidence":    func() string { return lowConfidenceCondition },
-		"failure":          func() string { return failureCondition },
-		"eventRank":        func() string { return eventRank },
+		"skip":               func() string { return onceMark },
+		"countEveryInsert":   l.countEveryInsert,
+		"turn":               func() string { return turnCondition },
+		"fallback":           func() string { return fallbackCondition },
+		"lowConfidence":      func() string { return lowConfidenceCondition },
+		"failure":            func() string { return failureCondition },
+		"eventRank":          func() string { return eventRank },
+		"knowledgeBaseEmpty": func() string { return knowledgeBaseEmptyCondition },
+		"maxGapThreshold":    func() string { return strconv.FormatFloat(MaxGapThreshold, 'f', -1, 64) },
 	}).Parse(string(src))
 	if err != nil {
 		return Migration{}, fmt.Errorf("migration %s: %w", name, err)

@@ -24,7 +24,8 @@ var singleServerTables = map[string]string{"events": "ReplacingMergeTree", "even
 	"app_daily":         "AggregatingMergeTree", "app_daily_mv13": "MaterializedView",
 	"intent_daily": "AggregatingMergeTree", "intent_daily_mv13": "MaterializedView",
 	"unanswered_daily": "AggregatingMergeTree", "unanswered_daily_mv13": "MaterializedView",
-	"sessions": "AggregatingMergeTree", "sessions_mv13": "MaterializedView"}
+	"sessions": "AggregatingMergeTree", "sessions_mv13": "MaterializedView",
+	"gap_daily": "AggregatingMergeTree", "gap_daily_mv": "MaterializedView"}
 
 // clusterTables are the tables of the cluster layout: shard-local tables
 // behind Distributed ones under the single-server names.
@@ -40,6 +41,7 @@ var clusterTables = map[string]string{
 	"intent_daily_local": "AggregatingMergeTree", "intent_daily": "Distributed", "intent_daily_mv13": "MaterializedView",
 	"unanswered_daily_local": "AggregatingMergeTree", "unanswered_daily": "Distributed", "unanswered_daily_mv13": "MaterializedView",
 	"sessions_local": "AggregatingMergeTree", "sessions": "Distributed", "sessions_mv13": "MaterializedView",
+	"gap_daily_local": "AggregatingMergeTree", "gap_daily": "Distributed", "gap_daily_mv": "MaterializedView",
 }
 
 // modernRenderings are the renderings for current servers that
@@ -158,7 +160,7 @@ func checkModernSchema(ctx context.Context, t *testing.T, s *modernch.Session, d
 		local = LocalSuffix
 	}
 	// Every table of asked queries expires with the events.
-	for _, table := range []string{"events", "quarantine", "query_counts_daily", "user_queries", "unanswered_daily"} {
+	for _, table := range []string{"events", "quarantine", "query_counts_daily", "user_queries", "unanswered_daily", "gap_daily"} {
 		hasTTL := strings.Contains(created[table+local], " TTL ")
 		if hasTTL != (o.RetentionDays > 0) {
 			t.Errorf("%s with retention %d days: TTL %v\n%s", table+local, o.RetentionDays, hasTTL, created[table+local])
@@ -462,7 +464,7 @@ func TestQueryTablesExpireWithEvents(t *testing.T) {
 			}
 		}
 	}
-	tables := []string{"query_counts_daily", "query_sources", "user_queries", "unanswered_daily", "events"}
+	tables := []string{"query_counts_daily", "query_sources", "user_queries", "unanswered_daily", "gap_daily", "events"}
 	// Merges wait until the rows are seen, so that the TTL's work shows.
 	for _, table := range tables {
 		if err := s.Exec(ctx, "SYSTEM STOP TTL MERGES analytics."+table); err != nil {
@@ -497,7 +499,7 @@ func TestQueryTablesExpireWithEvents(t *testing.T) {
 	}
 	if got, want := queries(), "query_counts_daily[[asked 0 days ago] [asked 40 days ago]] query_sources[[asked 0 days ago] [asked 40 days ago]] "+
 		"user_queries[[asked 0 days ago] [asked 40 days ago]] unanswered_daily[[asked 0 days ago] [asked 40 days ago]] "+
-		"events[[asked 0 days ago] [asked 40 days ago]]"; got != want {
+		"gap_daily[[asked 0 days ago] [asked 40 days ago]] events[[asked 0 days ago] [asked 40 days ago]]"; got != want {
 		t.Fatalf("before the merge: %s\nwant %s", got, want)
 	}
 	for _, table := range tables {

@@ -37,5 +37,15 @@ func (c *ClickHouse) ReportApps(ctx context.Context, from, to time.Time, limit i
 	return apps, err
 }
 
+// Gaps reads an app's unanswered wordings (see analyticsreport.Gaps):
+// the gap inbox's Source.
+func (c *ClickHouse) Gaps(ctx context.Context, q analyticsreport.GapQuery) (w []analyticsreport.GapWording, err error) {
+	err = c.conn.Do(ctx, func(s *chstore.Store) error {
+		w, err = analyticsreport.Gaps(ctx, s, q)
+		return err
+	})
+	return w, err
+}
+
 // Close releases the connection.
 func (c *ClickHouse) Close() error { return c.conn.Close() }

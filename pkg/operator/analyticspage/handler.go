@@ -23,6 +23,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/analyticsreport"
 )
@@ -198,6 +199,21 @@ func (h *Handler) DataHandler() http.Handler {
 		}
 		httpserve.WriteJSON(w, http.StatusOK, rep)
 	})
+}
+
+// AppDataPath is where the api serves the report of a token's app, on
+// the client address.
+const AppDataPath = "/cms/analytics/report"
+
+// AppData answers an authorized request for the report of t's app, as
+// DataHandler does for an app named in the address: the route of an
+// app's authors, whose token (events:read) names the app.
+func (h *Handler) AppData(w http.ResponseWriter, r *http.Request, t auth.Target, _ func(context.Context) error) {
+	q := r.URL.Query()
+	q.Set("app", t.AppID)
+	r2 := r.Clone(r.Context())
+	r2.URL.RawQuery = q.Encode()
+	h.DataHandler().ServeHTTP(w, r2)
 }
 
 // failed answers a request whose reads failed.

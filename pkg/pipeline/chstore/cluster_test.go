@@ -86,6 +86,7 @@ func TestClusterMigrateIsIdempotentAndConcurrent(t *testing.T) {
 		want[rollup+"_local"], want[rollup] = "ReplicatedAggregatingMergeTree", "Distributed"
 		want[rollup+"_mv13"] = "MaterializedView"
 	}
+	want["gap_daily_local"], want["gap_daily"], want["gap_daily_mv"] = "ReplicatedAggregatingMergeTree", "Distributed", "MaterializedView"
 	for i, shard := range c.Shards {
 		for j, srv := range shard {
 			s := openOn(t, c, srv, "analytics")

@@ -176,8 +176,8 @@ func TestMigrationKeepsTheFirstCopy(t *testing.T) {
 	rollup := "SELECT uniqMerge(events), uniqIfMerge(users) FROM app_daily"
 	before := fmt.Sprint(chfixture.Query(t, s, rollup))
 
-	if applied, err := s.Migrate(ctx); err != nil || !slices.Equal(applied, []int{13}) {
-		t.Fatalf("applied %v, %v; want [13]", applied, err)
+	if applied, err := s.Migrate(ctx); err != nil || !slices.Equal(applied, []int{13, 14}) {
+		t.Fatalf("applied %v, %v; want [13 14]", applied, err)
 	}
 	if got := recorded(t, s, "events FINAL", "copied"); got != alicesRow {
 		t.Errorf("after the migration events FINAL holds %s, want alice's copy", got)

@@ -117,7 +117,7 @@ func (p forgetPlan) deletions() []deletion {
 	out = append(out, deletion{table: "user_queries", wheres: []string{app + " AND user_id = " + quoteLiteral(p.user)}})
 	if len(p.queries) > 0 {
 		wheres := inLists(app+" AND query IN ", p.queries)
-		for _, t := range []string{"query_counts_daily", "query_sources", "unanswered_daily"} {
+		for _, t := range []string{"query_counts_daily", "query_sources", "unanswered_daily", "gap_daily"} {
 			out = append(out, deletion{table: t, wheres: wheres})
 		}
 	}

@@ -73,6 +73,7 @@ func forgetStateSQL() map[string]string {
 		"query_counts_daily": "SELECT DISTINCT concat(app_id, '/', query) FROM query_counts_daily%s",
 		"query_sources":      "SELECT DISTINCT concat(app_id, '/', query) FROM query_sources%s",
 		"unanswered_daily":   "SELECT DISTINCT concat(app_id, '/', query) FROM unanswered_daily%s",
+		"gap_daily":          "SELECT DISTINCT concat(app_id, '/', query) FROM gap_daily%s",
 	}
 }
 
@@ -123,6 +124,7 @@ func forgetWant() (before, after map[string][]string) {
 		"query_counts_daily": {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
 		"query_sources":      {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
 		"unanswered_daily":   {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
+		"gap_daily":          {"blog/my secret plan", "shop/blah blah", "shop/my secret plan?", `shop/where is my order\?`},
 	}
 	after = map[string][]string{
 		"events":             {"blog/ann/c1", "shop/bob/b1", "shop/bob/b2"},
@@ -132,6 +134,7 @@ func forgetWant() (before, after map[string][]string) {
 		"query_counts_daily": {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
 		"query_sources":      {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
 		"unanswered_daily":   {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
+		"gap_daily":          {"blog/my secret plan", "shop/blah blah", `shop/where is my order\?`},
 	}
 	return before, after
 }
@@ -139,7 +142,7 @@ func forgetWant() (before, after map[string][]string) {
 // wantForgotten is what forgetting ann of shop finds in forgetRows.
 func wantForgotten(dryRun bool) Forgotten {
 	return Forgotten{AppID: "shop", UserID: "ann", DryRun: dryRun, Sessions: 1, Queries: 1, Quarantined: 2,
-		Rows: []TableRows{{"events", 2}, {"quarantine", 2}, {"sessions", 1}, {"user_queries", 2}, {"query_counts_daily", 1}, {"query_sources", 1}, {"unanswered_daily", 1}}}
+		Rows: []TableRows{{"events", 2}, {"quarantine", 2}, {"sessions", 1}, {"user_queries", 2}, {"query_counts_daily", 1}, {"query_sources", 1}, {"unanswered_daily", 1}, {"gap_daily", 1}}}
 }
 
 func writeForgetRows(t *testing.T, s *chstore.Store) {
@@ -177,7 +180,7 @@ func TestForgetUser(t *testing.T) {
 			}
 			want := wantForgotten(tc.dryRun)
 			if !tc.dryRun {
-				want.Mutations = 7
+				want.Mutations = 8
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("forgotten %+v, want %+v", got, want)
@@ -210,8 +213,8 @@ func TestForgetUserAfterEventsExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Forgotten{AppID: "shop", UserID: "ann", Sessions: 1, Queries: 1, Quarantined: 2, Mutations: 6,
-		Rows: []TableRows{{"quarantine", 2}, {"sessions", 1}, {"user_queries", 2}, {"query_counts_daily", 1}, {"query_sources", 1}, {"unanswered_daily", 1}}}); !reflect.DeepEqual(got, want) {
+	if want := (Forgotten{AppID: "shop", UserID: "ann", Sessions: 1, Queries: 1, Quarantined: 2, Mutations: 7,
+		Rows: []TableRows{{"quarantine", 2}, {"sessions", 1}, {"user_queries", 2}, {"query_counts_daily", 1}, {"query_sources", 1}, {"unanswered_daily", 1}, {"gap_daily", 1}}}); !reflect.DeepEqual(got, want) {
 		t.Errorf("forgotten %+v, want %+v", got, want)
 	}
 	if rows := forgetState(t, s, ""); !reflect.DeepEqual(rows, after) {
@@ -331,7 +334,7 @@ func TestForgetUserOnACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeForgetRows(t, cs)
-	tables := []string{"events_local", "quarantine_local", "sessions_local", "user_queries_local", "query_counts_daily_local", "query_sources_local", "unanswered_daily_local"}
+	tables := []string{"events_local", "quarantine_local", "sessions_local", "user_queries_local", "query_counts_daily_local", "query_sources_local", "unanswered_daily_local", "gap_daily_local"}
 	for i := range tables {
 		tables[i] = "default." + tables[i]
 	}
@@ -347,7 +350,7 @@ func TestForgetUserOnACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := wantForgotten(false)
-	want.Mutations = 7
+	want.Mutations = 8
 	// Rows are counted through the Distributed tables: the unsharded
 	// tables' rows of a query or session are on each shard holding one of
 	// its events.

@@ -1,0 +1,103 @@
+package analyticsreport
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+	chschema "github.com/assistantcms/cms/schemas/clickhouse"
+)
+
+// GapWording is one normalised question an app's assistant could not
+// answer over a range of days, as gap_daily counts it.
+type GapWording struct {
+	Query string `json:"query"`
+	// Asked counts the turns, Users the distinct users who asked.
+	Asked uint64 `json:"asked"`
+	Users uint64 `json:"users"`
+	// FirstSeen and LastSeen are the first and last such turn in the
+	// range, to the second (UTC).
+	FirstSeen time.Time `json:"firstSeen"`
+	LastSeen  time.Time `json:"lastSeen"`
+	// ThisWeek counts the turns of the range's last 7 days, LastWeek
+	// those of the 7 before.
+	ThisWeek uint64 `json:"thisWeek"`
+	LastWeek uint64 `json:"lastWeek"`
+	// Reason is why most of its turns were gaps: "fallback" (not
+	// understood), "knowledge_base" (the knowledge base found nothing) or
+	// "low_confidence" (matched below the threshold).
+	Reason string `json:"reason"`
+}
+
+// GapQuery chooses what Gaps reads.
+type GapQuery struct {
+	AppID    string
+	From, To time.Time
+	// LowConfidence is the threshold below which a matched turn is a
+	// gap: a multiple of chschema.GapBand from GapBand to
+	// chschema.MaxGapThreshold.
+	LowConfidence float64
+	// Limit is how many wordings to read, those asked by most users
+	// first.
+	Limit int
+}
+
+// CheckLowConfidence refuses a threshold gap_daily cannot apply.
+func CheckLowConfidence(t float64) error {
+	bands := t / chschema.GapBand
+	if math.IsNaN(t) || t < chschema.GapBand || t > chschema.MaxGapThreshold+1e-9 || math.Abs(bands-math.Round(bands)) > 1e-9 {
+		return fmt.Errorf("low-confidence threshold %v: want a multiple of %v from %v to %v", t, chschema.GapBand, chschema.GapBand, chschema.MaxGapThreshold)
+	}
+	return nil
+}
+
+// Gaps reads the wordings of q's app that went unanswered in its range:
+// fallback turns, knowledge-base turns that found nothing and turns
+// matched below q.LowConfidence, those asked by most users first, at most
+// q.Limit. It reads gap_daily, a few rows per wording and day, never the
+// events. Text that looks like personal data is never among them.
+func Gaps(ctx context.Context, s *chstore.Store, q GapQuery) ([]GapWording, error) {
+	if err := CheckLowConfidence(q.LowConfidence); err != nil {
+		return nil, err
+	}
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("gaps of %s: limit %d: want 1 or more", q.AppID, q.Limit)
+	}
+	from, to := utcDay(q.From), utcDay(q.To)
+	if to.Before(from) {
+		return nil, fmt.Errorf("gaps of %s: the range ends (%s) before it starts (%s)", q.AppID, to.Format(dayLayout), from.Format(dayLayout))
+	}
+	band := int(math.Round(q.LowConfidence / chschema.GapBand))
+	// Each wording's rows merge per week and reason, then into one: the
+	// states of users merge again, while turns, each in one day and under
+	// one reason, add up.
+	rows, err := s.Conn().Query(s.Context(ctx), "SELECT query, uniqMerge(a) AS times, uniqIfMerge(u) AS people, min(f), max(l), "+
+		"sumIf(n, wk = 0), sumIf(n, wk = 1), argMax(reason, n) FROM (SELECT query, reason, "+
+		"multiIf(day > toDate(?) - 7, 0, day > toDate(?) - 14, 1, 2) AS wk, uniqMergeState(asked) AS a, uniqIfMergeState(users) AS u, "+
+		"minMerge(first_seen) AS f, maxMerge(last_seen) AS l, uniqMerge(asked) AS n FROM "+s.Table("gap_daily")+
+		" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) AND (reason != 'low_confidence' OR band < ?) "+
+		"GROUP BY query, reason, wk) GROUP BY query ORDER BY people DESC, times DESC, query LIMIT ?",
+		to.Format(dayLayout), to.Format(dayLayout), q.AppID, from.Format(dayLayout), to.Format(dayLayout), band, q.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the gaps of %s: %w", q.AppID, err)
+	}
+	defer rows.Close()
+	var out []GapWording
+	for rows.Next() {
+		var w GapWording
+		if err := rows.Scan(&w.Query, &w.Asked, &w.Users, &w.FirstSeen, &w.LastSeen, &w.ThisWeek, &w.LastWeek, &w.Reason); err != nil {
+			return nil, fmt.Errorf("read the gaps of %s: %w", q.AppID, err)
+		}
+		// The view keeps such text out; rows may have come another way.
+		if !chschema.IsPrivate(w.Query) {
+			w.FirstSeen, w.LastSeen = w.FirstSeen.UTC(), w.LastSeen.UTC()
+			out = append(out, w)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the gaps of %s: %w", q.AppID, err)
+	}
+	return out, nil
+}
