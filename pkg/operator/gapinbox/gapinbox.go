@@ -130,8 +130,10 @@ type Builder struct {
 	reference []float32
 }
 
-// maxRecent bounds the builds kept to be answered again.
-const maxRecent = 1000
+// maxRecent bounds the builds kept to be answered again: an inbox holds
+// at most MaxWordings wordings, about 1 MiB at the default, so the kept
+// builds hold a few tens of MiB at most.
+const maxRecent = 32
 
 type key struct {
 	app           string
@@ -202,9 +204,6 @@ func (b *Builder) Build(ctx context.Context, app string, days int, lowConfidence
 // forgetStaleLocked drops finished builds past their freshness, and the
 // oldest when too many are kept.
 func (b *Builder) forgetStaleLocked() {
-	if len(b.recent) < maxRecent {
-		return
-	}
 	now := b.now()
 	var oldest key
 	var oldestAt time.Time
