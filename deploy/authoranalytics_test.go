@@ -35,6 +35,9 @@ func checkAuthorsAnalytics(ctx context.Context, t *testing.T, st *localstack.Sta
 		{analyticspage.AppDataPath, st.Token, http.StatusForbidden, "events:read"},
 		{gapinbox.Path + "?lowConfidence=0.33", st.ManagementToken, http.StatusBadRequest, "lowConfidence"},
 		{analyticspage.AppDataPath + "?days=0", st.ManagementToken, http.StatusBadRequest, "days"},
+		{gapinbox.Path + "?appId=other-app", st.ManagementToken, http.StatusForbidden, ""},
+		{analyticspage.ConversationPath + "?session=s1&appId=other-app", st.ManagementToken, http.StatusForbidden, ""},
+		{analyticspage.SessionsPath, st.Token, http.StatusForbidden, "events:read"},
 	} {
 		if r := do(t, http.MethodGet, base+tc.path, tc.token, ""); r.code != tc.code || !strings.Contains(r.body, tc.says) {
 			t.Errorf("GET %s: %d %s; want %d saying %q", tc.path, r.code, r.body, tc.code, tc.says)

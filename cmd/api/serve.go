@@ -97,11 +97,13 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		RateLimitBurst:   *f.rateBurst,
 		ShutdownTimeout:  settings.ShutdownTimeout,
 		Registry:         reg,
-		Pages:            append(operatorPages(status, analytics), live.pages...),
-		Authorized:       append([]contentapi.AuthorizedRoute{live.route}, f.authorsAnalytics(analytics, ch.gaps, apiCfg.Knowledge.Embedder, log)...),
-		CORS:             settings.CORS,
-		HTTP:             settings.HTTP,
-		Retention:        contentapi.Retention{Age: *f.retention, Keep: *f.keepRevisions, Interval: *f.pruneInterval},
+		Pages: append(append(operatorPages(status, analytics), live.pages...),
+			contentapi.Page{Path: analyticspage.AuthorsScriptPath, Handler: analyticspage.AuthorsPage()},
+			contentapi.Page{Path: analyticspage.AuthorsStylePath, Handler: analyticspage.AuthorsPage()}),
+		Authorized: append([]contentapi.AuthorizedRoute{live.route}, f.authorsAnalytics(analytics, ch, store, apiCfg.Knowledge.Embedder, log)...),
+		CORS:       settings.CORS,
+		HTTP:       settings.HTTP,
+		Retention:  contentapi.Retention{Age: *f.retention, Keep: *f.keepRevisions, Interval: *f.pruneInterval},
 	}, store, log)
 	if err != nil {
 		return err
@@ -142,6 +144,8 @@ type serveFlags struct {
 	ranking       rankingFlags
 	gapWordings   *int
 	gapVectors    *int
+	gapFresh      *time.Duration
+	gapBuilds     *int
 	status        statusFlags
 	live          liveFlags
 }
@@ -178,6 +182,8 @@ func defineServeFlags(fs *envflag.Set, logLevel *string) *serveFlags {
 	f.wordnet = fs.String("wordnet-dir", "WORDNET_DIR", lexicon.DefaultDir, "WordNet 3.0 database (Debian's wordnet-base) whose related words expand search queries; \"off\" for none")
 	f.ranking = defineRankingFlags(fs)
 	f.gapWordings = fs.Int("gaps-max-wordings", "GAPS_MAX_WORDINGS", gapinbox.DefaultMaxWordings, "distinct unanswered wordings one gap inbox reads and groups, those asked by most users first: bounds its memory and time")
+	f.gapFresh = fs.Duration("gaps-fresh-for", "GAPS_FRESH_FOR", gapinbox.DefaultFreshFor, "how long a gap inbox is answered again before it is built anew")
+	f.gapBuilds = fs.Int("gaps-builds-per-minute", "GAPS_BUILDS_PER_MINUTE", gapinbox.DefaultBuildsPerMinute, "gap inboxes built for one app a minute (a burst of as many); past it, 429 with Retry-After")
 	f.gapVectors = fs.Int("gaps-vector-cache-entries", "GAPS_VECTOR_CACHE_ENTRIES", defaultGapVectors, "vectors of unanswered wordings kept in memory (2 KiB each), so that an inbox built again embeds only new wordings")
 	f.status = defineStatusFlags(fs)
 	f.live = defineLiveFlags(fs)
@@ -205,8 +211,13 @@ func (f *serveFlags) check() ([]netip.Prefix, graphql.Limits, error) {
 	if err := f.live.check(); err != nil {
 		return nil, graphql.Limits{}, err
 	}
-	if *f.gapWordings < 1 {
+	switch {
+	case *f.gapWordings < 1:
 		return nil, graphql.Limits{}, fmt.Errorf("-gaps-max-wordings (GAPS_MAX_WORDINGS) must be at least 1, got %d", *f.gapWordings)
+	case *f.gapFresh <= 0:
+		return nil, graphql.Limits{}, fmt.Errorf("-gaps-fresh-for (GAPS_FRESH_FOR) must be positive, got %v", *f.gapFresh)
+	case *f.gapBuilds < 1:
+		return nil, graphql.Limits{}, fmt.Errorf("-gaps-builds-per-minute (GAPS_BUILDS_PER_MINUTE) must be at least 1, got %d", *f.gapBuilds)
 	}
 	limits, err := f.graphql.limits()
 	if err != nil {
@@ -321,10 +332,11 @@ func (f historyFlags) rules() queryhistory.Suggestable {
 // Without ClickHouse both are nil: no HISTORICAL suggestions, and the
 // page answers 503, saying why.
 type clickHouseReaders struct {
-	history   contentapi.History
-	analytics analyticspage.Source
-	gaps      gapinbox.Source
-	close     func()
+	history       contentapi.History
+	analytics     analyticspage.Source
+	gaps          gapinbox.Source
+	conversations analyticspage.Conversations
+	close         func()
 }
 
 // openClickHouseReaders returns the readers of the database in cfg. They
@@ -340,7 +352,7 @@ func openClickHouseReaders(cfg chstore.Config, rules queryhistory.Suggestable, l
 	}
 	h := newClickHouseHistory(cfg, rules)
 	a := analyticspage.NewClickHouse(cfg)
-	return clickHouseReaders{history: h, analytics: a, gaps: a, close: func() { _ = h.Close(); _ = a.Close() }}, nil
+	return clickHouseReaders{history: h, analytics: a, gaps: a, conversations: a, close: func() { _ = h.Close(); _ = a.Close() }}, nil
 }
 
 // defaultGapVectors is the default of -gaps-vector-cache-entries: the
@@ -352,20 +364,27 @@ const defaultGapVectors = 2 * gapinbox.DefaultMaxWordings
 // report and its gap inbox. The inbox groups by meaning with the built-in
 // encoder when the api ranks with it (vectors of another model would
 // need thresholds of their own), else by words.
-func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, gaps gapinbox.Source, ranking knowledge.Embedder, log *slog.Logger) []contentapi.AuthorizedRoute {
+func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch clickHouseReaders, store gapinbox.Content, ranking knowledge.Embedder, log *slog.Logger) []contentapi.AuthorizedRoute {
 	var builder *gapinbox.Builder
-	if gaps != nil {
+	if ch.gaps != nil {
 		var emb gapinbox.Embedder
 		if c, ok := ranking.(embeddings.Cached); ok {
 			if enc, ok := c.Unwrap().(*encoder.Encoder); ok {
 				emb = embeddings.Cached{Cache: embeddings.NewCache(*f.gapVectors), Embedder: enc}
 			}
 		}
-		builder = gapinbox.New(gaps, emb, gapinbox.Config{MaxWordings: *f.gapWordings})
+		builder = gapinbox.New(ch.gaps, store, emb, gapinbox.Config{MaxWordings: *f.gapWordings, FreshFor: *f.gapFresh, BuildsPerMinute: *f.gapBuilds})
 	}
+	conv := analyticspage.NewConversations(ch.conversations, log)
+	page := analyticspage.AuthorsPage()
 	return []contentapi.AuthorizedRoute{
+		{Path: analyticspage.AuthorsPath, Scope: tenancy.EventsRead, Need: "reading the app's analytics", Serve: analytics.AppData,
+			Page: page, WantsPage: httpserve.WantsPage},
 		{Path: analyticspage.AppDataPath, Scope: tenancy.EventsRead, Need: "reading the app's analytics", Serve: analytics.AppData},
 		{Path: gapinbox.Path, Scope: tenancy.EventsRead, Need: "reading the app's gap inbox", Serve: gapinbox.NewHandler(builder, log).Serve},
+		{Path: analyticspage.SessionsPath, Scope: tenancy.EventsRead, Need: "reading the app's sessions", Serve: conv.Sessions},
+		{Path: analyticspage.ConversationPath, Scope: tenancy.EventsRead, Need: "reading the app's conversations", Serve: conv.Conversation},
+		{Path: analyticspage.SamplesPath, Scope: tenancy.EventsRead, Need: "reading the app's conversations", Serve: conv.Samples},
 	}
 }
 

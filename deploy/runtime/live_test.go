@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -15,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assistantcms/cms/internal/childproc"
 	"github.com/assistantcms/cms/internal/headless"
 	"github.com/assistantcms/cms/internal/livewatch"
-	"github.com/assistantcms/cms/internal/localstack"
 	"github.com/assistantcms/cms/pkg/pipeline/livetail/livehttp"
 )
 
@@ -46,24 +43,10 @@ func TestLiveViewOfTheRuntime(t *testing.T) {
 	node := referenceClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	logs := &childproc.Output{}
-	st, err := localstack.Start(ctx, localstack.Options{
-		Dir: t.TempDir(),
-		Env: map[string][]string{
-			"ingest": {fmt.Sprintf("MAX_EVENT_BYTES=%d", liveMaxEventBytes), "EVENT_TYPES=" + liveTypes},
-			"api":    {"LIVE_EVENTS_PER_SECOND=1000", "LIVE_SUMMARY_INTERVAL=500ms"},
-		},
-		Log: func(string) io.Writer { return logs },
+	st := startStack(ctx, t, map[string][]string{
+		"ingest": {fmt.Sprintf("MAX_EVENT_BYTES=%d", liveMaxEventBytes), "EVENT_TYPES=" + liveTypes},
+		"api":    {"LIVE_EVENTS_PER_SECOND=1000", "LIVE_SUMMARY_INTERVAL=500ms"},
 	})
-	if err != nil {
-		t.Fatalf("start the local stack: %v\n%s", err, logs.String())
-	}
-	t.Cleanup(st.Stop)
-	defer func() {
-		if t.Failed() {
-			t.Logf("stack output:\n%s", tail(logs.String(), 8000))
-		}
-	}()
 	one := "http://" + st.Gateway
 
 	watcher, err := livewatch.Open(ctx, one+livehttp.Path, st.ManagementToken, 10_000)

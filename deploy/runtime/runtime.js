@@ -4,7 +4,9 @@
 // of every PUT /cms/app/events it made: the events exactly as sent, the HTTP
 // status and the answer. With STUDIO_READ_CONTENT=1 it first reads the app's
 // content as a runtime does (the handlers, one handler, a knowledge-base
-// query) and records what it got under "reads".
+// query) and records what it got under "reads". With STUDIO_UNANSWERED, a
+// JSON array of questions, it plays instead a conversation where each of
+// them falls back, as user STUDIO_USER_ID.
 //
 //	STUDIO_TOKEN=... STUDIO_APP_ID=... STUDIO_BASE_URL=http://127.0.0.1:8080 \
 //	  node runtime.js manifest.json
@@ -55,7 +57,7 @@ const flush = events.flush;
 events.flush = () => (flushing = flush());
 
 const sessionId = "rt-session-" + process.pid + "-" + Date.now();
-const userId = "rt-user-1";
+const userId = process.env.STUDIO_USER_ID || "rt-user-1";
 const failures = [];
 
 // turn plays one request: handle gets the request and a Lambda-style
@@ -192,7 +194,40 @@ async function readContent() {
 
 let reads;
 
+// unanswered plays a launch, then each question as a turn the runtime
+// did not understand, then the session's end.
+async function unanswered(questions) {
+    await turn("launch", base("LAUNCH_REQUEST", { intentId: "LaunchRequest", isNewSession: true }),
+        { selectedHandler: "LaunchRequest", currentHandler: "LaunchRequest" },
+        (request, callback) => {
+            const response = { name: "Welcome", outputSpeech: output("Hi! How can I help?") };
+            events.requestResponse(request, response);
+            callback(null, { body: response }, request, response);
+        });
+    for (const [i, q] of questions.entries()) {
+        await turn("unanswered " + i, base("INPUT_UNKNOWN_REQUEST", { intentId: "InputUnknown", rawQuery: q }),
+            { selectedHandler: "InputUnknown", currentHandler: "LaunchRequest" },
+            (request, callback) => {
+                const response = { name: "Fallback", outputSpeech: output("Sorry, I don't know that one yet.") };
+                events.requestResponse(request, response);
+                callback(null, { body: response }, request, response);
+            });
+    }
+    await turn("session ended", base("SESSION_ENDED_REQUEST", { reason: "USER_INITIATED" }),
+        { currentHandler: "InputUnknown" },
+        (request, callback) => callback(null, {}, request));
+}
+
 async function main() {
+    if (process.env.STUDIO_UNANSWERED) {
+        await unanswered(JSON.parse(process.env.STUDIO_UNANSWERED));
+        fs.writeFileSync(manifestPath, JSON.stringify({ sessionId, puts, failures, reads }, null, 1) + "\n");
+        if (failures.length > 0) {
+            console.error(failures.join("\n"));
+            process.exitCode = 1;
+        }
+        return;
+    }
     if (process.env.STUDIO_READ_CONTENT === "1") {
         reads = await readContent();
     }

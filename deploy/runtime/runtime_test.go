@@ -56,21 +56,7 @@ func TestReferenceClientRuntime(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	logs := &childproc.Output{}
-	st, err := localstack.Start(ctx, localstack.Options{
-		Dir: t.TempDir(),
-		Env: map[string][]string{"consumer": {"FLUSH_INTERVAL=200ms"}},
-		Log: func(string) io.Writer { return logs },
-	})
-	if err != nil {
-		t.Fatalf("start the local stack: %v\n%s", err, logs.String())
-	}
-	t.Cleanup(st.Stop)
-	defer func() {
-		if t.Failed() {
-			t.Logf("stack output:\n%s", tail(logs.String(), 8000))
-		}
-	}()
+	st := startStack(ctx, t, map[string][]string{"consumer": {"FLUSH_INTERVAL=200ms"}})
 
 	// ClickHouse stores whole seconds on old servers: the run's window
 	// starts at the second it began.
@@ -113,8 +99,28 @@ func TestReferenceClientRuntime(t *testing.T) {
 	t.Logf("%d events in %d PUTs, by type %v; %d rows compared", len(events), len(m.Puts), types, len(rows))
 }
 
-// runRuntime runs runtime.js against the gateway and reads its manifest.
-func runRuntime(ctx context.Context, t *testing.T, node string, st *localstack.Stack) manifest {
+// startStack starts the local stack with env added to its services'
+// environments, stopped with the test; a failed test logs the stack's
+// output.
+func startStack(ctx context.Context, t *testing.T, env map[string][]string) *localstack.Stack {
+	t.Helper()
+	logs := &childproc.Output{}
+	st, err := localstack.Start(ctx, localstack.Options{Dir: t.TempDir(), Env: env, Log: func(string) io.Writer { return logs }})
+	if err != nil {
+		t.Fatalf("start the local stack: %v\n%s", err, logs.String())
+	}
+	t.Cleanup(func() {
+		st.Stop()
+		if t.Failed() {
+			t.Logf("stack output:\n%s", tail(logs.String(), 8000))
+		}
+	})
+	return st
+}
+
+// runRuntime runs runtime.js against the gateway, with env added to its
+// environment, and reads its manifest.
+func runRuntime(ctx context.Context, t *testing.T, node string, st *localstack.Stack, env ...string) manifest {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "manifest.json")
 	cmd := exec.CommandContext(ctx, node, "runtime.js", path)
@@ -125,6 +131,7 @@ func runRuntime(ctx context.Context, t *testing.T, node string, st *localstack.S
 		"STUDIO_ORG_TOKEN=", // an organization token in the environment would take precedence
 		"AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE=1",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -263,5 +263,34 @@ func postgresMigrations() []Migration {
 				 EXECUTE FUNCTION keep_app_revision()`,
 			},
 		},
+		{
+			Version: 6,
+			Name:    "gap decisions and settings",
+			Stmts: []string{
+				// What an app's authors decided about a group of the
+				// questions its assistant could not answer: resolved
+				// (wordings added to content) or dismissed, with the
+				// group's wordings (a JSON array) and users then, so that
+				// the gap inbox can tell when it should open again.
+				`CREATE TABLE gap_decisions (
+					app_id     text COLLATE "C" NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+					group_id   text COLLATE "C" NOT NULL,
+					state      text NOT NULL CHECK (state IN ('resolved', 'dismissed')),
+					reason     text NOT NULL DEFAULT '',
+					wordings   text NOT NULL,
+					users      bigint NOT NULL,
+					decided_at timestamptz NOT NULL,
+					audit_id   bigint NOT NULL,
+					PRIMARY KEY (app_id, group_id)
+				)`,
+				// An app's gap inbox settings; an app without a row has
+				// the defaults.
+				`CREATE TABLE gap_settings (
+					app_id         text COLLATE "C" PRIMARY KEY REFERENCES apps (id) ON DELETE CASCADE,
+					low_confidence double precision NOT NULL,
+					regrow_factor  double precision NOT NULL
+				)`,
+			},
+		},
 	}
 }

@@ -228,5 +228,34 @@ func sqliteMigrations() []Migration {
 				END`,
 			},
 		},
+		{
+			Version: 6,
+			Name:    "gap decisions and settings",
+			Stmts: []string{
+				// What an app's authors decided about a group of the
+				// questions its assistant could not answer: resolved
+				// (wordings added to content) or dismissed, with the
+				// group's wordings (a JSON array) and users then, so that
+				// the gap inbox can tell when it should open again.
+				`CREATE TABLE gap_decisions (
+					app_id     TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+					group_id   TEXT NOT NULL,
+					state      TEXT NOT NULL CHECK (state IN ('resolved', 'dismissed')),
+					reason     TEXT NOT NULL DEFAULT '',
+					wordings   TEXT NOT NULL,
+					users      INTEGER NOT NULL,
+					decided_at TEXT NOT NULL,
+					audit_id   INTEGER NOT NULL,
+					PRIMARY KEY (app_id, group_id)
+				) STRICT`,
+				// An app's gap inbox settings; an app without a row has
+				// the defaults.
+				`CREATE TABLE gap_settings (
+					app_id         TEXT PRIMARY KEY REFERENCES apps (id) ON DELETE CASCADE,
+					low_confidence REAL NOT NULL,
+					regrow_factor  REAL NOT NULL
+				) STRICT`,
+			},
+		},
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/assistantcms/cms/pkg/edge/gateway"
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/operator/analyticspage"
+	"github.com/assistantcms/cms/pkg/operator/gapinbox"
 	"github.com/assistantcms/cms/pkg/operator/statuspage"
 	"github.com/assistantcms/cms/pkg/pipeline/ingest"
 	"github.com/assistantcms/cms/pkg/pipeline/livetail/livehttp"
@@ -64,6 +65,11 @@ func registered(t *testing.T, documented map[string]operation) map[string]string
 		} else {
 			routes[route(http.MethodGet, path)] = "api"
 		}
+	}
+	// The authors' analytics, mounted by the api's command too.
+	for _, path := range []string{analyticspage.AuthorsPath, analyticspage.AppDataPath, gapinbox.Path, analyticspage.SessionsPath,
+		analyticspage.ConversationPath, analyticspage.SamplesPath, analyticspage.AuthorsScriptPath, analyticspage.AuthorsStylePath} {
+		routes[route(http.MethodGet, path)] = "api"
 	}
 	httpserve.Mount(func(path string, _ http.Handler) { routes[route(http.MethodGet, path)] = "every service" },
 		prometheus.NewRegistry(), httpserve.NewChecker())

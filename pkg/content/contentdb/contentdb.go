@@ -36,6 +36,12 @@ type Store interface {
 	// vectors must be non-empty and finite. A save that fails may have
 	// stored some of them.
 	SaveVectors(ctx context.Context, app, model string, vectors map[[32]byte][]float32) error
+	// The gap inbox's decisions and settings (gaps.go).
+	DecideGap(ctx context.Context, d content.GapDecision) (content.GapDecision, error)
+	ReopenGap(ctx context.Context, app, group string) error
+	GapDecisions(ctx context.Context, app string) ([]content.GapDecision, error)
+	GapSettings(ctx context.Context, app string) (content.GapSettings, error)
+	SetGapSettings(ctx context.Context, app string, g content.GapSettings) error
 	// PruneVectors deletes the app's vectors of the model neither saved
 	// nor loaded since unusedSince, and returns how many.
 	PruneVectors(ctx context.Context, app, model string, unusedSince time.Time) (int, error)

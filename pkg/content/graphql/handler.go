@@ -96,6 +96,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	numbersOfVariables(op, req.Variables)
 	root, ok := h.bound(w, d, op, req.Variables)
 	if !ok {
 		return

@@ -24,6 +24,7 @@ type Store interface {
 	UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64, change func(content.Record) (content.Record, error)) (content.Record, error)
 	DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64) (content.Record, error)
 	HistoryStore
+	GapStore
 }
 
 // AppResolver decides which app a request acts for, as REST does.
@@ -76,14 +77,23 @@ func storeError(err error) error {
 	return errorf(CodeUnavailable, "", "the content store is unavailable; try again later")
 }
 
+// storedDoc decodes a record's document, its numbers as written.
+func storedDoc(rec content.Record) (map[string]any, error) {
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(rec.Doc))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
 // view is a record as the output types read it: the stored fields, the
 // server-managed ones and maps turned into lists. The whole document is
 // served from the stored JSON (record.value).
 func view(kind content.Kind, rec content.Record, orgID string) (map[string]any, error) {
-	var v map[string]any
-	dec := json.NewDecoder(bytes.NewReader(rec.Doc))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
+	v, err := storedDoc(rec)
+	if err != nil {
 		return nil, fmt.Errorf("stored %s %q is not a JSON object: %w", kind, rec.ID, err)
 	}
 	for k, val := range map[string]any{
@@ -410,10 +420,8 @@ func (r *resolvers) update(kind content.Kind, idArg, arg string, fields func(p g
 			return r.written(p, t, kind, idArg, id, content.Record{}, content.ErrNotFound)
 		}
 		rec, err := r.store.UpdateRecord(auditedAs(p), t.AppID, kind, id, ifRevision(p), func(cur content.Record) (content.Record, error) {
-			var doc map[string]any
-			dec := json.NewDecoder(bytes.NewReader(cur.Doc))
-			dec.UseNumber()
-			if err := dec.Decode(&doc); err != nil {
+			doc, err := storedDoc(cur)
+			if err != nil {
 				return cur, err
 			}
 			for k, v := range changes {
@@ -485,7 +493,8 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 	// ifRevision makes a write conditional on the record's revision.
 	ifRev := &gql.ArgumentConfig{Type: t.revision, Description: "The record's revision as last read; the write is refused with CONFLICT if the record changed since."}
 	h := newHistoryTypes(t.json, t.revision)
-	query := gql.NewObject(gql.ObjectConfig{Name: "Query", Fields: merge(r.historyQueries(h, t.revision, args), gql.Fields{
+	g := newGapTypes(t.revision)
+	query := gql.NewObject(gql.ObjectConfig{Name: "Query", Fields: merge(merge(r.historyQueries(h, t.revision, args), r.gapQueries(g, args)), gql.Fields{
 		"intent":   {Type: t.intent, Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.get(content.KindIntent, "intentId")},
 		"intents":  {Type: listOf(t.intent), Args: args(nil), Resolve: r.list(content.KindIntent)},
 		"handler":  {Type: t.handler, Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.get(content.KindHandler, "intentId")},
@@ -495,7 +504,7 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 	})})
 	in := func(name string) *gql.ArgumentConfig { return &gql.ArgumentConfig{Type: gql.NewNonNull(inputs[name])} }
 	values := &gql.ArgumentConfig{Type: listOf(inputs["EntityValueInput"])}
-	mutation := gql.NewObject(gql.ObjectConfig{Name: "Mutation", Fields: merge(r.historyMutations(h, t.revision, args), gql.Fields{
+	mutation := gql.NewObject(gql.ObjectConfig{Name: "Mutation", Fields: merge(merge(r.historyMutations(h, t.revision, args), r.gapMutations(g, t.revision, args)), gql.Fields{
 		"addIntent":    {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intent": in("AddIntentInput")}), Resolve: r.add(content.KindIntent, "intent")},
 		"updateIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev, "intent": in("UpdateIntentInput")}), Resolve: r.update(content.KindIntent, "intentId", "intent", nil)},
 		"deleteIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev}), Resolve: r.remove(content.KindIntent, "intentId")},

@@ -14,12 +14,12 @@ import (
 // token cannot ask for the largest answers at the rate of the smallest.
 func TestAnswersChargedToTheirToken(t *testing.T) {
 	clock := time.Unix(1000, 0)
-	limiter := ratelimit.New(1, 90, func() time.Time { return clock }) // no refill while the test runs
+	limiter := ratelimit.New(1, 100, func() time.Time { return clock }) // no refill while the test runs
 	e := newEnv(t, Limits{}, limiter)
 	var statuses []int
 	for range 4 {
-		// GraphiQL's introspection answers 3,533 fields: with the
-		// request itself, 37 requests' worth.
+		// GraphiQL's introspection answers 4,109 fields: with the
+		// request itself, 43 requests' worth.
 		statuses = append(statuses, e.post("app1", graphiQLIntrospection, nil).status)
 	}
 	if want := []int{200, 200, 200, 429}; !slices.Equal(statuses, want) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content/gapgroup"
 	"github.com/assistantcms/cms/pkg/pipeline/analyticsreport"
+	"github.com/assistantcms/cms/pkg/ratelimit"
 )
 
 // Source reads the wordings that went unanswered.
@@ -40,6 +41,9 @@ type Embedder interface {
 const (
 	DefaultMaxWordings = 5000
 	DefaultFreshFor    = time.Minute
+	// DefaultBuildsPerMinute bounds the builds of one app: inboxes of
+	// other ranges and thresholds, which no earlier build answers.
+	DefaultBuildsPerMinute = 10
 	// MaxGroups is how many groups an inbox lists, MaxListed how many
 	// wordings of a group it names.
 	MaxGroups = 200
@@ -56,6 +60,10 @@ type Config struct {
 	// FreshFor is how long an inbox is answered again without being
 	// built anew.
 	FreshFor time.Duration
+	// BuildsPerMinute bounds the builds of one app (a burst of as
+	// many), so that one app's authors asking for ever other inboxes
+	// cannot take every build's turn from the others.
+	BuildsPerMinute int
 }
 
 // Inbox is an app's unanswered questions over a range of days, grouped.
@@ -70,10 +78,13 @@ type Inbox struct {
 	GroupedBy string `json:"groupedBy"`
 	// Wordings counts the distinct wordings read; Truncated says more
 	// went unanswered than were read.
-	Wordings  int     `json:"wordings"`
-	Truncated bool    `json:"truncated"`
-	Groups    []Group `json:"groups"`
-	// MoreGroups counts the groups past MaxGroups.
+	Wordings  int  `json:"wordings"`
+	Truncated bool `json:"truncated"`
+	// State is the state of the groups listed: open (the default),
+	// resolved, dismissed or all.
+	State  string  `json:"state"`
+	Groups []Group `json:"groups"`
+	// MoreGroups counts the groups in the state past MaxGroups.
 	MoreGroups int `json:"moreGroups"`
 	// BuiltAt is when the inbox was built; it is answered again until
 	// FreshFor has passed.
@@ -100,6 +111,36 @@ type Group struct {
 	// Reasons counts the wordings' turns by why they went unanswered:
 	// fallback, knowledge_base, low_confidence.
 	Reasons map[string]uint64 `json:"reasons"`
+	// State is open, resolved or dismissed; Reopened says an open group
+	// was resolved or dismissed, and Decision is the decision that
+	// applies (nil for none).
+	State    string    `json:"state"`
+	Reopened bool      `json:"reopened"`
+	Decision *Decision `json:"decision"`
+	// Nearest is the content closest in meaning (nil without the
+	// built-in encoder).
+	Nearest *Nearest `json:"nearest"`
+
+	// lead is the representative's index among the build's wordings,
+	// rank the group's among the build's groups.
+	lead, rank int
+}
+
+// States of a group, and the request for every group.
+const (
+	StateOpen      = "open"
+	StateResolved  = "resolved"
+	StateDismissed = "dismissed"
+	StateAll       = "all"
+)
+
+// Decision is an authors' decision about a group, as the inbox shows it.
+type Decision struct {
+	GroupID   string    `json:"groupId"`
+	State     string    `json:"state"`
+	Reason    string    `json:"reason"`
+	Users     int64     `json:"users"`
+	DecidedAt time.Time `json:"decidedAt"`
 }
 
 // Wording is one wording of a group.
@@ -114,14 +155,17 @@ type Wording struct {
 // Builder builds inboxes, one at a time in the process, and answers the
 // same request again from the last build while it is fresh.
 type Builder struct {
-	src Source
-	emb Embedder
-	cfg Config
+	src     Source
+	content Content // nil: no decisions, nothing nearest
+	emb     Embedder
+	cfg     Config
 	// now is the clock the days end on; tests set it.
 	now func() time.Time
 	// turn lets one build run at a time: a build takes both cores for up
 	// to a few seconds.
 	turn chan struct{}
+	// perApp counts each app's builds.
+	perApp *ratelimit.Limiter
 
 	mu     sync.Mutex
 	recent map[key]*build
@@ -130,10 +174,15 @@ type Builder struct {
 	reference []float32
 }
 
-// maxRecent bounds the builds kept to be answered again: an inbox holds
-// at most MaxWordings wordings, about 1 MiB at the default, so the kept
-// builds hold a few tens of MiB at most.
-const maxRecent = 32
+// maxRecent bounds the builds kept to be answered again, and
+// maxNearestGroups the groups of a build that name their nearest content
+// (a build keeps their representatives' vectors, 2 KiB each): with the
+// wordings of an inbox, about 1 MiB at the default MaxWordings, a kept
+// build holds 3 MiB at most, and the kept builds 48 MiB.
+const (
+	maxRecent        = 16
+	maxNearestGroups = 1000
+)
 
 type key struct {
 	app           string
@@ -141,35 +190,65 @@ type key struct {
 	lowConfidence float64
 }
 
-// build is one inbox being built, or built.
+// build is one inbox being built, or built: every group of the range,
+// ranked, and what finding their nearest content takes.
 type build struct {
 	done  chan struct{}
 	inbox Inbox
 	err   error
+	// leaders are the vectors of the representatives of the first
+	// maxNearestGroups groups, by rank (nil when grouped by words).
+	leaders [][]float32
+	// nearest is each group's nearest content by rank, found for the
+	// groups answered, once each.
+	nearestMu sync.Mutex
+	nearest   map[int]*Nearest
 }
 
-// New returns a Builder reading src and embedding with emb (nil: group
-// by words).
-func New(src Source, emb Embedder, cfg Config) *Builder {
+// New returns a Builder reading src and c (nil: no decisions, nothing
+// nearest) and embedding with emb (nil: group by words, nothing nearest).
+func New(src Source, c Content, emb Embedder, cfg Config) *Builder {
 	if cfg.MaxWordings <= 0 {
 		cfg.MaxWordings = DefaultMaxWordings
 	}
 	if cfg.FreshFor <= 0 {
 		cfg.FreshFor = DefaultFreshFor
 	}
-	return &Builder{src: src, emb: emb, cfg: cfg, now: time.Now, turn: make(chan struct{}, 1), recent: map[key]*build{}}
+	if cfg.BuildsPerMinute <= 0 {
+		cfg.BuildsPerMinute = DefaultBuildsPerMinute
+	}
+	b := &Builder{src: src, content: c, emb: emb, cfg: cfg, now: time.Now, turn: make(chan struct{}, 1), recent: map[key]*build{}}
+	b.perApp = ratelimit.New(float64(cfg.BuildsPerMinute)/60, cfg.BuildsPerMinute, func() time.Time { return b.now() })
+	return b
 }
 
 // ErrBusy is Build's error when another build held the process past the
 // request's deadline.
 var ErrBusy = errors.New("another gap inbox is being built")
 
-// Build returns the inbox of app over the days ending today, with
-// lowConfidence as its threshold. Requests for the same inbox share a
-// build; a build answers them until FreshFor has passed.
+// TooManyBuilds is Build's error when an app's builds are over
+// Config.BuildsPerMinute.
+type TooManyBuilds struct{ RetryAfter time.Duration }
+
+func (e *TooManyBuilds) Error() string {
+	return fmt.Sprintf("this app's gap inboxes were built too often; retry in %s, or ask again for one built in the last minute", e.RetryAfter.Round(time.Second))
+}
+
+// Build returns every group of app over the days ending today, with
+// lowConfidence as its threshold, open or not. Requests for the same
+// inbox share a build; a build answers them until FreshFor has passed.
 func (b *Builder) Build(ctx context.Context, app string, days int, lowConfidence float64) (Inbox, error) {
-	if err := analyticsreport.CheckLowConfidence(lowConfidence); err != nil {
+	bd, err := b.shared(ctx, app, days, lowConfidence)
+	if err != nil {
 		return Inbox{}, err
+	}
+	return bd.inbox, nil
+}
+
+// shared is the build of an inbox, shared and kept as Build says.
+func (b *Builder) shared(ctx context.Context, app string, days int, lowConfidence float64) (*build, error) {
+	if err := analyticsreport.CheckLowConfidence(lowConfidence); err != nil {
+		return nil, err
 	}
 	k := key{app, days, lowConfidence}
 	b.mu.Lock()
@@ -184,20 +263,24 @@ func (b *Builder) Build(ctx context.Context, app string, days int, lowConfidence
 		}
 	}
 	if bd == nil {
+		if ok, wait := b.perApp.Allow(app); !ok {
+			b.mu.Unlock()
+			return nil, &TooManyBuilds{RetryAfter: wait}
+		}
 		bd = &build{done: make(chan struct{})}
 		b.forgetStaleLocked()
 		b.recent[k] = bd
 		b.mu.Unlock()
-		bd.inbox, bd.err = b.build(ctx, k)
+		bd.err = b.build(ctx, k, bd)
 		close(bd.done)
-		return bd.inbox, bd.err
+		return bd, bd.err
 	}
 	b.mu.Unlock()
 	select {
 	case <-bd.done:
-		return bd.inbox, bd.err
+		return bd, bd.err
 	case <-ctx.Done():
-		return Inbox{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -225,12 +308,12 @@ func (b *Builder) forgetStaleLocked() {
 	}
 }
 
-func (b *Builder) build(ctx context.Context, k key) (Inbox, error) {
+func (b *Builder) build(ctx context.Context, k key, bd *build) error {
 	select {
 	case b.turn <- struct{}{}:
 		defer func() { <-b.turn }()
 	case <-ctx.Done():
-		return Inbox{}, ErrBusy
+		return ErrBusy
 	}
 	now := b.now().UTC()
 	y, m, d := now.Date()
@@ -238,7 +321,7 @@ func (b *Builder) build(ctx context.Context, k key) (Inbox, error) {
 	from := to.AddDate(0, 0, 1-k.days)
 	words, err := b.src.Gaps(ctx, analyticsreport.GapQuery{AppID: k.app, From: from, To: to, LowConfidence: k.lowConfidence, Limit: b.cfg.MaxWordings + 1})
 	if err != nil {
-		return Inbox{}, err
+		return err
 	}
 	in := Inbox{AppID: k.app, From: from.Format(time.DateOnly), To: to.Format(time.DateOnly), LowConfidence: k.lowConfidence,
 		GroupedBy: "words", BuiltAt: now}
@@ -251,17 +334,17 @@ func (b *Builder) build(ctx context.Context, k key) (Inbox, error) {
 		texts[i] = w.Query
 	}
 	var groups [][]int
+	var vectors [][]float32
 	if b.emb != nil && len(texts) > 0 {
 		reference, err := b.referenceMean(ctx)
 		if err != nil {
-			return Inbox{}, err
+			return err
 		}
-		vectors, err := b.emb.EmbedApp(ctx, k.app, texts)
-		if err != nil {
-			return Inbox{}, fmt.Errorf("embed the gaps of %s: %w", k.app, err)
+		if vectors, err = b.emb.EmbedApp(ctx, k.app, texts); err != nil {
+			return fmt.Errorf("embed the gaps of %s: %w", k.app, err)
 		}
 		if groups, err = gapgroup.ByMeaning(vectors, reference, gapgroup.DefaultThreshold); err != nil {
-			return Inbox{}, fmt.Errorf("group the gaps of %s: %w", k.app, err)
+			return fmt.Errorf("group the gaps of %s: %w", k.app, err)
 		}
 		in.GroupedBy = "meaning"
 	} else {
@@ -274,11 +357,14 @@ func (b *Builder) build(ctx context.Context, k key) (Inbox, error) {
 	slices.SortFunc(in.Groups, func(a, b Group) int {
 		return cmp.Or(cmp.Compare(b.Users, a.Users), cmp.Compare(b.Asked, a.Asked), cmp.Compare(a.Representative, b.Representative))
 	})
-	if len(in.Groups) > MaxGroups {
-		in.MoreGroups = len(in.Groups) - MaxGroups
-		in.Groups = in.Groups[:MaxGroups]
+	for i := range in.Groups {
+		in.Groups[i].rank = i
+		if vectors != nil && i < maxNearestGroups {
+			bd.leaders = append(bd.leaders, vectors[in.Groups[i].lead])
+		}
 	}
-	return in, nil
+	bd.inbox = in
+	return nil
 }
 
 // referenceMean embeds the reference questions on first use; builds take
@@ -301,7 +387,7 @@ func summarise(words []analyticsreport.GapWording, members []int) Group {
 	lead := words[members[0]]
 	sum := sha256.Sum256([]byte(lead.Query))
 	g := Group{ID: hex.EncodeToString(sum[:8]), Representative: lead.Query, FirstSeen: lead.FirstSeen, LastSeen: lead.LastSeen,
-		Reasons: map[string]uint64{}}
+		Reasons: map[string]uint64{}, State: StateOpen, lead: members[0]}
 	for n, i := range members {
 		w := words[i]
 		g.Asked += w.Asked

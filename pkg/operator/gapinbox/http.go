@@ -40,8 +40,8 @@ type Handler struct {
 func NewHandler(b *Builder, log *slog.Logger) *Handler { return &Handler{b: b, log: log} }
 
 // Serve answers an authorized request for the inbox of t's app: days (1
-// to MaxDays, default DefaultDays) and lowConfidence (default
-// chschema.LowConfidence) choose it.
+// to MaxDays, default DefaultDays), lowConfidence (default: the app's
+// setting) and state (default open) choose it.
 func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, t auth.Target, _ func(context.Context) error) {
 	w.Header().Set("Cache-Control", "no-store")
 	q := r.URL.Query()
@@ -54,7 +54,13 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, t auth.Target, _
 		}
 		days = n
 	}
-	threshold := chschema.LowConfidence
+	req := Request{App: t.AppID, Days: days, State: q.Get("state")}
+	switch req.State {
+	case "", StateOpen, StateResolved, StateDismissed, StateAll:
+	default:
+		httpserve.Error(w, http.StatusBadRequest, "state", fmt.Sprintf("state is %q: want open, resolved, dismissed or all.", req.State))
+		return
+	}
 	if s := q.Get("lowConfidence"); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
 		if err == nil {
@@ -65,7 +71,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, t auth.Target, _
 				s, chschema.GapBand, chschema.GapBand, chschema.MaxGapThreshold))
 			return
 		}
-		threshold = v
+		req.LowConfidence = &v
 	}
 	if h.b == nil {
 		httpserve.Error(w, http.StatusServiceUnavailable, "", "The gap inbox reads the ClickHouse rollups, and this api has no ClickHouse: start it with CLICKHOUSE_ADDR (-clickhouse-addr).")
@@ -73,12 +79,16 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, t auth.Target, _
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), buildTimeout)
 	defer cancel()
-	in, err := h.b.Build(ctx, t.AppID, days, threshold)
+	in, err := h.b.Answer(ctx, req)
+	var many *TooManyBuilds
 	switch {
 	case err == nil:
 		httpserve.WriteJSON(w, http.StatusOK, in)
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads an answer.
+	case errors.As(err, &many):
+		httpserve.RetryAfter(w, max(1, many.RetryAfter.Seconds()))
+		httpserve.Error(w, http.StatusTooManyRequests, "", "This app's gap inboxes were built too often: retry later, or ask again for one built in the last minute.")
 	case errors.Is(err, ErrBusy), errors.Is(err, context.DeadlineExceeded):
 		httpserve.RetryAfter(w, 5)
 		httpserve.Error(w, http.StatusServiceUnavailable, "", "Other gap inboxes are being built; retry shortly.")

@@ -70,16 +70,14 @@ func Gaps(ctx context.Context, s *chstore.Store, q GapQuery) ([]GapWording, erro
 		return nil, fmt.Errorf("gaps of %s: the range ends (%s) before it starts (%s)", q.AppID, to.Format(dayLayout), from.Format(dayLayout))
 	}
 	band := int(math.Round(q.LowConfidence / chschema.GapBand))
-	// Each wording's rows merge per week and reason, then into one: the
-	// states of users merge again, while turns, each in one day and under
-	// one reason, add up.
-	rows, err := s.Conn().Query(s.Context(ctx), "SELECT query, uniqMerge(a) AS times, uniqIfMerge(u) AS people, min(f), max(l), "+
-		"sumIf(n, wk = 0), sumIf(n, wk = 1), argMax(reason, n) FROM (SELECT query, reason, "+
-		"multiIf(day > toDate(?) - 7, 0, day > toDate(?) - 14, 1, 2) AS wk, uniqMergeState(asked) AS a, uniqIfMergeState(users) AS u, "+
-		"minMerge(first_seen) AS f, maxMerge(last_seen) AS l, uniqMerge(asked) AS n FROM "+s.Table("gap_daily")+
-		" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) AND (reason != 'low_confidence' OR band < ?) "+
-		"GROUP BY query, reason, wk) GROUP BY query ORDER BY people DESC, times DESC, query LIMIT ?",
-		to.Format(dayLayout), to.Format(dayLayout), q.AppID, from.Format(dayLayout), to.Format(dayLayout), band, q.Limit)
+	// One pass over the rows: the turns of each week and reason are
+	// merged from the same states, under conditions.
+	rows, err := s.Conn().Query(s.Context(ctx), "SELECT query, uniqMerge(asked) AS times, uniqIfMerge(users) AS people, minMerge(first_seen), maxMerge(last_seen), "+
+		"uniqMergeIf(asked, day > toDate(?) - 7), uniqMergeIf(asked, day > toDate(?) - 14 AND day <= toDate(?) - 7), "+
+		"uniqMergeIf(asked, reason = 'fallback'), uniqMergeIf(asked, reason = 'knowledge_base'), uniqMergeIf(asked, reason = 'low_confidence') FROM "+
+		s.Table("gap_daily")+" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) AND (reason != 'low_confidence' OR band < ?) "+
+		"GROUP BY query ORDER BY people DESC, times DESC, query LIMIT ?",
+		to.Format(dayLayout), to.Format(dayLayout), to.Format(dayLayout), q.AppID, from.Format(dayLayout), to.Format(dayLayout), band, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the gaps of %s: %w", q.AppID, err)
 	}
@@ -87,8 +85,16 @@ func Gaps(ctx context.Context, s *chstore.Store, q GapQuery) ([]GapWording, erro
 	var out []GapWording
 	for rows.Next() {
 		var w GapWording
-		if err := rows.Scan(&w.Query, &w.Asked, &w.Users, &w.FirstSeen, &w.LastSeen, &w.ThisWeek, &w.LastWeek, &w.Reason); err != nil {
+		var fallback, knowledgeBase, lowConfidence uint64
+		if err := rows.Scan(&w.Query, &w.Asked, &w.Users, &w.FirstSeen, &w.LastSeen, &w.ThisWeek, &w.LastWeek, &fallback, &knowledgeBase, &lowConfidence); err != nil {
 			return nil, fmt.Errorf("read the gaps of %s: %w", q.AppID, err)
+		}
+		w.Reason = "fallback"
+		if knowledgeBase > fallback {
+			w.Reason = "knowledge_base"
+		}
+		if lowConfidence > max(fallback, knowledgeBase) {
+			w.Reason = "low_confidence"
 		}
 		// The view keeps such text out; rows may have come another way.
 		if !chschema.IsPrivate(w.Query) {

@@ -48,6 +48,8 @@ func analystQueries(t *testing.T, s *chstore.Store, written func()) map[string][
 		"Fallback, knowledge-base and error rates": day + "T00:00:00Z 3 1 2 1 0.333 0.667 0.333 0.733",
 		"Top intents, with low-confidence matches": "OrderStatus 2 1 0.733",
 		"Top unanswered questions":                 "blah blah 1 1|where is my order 1 1",
+		"Unanswered questions by reason": "blah blah 1 1 " + t0.Add(2*time.Second).Format(time.RFC3339) + " " + t0.Add(2*time.Second).Format(time.RFC3339) +
+			"|where is my order 1 1 " + t0.Add(4*time.Second).Format(time.RFC3339) + " " + t0.Add(4*time.Second).Format(time.RFC3339),
 		"Sessions": "session-1 u1 web " + t0.Format(time.RFC3339) + " " + t0.Add(3*time.Second).Format(time.RFC3339) + " 4 2 [Fallback LaunchRequest OrderStatus] OrderStatus error|" +
 			"session-2 u2 sms " + t0.Add(4*time.Second).Format(time.RFC3339) + " " + t0.Add(5*time.Second).Format(time.RFC3339) + " 2 1 [OrderStatus] OrderStatus error",
 		"Where conversations end":              "OrderStatus error 2",

@@ -3,7 +3,6 @@ package livehttp
 import (
 	"embed"
 	"net/http"
-	"strings"
 
 	"github.com/assistantcms/cms/pkg/edge/httpserve"
 )
@@ -20,44 +19,18 @@ const (
 	StylePath  = Path + "/page.css"
 )
 
-// PageCSP is the page's Content-Security-Policy: its own script and style
-// sheet, calls to its own origin, nothing inline, no frames around it.
-const PageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// PageCSP is the page's Content-Security-Policy (httpserve.PageCSP).
+const PageCSP = httpserve.PageCSP
 
-// WantsPage reports whether r asks for the page rather than the stream:
-// a browser opening the address accepts HTML, a client of the stream
-// accepts text/event-stream or anything.
-func WantsPage(r *http.Request) bool {
-	accept := r.Header.Get("Accept")
-	return strings.Contains(accept, "text/html") && !strings.Contains(accept, "text/event-stream")
-}
+// WantsPage reports whether r asks for the page rather than the stream
+// (httpserve.WantsPage).
+func WantsPage(r *http.Request) bool { return httpserve.WantsPage(r) }
 
 // Page serves the page, its script or its style sheet, by path.
 func Page() http.Handler {
-	files := map[string]struct{ name, contentType string }{
-		Path:       {"page/live.html", "text/html; charset=utf-8"},
-		ScriptPath: {"page/live.js", "text/javascript; charset=utf-8"},
-		StylePath:  {"page/live.css", "text/css; charset=utf-8"},
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok := files[r.URL.Path]
-		if !ok {
-			httpserve.Error(w, http.StatusNotFound, "", "Not found.")
-			return
-		}
-		b, err := pageFiles.ReadFile(f.name)
-		if err != nil {
-			httpserve.Error(w, http.StatusInternalServerError, "", "The page is missing from this build.")
-			return
-		}
-		h := w.Header()
-		h.Set("Content-Type", f.contentType)
-		h.Set("Content-Security-Policy", PageCSP)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-cache")
-		h.Add("Vary", "Accept")
-		_, _ = w.Write(b)
+	return httpserve.PageFiles(pageFiles, map[string]httpserve.PageFile{
+		Path:       {Name: "page/live.html", ContentType: "text/html; charset=utf-8"},
+		ScriptPath: {Name: "page/live.js", ContentType: "text/javascript; charset=utf-8"},
+		StylePath:  {Name: "page/live.css", ContentType: "text/css; charset=utf-8"},
 	})
 }

@@ -1,0 +1,143 @@
+package analyticsreport
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/assistantcms/cms/pkg/pipeline/chstore"
+)
+
+// SessionSummary is one session of an app, as the sessions rollup has it.
+type SessionSummary struct {
+	SessionID string    `json:"sessionId"`
+	Started   time.Time `json:"started"`
+	Ended     time.Time `json:"ended"`
+	Turns     uint64    `json:"turns"`
+	// Outcome is how its last turn or error went: answered, fallback,
+	// error, or "" (none).
+	Outcome string `json:"outcome"`
+	// LeftAt is the handler of its last event.
+	LeftAt string `json:"leftAt"`
+}
+
+// MaxSessions is how many sessions one read lists, MaxTurns how many
+// turns of a conversation.
+const (
+	MaxSessions = 100
+	MaxTurns    = 100
+)
+
+// Sessions lists an app's sessions active from..to, those that started
+// last first, before `before` when it is not zero, at most limit (up to
+// MaxSessions); outcome, when not empty, keeps those that ended so.
+func Sessions(ctx context.Context, s *chstore.Store, app string, from, to, before time.Time, outcome string, limit int) ([]SessionSummary, error) {
+	limit = min(max(limit, 1), MaxSessions)
+	from, to = utcDay(from), utcDay(to)
+	if before.IsZero() {
+		before = to.AddDate(0, 0, 2)
+	}
+	rows, err := s.Conn().Query(s.Context(ctx), "SELECT session_id, started, ended, turn_count, ended_with, left_at FROM (SELECT session_id, "+
+		"minMerge(first_event) AS started, maxMerge(last_event) AS ended, uniqIfMerge(turns) AS turn_count, "+
+		"argMaxIfMerge(outcome) AS ended_with, argMaxIfMerge(last_handler) AS left_at FROM "+s.Table("sessions")+
+		" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) GROUP BY session_id) "+
+		"WHERE started < toDateTime(?, 'UTC') AND (? = '' OR ended_with = ?) ORDER BY started DESC, session_id LIMIT ?",
+		app, from.Format(dayLayout), to.Format(dayLayout), before.UTC().Format(time.DateTime), outcome, outcome, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the sessions of %s: %w", app, err)
+	}
+	defer rows.Close()
+	var out []SessionSummary
+	for rows.Next() {
+		var ss SessionSummary
+		if err := rows.Scan(&ss.SessionID, &ss.Started, &ss.Ended, &ss.Turns, &ss.Outcome, &ss.LeftAt); err != nil {
+			return nil, fmt.Errorf("read the sessions of %s: %w", app, err)
+		}
+		ss.Started, ss.Ended = ss.Started.UTC(), ss.Ended.UTC()
+		out = append(out, ss)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the sessions of %s: %w", app, err)
+	}
+	return out, nil
+}
+
+// Turn is one turn of a conversation: what the user said and what the
+// assistant answered.
+type Turn struct {
+	At      time.Time `json:"at"`
+	Query   string    `json:"query"`
+	Answer  string    `json:"answer"`
+	Handler string    `json:"handler"`
+	Intent  string    `json:"intent"`
+	// Confidence is the match confidence, nil when the turn had none.
+	Confidence *float32 `json:"confidence"`
+	// Request is the request's type (INTENT_REQUEST, INPUT_UNKNOWN_REQUEST, ...).
+	Request string `json:"request"`
+}
+
+// Conversation reads the turns of one session of an app, in order, from
+// the turn at offset on, at most limit (up to MaxTurns). It reads the
+// days the sessions rollup says the session was active, so that only
+// those days of the app are read; a session the rollup does not know (or
+// whose user was forgotten) has no turns.
+func Conversation(ctx context.Context, s *chstore.Store, app, session string, offset, limit int) ([]Turn, error) {
+	limit = min(max(limit, 1), MaxTurns)
+	ctx = s.Context(ctx)
+	var first, last time.Time
+	var n uint64
+	if err := s.Conn().QueryRow(ctx, "SELECT count(), min(day), max(day) FROM "+s.Table("sessions")+" WHERE app_id = ? AND session_id = ?",
+		app, session).Scan(&n, &first, &last); err != nil {
+		return nil, fmt.Errorf("read the days of session %s of %s: %w", session, app, err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := s.Conn().Query(ctx, "SELECT event_time, raw_query, output_display_text, selected_handler, intent_id, match_confidence, request_type FROM "+
+		s.Table("events")+" WHERE app_id = ? AND session_id = ? AND toDate(event_time) >= toDate(?) AND toDate(event_time) <= toDate(?) "+
+		"AND name = 'REQUEST_RESPONSE' ORDER BY event_time, event_id LIMIT 1 BY event_id LIMIT ?, ?",
+		app, session, first.Format(dayLayout), last.Format(dayLayout), offset, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read session %s of %s: %w", session, app, err)
+	}
+	defer rows.Close()
+	var out []Turn
+	for rows.Next() {
+		var tn Turn
+		if err := rows.Scan(&tn.At, &tn.Query, &tn.Answer, &tn.Handler, &tn.Intent, &tn.Confidence, &tn.Request); err != nil {
+			return nil, fmt.Errorf("read session %s of %s: %w", session, app, err)
+		}
+		tn.At = tn.At.UTC()
+		out = append(out, tn)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read session %s of %s: %w", session, app, err)
+	}
+	return out, nil
+}
+
+// MaxSamples is how many sessions Samples names.
+const MaxSamples = 5
+
+// Samples names up to MaxSamples sessions of an app that asked wording
+// (normalised, as gap_daily keeps it) on day, the latest first: the
+// conversations a gap group links to.
+func Samples(ctx context.Context, s *chstore.Store, app, wording string, day time.Time) ([]string, error) {
+	rows, err := s.Conn().Query(s.Context(ctx), "SELECT session_id, max(event_time) AS at FROM "+s.Table("events")+
+		" WHERE app_id = ? AND toDate(event_time) = toDate(?) AND name = 'REQUEST_RESPONSE' AND query_normalized = ? AND session_id != '' "+
+		"GROUP BY session_id ORDER BY at DESC, session_id LIMIT ?", app, utcDay(day).Format(dayLayout), wording, MaxSamples)
+	if err != nil {
+		return nil, fmt.Errorf("read the sessions that asked a gap of %s: %w", app, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		var at time.Time
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, fmt.Errorf("read the sessions that asked a gap of %s: %w", app, err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
