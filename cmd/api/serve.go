@@ -100,7 +100,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		Pages: append(append(operatorPages(status, analytics), live.pages...),
 			contentapi.Page{Path: analyticspage.AuthorsScriptPath, Handler: analyticspage.AuthorsPage()},
 			contentapi.Page{Path: analyticspage.AuthorsStylePath, Handler: analyticspage.AuthorsPage()}),
-		Authorized: append([]contentapi.AuthorizedRoute{live.route}, f.authorsAnalytics(analytics, ch, store, apiCfg.Knowledge.Embedder, log)...),
+		Authorized: append([]contentapi.AuthorizedRoute{live.route}, f.authorsAnalytics(analytics, ch, store, apiCfg.Knowledge, log)...),
 		CORS:       settings.CORS,
 		HTTP:       settings.HTTP,
 		Retention:  contentapi.Retention{Age: *f.retention, Keep: *f.keepRevisions, Interval: *f.pruneInterval},
@@ -364,16 +364,19 @@ const defaultGapVectors = 2 * gapinbox.DefaultMaxWordings
 // report and its gap inbox. The inbox groups by meaning with the built-in
 // encoder when the api ranks with it (vectors of another model would
 // need thresholds of their own), else by words.
-func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch clickHouseReaders, store gapinbox.Content, ranking knowledge.Embedder, log *slog.Logger) []contentapi.AuthorizedRoute {
+func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch clickHouseReaders, store gapinbox.Content, ranking knowledge.Options, log *slog.Logger) []contentapi.AuthorizedRoute {
 	var builder *gapinbox.Builder
 	if ch.gaps != nil {
 		var emb gapinbox.Embedder
-		if c, ok := ranking.(embeddings.Cached); ok {
+		cfg := gapinbox.Config{MaxWordings: *f.gapWordings, FreshFor: *f.gapFresh, BuildsPerMinute: *f.gapBuilds}
+		if c, ok := ranking.Embedder.(embeddings.Cached); ok {
 			if enc, ok := c.Unwrap().(*encoder.Encoder); ok {
 				emb = embeddings.Cached{Cache: embeddings.NewCache(*f.gapVectors), Embedder: enc}
+				// The content's vectors, kept in the content database.
+				cfg.ContentEmbedder, _ = ranking.ContentEmbedder.(gapinbox.Embedder)
 			}
 		}
-		builder = gapinbox.New(ch.gaps, store, emb, gapinbox.Config{MaxWordings: *f.gapWordings, FreshFor: *f.gapFresh, BuildsPerMinute: *f.gapBuilds})
+		builder = gapinbox.New(ch.gaps, store, emb, cfg)
 	}
 	conv := analyticspage.NewConversations(ch.conversations, log)
 	page := analyticspage.AuthorsPage()

@@ -23,20 +23,24 @@ const (
 	GapDismissed GapState = "dismissed"
 )
 
-// Bounds of a decision.
+// Bounds of a decision: the wordings of a group as the inbox lists them
+// (50 at most, each as the rollup keeps it, 500 bytes at most).
 const (
-	MaxGapWordings     = 200
+	MaxGapWordings     = 50
 	MaxGapWordingBytes = 500
 	MaxGapReasonBytes  = 1000
 	MaxGapGroupID      = 64
-	// MaxGapDecisions bounds the decisions an app keeps: a decision on
-	// a group decided before replaces it.
-	MaxGapDecisions = 10000
+	// MaxGapDecisions and MaxGapDecisionBytes (their wordings and
+	// reasons) bound what an app keeps, which every inbox reads: a
+	// decision on a group decided before replaces it.
+	MaxGapDecisions     = 10000
+	MaxGapDecisionBytes = 4 << 20
 )
 
 // ErrTooManyGapDecisions refuses a decision on a new group of an app that
 // keeps MaxGapDecisions already.
-var ErrTooManyGapDecisions = errors.New("the app keeps " + fmt.Sprint(MaxGapDecisions) + " gap decisions, the most it may: reopen some first")
+var ErrTooManyGapDecisions = errors.New("the app keeps " + fmt.Sprint(MaxGapDecisions) + " gap decisions, or " + fmt.Sprint(MaxGapDecisionBytes>>20) +
+	" MiB of them, the most it may: reopen some first")
 
 // GapDecision is a decision about one group, named by its ID, with the
 // group as its authors saw it: its wordings and how many users had asked.

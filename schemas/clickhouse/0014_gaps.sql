@@ -2,9 +2,12 @@
 -- day, read by the gap inbox: turns that fell back ('fallback'),
 -- knowledge-base turns that found neither a document nor an FAQ
 -- ('knowledge_base'), and turns matched with a confidence below 0.9
--- ('low_confidence', in bands of 0.05: band is floor(confidence × 20)),
--- so that each app's inbox applies its own threshold, up to 0.9, to the
--- same rows. A turn that is several of these counts under the first.
+-- ('low_confidence', in bands of 0.05: band is floor(confidence × 20),
+-- the Float32 confidence rounded to 6 places first, so that 0.7 is in
+-- band 14), so that each app's inbox applies its own threshold, up to
+-- 0.9, to the same rows. A turn that is several of these counts under the
+-- first. Questions longer than 500 bytes are not kept: no one asks them,
+-- and a few would make an inbox large.
 -- Counts are of distinct event IDs and users; first_seen and last_seen
 -- are the first and last such turn, to the second. Queries that look like
 -- they hold personal data are not kept, as in unanswered_daily.
@@ -32,13 +35,13 @@ AS SELECT
     toDate(event_time) AS day,
     query_normalized AS query,
     multiIf({{fallback}}, 'fallback', {{knowledgeBaseEmpty}}, 'knowledge_base', 'low_confidence') AS reason,
-    toUInt8(if(reason = 'low_confidence', floor(ifNull(match_confidence, 0) * 20), 0)) AS band,
+    toUInt8(if(reason = 'low_confidence', floor(round(toFloat64(ifNull(match_confidence, 0)), 6) * 20), 0)) AS band,
     uniqState(event_id) AS asked,
     uniqIfState(user_id, user_id != '') AS users,
     minState(toDateTime(event_time, 'UTC')) AS first_seen,
     maxState(toDateTime(event_time, 'UTC')) AS last_seen
 FROM {{table "events"}}
-WHERE {{turn}} AND query_normalized != ''
-  AND ({{fallback}} OR {{knowledgeBaseEmpty}} OR ifNull(match_confidence, 1) < {{maxGapThreshold}})
+WHERE {{turn}} AND query_normalized != '' AND length(query_normalized) <= {{maxGapQueryBytes}}
+  AND ({{fallback}} OR {{knowledgeBaseEmpty}} OR round(toFloat64(ifNull(match_confidence, 1)), 6) < {{maxGapThreshold}})
   AND NOT match(query_normalized, {{.PrivatePattern}})
 GROUP BY app_id, day, query, reason, band;

@@ -387,6 +387,8 @@ const (
 const (
 	MaxGapThreshold = 0.9
 	GapBand         = 0.05
+	// MaxGapQueryBytes is the longest question gap_daily keeps.
+	MaxGapQueryBytes = 500
 )
 
 // LowConfidence is the match confidence below which a turn counts as
@@ -515,6 +517,7 @@ func renderFile(name string, l layout, p params, ttl func(string) string) (Migra
 		"eventRank":          func() string { return eventRank },
 		"knowledgeBaseEmpty": func() string { return knowledgeBaseEmptyCondition },
 		"maxGapThreshold":    func() string { return strconv.FormatFloat(MaxGapThreshold, 'f', -1, 64) },
+		"maxGapQueryBytes":   func() string { return strconv.Itoa(MaxGapQueryBytes) },
 	}).Parse(string(src))
 	if err != nil {
 		return Migration{}, fmt.Errorf("migration %s: %w", name, err)

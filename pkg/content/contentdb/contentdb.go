@@ -38,6 +38,7 @@ type Store interface {
 	SaveVectors(ctx context.Context, app, model string, vectors map[[32]byte][]float32) error
 	// The gap inbox's decisions and settings (gaps.go).
 	DecideGap(ctx context.Context, d content.GapDecision) (content.GapDecision, error)
+	CheckGapDecision(ctx context.Context, d content.GapDecision) error
 	ReopenGap(ctx context.Context, app, group string) error
 	GapDecisions(ctx context.Context, app string) ([]content.GapDecision, error)
 	GapSettings(ctx context.Context, app string) (content.GapSettings, error)

@@ -52,13 +52,9 @@ func (s *DB) DecideGap(ctx context.Context, d content.GapDecision) (content.GapD
 		if err != nil {
 			return err
 		}
-		var kept, same int
-		if err := tx.QueryRowContext(ctx, s.db.Q(`SELECT count(*), count(CASE WHEN group_id = ? THEN 1 END) FROM gap_decisions WHERE app_id = ?`),
-			d.GroupID, d.AppID).Scan(&kept, &same); err != nil {
+		same, err := s.roomForGap(ctx, tx, d, len(wordings))
+		if err != nil {
 			return err
-		}
-		if same == 0 && kept >= content.MaxGapDecisions {
-			return content.ErrTooManyGapDecisions
 		}
 		e := tenancy.AuditEntry{OrganizationID: org, AppID: d.AppID, Operation: op, Subject: "gap/" + d.GroupID, Created: 1 - same, Updated: same}
 		if d.AuditID, err = s.Audit(ctx, tx, e); err != nil {
@@ -76,6 +72,41 @@ func (s *DB) DecideGap(ctx context.Context, d content.GapDecision) (content.GapD
 		return d, fmt.Errorf("decide gap %s of app %s: %w", d.GroupID, d.AppID, err)
 	}
 	return d, nil
+}
+
+// gapQuerier runs the reads of roomForGap in a transaction or not.
+type gapQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// roomForGap refuses d, whose wordings are n bytes of JSON, when the app
+// would keep more decisions, or bytes of them, than it may; same is 1
+// when d replaces a decision on its group.
+func (s *DB) roomForGap(ctx context.Context, q gapQuerier, d content.GapDecision, n int) (same int, err error) {
+	var kept, others int64
+	if err := q.QueryRowContext(ctx, s.db.Q(`SELECT count(*), count(CASE WHEN group_id = ? THEN 1 END),
+		COALESCE(sum(CASE WHEN group_id = ? THEN 0 ELSE length(wordings) + length(reason) END), 0) FROM gap_decisions WHERE app_id = ?`),
+		d.GroupID, d.GroupID, d.AppID).Scan(&kept, &same, &others); err != nil {
+		return 0, err
+	}
+	if (same == 0 && kept >= content.MaxGapDecisions) || others+int64(n+len(d.Reason)) > content.MaxGapDecisionBytes {
+		return 0, content.ErrTooManyGapDecisions
+	}
+	return same, nil
+}
+
+// CheckGapDecision refuses d as DecideGap would, writing nothing: what
+// is written for a decision (an FAQ, say) is checked before.
+func (s *DB) CheckGapDecision(ctx context.Context, d content.GapDecision) error {
+	if ps := d.Check(); len(ps) > 0 {
+		return GapProblems(ps)
+	}
+	wordings, err := json.Marshal(d.Wordings)
+	if err != nil {
+		return err
+	}
+	_, err = s.roomForGap(ctx, s.db.SQL(), d, len(wordings))
+	return err
 }
 
 // ReopenGap forgets the decision on an app's group, with an audit entry;

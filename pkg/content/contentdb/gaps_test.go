@@ -2,6 +2,8 @@ package contentdb
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/assistantcms/cms/internal/contenttest"
@@ -74,6 +76,35 @@ func TestGapDecisions(t *testing.T) {
 			}
 			if _, err := s.DecideGap(ctx, content.GapDecision{AppID: "nope", GroupID: "g", State: content.GapResolved, Wordings: []string{"x"}}); !errors.Is(err, content.ErrNotFound) {
 				t.Errorf("a decision for no app: %v", err)
+			}
+
+			// The bytes an app keeps are bounded: every inbox reads them.
+			long := make([]string, content.MaxGapWordings)
+			for i := range long {
+				long[i] = fmt.Sprintf("%03d %s", i, strings.Repeat("x", content.MaxGapWordingBytes-4))
+			}
+			kept := 0
+			for ; kept < 1000; kept++ {
+				d := content.GapDecision{AppID: "app", GroupID: fmt.Sprint("big-", kept), State: content.GapResolved, Wordings: long}
+				if err := s.CheckGapDecision(t.Context(), d); err != nil {
+					if !errors.Is(err, content.ErrTooManyGapDecisions) {
+						t.Fatal(err)
+					}
+					if _, err := s.DecideGap(ctx, d); !errors.Is(err, content.ErrTooManyGapDecisions) {
+						t.Fatalf("a decision past the bound checked refused, then written: %v", err)
+					}
+					break
+				}
+				if _, err := s.DecideGap(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := content.MaxGapDecisionBytes / (content.MaxGapWordings * (content.MaxGapWordingBytes + 3)); kept != want {
+				t.Errorf("%d decisions of %d bytes kept, want %d", kept, content.MaxGapWordings*content.MaxGapWordingBytes, want)
+			}
+			// Replacing one is no more.
+			if _, err := s.DecideGap(ctx, content.GapDecision{AppID: "app", GroupID: "big-0", State: content.GapDismissed, Reason: "r", Wordings: long}); err != nil {
+				t.Errorf("replacing a decision at the bound: %v", err)
 			}
 
 			if g, err := s.GapSettings(t.Context(), "app"); err != nil || g != content.DefaultGapSettings() {

@@ -145,9 +145,10 @@ func centre(vectors [][]float32, reference []float32) ([][]float32, error) {
 // runs of letters and digits, less a final "s" and the commonest words of
 // English questions.
 func ByWords(texts []string, threshold float64) [][]int {
+	stop := stopWords()
 	sets := make([]map[string]bool, len(texts))
 	for i, t := range texts {
-		sets[i] = words(t)
+		sets[i] = words(t, stop)
 	}
 	var groups [][]int
 	for i := range texts {
@@ -168,7 +169,7 @@ func ByWords(texts []string, threshold float64) [][]int {
 
 // stopWords are left out of ByWords' comparison: shared by most
 // questions, they say nothing of the need.
-var stopWords = func() map[string]bool {
+func stopWords() map[string]bool {
 	out := map[string]bool{}
 	for _, w := range strings.Fields("a an the i me my we our you your it its is are was be do doe did can could " +
 		"will would should how what when where why who which to of in on at for from with by and or but " +
@@ -176,16 +177,16 @@ var stopWords = func() map[string]bool {
 		out[w] = true
 	}
 	return out
-}()
+}
 
-// words are the distinct words of t that ByWords compares.
-func words(t string) map[string]bool {
+// words are the distinct words of t that ByWords compares, less stop.
+func words(t string, stop map[string]bool) map[string]bool {
 	out := map[string]bool{}
 	for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if len(w) > 3 {
 			w = strings.TrimSuffix(w, "s")
 		}
-		if !stopWords[w] {
+		if !stop[w] {
 			out[w] = true
 		}
 	}

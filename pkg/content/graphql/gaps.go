@@ -17,6 +17,7 @@ import (
 // inbox, and the inbox's settings.
 type GapStore interface {
 	DecideGap(ctx context.Context, d content.GapDecision) (content.GapDecision, error)
+	CheckGapDecision(ctx context.Context, d content.GapDecision) error
 	ReopenGap(ctx context.Context, app, group string) error
 	GapDecisions(ctx context.Context, app string) ([]content.GapDecision, error)
 	GapSettings(ctx context.Context, app string) (content.GapSettings, error)
@@ -214,10 +215,13 @@ func gapError(err error) error {
 }
 
 // checkDecision refuses a decision the store would, before content is
-// written for it.
-func checkDecision(d content.GapDecision) error {
+// written for it: its content and the app's room for it.
+func checkDecision(ctx context.Context, gs GapStore, d content.GapDecision) error {
 	if ps := d.Check(); len(ps) > 0 {
 		return fromProblems("", ps)
+	}
+	if err := gs.CheckGapDecision(ctx, d); err != nil {
+		return gapError(err)
 	}
 	return nil
 }
@@ -228,7 +232,7 @@ func (r *resolvers) dismissGap(p gql.ResolveParams) (any, error) {
 		return nil, err
 	}
 	d := seenGroup(p, t, content.GapDismissed)
-	if err := checkDecision(d); err != nil {
+	if err := checkDecision(p.Context, gs, d); err != nil {
 		return nil, err
 	}
 	if d, err = gs.DecideGap(auditedAs(p), d); err != nil {
@@ -284,7 +288,7 @@ func (r *resolvers) addGapWordings(p gql.ResolveParams) (any, error) {
 		return nil, err
 	}
 	d := seenGroup(p, t, content.GapResolved)
-	if err := checkDecision(d); err != nil {
+	if err := checkDecision(p.Context, gs, d); err != nil {
 		return nil, err
 	}
 	faqID, toFAQ := p.Args["faqId"].(string)
@@ -341,7 +345,7 @@ func (r *resolvers) createFaqFromGap(p gql.ResolveParams) (any, error) {
 		return nil, err
 	}
 	d := seenGroup(p, t, content.GapResolved)
-	if err := checkDecision(d); err != nil {
+	if err := checkDecision(p.Context, gs, d); err != nil {
 		return nil, err
 	}
 	in, _ := p.Args["faq"].(map[string]any)

@@ -34,15 +34,15 @@ const (
 
 // Conversations reads sessions and their turns; *ClickHouse satisfies it.
 type Conversations interface {
-	Sessions(ctx context.Context, app string, from, to, before time.Time, outcome string, limit int) ([]analyticsreport.SessionSummary, error)
+	Sessions(ctx context.Context, q analyticsreport.SessionsQuery) ([]analyticsreport.SessionSummary, error)
 	Conversation(ctx context.Context, app, session string, offset, limit int) ([]analyticsreport.Turn, error)
 	Samples(ctx context.Context, app, wording string, day time.Time) ([]string, error)
 }
 
 // Sessions implements Conversations.
-func (c *ClickHouse) Sessions(ctx context.Context, app string, from, to, before time.Time, outcome string, limit int) (out []analyticsreport.SessionSummary, err error) {
+func (c *ClickHouse) Sessions(ctx context.Context, q analyticsreport.SessionsQuery) (out []analyticsreport.SessionSummary, err error) {
 	err = c.conn.Do(ctx, func(s *chstore.Store) error {
-		out, err = analyticsreport.Sessions(ctx, s, app, from, to, before, outcome, limit)
+		out, err = analyticsreport.Sessions(ctx, s, q)
 		return err
 	})
 	return out, err
@@ -121,45 +121,51 @@ func (h *ConversationHandler) answer(w http.ResponseWriter, r *http.Request, wha
 }
 
 // Sessions answers the sessions of t's app: days (default 7), outcome
-// (answered, fallback, error), before (RFC 3339: the page after the
-// sessions that started then) and limit (1 to 100, default 50).
+// (answered, fallback, error), after and afterSession (the page after the
+// session that started then, an answer's next and nextSession) and limit
+// (1 to 100, default 50).
 func (h *ConversationHandler) Sessions(w http.ResponseWriter, r *http.Request, t auth.Target, _ func(context.Context) error) {
 	var out struct {
 		Sessions []analyticsreport.SessionSummary `json:"sessions"`
-		// Next is the before of the next page, empty after the last.
-		Next string `json:"next"`
+		// Next and NextSession name the next page; empty after the last.
+		Next        string `json:"next"`
+		NextSession string `json:"nextSession"`
 	}
 	err := func() error {
 		days, err := intParam(r, "days", 7, 1, MaxDays)
 		if err != nil {
 			return err
 		}
-		limit, err := intParam(r, "limit", defaultPage, 1, analyticsreport.MaxSessions)
-		if err != nil {
+		q := analyticsreport.SessionsQuery{AppID: t.AppID, Outcome: r.URL.Query().Get("outcome"), AfterSession: r.URL.Query().Get("afterSession")}
+		if q.Limit, err = intParam(r, "limit", defaultPage, 1, analyticsreport.MaxSessions); err != nil {
 			return err
 		}
-		outcome := r.URL.Query().Get("outcome")
-		switch outcome {
+		switch q.Outcome {
 		case "", "answered", "fallback", "error":
 		default:
-			return &paramError{"outcome", fmt.Sprintf("outcome is %q: want answered, fallback or error.", outcome)}
+			return &paramError{"outcome", fmt.Sprintf("outcome is %q: want answered, fallback or error.", q.Outcome)}
 		}
-		var before time.Time
-		if s := r.URL.Query().Get("before"); s != "" {
-			if before, err = time.Parse(time.RFC3339, s); err != nil {
-				return &paramError{"before", fmt.Sprintf("before is %q: want an RFC 3339 time.", s)}
+		if s := r.URL.Query().Get("after"); s != "" {
+			if q.AfterStart, err = time.Parse(time.RFC3339, s); err != nil {
+				return &paramError{"after", fmt.Sprintf("after is %q: want an RFC 3339 time.", s)}
 			}
+		}
+		if len(q.AfterSession) > maxSessionID {
+			return &paramError{"afterSession", fmt.Sprintf("afterSession has more than %d bytes.", maxSessionID)}
 		}
 		if h.c == nil {
 			return nil
 		}
 		y, m, d := h.now().UTC().Date()
-		to := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-		if out.Sessions, err = h.c.Sessions(r.Context(), t.AppID, to.AddDate(0, 0, 1-days), to, before, outcome, limit); err != nil {
+		q.To = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+		q.From = q.To.AddDate(0, 0, 1-days)
+		ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
+		defer cancel()
+		if out.Sessions, err = h.c.Sessions(ctx, q); err != nil {
 			return err
 		}
-		if len(out.Sessions) == limit {
-			out.Next = out.Sessions[limit-1].Started.Format(time.RFC3339)
+		if n := len(out.Sessions); n == q.Limit {
+			out.Next, out.NextSession = out.Sessions[n-1].Started.Truncate(time.Second).Format(time.RFC3339), out.Sessions[n-1].SessionID
 		}
 		if out.Sessions == nil {
 			out.Sessions = []analyticsreport.SessionSummary{}
@@ -192,7 +198,9 @@ func (h *ConversationHandler) Conversation(w http.ResponseWriter, r *http.Reques
 			return err
 		}
 		// One more than asked says whether a page follows.
-		turns, err := h.c.Conversation(r.Context(), t.AppID, out.SessionID, out.Offset, limit+1)
+		ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
+		defer cancel()
+		turns, err := h.c.Conversation(ctx, t.AppID, out.SessionID, out.Offset, limit+1)
 		if err != nil {
 			return err
 		}
@@ -227,7 +235,9 @@ func (h *ConversationHandler) Samples(w http.ResponseWriter, r *http.Request, t 
 		if h.c == nil {
 			return nil
 		}
-		if out.Sessions, err = h.c.Samples(r.Context(), t.AppID, out.Wording, day); err != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
+		defer cancel()
+		if out.Sessions, err = h.c.Samples(ctx, t.AppID, out.Wording, day); err != nil {
 			return err
 		}
 		out.Sessions = append([]string{}, out.Sessions...)

@@ -98,8 +98,8 @@ type contentIndex struct {
 	vs      *embeddings.Vectors
 }
 
-// index reads the app's content texts and embeds them (their vectors are
-// mostly in the embedder's cache).
+// index reads the app's content texts and embeds them with the content's
+// embedder, which mostly has their vectors already.
 func (b *Builder) index(ctx context.Context, app string) (*contentIndex, error) {
 	texts, handled, err := contentTexts(ctx, b.content, app)
 	if err != nil {
@@ -111,7 +111,7 @@ func (b *Builder) index(ctx context.Context, app string) (*contentIndex, error) 
 	}
 	var tv [][]float32
 	if len(strs) > 0 {
-		if tv, err = b.emb.EmbedApp(ctx, app, strs); err != nil {
+		if tv, err = b.cfg.ContentEmbedder.EmbedApp(ctx, app, strs); err != nil {
 			return nil, fmt.Errorf("embed the content of %s: %w", app, err)
 		}
 	}
@@ -125,13 +125,28 @@ func (b *Builder) index(ctx context.Context, app string) (*contentIndex, error) 
 // nearest names, for each of groups among the first maxNearestGroups of
 // the build, the FAQ and intent whose texts are closest to its
 // representative, and the intent's handler, once for each group of the
-// build.
+// build. Finding them takes the builds' turn, as it may embed the app's
+// content.
 func (b *Builder) nearest(ctx context.Context, app string, bd *build, groups []Group) error {
 	if b.emb == nil || b.content == nil || bd.leaders == nil {
 		return nil
 	}
 	bd.nearestMu.Lock()
 	defer bd.nearestMu.Unlock()
+	missing := false
+	for _, g := range groups {
+		if _, ok := bd.nearest[g.rank]; !ok && g.rank < len(bd.leaders) {
+			missing = true
+		}
+	}
+	if missing {
+		select {
+		case b.turn <- struct{}{}:
+			defer func() { <-b.turn }()
+		case <-ctx.Done():
+			return ErrBusy
+		}
+	}
 	if bd.nearest == nil {
 		bd.nearest = map[int]*Nearest{}
 	}

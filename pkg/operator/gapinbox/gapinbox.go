@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -64,6 +65,11 @@ type Config struct {
 	// many), so that one app's authors asking for ever other inboxes
 	// cannot take every build's turn from the others.
 	BuildsPerMinute int
+	// ContentEmbedder embeds the app's FAQ questions and utterance
+	// patterns, to find each group's nearest: the embedder the content's
+	// vectors are kept by, so that they are mostly there already. Nil:
+	// the Builder's embedder.
+	ContentEmbedder Embedder
 }
 
 // Inbox is an app's unanswered questions over a range of days, grouped.
@@ -167,11 +173,12 @@ type Builder struct {
 	// perApp counts each app's builds.
 	perApp *ratelimit.Limiter
 
+	// reference is the mean vector of gapgroup.ReferenceQuestions, once
+	// embedded; read and written holding the turn.
+	reference []float32
+
 	mu     sync.Mutex
 	recent map[key]*build
-	// reference is the mean vector of gapgroup.ReferenceQuestions, once
-	// embedded.
-	reference []float32
 }
 
 // maxRecent bounds the builds kept to be answered again, and
@@ -217,14 +224,20 @@ func New(src Source, c Content, emb Embedder, cfg Config) *Builder {
 	if cfg.BuildsPerMinute <= 0 {
 		cfg.BuildsPerMinute = DefaultBuildsPerMinute
 	}
+	if cfg.ContentEmbedder == nil {
+		cfg.ContentEmbedder = emb
+	}
 	b := &Builder{src: src, content: c, emb: emb, cfg: cfg, now: time.Now, turn: make(chan struct{}, 1), recent: map[key]*build{}}
 	b.perApp = ratelimit.New(float64(cfg.BuildsPerMinute)/60, cfg.BuildsPerMinute, func() time.Time { return b.now() })
 	return b
 }
 
-// ErrBusy is Build's error when another build held the process past the
-// request's deadline.
-var ErrBusy = errors.New("another gap inbox is being built")
+// ErrBusy is Build's error when the request's deadline passed before its
+// inbox was built: the build goes on, and answers a later request.
+var ErrBusy = errors.New("the gap inbox is being built")
+
+// buildLimit bounds one build, its wait for its turn included.
+const buildLimit = 2 * time.Minute
 
 // TooManyBuilds is Build's error when an app's builds are over
 // Config.BuildsPerMinute.
@@ -250,6 +263,9 @@ func (b *Builder) shared(ctx context.Context, app string, days int, lowConfidenc
 	if err := analyticsreport.CheckLowConfidence(lowConfidence); err != nil {
 		return nil, err
 	}
+	// One key for each band, however the threshold was spelled: bands
+	// are multiples of 0.05, exact to two places.
+	lowConfidence = math.Round(lowConfidence*100) / 100
 	k := key{app, days, lowConfidence}
 	b.mu.Lock()
 	bd := b.recent[k]
@@ -271,16 +287,28 @@ func (b *Builder) shared(ctx context.Context, app string, days int, lowConfidenc
 		b.forgetStaleLocked()
 		b.recent[k] = bd
 		b.mu.Unlock()
-		bd.err = b.build(ctx, k, bd)
-		close(bd.done)
-		return bd, bd.err
+		// The build is the app's, not the request's: it goes on when the
+		// client that started it leaves, for those waiting and the next
+		// to ask, within its own time.
+		go func() {
+			defer close(bd.done)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), buildLimit)
+			defer cancel()
+			defer func() {
+				if p := recover(); p != nil {
+					bd.err = fmt.Errorf("build the gap inbox of %s: %v", app, p)
+				}
+			}()
+			bd.err = b.build(ctx, k, bd)
+		}()
+	} else {
+		b.mu.Unlock()
 	}
-	b.mu.Unlock()
 	select {
 	case <-bd.done:
 		return bd, bd.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, ErrBusy
 	}
 }
 
@@ -313,7 +341,7 @@ func (b *Builder) build(ctx context.Context, k key, bd *build) error {
 	case b.turn <- struct{}{}:
 		defer func() { <-b.turn }()
 	case <-ctx.Done():
-		return ErrBusy
+		return fmt.Errorf("build the gap inbox of %s: no turn within %v: %w", k.app, buildLimit, ctx.Err())
 	}
 	now := b.now().UTC()
 	y, m, d := now.Date()

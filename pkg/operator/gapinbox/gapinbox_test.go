@@ -10,6 +10,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/pipeline/analyticsreport"
+	chschema "github.com/assistantcms/cms/schemas/clickhouse"
 )
 
 // fakeSource answers every app with the same wordings, counting reads.
@@ -217,5 +218,15 @@ func TestBuildsOfOneAppAreBounded(t *testing.T) {
 	}
 	if _, err := b.Build(ctx, "other", 4, 0.5); err != nil {
 		t.Errorf("another app's build refused: %v", err)
+	}
+}
+
+// TestBoundsAgree: the content model checks decisions and settings with
+// the bounds the rollup keeps.
+func TestBoundsAgree(t *testing.T) {
+	if content.GapBand != chschema.GapBand || content.MaxLowConfidence != chschema.MaxGapThreshold ||
+		content.DefaultGapLowConfidence != chschema.LowConfidence || content.MaxGapWordingBytes != chschema.MaxGapQueryBytes ||
+		content.MaxGapWordings != MaxListed {
+		t.Error("the content model's gap bounds differ from the rollup's or the inbox's")
 	}
 }

@@ -91,7 +91,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, t auth.Target, _
 		httpserve.Error(w, http.StatusTooManyRequests, "", "This app's gap inboxes were built too often: retry later, or ask again for one built in the last minute.")
 	case errors.Is(err, ErrBusy), errors.Is(err, context.DeadlineExceeded):
 		httpserve.RetryAfter(w, 5)
-		httpserve.Error(w, http.StatusServiceUnavailable, "", "Other gap inboxes are being built; retry shortly.")
+		httpserve.Error(w, http.StatusServiceUnavailable, "", "The gap inbox is being built; retry shortly.")
 	default:
 		h.log.Error("gap inbox: build", "app", t.AppID, "days", days, "err", err)
 		httpserve.RetryAfter(w, 5)

@@ -28,36 +28,61 @@ const (
 	MaxTurns    = 100
 )
 
-// Sessions lists an app's sessions active from..to, those that started
-// last first, before `before` when it is not zero, at most limit (up to
-// MaxSessions); outcome, when not empty, keeps those that ended so.
-func Sessions(ctx context.Context, s *chstore.Store, app string, from, to, before time.Time, outcome string, limit int) ([]SessionSummary, error) {
-	limit = min(max(limit, 1), MaxSessions)
-	from, to = utcDay(from), utcDay(to)
-	if before.IsZero() {
-		before = to.AddDate(0, 0, 2)
+// SessionsQuery chooses the sessions Sessions lists.
+type SessionsQuery struct {
+	AppID    string
+	From, To time.Time
+	// Outcome, when not empty, keeps the sessions that ended so.
+	Outcome string
+	// After names the page: the sessions listed after the one that
+	// started at AfterStart (to the second) with ID AfterSession; zero
+	// for the first page.
+	AfterStart   time.Time
+	AfterSession string
+	// Limit is how many, up to MaxSessions.
+	Limit int
+}
+
+// Sessions lists the sessions of an app active from..to, those that
+// started last first (sessions that started in one second by ID).
+func Sessions(ctx context.Context, s *chstore.Store, q SessionsQuery) ([]SessionSummary, error) {
+	limit := min(max(q.Limit, 1), MaxSessions)
+	from, to := utcDay(q.From), utcDay(q.To)
+	page, args := "", []any{q.AppID, from.Format(dayLayout), to.Format(dayLayout)}
+	if !q.AfterStart.IsZero() {
+		// Sessions that started after the page's last are on earlier
+		// pages; the days after its start need not be read.
+		page = " AND (sec < ? OR (sec = ? AND session_id > ?))"
+		if d := utcDay(q.AfterStart); d.Before(to) {
+			args[2] = d.Format(dayLayout)
+		}
 	}
+	args = append(args, q.Outcome, q.Outcome)
+	if page != "" {
+		sec := q.AfterStart.UTC().Unix()
+		args = append(args, sec, sec, q.AfterSession)
+	}
+	args = append(args, limit)
 	rows, err := s.Conn().Query(s.Context(ctx), "SELECT session_id, started, ended, turn_count, ended_with, left_at FROM (SELECT session_id, "+
 		"minMerge(first_event) AS started, maxMerge(last_event) AS ended, uniqIfMerge(turns) AS turn_count, "+
-		"argMaxIfMerge(outcome) AS ended_with, argMaxIfMerge(last_handler) AS left_at FROM "+s.Table("sessions")+
+		"argMaxIfMerge(outcome) AS ended_with, argMaxIfMerge(last_handler) AS left_at, toUInt32(toDateTime(started)) AS sec FROM "+s.Table("sessions")+
 		" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) GROUP BY session_id) "+
-		"WHERE started < toDateTime(?, 'UTC') AND (? = '' OR ended_with = ?) ORDER BY started DESC, session_id LIMIT ?",
-		app, from.Format(dayLayout), to.Format(dayLayout), before.UTC().Format(time.DateTime), outcome, outcome, limit)
+		"WHERE (? = '' OR ended_with = ?)"+page+" ORDER BY sec DESC, session_id LIMIT ?", args...)
 	if err != nil {
-		return nil, fmt.Errorf("read the sessions of %s: %w", app, err)
+		return nil, fmt.Errorf("read the sessions of %s: %w", q.AppID, err)
 	}
 	defer rows.Close()
 	var out []SessionSummary
 	for rows.Next() {
 		var ss SessionSummary
 		if err := rows.Scan(&ss.SessionID, &ss.Started, &ss.Ended, &ss.Turns, &ss.Outcome, &ss.LeftAt); err != nil {
-			return nil, fmt.Errorf("read the sessions of %s: %w", app, err)
+			return nil, fmt.Errorf("read the sessions of %s: %w", q.AppID, err)
 		}
 		ss.Started, ss.Ended = ss.Started.UTC(), ss.Ended.UTC()
 		out = append(out, ss)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the sessions of %s: %w", app, err)
+		return nil, fmt.Errorf("read the sessions of %s: %w", q.AppID, err)
 	}
 	return out, nil
 }
@@ -139,5 +164,8 @@ func Samples(ctx context.Context, s *chstore.Store, app, wording string, day tim
 		}
 		out = append(out, id)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the sessions that asked a gap of %s: %w", app, err)
+	}
+	return out, nil
 }

@@ -36,6 +36,10 @@ func TestConversations(t *testing.T) {
 		ev("shop", "s1", "ann", "REQUEST_RESPONSE", "opening hours", "Nine to five.", at(0, 2)), // the next day
 		ev("shop", "s2", "bob", "REQUEST_RESPONSE", "do you sell skateboards", "Not yet.", at(0, 3)),
 		ev("other", "s3", "cy", "REQUEST_RESPONSE", "do you sell skateboards", "No.", at(0, 4)),
+		// Three sessions that started in one second, paged one by one.
+		ev("paged", "p2", "u", "REQUEST_RESPONSE", "a", "b", at(0, 5)),
+		ev("paged", "p1", "u", "REQUEST_RESPONSE", "a", "b", at(0, 5)),
+		ev("paged", "p3", "u", "REQUEST_RESPONSE", "a", "b", at(0, 5)),
 	} {
 		f.AddTo(&b)
 	}
@@ -43,7 +47,8 @@ func TestConversations(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := Sessions(ctx, s, "shop", today.AddDate(0, 0, -6), today, time.Time{}, "", 10)
+	week := SessionsQuery{AppID: "shop", From: today.AddDate(0, 0, -6), To: today, Limit: 10}
+	got, err := Sessions(ctx, s, week)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +56,31 @@ func TestConversations(t *testing.T) {
 		!got[1].Ended.Equal(at(0, 2)) || got[1].Outcome != "answered" || got[1].LeftAt != "Hs1" {
 		t.Errorf("sessions %+v", got)
 	}
-	if older, _ := Sessions(ctx, s, "shop", today.AddDate(0, 0, -6), today, got[0].Started, "", 10); len(older) != 1 || older[0].SessionID != "s1" {
-		t.Errorf("sessions before s2's start: %+v", older)
+	next := week
+	next.Limit, next.AfterStart, next.AfterSession = 1, got[0].Started, got[0].SessionID
+	if older, _ := Sessions(ctx, s, next); len(older) != 1 || older[0].SessionID != "s1" {
+		t.Errorf("the page after s2: %+v", older)
+	}
+	var paged []string
+	q := SessionsQuery{AppID: "paged", From: today, To: today, Limit: 1}
+	for range 4 {
+		page, err := Sessions(ctx, s, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page[0].SessionID)
+		q.AfterStart, q.AfterSession = page[0].Started, page[0].SessionID
+	}
+	if fmt.Sprint(paged) != "[p1 p2 p3]" {
+		t.Errorf("sessions of one second, a page each: %v", paged)
+	}
+	fallback := week
+	fallback.Outcome = "fallback"
+	if none, err := Sessions(ctx, s, fallback); err != nil || len(none) != 0 {
+		t.Errorf("sessions that ended in a fallback: %+v, %v", none, err)
 	}
 
 	turns, err := Conversation(ctx, s, "shop", "s1", 0, 10)
@@ -86,7 +114,7 @@ func TestConversations(t *testing.T) {
 	if turns, err := Conversation(ctx, s, "shop", "s1", 0, 10); err != nil || len(turns) != 0 {
 		t.Errorf("a forgotten user's conversation: %+v, %v", turns, err)
 	}
-	if got, _ := Sessions(ctx, s, "shop", today.AddDate(0, 0, -6), today, time.Time{}, "", 10); len(got) != 1 || got[0].SessionID != "s2" {
+	if got, _ := Sessions(ctx, s, week); len(got) != 1 || got[0].SessionID != "s2" {
 		t.Errorf("sessions after forgetting ann: %+v", got)
 	}
 }

@@ -22,7 +22,7 @@ type GapWording struct {
 	FirstSeen time.Time `json:"firstSeen"`
 	LastSeen  time.Time `json:"lastSeen"`
 	// ThisWeek counts the turns of the range's last 7 days, LastWeek
-	// those of the 7 before.
+	// those of the 7 before, whatever the range.
 	ThisWeek uint64 `json:"thisWeek"`
 	LastWeek uint64 `json:"lastWeek"`
 	// Reason is why most of its turns were gaps: "fallback" (not
@@ -71,13 +71,26 @@ func Gaps(ctx context.Context, s *chstore.Store, q GapQuery) ([]GapWording, erro
 	}
 	band := int(math.Round(q.LowConfidence / chschema.GapBand))
 	// One pass over the rows: the turns of each week and reason are
-	// merged from the same states, under conditions.
-	rows, err := s.Conn().Query(s.Context(ctx), "SELECT query, uniqMerge(asked) AS times, uniqIfMerge(users) AS people, minMerge(first_seen), maxMerge(last_seen), "+
+	// merged from the same states, under conditions. A range shorter than
+	// the two weeks compared reads those too, and counts only its own
+	// days in everything else.
+	weeksFrom := to.AddDate(0, 0, -13)
+	readFrom, inRange, reasonIn := from, func(f, col string) string { return f + "(" + col + ")" }, ""
+	if weeksFrom.Before(from) {
+		readFrom = weeksFrom
+		cond := "day >= toDate('" + from.Format(dayLayout) + "')"
+		inRange = func(f, col string) string { return f + "If(" + col + ", " + cond + ")" }
+		reasonIn = " AND " + cond
+	}
+	reason := func(r string) string { return "uniqMergeIf(asked, reason = '" + r + "'" + reasonIn + ")" }
+	rows, err := s.Conn().Query(s.Context(ctx), "SELECT query, "+inRange("uniqMerge", "asked")+" AS times, "+inRange("uniqIfMerge", "users")+" AS people, "+
+		inRange("minMerge", "first_seen")+", "+inRange("maxMerge", "last_seen")+", "+
 		"uniqMergeIf(asked, day > toDate(?) - 7), uniqMergeIf(asked, day > toDate(?) - 14 AND day <= toDate(?) - 7), "+
-		"uniqMergeIf(asked, reason = 'fallback'), uniqMergeIf(asked, reason = 'knowledge_base'), uniqMergeIf(asked, reason = 'low_confidence') FROM "+
-		s.Table("gap_daily")+" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) AND (reason != 'low_confidence' OR band < ?) "+
-		"GROUP BY query ORDER BY people DESC, times DESC, query LIMIT ?",
-		to.Format(dayLayout), to.Format(dayLayout), to.Format(dayLayout), q.AppID, from.Format(dayLayout), to.Format(dayLayout), band, q.Limit)
+		reason("fallback")+", "+reason("knowledge_base")+", "+reason("low_confidence")+" FROM "+
+		s.Table("gap_daily")+" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) AND (reason != 'low_confidence' OR band < ?) AND length(query) <= ? "+
+		"GROUP BY query HAVING times > 0 ORDER BY people DESC, times DESC, query LIMIT ?",
+		to.Format(dayLayout), to.Format(dayLayout), to.Format(dayLayout), q.AppID, readFrom.Format(dayLayout), to.Format(dayLayout), band,
+		chschema.MaxGapQueryBytes, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the gaps of %s: %w", q.AppID, err)
 	}

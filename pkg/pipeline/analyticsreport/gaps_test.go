@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ func TestGaps(t *testing.T) {
 		matched("u4", "opening times", 0.7, at(-2, 0)),
 		matched("u4", "where is my order", 0.95, at(-2, 1)),
 		fallback("demo-app", "u7", "call me on 5551234567", at(0, 5)),
+		fallback("demo-app", "u9", strings.Repeat("long ", 101), at(0, 5)), // over 500 bytes
+		matched("u9", "when do you close", 0.7, at(-1, 1)),                 // Float32 0.7 is in the band from 0.7
+		matched("u9", "when do you open", 0.9, at(-1, 2)),                  // not kept: at 0.9
 		fallback("other-app", "u8", "do you sell skateboards", at(0, 6)),
 	} {
 		f.AddTo(&b)
@@ -57,12 +61,15 @@ func TestGaps(t *testing.T) {
 	if err := s.InsertEvents(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
-	skateboards := GapWording{Query: "do you sell skateboards", Asked: 2, Users: 2, FirstSeen: at(0, 1), LastSeen: at(0, 2), ThisWeek: 2, Reason: "fallback"}
+	// The week before counts in a week's range too: the turn of ten days
+	// ago is last week's, and not among the range's turns.
+	skateboards := GapWording{Query: "do you sell skateboards", Asked: 2, Users: 2, FirstSeen: at(0, 1), LastSeen: at(0, 2), ThisWeek: 2, LastWeek: 1, Reason: "fallback"}
 	available := GapWording{Query: "skateboards available?", Asked: 1, Users: 1, FirstSeen: at(0, 3), LastSeen: at(0, 3), ThisWeek: 1, Reason: "knowledge_base"}
 	open := GapWording{Query: "when are you open", Asked: 1, Users: 1, FirstSeen: at(-1, 0), LastSeen: at(-1, 0), ThisWeek: 1, Reason: "low_confidence"}
 	times := GapWording{Query: "opening times", Asked: 1, Users: 1, FirstSeen: at(-2, 0), LastSeen: at(-2, 0), ThisWeek: 1, Reason: "low_confidence"}
+	closes := GapWording{Query: "when do you close", Asked: 1, Users: 1, FirstSeen: at(-1, 1), LastSeen: at(-1, 1), ThisWeek: 1, Reason: "low_confidence"}
 	month := skateboards
-	month.Asked, month.FirstSeen, month.LastWeek = 3, at(-10, 0), 1
+	month.Asked, month.FirstSeen = 3, at(-10, 0)
 	for _, tc := range []struct {
 		name      string
 		from      int
@@ -72,7 +79,8 @@ func TestGaps(t *testing.T) {
 	}{
 		{"a week, default threshold", -6, 0.5, 100, []GapWording{skateboards, available, open}},
 		{"a month", -29, 0.5, 100, []GapWording{month, available, open}},
-		{"a higher threshold", -6, 0.8, 100, []GapWording{skateboards, times, available, open}},
+		{"a higher threshold", -6, 0.8, 100, []GapWording{skateboards, times, available, open, closes}},
+		{"a threshold of 0.7", -6, 0.7, 100, []GapWording{skateboards, available, open}},
 		{"the lowest threshold", -6, 0.05, 100, []GapWording{skateboards, available}},
 		{"limited", -6, 0.5, 1, []GapWording{skateboards}},
 	} {
