@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -296,4 +297,93 @@ func LocalName(o chschema.Options, table string) string {
 		return table + chschema.LocalSuffix
 	}
 	return table
+}
+
+// ModernValue formats a value of a JSONCompact result as query formats
+// the 18.16 server's, so that the two compare as text. Only
+// representations differ: JSONCompact writes times as text in the
+// column's type (DateTime64 with milliseconds where 18.16 has DateTime in
+// seconds; Date without a time) where the Go driver gives time.Time, and
+// floats as JSON numbers where query rounds them to three digits.
+func ModernValue(typ string, v any) (string, error) {
+	if v == nil {
+		return fmt.Sprint(v), nil // NULL, as query formats a nil pointer
+	}
+	base := strings.TrimSuffix(strings.TrimPrefix(typ, "Nullable("), ")")
+	switch {
+	case base == "Date":
+		d, err := time.Parse(time.DateOnly, fmt.Sprint(v))
+		if err != nil {
+			return "", err
+		}
+		return d.Format(time.RFC3339), nil
+	case strings.HasPrefix(base, "DateTime"):
+		at, err := time.ParseInLocation("2006-01-02 15:04:05.999999999", fmt.Sprint(v), time.UTC)
+		if err != nil {
+			return "", err
+		}
+		// RFC3339Nano keeps a fraction the 18.16 side cannot have, so
+		// that a time that differs below the second still fails.
+		return at.Format(time.RFC3339Nano), nil
+	case strings.HasPrefix(base, "Float"):
+		f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%.3g", f), nil
+	}
+	if a, ok := v.([]any); ok {
+		if typ != "Array(String)" {
+			return "", fmt.Errorf("type %s: only arrays of strings are compared", typ)
+		}
+		return fmt.Sprint(a), nil // as query formats a []string
+	}
+	return fmt.Sprint(v), nil
+}
+
+// ModernRows formats the rows of a modern engine's result as Query
+// formats the 18.16 server's.
+func ModernRows(t testing.TB, res *modernch.Result) [][]string {
+	t.Helper()
+	got := make([][]string, len(res.Rows))
+	for i, row := range res.Rows {
+		got[i] = make([]string, len(row))
+		for j, val := range row {
+			var err error
+			if got[i][j], err = ModernValue(res.Columns[j].Type, val); err != nil {
+				t.Fatalf("row %d, column %s: %v", i, res.Columns[j].Name, err)
+			}
+		}
+	}
+	return got
+}
+
+// Literal renders sql with each ? replaced by args in turn as a
+// ClickHouse literal (strings quoted, numbers as written), for an engine
+// reached without the driver's binding. The SQL must hold no ? of its own.
+func Literal(sql string, args ...any) (string, error) {
+	var b strings.Builder
+	n := 0
+	for _, r := range sql {
+		if r != '?' {
+			b.WriteRune(r)
+			continue
+		}
+		if n == len(args) {
+			return "", fmt.Errorf("%d arguments for more placeholders: %s", len(args), sql)
+		}
+		switch v := args[n].(type) {
+		case string:
+			b.WriteString("'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'")
+		case int, int64, uint64, uint8, int32, uint32:
+			fmt.Fprint(&b, v)
+		default:
+			return "", fmt.Errorf("argument %d: %T has no literal here", n, v)
+		}
+		n++
+	}
+	if n != len(args) {
+		return "", fmt.Errorf("%d arguments for %d placeholders", len(args), n)
+	}
+	return b.String(), nil
 }

@@ -46,28 +46,8 @@ type SessionsQuery struct {
 // Sessions lists the sessions of an app active from..to, those that
 // started last first (sessions that started in one second by ID).
 func Sessions(ctx context.Context, s *chstore.Store, q SessionsQuery) ([]SessionSummary, error) {
-	limit := min(max(q.Limit, 1), MaxSessions)
-	from, to := utcDay(q.From), utcDay(q.To)
-	page, args := "", []any{q.AppID, from.Format(dayLayout), to.Format(dayLayout)}
-	if !q.AfterStart.IsZero() {
-		// Sessions that started after the page's last are on earlier
-		// pages; the days after its start need not be read.
-		page = " AND (sec < ? OR (sec = ? AND session_id > ?))"
-		if d := utcDay(q.AfterStart); d.Before(to) {
-			args[2] = d.Format(dayLayout)
-		}
-	}
-	args = append(args, q.Outcome, q.Outcome)
-	if page != "" {
-		sec := q.AfterStart.UTC().Unix()
-		args = append(args, sec, sec, q.AfterSession)
-	}
-	args = append(args, limit)
-	rows, err := s.Conn().Query(s.Context(ctx), "SELECT session_id, started, ended, turn_count, ended_with, left_at FROM (SELECT session_id, "+
-		"minMerge(first_event) AS started, maxMerge(last_event) AS ended, uniqIfMerge(turns) AS turn_count, "+
-		"argMaxIfMerge(outcome) AS ended_with, argMaxIfMerge(last_handler) AS left_at, toUInt32(toDateTime(started)) AS sec FROM "+s.Table("sessions")+
-		" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) GROUP BY session_id) "+
-		"WHERE (? = '' OR ended_with = ?)"+page+" ORDER BY sec DESC, session_id LIMIT ?", args...)
+	sql, args := sessionsSQL(s.Table, q)
+	rows, err := s.Conn().Query(s.Context(ctx), sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read the sessions of %s: %w", q.AppID, err)
 	}
@@ -111,17 +91,15 @@ func Conversation(ctx context.Context, s *chstore.Store, app, session string, of
 	ctx = s.Context(ctx)
 	var first, last time.Time
 	var n uint64
-	if err := s.Conn().QueryRow(ctx, "SELECT count(), min(day), max(day) FROM "+s.Table("sessions")+" WHERE app_id = ? AND session_id = ?",
-		app, session).Scan(&n, &first, &last); err != nil {
+	sql, args := sessionDaysSQL(s.Table, app, session)
+	if err := s.Conn().QueryRow(ctx, sql, args...).Scan(&n, &first, &last); err != nil {
 		return nil, fmt.Errorf("read the days of session %s of %s: %w", session, app, err)
 	}
 	if n == 0 {
 		return nil, nil
 	}
-	rows, err := s.Conn().Query(ctx, "SELECT event_time, raw_query, output_display_text, selected_handler, intent_id, match_confidence, request_type FROM "+
-		s.Table("events")+" WHERE app_id = ? AND session_id = ? AND toDate(event_time) >= toDate(?) AND toDate(event_time) <= toDate(?) "+
-		"AND name = 'REQUEST_RESPONSE' ORDER BY event_time, event_id LIMIT 1 BY event_id LIMIT ?, ?",
-		app, session, first.Format(dayLayout), last.Format(dayLayout), offset, limit)
+	sql, args = turnsSQL(s.Table, app, session, first, last, offset, limit)
+	rows, err := s.Conn().Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read session %s of %s: %w", session, app, err)
 	}
@@ -148,9 +126,8 @@ const MaxSamples = 5
 // (normalised, as gap_daily keeps it) on day, the latest first: the
 // conversations a gap group links to.
 func Samples(ctx context.Context, s *chstore.Store, app, wording string, day time.Time) ([]string, error) {
-	rows, err := s.Conn().Query(s.Context(ctx), "SELECT session_id, max(event_time) AS at FROM "+s.Table("events")+
-		" WHERE app_id = ? AND toDate(event_time) = toDate(?) AND name = 'REQUEST_RESPONSE' AND query_normalized = ? AND session_id != '' "+
-		"GROUP BY session_id ORDER BY at DESC, session_id LIMIT ?", app, utcDay(day).Format(dayLayout), wording, MaxSamples)
+	sql, args := samplesSQL(s.Table, app, wording, day)
+	rows, err := s.Conn().Query(s.Context(ctx), sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read the sessions that asked a gap of %s: %w", app, err)
 	}
@@ -168,4 +145,53 @@ func Samples(ctx context.Context, s *chstore.Store, app, wording string, day tim
 		return nil, fmt.Errorf("read the sessions that asked a gap of %s: %w", app, err)
 	}
 	return out, nil
+}
+
+// sessionsSQL is Sessions' statement, with table naming the database's
+// tables.
+func sessionsSQL(table func(string) string, q SessionsQuery) (string, []any) {
+	limit := min(max(q.Limit, 1), MaxSessions)
+	from, to := utcDay(q.From), utcDay(q.To)
+	page, args := "", []any{q.AppID, from.Format(dayLayout), to.Format(dayLayout)}
+	if !q.AfterStart.IsZero() {
+		// Sessions that started after the page's last are on earlier
+		// pages; the days after its start need not be read.
+		page = " AND (sec < ? OR (sec = ? AND session_id > ?))"
+		if d := utcDay(q.AfterStart); d.Before(to) {
+			args[2] = d.Format(dayLayout)
+		}
+	}
+	args = append(args, q.Outcome, q.Outcome)
+	if page != "" {
+		sec := q.AfterStart.UTC().Unix()
+		args = append(args, sec, sec, q.AfterSession)
+	}
+	args = append(args, limit)
+	return "SELECT session_id, started, ended, turn_count, ended_with, left_at FROM (SELECT session_id, " +
+		"minMerge(first_event) AS started, maxMerge(last_event) AS ended, uniqIfMerge(turns) AS turn_count, " +
+		"argMaxIfMerge(outcome) AS ended_with, argMaxIfMerge(last_handler) AS left_at, toUInt32(toDateTime(started)) AS sec FROM " + table("sessions") +
+		" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) GROUP BY session_id) " +
+		"WHERE (? = '' OR ended_with = ?)" + page + " ORDER BY sec DESC, session_id LIMIT ?", args
+}
+
+// sessionDaysSQL counts a session's rows in the sessions rollup and reads
+// its first and last day.
+func sessionDaysSQL(table func(string) string, app, session string) (string, []any) {
+	return "SELECT count(), min(day), max(day) FROM " + table("sessions") + " WHERE app_id = ? AND session_id = ?", []any{app, session}
+}
+
+// turnsSQL reads a session's turns, of its days first..last.
+func turnsSQL(table func(string) string, app, session string, first, last time.Time, offset, limit int) (string, []any) {
+	return "SELECT event_time, raw_query, output_display_text, selected_handler, intent_id, match_confidence, request_type FROM " +
+			table("events") + " WHERE app_id = ? AND session_id = ? AND toDate(event_time) >= toDate(?) AND toDate(event_time) <= toDate(?) " +
+			"AND name = 'REQUEST_RESPONSE' ORDER BY event_time, event_id LIMIT 1 BY event_id LIMIT ?, ?",
+		[]any{app, session, first.Format(dayLayout), last.Format(dayLayout), offset, limit}
+}
+
+// samplesSQL is Samples' statement.
+func samplesSQL(table func(string) string, app, wording string, day time.Time) (string, []any) {
+	return "SELECT session_id, max(event_time) AS at FROM " + table("events") +
+			" WHERE app_id = ? AND toDate(event_time) = toDate(?) AND name = 'REQUEST_RESPONSE' AND query_normalized = ? AND session_id != '' " +
+			"GROUP BY session_id ORDER BY at DESC, session_id LIMIT ?",
+		[]any{app, utcDay(day).Format(dayLayout), wording, MaxSamples}
 }

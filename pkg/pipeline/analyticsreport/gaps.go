@@ -59,38 +59,11 @@ func CheckLowConfidence(t float64) error {
 // q.Limit. It reads gap_daily, a few rows per wording and day, never the
 // events. Text that looks like personal data is never among them.
 func Gaps(ctx context.Context, s *chstore.Store, q GapQuery) ([]GapWording, error) {
-	if err := CheckLowConfidence(q.LowConfidence); err != nil {
+	sql, args, err := gapsSQL(s.Table, q)
+	if err != nil {
 		return nil, err
 	}
-	if q.Limit < 1 {
-		return nil, fmt.Errorf("gaps of %s: limit %d: want 1 or more", q.AppID, q.Limit)
-	}
-	from, to := utcDay(q.From), utcDay(q.To)
-	if to.Before(from) {
-		return nil, fmt.Errorf("gaps of %s: the range ends (%s) before it starts (%s)", q.AppID, to.Format(dayLayout), from.Format(dayLayout))
-	}
-	band := int(math.Round(q.LowConfidence / chschema.GapBand))
-	// One pass over the rows: the turns of each week and reason are
-	// merged from the same states, under conditions. A range shorter than
-	// the two weeks compared reads those too, and counts only its own
-	// days in everything else.
-	weeksFrom := to.AddDate(0, 0, -13)
-	readFrom, inRange, reasonIn := from, func(f, col string) string { return f + "(" + col + ")" }, ""
-	if weeksFrom.Before(from) {
-		readFrom = weeksFrom
-		cond := "day >= toDate('" + from.Format(dayLayout) + "')"
-		inRange = func(f, col string) string { return f + "If(" + col + ", " + cond + ")" }
-		reasonIn = " AND " + cond
-	}
-	reason := func(r string) string { return "uniqMergeIf(asked, reason = '" + r + "'" + reasonIn + ")" }
-	rows, err := s.Conn().Query(s.Context(ctx), "SELECT query, "+inRange("uniqMerge", "asked")+" AS times, "+inRange("uniqIfMerge", "users")+" AS people, "+
-		inRange("minMerge", "first_seen")+", "+inRange("maxMerge", "last_seen")+", "+
-		"uniqMergeIf(asked, day > toDate(?) - 7), uniqMergeIf(asked, day > toDate(?) - 14 AND day <= toDate(?) - 7), "+
-		reason("fallback")+", "+reason("knowledge_base")+", "+reason("low_confidence")+" FROM "+
-		s.Table("gap_daily")+" WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) AND (reason != 'low_confidence' OR band < ?) AND length(query) <= ? "+
-		"GROUP BY query HAVING times > 0 ORDER BY people DESC, times DESC, query LIMIT ?",
-		to.Format(dayLayout), to.Format(dayLayout), to.Format(dayLayout), q.AppID, readFrom.Format(dayLayout), to.Format(dayLayout), band,
-		chschema.MaxGapQueryBytes, q.Limit)
+	rows, err := s.Conn().Query(s.Context(ctx), sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read the gaps of %s: %w", q.AppID, err)
 	}
@@ -119,4 +92,40 @@ func Gaps(ctx context.Context, s *chstore.Store, q GapQuery) ([]GapWording, erro
 		return nil, fmt.Errorf("read the gaps of %s: %w", q.AppID, err)
 	}
 	return out, nil
+}
+
+// gapsSQL is Gaps' statement, with table naming the database's tables.
+func gapsSQL(table func(string) string, q GapQuery) (string, []any, error) {
+	if err := CheckLowConfidence(q.LowConfidence); err != nil {
+		return "", nil, err
+	}
+	if q.Limit < 1 {
+		return "", nil, fmt.Errorf("gaps of %s: limit %d: want 1 or more", q.AppID, q.Limit)
+	}
+	from, to := utcDay(q.From), utcDay(q.To)
+	if to.Before(from) {
+		return "", nil, fmt.Errorf("gaps of %s: the range ends (%s) before it starts (%s)", q.AppID, to.Format(dayLayout), from.Format(dayLayout))
+	}
+	band := int(math.Round(q.LowConfidence / chschema.GapBand))
+	// One pass over the rows: the turns of each week and reason are
+	// merged from the same states, under conditions. A range shorter than
+	// the two weeks compared reads those too, and counts only its own
+	// days in everything else.
+	weeksFrom := to.AddDate(0, 0, -13)
+	readFrom, inRange, reasonIn := from, func(f, col string) string { return f + "(" + col + ")" }, ""
+	if weeksFrom.Before(from) {
+		readFrom = weeksFrom
+		cond := "day >= toDate('" + from.Format(dayLayout) + "')"
+		inRange = func(f, col string) string { return f + "If(" + col + ", " + cond + ")" }
+		reasonIn = " AND " + cond
+	}
+	reason := func(r string) string { return "uniqMergeIf(asked, reason = '" + r + "'" + reasonIn + ")" }
+	sql := "SELECT query, " + inRange("uniqMerge", "asked") + " AS times, " + inRange("uniqIfMerge", "users") + " AS people, " +
+		inRange("minMerge", "first_seen") + ", " + inRange("maxMerge", "last_seen") + ", " +
+		"uniqMergeIf(asked, day > toDate(?) - 7), uniqMergeIf(asked, day > toDate(?) - 14 AND day <= toDate(?) - 7), " +
+		reason("fallback") + ", " + reason("knowledge_base") + ", " + reason("low_confidence") + " FROM " +
+		table("gap_daily") + " WHERE app_id = ? AND day >= toDate(?) AND day <= toDate(?) AND (reason != 'low_confidence' OR band < ?) AND length(query) <= ? " +
+		"GROUP BY query HAVING times > 0 ORDER BY people DESC, times DESC, query LIMIT ?"
+	day := to.Format(dayLayout)
+	return sql, []any{day, day, day, q.AppID, readFrom.Format(dayLayout), day, band, chschema.MaxGapQueryBytes, q.Limit}, nil
 }

@@ -84,62 +84,12 @@ func modernAnalystQueries(ctx context.Context, t *testing.T, old *chstore.Store,
 			if !slices.Equal(gotNames, names) {
 				t.Errorf("columns %v, 18.16 gives %v", gotNames, names)
 			}
-			got := make([][]string, len(res.Rows))
-			for i, row := range res.Rows {
-				got[i] = make([]string, len(row))
-				for j, val := range row {
-					if got[i][j], err = modernValue(res.Columns[j].Type, val); err != nil {
-						t.Fatalf("row %d, column %s: %v", i, res.Columns[j].Name, err)
-					}
-				}
-			}
+			got := chfixture.ModernRows(t, res)
 			if !slices.EqualFunc(got, want, slices.Equal) {
 				t.Errorf("ClickHouse 26 answers\n%q\n18.16 answers\n%q", got, want)
 			}
 		})
 	}
-}
-
-// modernValue formats a value of a JSONCompact result as query formats
-// the 18.16 server's, so that the two compare as text. Only
-// representations differ: JSONCompact writes times as text in the
-// column's type (DateTime64 with milliseconds where 18.16 has DateTime in
-// seconds; Date without a time) where the Go driver gives time.Time, and
-// floats as JSON numbers where query rounds them to three digits.
-func modernValue(typ string, v any) (string, error) {
-	if v == nil {
-		return fmt.Sprint(v), nil // NULL, as query formats a nil pointer
-	}
-	base := strings.TrimSuffix(strings.TrimPrefix(typ, "Nullable("), ")")
-	switch {
-	case base == "Date":
-		d, err := time.Parse(time.DateOnly, fmt.Sprint(v))
-		if err != nil {
-			return "", err
-		}
-		return d.Format(time.RFC3339), nil
-	case strings.HasPrefix(base, "DateTime"):
-		at, err := time.ParseInLocation("2006-01-02 15:04:05.999999999", fmt.Sprint(v), time.UTC)
-		if err != nil {
-			return "", err
-		}
-		// RFC3339Nano keeps a fraction the 18.16 side cannot have, so
-		// that a time that differs below the second still fails.
-		return at.Format(time.RFC3339Nano), nil
-	case strings.HasPrefix(base, "Float"):
-		f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%.3g", f), nil
-	}
-	if a, ok := v.([]any); ok {
-		if typ != "Array(String)" {
-			return "", fmt.Errorf("type %s: only arrays of strings are compared", typ)
-		}
-		return fmt.Sprint(a), nil // as query formats a []string
-	}
-	return fmt.Sprint(v), nil
 }
 
 // TestLookupsUseSkipIndexes checks, from the plan ClickHouse 26 makes,
