@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assistantcms/cms/pkg/content/contentapi"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/envflag"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	"github.com/assistantcms/cms/pkg/pipeline/livetail"
@@ -111,7 +112,7 @@ func (f liveFlags) build(reg prometheus.Registerer, log *slog.Logger) (liveView,
 	return liveView{
 		hub: hub,
 		route: contentapi.AuthorizedRoute{Path: livehttp.Path, Scope: tenancy.EventsRead, Need: "watching events",
-			Serve: h.Stream, Page: page, WantsPage: livehttp.WantsPage},
+			Serve: h.Stream, Page: page, WantsPage: httpserve.WantsPage},
 		pages: []contentapi.Page{{Path: livehttp.ScriptPath, Handler: page}, {Path: livehttp.StylePath, Handler: page}},
 	}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/assistantcms/cms/internal/childproc"
 	"github.com/assistantcms/cms/internal/devbroker"
 	"github.com/assistantcms/cms/internal/livewatch"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/livetail/livehttp"
 )
 
@@ -427,7 +428,7 @@ func checkLiveRefusals(t *testing.T, s *liveStack) {
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<title>Live events") || resp.Header.Get("Content-Security-Policy") != livehttp.PageCSP {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<title>Live events") || resp.Header.Get("Content-Security-Policy") != httpserve.PageCSP {
 		t.Errorf("the page through the gateway: %d, CSP %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
 	}
 }

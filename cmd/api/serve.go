@@ -86,6 +86,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		return err
 	}
 	analytics := analyticspage.New(ch.analytics, log)
+	authors, authorsPages := f.authorsAnalytics(analytics, ch, store, apiCfg.Knowledge, log)
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
 		API:              apiCfg,
 		GraphQL:          gqlLimits,
@@ -98,9 +99,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		ShutdownTimeout:  settings.ShutdownTimeout,
 		Registry:         reg,
 		Pages: append(append(operatorPages(status, analytics), live.pages...),
-			contentapi.Page{Path: analyticspage.AuthorsScriptPath, Handler: analyticspage.AuthorsPage()},
-			contentapi.Page{Path: analyticspage.AuthorsStylePath, Handler: analyticspage.AuthorsPage()}),
-		Authorized: append([]contentapi.AuthorizedRoute{live.route}, f.authorsAnalytics(analytics, ch, store, apiCfg.Knowledge, log)...),
+			authorsPages...),
+		Authorized: append([]contentapi.AuthorizedRoute{live.route}, authors...),
 		CORS:       settings.CORS,
 		HTTP:       settings.HTTP,
 		Retention:  contentapi.Retention{Age: *f.retention, Keep: *f.keepRevisions, Interval: *f.pruneInterval},
@@ -360,11 +360,11 @@ func openClickHouseReaders(cfg chstore.Config, rules queryhistory.Suggestable, l
 const defaultGapVectors = 2 * gapinbox.DefaultMaxWordings
 
 // authorsAnalytics are the routes of an app's authors on the client
-// address, behind a token holding events:read: the app's analytics
+// address, and their page's files, behind a token holding events:read: the app's analytics
 // report and its gap inbox. The inbox groups by meaning with the built-in
 // encoder when the api ranks with it (vectors of another model would
 // need thresholds of their own), else by words.
-func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch clickHouseReaders, store gapinbox.Content, ranking knowledge.Options, log *slog.Logger) []contentapi.AuthorizedRoute {
+func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch clickHouseReaders, store gapinbox.Content, ranking knowledge.Options, log *slog.Logger) ([]contentapi.AuthorizedRoute, []contentapi.Page) {
 	var builder *gapinbox.Builder
 	if ch.gaps != nil {
 		var emb gapinbox.Embedder
@@ -380,7 +380,7 @@ func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch click
 	}
 	conv := analyticspage.NewConversations(ch.conversations, log)
 	page := analyticspage.AuthorsPage()
-	return []contentapi.AuthorizedRoute{
+	routes := []contentapi.AuthorizedRoute{
 		{Path: analyticspage.AuthorsPath, Scope: tenancy.EventsRead, Need: "reading the app's analytics", Serve: analytics.AppData,
 			Page: page, WantsPage: httpserve.WantsPage},
 		{Path: analyticspage.AppDataPath, Scope: tenancy.EventsRead, Need: "reading the app's analytics", Serve: analytics.AppData},
@@ -389,6 +389,7 @@ func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch click
 		{Path: analyticspage.ConversationPath, Scope: tenancy.EventsRead, Need: "reading the app's conversations", Serve: conv.Conversation},
 		{Path: analyticspage.SamplesPath, Scope: tenancy.EventsRead, Need: "reading the app's conversations", Serve: conv.Samples},
 	}
+	return routes, []contentapi.Page{{Path: analyticspage.AuthorsScriptPath, Handler: page}, {Path: analyticspage.AuthorsStylePath, Handler: page}}
 }
 
 // rankingFlags choose how search, FAQ and RAG rank by meaning: the

@@ -183,9 +183,9 @@ type Builder struct {
 
 // maxRecent bounds the builds kept to be answered again, and
 // maxNearestGroups the groups of a build that name their nearest content
-// (a build keeps their representatives' vectors, 2 KiB each): with the
-// wordings of an inbox, about 1 MiB at the default MaxWordings, a kept
-// build holds 3 MiB at most, and the kept builds 48 MiB.
+// (a build keeps their representatives' vectors, 2 KiB each): a kept
+// build holds its wordings (MaxWordings of at most 500 bytes) and 2 MiB
+// of vectors.
 const (
 	maxRecent        = 16
 	maxNearestGroups = 1000
@@ -232,14 +232,14 @@ func New(src Source, c Content, emb Embedder, cfg Config) *Builder {
 	return b
 }
 
-// ErrBusy is Build's error when the request's deadline passed before its
+// ErrBusy is Answer's error when the request's deadline passed before its
 // inbox was built: the build goes on, and answers a later request.
 var ErrBusy = errors.New("the gap inbox is being built")
 
 // buildLimit bounds one build, its wait for its turn included.
 const buildLimit = 2 * time.Minute
 
-// TooManyBuilds is Build's error when an app's builds are over
+// TooManyBuilds is Answer's error when an app's builds are over
 // Config.BuildsPerMinute.
 type TooManyBuilds struct{ RetryAfter time.Duration }
 
@@ -247,18 +247,9 @@ func (e *TooManyBuilds) Error() string {
 	return fmt.Sprintf("this app's gap inboxes were built too often; retry in %s, or ask again for one built in the last minute", e.RetryAfter.Round(time.Second))
 }
 
-// Build returns every group of app over the days ending today, with
-// lowConfidence as its threshold, open or not. Requests for the same
-// inbox share a build; a build answers them until FreshFor has passed.
-func (b *Builder) Build(ctx context.Context, app string, days int, lowConfidence float64) (Inbox, error) {
-	bd, err := b.shared(ctx, app, days, lowConfidence)
-	if err != nil {
-		return Inbox{}, err
-	}
-	return bd.inbox, nil
-}
-
-// shared is the build of an inbox, shared and kept as Build says.
+// shared returns the build of every group of app over the days ending
+// today, with lowConfidence as its threshold. Requests for the same inbox
+// share a build; a build answers them until FreshFor has passed.
 func (b *Builder) shared(ctx context.Context, app string, days int, lowConfidence float64) (*build, error) {
 	if err := analyticsreport.CheckLowConfidence(lowConfidence); err != nil {
 		return nil, err

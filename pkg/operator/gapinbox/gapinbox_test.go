@@ -26,6 +26,11 @@ func (f *fakeSource) Gaps(_ context.Context, q analyticsreport.GapQuery) ([]anal
 	return f.words[:min(len(f.words), q.Limit)], nil
 }
 
+// every asks b for every group of an inbox, open or not.
+func every(ctx context.Context, b *Builder, app string, days int, lowConfidence float64) (Inbox, error) {
+	return b.Answer(ctx, Request{App: app, Days: days, LowConfidence: &lowConfidence, State: StateAll})
+}
+
 func TestBuild(t *testing.T) {
 	day := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 	w := func(q string, users uint64, reason string, at int) analyticsreport.GapWording {
@@ -42,7 +47,7 @@ func TestBuild(t *testing.T) {
 	b := New(src, nil, nil, Config{MaxWordings: 4, FreshFor: time.Minute})
 	now := day.Add(10 * time.Hour)
 	b.now = func() time.Time { return now }
-	in, err := b.Build(context.Background(), "shop", 7, 0.5)
+	in, err := every(context.Background(), b, "shop", 7, 0.5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,17 +68,17 @@ func TestBuild(t *testing.T) {
 		t.Errorf("second group %+v", in.Groups[1])
 	}
 	// Fresh: answered again without a read; stale, read again.
-	if _, err := b.Build(context.Background(), "shop", 7, 0.5); err != nil || src.reads.Load() != 1 {
+	if _, err := every(context.Background(), b, "shop", 7, 0.5); err != nil || src.reads.Load() != 1 {
 		t.Errorf("a fresh inbox read again: %d reads, %v", src.reads.Load(), err)
 	}
-	if _, err := b.Build(context.Background(), "shop", 7, 0.8); err != nil || src.reads.Load() != 2 {
+	if _, err := every(context.Background(), b, "shop", 7, 0.8); err != nil || src.reads.Load() != 2 {
 		t.Errorf("another threshold not read: %d reads, %v", src.reads.Load(), err)
 	}
 	now = now.Add(time.Minute)
-	if _, err := b.Build(context.Background(), "shop", 7, 0.5); err != nil || src.reads.Load() != 3 {
+	if _, err := every(context.Background(), b, "shop", 7, 0.5); err != nil || src.reads.Load() != 3 {
 		t.Errorf("a stale inbox not read again: %d reads, %v", src.reads.Load(), err)
 	}
-	if _, err := b.Build(context.Background(), "shop", 7, 0.33); err == nil {
+	if _, err := every(context.Background(), b, "shop", 7, 0.33); err == nil {
 		t.Error("a threshold between bands accepted")
 	}
 }
@@ -84,7 +89,7 @@ func TestBuildsKeptAreBounded(t *testing.T) {
 	src := &fakeSource{words: []analyticsreport.GapWording{{Query: "q", Users: 1, Asked: 1}}}
 	b := New(src, nil, nil, Config{})
 	for i := range maxRecent + 50 {
-		if _, err := b.Build(context.Background(), fmt.Sprint("app-", i), 30, 0.5); err != nil {
+		if _, err := every(context.Background(), b, fmt.Sprint("app-", i), 30, 0.5); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +105,7 @@ func TestBuildWaitsItsTurn(t *testing.T) {
 	b.turn <- struct{}{} // another build holds the turn
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	if _, err := b.Build(ctx, "shop", 30, 0.5); !errors.Is(err, ErrBusy) {
+	if _, err := every(ctx, b, "shop", 30, 0.5); !errors.Is(err, ErrBusy) {
 		t.Errorf("err %v, want ErrBusy", err)
 	}
 }
@@ -205,18 +210,18 @@ func TestBuildsOfOneAppAreBounded(t *testing.T) {
 	b := New(src, nil, nil, Config{BuildsPerMinute: 3})
 	ctx := context.Background()
 	for days := 1; days <= 3; days++ {
-		if _, err := b.Build(ctx, "shop", days, 0.5); err != nil {
+		if _, err := every(ctx, b, "shop", days, 0.5); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var many *TooManyBuilds
-	if _, err := b.Build(ctx, "shop", 4, 0.5); !errors.As(err, &many) || many.RetryAfter <= 0 {
+	if _, err := every(ctx, b, "shop", 4, 0.5); !errors.As(err, &many) || many.RetryAfter <= 0 {
 		t.Errorf("a fourth build in a minute: %v", err)
 	}
-	if _, err := b.Build(ctx, "shop", 1, 0.5); err != nil {
+	if _, err := every(ctx, b, "shop", 1, 0.5); err != nil {
 		t.Errorf("a fresh build refused: %v", err)
 	}
-	if _, err := b.Build(ctx, "other", 4, 0.5); err != nil {
+	if _, err := every(ctx, b, "other", 4, 0.5); err != nil {
 		t.Errorf("another app's build refused: %v", err)
 	}
 }

@@ -19,13 +19,6 @@ const (
 	StylePath  = Path + "/page.css"
 )
 
-// PageCSP is the page's Content-Security-Policy (httpserve.PageCSP).
-const PageCSP = httpserve.PageCSP
-
-// WantsPage reports whether r asks for the page rather than the stream
-// (httpserve.WantsPage).
-func WantsPage(r *http.Request) bool { return httpserve.WantsPage(r) }
-
 // Page serves the page, its script or its style sheet, by path.
 func Page() http.Handler {
 	return httpserve.PageFiles(pageFiles, map[string]httpserve.PageFile{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/assistantcms/cms/internal/headless"
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	"github.com/assistantcms/cms/pkg/pipeline/livetail"
 )
@@ -28,7 +29,7 @@ func TestPageInABrowser(t *testing.T) {
 	var asked []string // the stream requests: URL and Authorization
 	page := Page()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if WantsPage(r) || r.URL.Path != Path {
+		if httpserve.WantsPage(r) || r.URL.Path != Path {
 			page.ServeHTTP(w, r)
 			return
 		}

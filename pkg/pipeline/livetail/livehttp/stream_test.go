@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/auth"
+	"github.com/assistantcms/cms/pkg/edge/httpserve"
 	"github.com/assistantcms/cms/pkg/pipeline/kafka"
 	"github.com/assistantcms/cms/pkg/pipeline/livetail"
 )
@@ -57,7 +58,7 @@ func newServer(t *testing.T, cfg livetail.Config, hc Config, timeouts time.Durat
 	}
 	page := Page()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if WantsPage(r) || r.URL.Path != Path {
+		if httpserve.WantsPage(r) || r.URL.Path != Path {
 			page.ServeHTTP(w, r)
 			return
 		}
@@ -480,7 +481,7 @@ func TestPage(t *testing.T) {
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != tc.contentType || !strings.Contains(string(b), tc.contains) {
 			t.Errorf("GET %s: %d %s, want %s holding %s", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), tc.contentType, tc.contains)
 		}
-		if csp := resp.Header.Get("Content-Security-Policy"); csp != PageCSP {
+		if csp := resp.Header.Get("Content-Security-Policy"); csp != httpserve.PageCSP {
 			t.Errorf("GET %s: CSP %q", tc.path, csp)
 		}
 	}
