@@ -292,5 +292,43 @@ func postgresMigrations() []Migration {
 				)`,
 			},
 		},
+		{
+			Version: 7,
+			Name:    "drafts and published versions",
+			Stmts: []string{
+				// The version of an app's content its runtimes read; NULL:
+				// the app does not publish, and they read its records.
+				`ALTER TABLE apps ADD COLUMN live_version bigint`,
+				// Each published state of an app's content: the draft as
+				// it was at revision, numbered from 1. Versions are never
+				// changed; rolling back points live_version at an earlier
+				// one.
+				`CREATE TABLE versions (
+					app_id       text COLLATE "C" NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+					version      bigint NOT NULL,
+					revision     bigint NOT NULL,
+					published_at timestamptz NOT NULL,
+					audit_id     bigint NOT NULL,
+					records      integer NOT NULL,
+					PRIMARY KEY (app_id, version)
+				)`,
+				// A version's records, each the revision it published:
+				// the documents are the revisions', which retention keeps
+				// while a version names them.
+				`CREATE TABLE version_records (
+					app_id     text COLLATE "C" NOT NULL,
+					version    bigint NOT NULL,
+					kind       text COLLATE "C" NOT NULL,
+					id         text COLLATE "C" NOT NULL,
+					revision   bigint NOT NULL,
+					created_at timestamptz NOT NULL,
+					PRIMARY KEY (app_id, version, kind, id),
+					FOREIGN KEY (app_id, version) REFERENCES versions (app_id, version) ON DELETE CASCADE
+				)`,
+				// Retention asks, for each revision it would prune, whether
+				// a version names it.
+				`CREATE INDEX version_records_by_revision ON version_records (app_id, kind, id, revision)`,
+			},
+		},
 	}
 }

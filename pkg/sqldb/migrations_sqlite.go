@@ -257,5 +257,43 @@ func sqliteMigrations() []Migration {
 				) STRICT`,
 			},
 		},
+		{
+			Version: 7,
+			Name:    "drafts and published versions",
+			Stmts: []string{
+				// The version of an app's content its runtimes read; NULL:
+				// the app does not publish, and they read its records.
+				`ALTER TABLE apps ADD COLUMN live_version INTEGER`,
+				// Each published state of an app's content: the draft as
+				// it was at revision, numbered from 1. Versions are never
+				// changed; rolling back points live_version at an earlier
+				// one.
+				`CREATE TABLE versions (
+					app_id       TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+					version      INTEGER NOT NULL,
+					revision     INTEGER NOT NULL,
+					published_at TEXT NOT NULL,
+					audit_id     INTEGER NOT NULL,
+					records      INTEGER NOT NULL,
+					PRIMARY KEY (app_id, version)
+				) STRICT`,
+				// A version's records, each the revision it published:
+				// the documents are the revisions', which retention keeps
+				// while a version names them.
+				`CREATE TABLE version_records (
+					app_id     TEXT NOT NULL,
+					version    INTEGER NOT NULL,
+					kind       TEXT NOT NULL,
+					id         TEXT NOT NULL,
+					revision   INTEGER NOT NULL,
+					created_at TEXT NOT NULL,
+					PRIMARY KEY (app_id, version, kind, id),
+					FOREIGN KEY (app_id, version) REFERENCES versions (app_id, version) ON DELETE CASCADE
+				) STRICT`,
+				// Retention asks, for each revision it would prune, whether
+				// a version names it.
+				`CREATE INDEX version_records_by_revision ON version_records (app_id, kind, id, revision)`,
+			},
+		},
 	}
 }

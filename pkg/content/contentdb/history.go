@@ -150,12 +150,15 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time, keep int) (cont
 	for _, a := range apps {
 		err := s.db.InTx(ctx, "prune history", func(tx *sql.Tx) error {
 			// The newest keep revisions of each record stay, its current
-			// state among them, however old.
+			// state among them, however old, and so do those a published
+			// version names.
 			res, err := tx.ExecContext(ctx, s.db.Q(`DELETE FROM revisions WHERE app_id = ? AND (kind, id, revision) IN (
 				SELECT kind, id, revision FROM (
 					SELECT kind, id, revision, changed_at, row_number() OVER (PARTITION BY kind, id ORDER BY revision DESC) AS n
 					FROM revisions WHERE app_id = ?) AS ranked
-				WHERE n > ? AND changed_at < ?)`), a.ID, a.ID, keep, cut)
+				WHERE n > ? AND changed_at < ?
+					AND NOT EXISTS (SELECT 1 FROM version_records v
+						WHERE v.app_id = ? AND v.kind = ranked.kind AND v.id = ranked.id AND v.revision = ranked.revision))`), a.ID, a.ID, keep, cut, a.ID)
 			if err != nil {
 				return err
 			}
@@ -181,6 +184,8 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time, keep int) (cont
 	if s.db.Engine() == sqldb.SQLite {
 		named = `id NOT IN (SELECT audit_id FROM revisions)`
 	}
+	// So does a version's: who published it.
+	named += ` AND NOT EXISTS (SELECT 1 FROM versions WHERE versions.audit_id = audit.id)`
 	res, err := s.db.SQL().ExecContext(ctx, s.db.Q(`DELETE FROM audit WHERE at < ? AND `+named), cut)
 	if err != nil {
 		return out, fmt.Errorf("prune the audit log: %w", err)

@@ -1,0 +1,372 @@
+package contentdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/sqldb"
+	"github.com/assistantcms/cms/pkg/tenancy"
+	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
+)
+
+// The records of an app are its draft; a version is the set of the
+// records' revisions a publish found (version_records), whose documents
+// are the revisions'. Publishing, rolling back and turning publishing on
+// or off move the app's revision, as a write does, so that every reader's
+// cache and every replica's sees the change as it sees writes.
+
+// Live answers the app's revision and the version its runtimes read, zero
+// when it does not publish: read together, so that what is read of the
+// version belongs to the revision.
+func (s *DB) Live(ctx context.Context, app string) (revision, version int64, err error) {
+	var live sql.NullInt64
+	err = s.db.SQL().QueryRowContext(ctx, s.db.Q(`SELECT revision, live_version FROM apps WHERE id = ?`), app).Scan(&revision, &live)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, fmt.Errorf("app %q: %w", app, content.ErrNotFound)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the live version of app %q: %w", app, err)
+	}
+	return revision, live.Int64, nil
+}
+
+// Publishing answers whether the app publishes, and its live version.
+func (s *DB) Publishing(ctx context.Context, app string) (content.Publishing, error) {
+	_, live, err := s.Live(ctx, app)
+	return content.Publishing{On: live > 0, Live: live}, err
+}
+
+// lockLive locks the app's row for tx and answers its live version (zero:
+// it does not publish) and its organization.
+func (s *DB) lockLive(ctx context.Context, tx *sql.Tx, app string) (live int64, org string, err error) {
+	var v sql.NullInt64
+	err = tx.QueryRowContext(ctx, s.db.Q(`SELECT live_version, organization_id FROM apps WHERE id = ?`+s.db.Lock(" FOR UPDATE")), app).Scan(&v, &org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", fmt.Errorf("app %q: %w", app, content.ErrNotFound)
+	}
+	return v.Int64, org, err
+}
+
+// SetPublishing turns publishing on or off for the app. Turning it on
+// publishes the draft as a new version, live at once, so that the
+// runtimes keep reading what they read; turning it off makes them read
+// the draft. Versions stay. Setting what is set already changes nothing
+// and writes no audit entry.
+func (s *DB) SetPublishing(ctx context.Context, app string, on bool) (content.Publishing, error) {
+	var out content.Publishing
+	err := s.db.InTx(ctx, "set publishing", func(tx *sql.Tx) error {
+		live, _, err := s.lockLive(ctx, tx, app)
+		if err != nil {
+			return err
+		}
+		if (live > 0) == on {
+			out = content.Publishing{On: on, Live: live}
+			return nil
+		}
+		if !on {
+			if _, err := s.move(ctx, tx, app, "stopPublishing", "app/"+app); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET live_version = NULL WHERE id = ?`), app)
+			out = content.Publishing{}
+			return err
+		}
+		added, _, _, err := s.draftCounts(ctx, tx, app, 0)
+		if err != nil {
+			return err
+		}
+		v, err := s.publishIn(ctx, tx, app, "startPublishing", added, 0, 0)
+		out = content.Publishing{On: true, Live: v.Number}
+		return err
+	})
+	if err != nil {
+		return content.Publishing{}, fmt.Errorf("set publishing of app %q: %w", app, err)
+	}
+	return out, nil
+}
+
+// Publish makes the app's draft a new version, live at once, in one
+// transaction and one audit entry (operation publish, counting the
+// records added, changed and removed). When the draft is what is live it
+// writes nothing and answers the live version with published false. It
+// fails with content.ErrNotPublishing when the app does not publish.
+func (s *DB) Publish(ctx context.Context, app string) (v content.Version, published bool, err error) {
+	err = s.db.InTx(ctx, "publish", func(tx *sql.Tx) error {
+		live, _, err := s.lockLive(ctx, tx, app)
+		if err != nil {
+			return err
+		}
+		if live == 0 {
+			return content.ErrNotPublishing
+		}
+		added, changed, removed, err := s.draftCounts(ctx, tx, app, live)
+		if err != nil {
+			return err
+		}
+		if added+changed+removed == 0 {
+			v, err = s.version(ctx, tx, app, live, live)
+			return err
+		}
+		v, err = s.publishIn(ctx, tx, app, "publish", added, changed, removed)
+		published = err == nil
+		return err
+	})
+	if err != nil {
+		return content.Version{}, false, fmt.Errorf("publish app %q: %w", app, err)
+	}
+	return v, published, nil
+}
+
+// move moves the app's revision and writes the audit entry of operation
+// op on subject.
+func (s *DB) move(ctx context.Context, tx *sql.Tx, app, op, subject string) (tenancydb.Moved, error) {
+	m, found, err := s.MoveAndAudit(ctx, tx, app, tenancy.AuditEntry{Operation: op, Subject: subject})
+	if err == nil && !found {
+		err = fmt.Errorf("app %q: %w", app, content.ErrNotFound)
+	}
+	return m, err
+}
+
+// publishIn writes the draft as the app's next version and makes it live,
+// in tx, which holds the app's row, with the audit entry of operation op
+// counting the records it adds to the version live before, changes and
+// removes.
+func (s *DB) publishIn(ctx context.Context, tx *sql.Tx, app, op string, added, changed, removed int) (content.Version, error) {
+	var next int64
+	if err := tx.QueryRowContext(ctx, s.db.Q(`SELECT COALESCE(max(version), 0) + 1 FROM versions WHERE app_id = ?`), app).Scan(&next); err != nil {
+		return content.Version{}, fmt.Errorf("number the version: %w", err)
+	}
+	m, err := s.move(ctx, tx, app, op, fmt.Sprintf("version/%d", next))
+	if err != nil {
+		return content.Version{}, err
+	}
+	if err := s.Counted(ctx, tx, m.Audit, added, changed, removed, 0); err != nil {
+		return content.Version{}, err
+	}
+	at := s.db.Now()
+	if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO versions (app_id, version, revision, published_at, audit_id, records)
+		VALUES (?, ?, ?, ?, ?, (SELECT count(*) FROM records WHERE app_id = ?))`), app, next, m.Revision, s.db.TimeArgs(at, false)[0], m.Audit, app); err != nil {
+		return content.Version{}, fmt.Errorf("write version %d: %w", next, err)
+	}
+	if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO version_records (app_id, version, kind, id, revision, created_at)
+		SELECT app_id, ?, kind, id, revision, created_at FROM records WHERE app_id = ?`), next, app); err != nil {
+		return content.Version{}, fmt.Errorf("write the records of version %d: %w", next, err)
+	}
+	if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET live_version = ? WHERE id = ?`), next, app); err != nil {
+		return content.Version{}, fmt.Errorf("make version %d live: %w", next, err)
+	}
+	return s.version(ctx, tx, app, next, next)
+}
+
+// draftCounts counts the records the draft adds to version live, changes
+// and removes from it; with live zero, every record is added.
+func (s *DB) draftCounts(ctx context.Context, q sqldb.Querier, app string, live int64) (added, changed, removed int, err error) {
+	err = q.QueryRowContext(ctx, s.db.Q(`SELECT
+		(SELECT count(*) FROM records r WHERE r.app_id = ? AND NOT EXISTS (
+			SELECT 1 FROM version_records v WHERE v.app_id = r.app_id AND v.version = ? AND v.kind = r.kind AND v.id = r.id)),
+		(SELECT count(*) FROM records r JOIN version_records v ON v.app_id = r.app_id AND v.version = ? AND v.kind = r.kind AND v.id = r.id
+			WHERE r.app_id = ? AND v.revision <> r.revision),
+		(SELECT count(*) FROM version_records v WHERE v.app_id = ? AND v.version = ? AND NOT EXISTS (
+			SELECT 1 FROM records r WHERE r.app_id = v.app_id AND r.kind = v.kind AND r.id = v.id))`),
+		app, live, live, app, app, live).Scan(&added, &changed, &removed)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("compare the draft with version %d: %w", live, err)
+	}
+	return added, changed, removed, nil
+}
+
+// Rollback makes an earlier version of the app live again, in one audit
+// entry (operation rollback). The draft is left as it is. Rolling back to
+// the live version changes nothing. It fails with content.ErrNotFound
+// when the app has no such version and with content.ErrNotPublishing
+// when it does not publish.
+func (s *DB) Rollback(ctx context.Context, app string, number int64) (content.Version, error) {
+	var v content.Version
+	err := s.db.InTx(ctx, "roll back", func(tx *sql.Tx) error {
+		live, _, err := s.lockLive(ctx, tx, app)
+		if err != nil {
+			return err
+		}
+		if live == 0 {
+			return content.ErrNotPublishing
+		}
+		if v, err = s.version(ctx, tx, app, number, number); err != nil || number == live {
+			return err
+		}
+		if _, err := s.move(ctx, tx, app, "rollback", fmt.Sprintf("version/%d", number)); err != nil {
+			return err
+		}
+		v.Live = true
+		_, err = tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET live_version = ? WHERE id = ?`), number, app)
+		return err
+	})
+	if err != nil {
+		return content.Version{}, fmt.Errorf("roll app %q back to version %d: %w", app, number, err)
+	}
+	return v, nil
+}
+
+const versionColumns = `app_id, version, revision, published_at, audit_id, records`
+
+func (s *DB) scanVersion(r sqldb.Scanner, live int64) (content.Version, error) {
+	var v content.Version
+	at := s.db.NewTime(false)
+	dests := append([]any{&v.AppID, &v.Number, &v.Revision}, at.Dests()...)
+	if err := r.Scan(append(dests, &v.AuditID, &v.Records)...); err != nil {
+		return v, err
+	}
+	var err error
+	if v.PublishedAt, err = at.Value(); err != nil {
+		return v, fmt.Errorf("version %d published_at: %w", v.Number, err)
+	}
+	v.Live = v.Number == live
+	return v, nil
+}
+
+// version reads version number of the app; live is the app's live one.
+func (s *DB) version(ctx context.Context, q sqldb.Querier, app string, number, live int64) (content.Version, error) {
+	v, err := s.scanVersion(q.QueryRowContext(ctx, s.db.Q(`SELECT `+versionColumns+` FROM versions WHERE app_id = ? AND version = ?`), app, number), live)
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, fmt.Errorf("version %d of app %q: %w", number, app, content.ErrNotFound)
+	}
+	return v, err
+}
+
+// Versions lists the app's versions, newest first: those numbered below
+// before (zero: from the newest), at most limit (zero or more than
+// content.MaxVersionsPage: that many).
+func (s *DB) Versions(ctx context.Context, app string, before int64, limit int) ([]content.Version, error) {
+	if limit <= 0 || limit > content.MaxVersionsPage {
+		limit = content.MaxVersionsPage
+	}
+	if before <= 0 {
+		before = 1<<63 - 1
+	}
+	_, live, err := s.Live(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.SQL().QueryContext(ctx, s.db.Q(`SELECT `+versionColumns+` FROM versions WHERE app_id = ? AND version < ?
+		ORDER BY version DESC LIMIT ?`), app, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list the versions of app %q: %w", app, err)
+	}
+	vs, err := sqldb.Collect(rows, func(r sqldb.Scanner) (content.Version, error) { return s.scanVersion(r, live) })
+	if err != nil {
+		return nil, fmt.Errorf("list the versions of app %q: %w", app, err)
+	}
+	return vs, nil
+}
+
+// versionRecords is the select of a version's records, as recordColumns
+// reads them, from the revisions they name.
+const versionRecords = `SELECT v.app_id, v.kind, v.id, r.doc, COALESCE(r.location, ''), v.created_at, r.changed_at, v.revision
+	FROM version_records v JOIN revisions r ON r.app_id = v.app_id AND r.kind = v.kind AND r.id = v.id AND r.revision = v.revision
+	WHERE v.app_id = ? AND v.version = ? AND v.kind = ?`
+
+// VersionRecords lists the records of one kind in a version of the app,
+// ordered by ID, as ListRecords lists the draft's.
+func (s *DB) VersionRecords(ctx context.Context, app string, version int64, kind content.Kind) ([]content.Record, error) {
+	rows, err := s.db.SQL().QueryContext(ctx, s.db.Q(versionRecords+` ORDER BY v.id`), app, version, string(kind))
+	if err != nil {
+		return nil, fmt.Errorf("list %ss of version %d of app %q: %w", kind, version, app, err)
+	}
+	recs, err := sqldb.Collect(rows, s.scanRecord)
+	if err != nil {
+		return nil, fmt.Errorf("list %ss of version %d of app %q: %w", kind, version, app, err)
+	}
+	return recs, nil
+}
+
+// VersionRecord reads one record of a version of the app; ErrNotFound
+// when the version does not hold it.
+func (s *DB) VersionRecord(ctx context.Context, app string, version int64, kind content.Kind, id string) (content.Record, error) {
+	rec, err := s.scanRecord(s.db.SQL().QueryRowContext(ctx, s.db.Q(versionRecords+` AND v.id = ?`), app, version, string(kind), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return content.Record{}, fmt.Errorf("%s %q of version %d of app %q: %w", kind, id, version, app, content.ErrNotFound)
+	}
+	if err != nil {
+		return content.Record{}, fmt.Errorf("get %s %q of version %d of app %q: %w", kind, id, version, app, err)
+	}
+	return rec, nil
+}
+
+// DraftDiff lists what publishing the app's draft would change, record by
+// record (by kind, then ID) and field by field, at most
+// content.MaxDraftChanges records. Of an app that does not publish, it
+// lists nothing: its draft is live.
+func (s *DB) DraftDiff(ctx context.Context, app string) (content.DraftDiff, error) {
+	var out content.DraftDiff
+	err := s.db.InSnapshot(ctx, func(q sqldb.Querier) error {
+		var live sql.NullInt64
+		if err := q.QueryRowContext(ctx, s.db.Q(`SELECT live_version FROM apps WHERE id = ?`), app).Scan(&live); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("app %q: %w", app, content.ErrNotFound)
+			}
+			return err
+		}
+		if !live.Valid {
+			return nil
+		}
+		out.Live = live.Int64
+		rows, err := q.QueryContext(ctx, s.db.Q(`SELECT d.kind, d.id, COALESCE(v.revision, 0), d.revision, d.doc, lr.doc
+			FROM records d
+			LEFT JOIN version_records v ON v.app_id = d.app_id AND v.version = ? AND v.kind = d.kind AND v.id = d.id
+			LEFT JOIN revisions lr ON lr.app_id = v.app_id AND lr.kind = v.kind AND lr.id = v.id AND lr.revision = v.revision
+			WHERE d.app_id = ? AND (v.revision IS NULL OR v.revision <> d.revision)
+			UNION ALL
+			SELECT v.kind, v.id, v.revision, 0, NULL, lr.doc
+			FROM version_records v JOIN revisions lr ON lr.app_id = v.app_id AND lr.kind = v.kind AND lr.id = v.id AND lr.revision = v.revision
+			WHERE v.app_id = ? AND v.version = ? AND NOT EXISTS (SELECT 1 FROM records d WHERE d.app_id = v.app_id AND d.kind = v.kind AND d.id = v.id)
+			ORDER BY 1, 2 LIMIT ?`), live.Int64, app, app, live.Int64, content.MaxDraftChanges+1)
+		if err != nil {
+			return err
+		}
+		out.Changes, err = sqldb.Collect(rows, s.scanDraftChange)
+		if len(out.Changes) > content.MaxDraftChanges {
+			out.Changes, out.Truncated = out.Changes[:content.MaxDraftChanges], true
+		}
+		return err
+	})
+	if err != nil {
+		return content.DraftDiff{}, fmt.Errorf("compare the draft of app %q with its live version: %w", app, err)
+	}
+	return out, nil
+}
+
+func (s *DB) scanDraftChange(r sqldb.Scanner) (content.DraftChange, error) {
+	var (
+		c              content.DraftChange
+		kind           string
+		draft, liveDoc []byte
+		draftJ, liveJ  []byte
+		err            error
+	)
+	if err := r.Scan(&kind, &c.ID, &c.LiveRevision, &c.DraftRevision, &draft, &liveDoc); err != nil {
+		return c, err
+	}
+	c.Kind = content.Kind(kind)
+	for _, d := range []struct {
+		raw []byte
+		out *[]byte
+	}{{draft, &draftJ}, {liveDoc, &liveJ}} {
+		if d.raw != nil {
+			if *d.out, err = s.db.ReadDoc(d.raw); err != nil {
+				return c, fmt.Errorf("%s %q doc: %w", kind, c.ID, err)
+			}
+		}
+	}
+	switch {
+	case c.LiveRevision == 0:
+		c.Change = "added"
+	case c.DraftRevision == 0:
+		c.Change = "removed"
+	default:
+		c.Change = "changed"
+	}
+	c.Fields, err = content.Diff(liveJ, draftJ)
+	return c, err
+}
