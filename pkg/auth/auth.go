@@ -64,6 +64,9 @@ type Target struct {
 	TokenID        string
 	OrganizationID string
 	AppID          string
+	// Scopes is what the token may do: with content:draft, it reads the
+	// draft of an app that publishes.
+	Scopes tenancy.Scopes
 }
 
 // Kind classifies an Error, so that each edge (HTTP status, GraphQL code)
@@ -538,7 +541,7 @@ func (a *Authenticator) listIDs(ctx context.Context, l *lookup) {
 // app; an organization token must name an app of its organization in
 // appIDParam.
 func (a *Authenticator) Resolve(ctx context.Context, p Principal, appIDParam string) (Target, error) {
-	t := Target{TokenID: p.TokenID, OrganizationID: p.OrganizationID, AppID: p.AppID}
+	t := Target{TokenID: p.TokenID, OrganizationID: p.OrganizationID, AppID: p.AppID, Scopes: p.Scopes}
 	if p.AppID != "" {
 		if appIDParam != "" && appIDParam != p.AppID {
 			msg := fmt.Sprintf("this token is for app %q and cannot act for app %q", p.AppID, appIDParam)

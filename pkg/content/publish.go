@@ -1,6 +1,7 @@
 package content
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -65,4 +66,39 @@ type DraftDiff struct {
 	Live      int64
 	Changes   []DraftChange
 	Truncated bool
+}
+
+// RecordReader reads one state of an app's records: its draft (a Store)
+// or a published version (AtVersion).
+type RecordReader interface {
+	Record(ctx context.Context, appID string, kind Kind, id string) (Record, error)
+	ListRecords(ctx context.Context, appID string, kind Kind) ([]Record, error)
+}
+
+// VersionReader reads the records of published versions.
+type VersionReader interface {
+	VersionRecord(ctx context.Context, appID string, version int64, kind Kind, id string) (Record, error)
+	VersionRecords(ctx context.Context, appID string, version int64, kind Kind) ([]Record, error)
+}
+
+// AtVersion reads version of an app's content from versions; version
+// zero is the draft, which draft reads.
+func AtVersion(draft RecordReader, versions VersionReader, version int64) RecordReader {
+	if version == 0 {
+		return draft
+	}
+	return atVersion{versions, version}
+}
+
+type atVersion struct {
+	versions VersionReader
+	version  int64
+}
+
+func (v atVersion) Record(ctx context.Context, appID string, kind Kind, id string) (Record, error) {
+	return v.versions.VersionRecord(ctx, appID, v.version, kind, id)
+}
+
+func (v atVersion) ListRecords(ctx context.Context, appID string, kind Kind) ([]Record, error) {
+	return v.versions.VersionRecords(ctx, appID, v.version, kind)
 }

@@ -22,21 +22,28 @@ const (
 	EventsWrite
 	// EventsRead: reading events back.
 	EventsRead
+	// ContentDraft: reading the draft of an app that publishes, where
+	// content:read reads its live version (a preview runtime's token).
+	ContentDraft
 )
 
 const (
 	// RuntimeScopes is what an assistant runtime needs, and all that a
 	// token carried by a web page may hold.
 	RuntimeScopes = ContentRead | EventsWrite
+	// PreviewScopes is what a test build of an assistant needs: a
+	// runtime's, reading the draft. A web page may carry it too: the
+	// draft is read, never changed.
+	PreviewScopes = RuntimeScopes | ContentDraft
 	// AllScopes is every scope.
-	AllScopes = ContentRead | ContentWrite | EventsWrite | EventsRead
+	AllScopes = ContentRead | ContentWrite | EventsWrite | EventsRead | ContentDraft
 	// LegacyScopes is what tokens made before scopes existed could do,
 	// and keep: everything but reading events back, which nothing offered.
 	LegacyScopes = ContentRead | ContentWrite | EventsWrite
 )
 
 // scopeOrder is the order in which scopes are named.
-const scopeOrder = "content:read content:write events:read events:write"
+const scopeOrder = "content:draft content:read content:write events:read events:write"
 
 // name returns the name of one scope.
 func (s Scopes) name() string {
@@ -49,9 +56,16 @@ func (s Scopes) name() string {
 		return "events:read"
 	case EventsWrite:
 		return "events:write"
+	case ContentDraft:
+		return "content:draft"
 	}
 	return ""
 }
+
+// ReadsDraft says a token with s reads the draft of an app that
+// publishes, rather than its live version: it holds content:draft, or it
+// may write content (what its writes change is the draft).
+func (s Scopes) ReadsDraft() bool { return s&(ContentDraft|ContentWrite) != 0 }
 
 // Has reports whether every scope of want is in s.
 func (s Scopes) Has(want Scopes) bool { return s&want == want }
@@ -102,7 +116,7 @@ func StoredScopes(v string) Scopes {
 }
 
 func scopeByName(name string) (Scopes, bool) {
-	for one := ContentRead; one <= EventsRead; one <<= 1 {
+	for one := ContentRead; one <= ContentDraft; one <<= 1 {
 		if one.name() == name {
 			return one, true
 		}

@@ -14,10 +14,12 @@ func TestParseScopes(t *testing.T) {
 		{"content:read", ContentRead, ""},
 		{"content:read,events:write", RuntimeScopes, ""},
 		{" events:write  content:read ", RuntimeScopes, ""},
-		{"content:read,content:write,events:read,events:write", AllScopes, ""},
+		{"content:read,content:write,events:read,events:write", AllScopes &^ ContentDraft, ""},
+		{"content:draft,content:read,content:write,events:read,events:write", AllScopes, ""},
+		{"content:read,content:draft,events:write", PreviewScopes, ""},
 		{"content:read,content:read", ContentRead, ""},
 		{"", 0, ""},
-		{"content:admin", 0, `unknown scope "content:admin"; scopes are content:read, content:write, events:read, events:write`},
+		{"content:admin", 0, `unknown scope "content:admin"; scopes are content:draft, content:read, content:write, events:read, events:write`},
 		{"Content:Read", 0, `unknown scope "Content:Read"`},
 		{"runtime", 0, `unknown scope "runtime"`},
 	}
@@ -49,8 +51,11 @@ func TestScopesRoundTrip(t *testing.T) {
 	if got := RuntimeScopes.String(); got != "content:read,events:write" {
 		t.Errorf("RuntimeScopes = %q", got)
 	}
-	if RuntimeScopes.Has(ContentWrite) || RuntimeScopes.Has(EventsRead) {
-		t.Error("a runtime token, which web pages carry, may write content or read events")
+	if RuntimeScopes.Has(ContentWrite) || RuntimeScopes.Has(EventsRead) || RuntimeScopes.Has(ContentDraft) {
+		t.Error("a runtime token, which web pages carry, may write content, read events or read drafts")
+	}
+	if PreviewScopes.Has(ContentWrite) || PreviewScopes.Has(EventsRead) || PreviewScopes.String() != "content:draft,content:read,events:write" {
+		t.Errorf("a preview token, which web pages carry, is %s", PreviewScopes)
 	}
 }
 

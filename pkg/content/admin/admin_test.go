@@ -126,12 +126,14 @@ func TestCommands(t *testing.T) {
 		{name: "token create unknown org", args: []string{"token", "create", "--org", "org-x"}, code: ExitFailure, stderr: []string{`organization "org-x" not found`}},
 		{name: "token create", args: []string{"token", "create", "--app", "app-1", "--name", "ci"}, code: ExitOK, stdout: []string{"cannot be shown again"}},
 		{name: "token create runtime", args: []string{"token", "create", "--app", "app-1", "--runtime"}, code: ExitOK, stdout: []string{"with scopes content:read,events:write", "a web page may carry it"}},
-		{name: "token create management", args: []string{"token", "create", "--app", "app-1", "--management"}, code: ExitOK, stdout: []string{"with scopes content:read,content:write,events:read,events:write", "Keep it secret"}},
+		{name: "token create management", args: []string{"token", "create", "--app", "app-1", "--management"}, code: ExitOK, stdout: []string{"with scopes content:draft,content:read,content:write,events:read,events:write", "Keep it secret"}},
+		{name: "token create preview", args: []string{"token", "create", "--app", "app-1", "--preview"}, code: ExitOK, stdout: []string{"with scopes content:draft,content:read,events:write", "A preview runtime token"}},
+		{name: "token create scopes preset preview", args: []string{"token", "create", "--app", "app-1", "--scopes", "preview"}, code: ExitOK, stdout: []string{"with scopes content:draft,content:read,events:write:"}},
 		{name: "token create scopes", args: []string{"token", "create", "--org", "org-1", "--scopes", "content:read,content:write"}, code: ExitOK, stdout: []string{"with scopes content:read,content:write:", "Keep it secret"}},
 		{name: "token create scopes preset", args: []string{"token", "create", "--org", "org-1", "--scopes", "runtime"}, code: ExitOK, stdout: []string{"with scopes content:read,events:write:"}},
-		{name: "token create unknown scope", args: []string{"token", "create", "--app", "app-1", "--scopes", "content:read,admin"}, code: ExitUsage, stderr: []string{`--scopes: unknown scope "admin"; scopes are content:read, content:write, events:read, events:write`}},
+		{name: "token create unknown scope", args: []string{"token", "create", "--app", "app-1", "--scopes", "content:read,admin"}, code: ExitUsage, stderr: []string{`--scopes: unknown scope "admin"; scopes are content:draft, content:read, content:write, events:read, events:write`}},
 		{name: "token create no scope", args: []string{"token", "create", "--app", "app-1", "--scopes", ","}, code: ExitUsage, stderr: []string{"--scopes: name at least one scope"}},
-		{name: "token create two presets", args: []string{"token", "create", "--app", "app-1", "--runtime", "--management"}, code: ExitUsage, stderr: []string{"at most one of --runtime, --management and --scopes"}},
+		{name: "token create two presets", args: []string{"token", "create", "--app", "app-1", "--runtime", "--management"}, code: ExitUsage, stderr: []string{"at most one of --runtime, --preview, --management and --scopes"}},
 		{name: "token list empty", args: []string{"token", "list"}, code: ExitOK, stdoutOnly: "ID  LEVEL  ORG  APP  SCOPES  NAME  CREATED  STATUS\n"},
 		{name: "token list json empty", args: []string{"token", "list", "--json"}, code: ExitOK, stdoutOnly: "[]\n"},
 		{name: "token list unknown app", args: []string{"token", "list", "--app", "app-x"}, code: ExitFailure, stderr: []string{`app "app-x" not found`}},
@@ -357,7 +359,7 @@ func TestTokenListFilters(t *testing.T) {
 				}
 				wantScopes := "content:read events:write"
 				if tok.ID == org1 {
-					wantScopes = "content:read content:write events:read events:write"
+					wantScopes = "content:draft content:read content:write events:read events:write"
 				}
 				if got := strings.Join(tok.Scopes, " "); got != wantScopes {
 					t.Errorf("%s: scopes %q, want %q", tok.ID, got, wantScopes)

@@ -35,37 +35,41 @@ const (
 const (
 	presetRuntime    = "runtime"
 	presetManagement = "management"
+	presetPreview    = "preview"
 )
 
 // scopesFlags are the flags that choose a new token's scopes.
 type scopesFlags struct {
-	runtime, management *bool
-	list                *string
+	runtime, preview, management *bool
+	list                         *string
 }
 
 func addScopesFlags(fs *flag.FlagSet) scopesFlags {
 	return scopesFlags{
 		runtime:    fs.Bool("runtime", false, "a runtime token: content:read,events:write (the default; the only kind a web page may carry)"),
-		management: fs.Bool("management", false, "a management token: every scope (content:read,content:write,events:read,events:write); keep it secret"),
+		preview:    fs.Bool("preview", false, "a preview runtime token: content:draft,content:read,events:write (a runtime's, reading the draft of an app that publishes)"),
+		management: fs.Bool("management", false, "a management token: every scope ("+tenancy.AllScopes.String()+"); keep it secret"),
 		list: fs.String("scopes", "", "the token's scopes, comma-separated: "+strings.Join(tenancy.ScopeNames(), ", ")+
-			", or a preset ("+presetRuntime+", "+presetManagement+")"),
+			", or a preset ("+presetRuntime+", "+presetPreview+", "+presetManagement+")"),
 	}
 }
 
 // scopes returns the scopes chosen, the runtime preset when none is.
 func (f scopesFlags) scopes() (tenancy.Scopes, error) {
 	chosen := 0
-	for _, set := range []bool{*f.runtime, *f.management, *f.list != ""} {
+	for _, set := range []bool{*f.runtime, *f.preview, *f.management, *f.list != ""} {
 		if set {
 			chosen++
 		}
 	}
 	if chosen > 1 {
-		return 0, usagef("give at most one of --runtime, --management and --scopes")
+		return 0, usagef("give at most one of --runtime, --preview, --management and --scopes")
 	}
 	switch {
 	case *f.management:
 		return tenancy.AllScopes, nil
+	case *f.preview:
+		return tenancy.PreviewScopes, nil
 	case *f.list != "":
 		return parseScopesFlag(*f.list)
 	}
@@ -79,6 +83,8 @@ func parseScopesFlag(v string) (tenancy.Scopes, error) {
 		return tenancy.RuntimeScopes, nil
 	case presetManagement:
 		return tenancy.AllScopes, nil
+	case presetPreview:
+		return tenancy.PreviewScopes, nil
 	}
 	s, err := tenancy.ParseScopes(v)
 	if err != nil {
@@ -309,8 +315,11 @@ func printToken(w io.Writer, tok tenancy.Token, secret string, quiet bool) {
 		owner = fmt.Sprintf("app %q (organization %q)", tok.AppID, tok.OrganizationID)
 	}
 	kind := "Keep it secret: it can do more than a runtime needs, and a web page must never carry it."
-	if tenancy.RuntimeScopes.Has(tok.Scopes) {
+	switch {
+	case tenancy.RuntimeScopes.Has(tok.Scopes):
 		kind = "A runtime token: it reads content and sends events, nothing more, so a web page may carry it."
+	case tenancy.PreviewScopes.Has(tok.Scopes):
+		kind = "A preview runtime token: it reads content, the draft of an app that publishes, and sends events, nothing more, so a test build's page may carry it."
 	}
 	fmt.Fprintf(w, "Created token %s for %s with scopes %s:\n\n%s\n\n%s\nStore it now: it cannot be shown again.\n",
 		tok.ID, owner, tok.Scopes, secret, kind)

@@ -245,7 +245,7 @@ func TestTokens(t *testing.T) {
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-01T00:00:00Z","revokedAt":"9999-12-31T23:00:00-05:00"}`, `revokedAt: must be a time between the years 0000 and 9999 in UTC`},
 		{`{"id":"t1","hash":"` + hash + `","createdAt":"2026-01-02T03:04:05Z","secret":"x"}`, `organizationId: is required`},
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","secret":"x"}`, `secret: is not a field of a token`},
-		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","scopes":["content:read","admin"]}`, `scopes[1]: "admin" is not a scope (content:read, content:write, events:read, events:write)`},
+		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","scopes":["content:read","admin"]}`, `scopes[1]: "admin" is not a scope (content:draft, content:read, content:write, events:read, events:write)`},
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","scopes":["content:read,content:write"]}`, `scopes[0]: "content:read,content:write" is not a scope`},
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","scopes":[]}`, `scopes: must name at least one scope`},
 		{`{"id":"t1","hash":"` + hash + `","organizationId":"o","createdAt":"2026-01-02T03:04:05Z","scopes":"content:read"}`, `scopes: must be an array, not a string`},

@@ -42,6 +42,9 @@ type Store interface {
 	AppByChannelKey(ctx context.Context, key string) (tenancy.App, string, error)
 	Record(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error)
 	ListRecords(ctx context.Context, appID string, kind content.Kind) ([]content.Record, error)
+	// A published version of an app's content, as Record and
+	// ListRecords read its draft.
+	content.VersionReader
 	Revisions(ctx context.Context, appID string, kind content.Kind, id string, before int64, limit int) ([]content.Revision, error)
 	AuditLog(ctx context.Context, f content.AuditFilter) ([]content.AuditEntry, error)
 }
@@ -296,6 +299,16 @@ func abort(c *gin.Context, status int, field, msg string) {
 	c.Abort()
 }
 
+// readsDraft says the target's token reads the draft of an app that
+// publishes (see tenancy.Scopes.ReadsDraft); other tokens read its live
+// version.
+func readsDraft(t auth.Target) bool { return t.Scopes.ReadsDraft() }
+
+// records reads version live of the content, the draft for zero.
+func (a *API) records(live int64) content.RecordReader {
+	return content.AtVersion(a.store, a.store, live)
+}
+
 func target(c *gin.Context) auth.Target {
 	t, _ := c.Get(targetKey)
 	return t.(auth.Target) // set by authenticate for every route
@@ -305,8 +318,8 @@ func target(c *gin.Context) auth.Target {
 func (a *API) list(kind content.Kind, wrapper string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		t := target(c)
-		b, err := a.cache.body(c.Request.Context(), t.AppID, wrapper, func(ctx context.Context) ([]byte, error) {
-			recs, err := a.store.ListRecords(ctx, t.AppID, kind)
+		b, err := a.cache.body(c.Request.Context(), t.AppID, wrapper, readsDraft(t), func(ctx context.Context, live int64) ([]byte, error) {
+			recs, err := a.records(live).ListRecords(ctx, t.AppID, kind)
 			if err != nil {
 				return nil, err
 			}
@@ -338,8 +351,8 @@ func (a *API) one(kind content.Kind, wrapper, notFound string) gin.HandlerFunc {
 			abort(c, http.StatusNotFound, "", notFound)
 			return
 		}
-		b, err := a.cache.recordBody(c.Request.Context(), t.AppID, wrapper+"/"+id, func(ctx context.Context) ([]byte, int64, error) {
-			r, err := a.store.Record(ctx, t.AppID, kind, id)
+		b, err := a.cache.recordBody(c.Request.Context(), t.AppID, wrapper+"/"+id, readsDraft(t), func(ctx context.Context, live int64) ([]byte, int64, error) {
+			r, err := a.records(live).Record(ctx, t.AppID, kind, id)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -359,7 +372,8 @@ func (a *API) one(kind content.Kind, wrapper, notFound string) gin.HandlerFunc {
 
 func (a *API) app(c *gin.Context) {
 	t := target(c)
-	b, err := a.cache.body(c.Request.Context(), t.AppID, "app", func(ctx context.Context) ([]byte, error) {
+	// The app's name and fields are not published: one state for all.
+	b, err := a.cache.body(c.Request.Context(), t.AppID, "app", true, func(ctx context.Context, _ int64) ([]byte, error) {
 		app, err := a.store.App(ctx, t.AppID)
 		if err != nil {
 			return nil, err

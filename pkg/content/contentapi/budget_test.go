@@ -78,7 +78,7 @@ func TestCacheBudgetAccounting(t *testing.T) {
 			want := map[string]int64{}
 			for _, u := range tc.uses {
 				want[u.app] = bodyCost("k", u.size)
-				if _, err := c.body(ctx, u.app, "k", func(context.Context) ([]byte, error) { return make([]byte, u.size), nil }); err != nil {
+				if _, err := c.body(ctx, u.app, "k", true, func(context.Context, int64) ([]byte, error) { return make([]byte, u.size), nil }); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -118,8 +118,8 @@ func TestCacheBudgetCountsGrowthAndRevisions(t *testing.T) {
 	c := newCache(revs, 0, 0) // the revision is read on every use
 	g := &growing{}
 	g.n.Store(100)
-	load := func(context.Context) (any, error) { return g, nil }
-	if _, err := c.getOrStale(ctx, "app", "knowledge", load); err != nil {
+	load := func(context.Context, int64) (any, error) { return g, nil }
+	if _, err := c.getOrStale(ctx, "app", "knowledge", true, load); err != nil {
 		t.Fatal(err)
 	}
 	base := int64(appOverhead + entryOverhead + len("knowledge"))
@@ -127,13 +127,13 @@ func TestCacheBudgetCountsGrowthAndRevisions(t *testing.T) {
 		t.Fatalf("held %d, want %d", got, base+100)
 	}
 	g.n.Store(5000) // its vectors came
-	if _, err := c.getOrStale(ctx, "app", "knowledge", load); err != nil {
+	if _, err := c.getOrStale(ctx, "app", "knowledge", true, load); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.stats().bytes; got != base+5000 {
 		t.Errorf("after growing, held %d, want %d", got, base+5000)
 	}
-	if _, err := c.body(ctx, "app", "k", func(context.Context) ([]byte, error) { return make([]byte, 300), nil }); err != nil {
+	if _, err := c.body(ctx, "app", "k", true, func(context.Context, int64) ([]byte, error) { return make([]byte, 300), nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := c.stats().bytes, base+5000+bodyCost("k", 300)-appOverhead; got != want {
@@ -147,7 +147,7 @@ func TestCacheBudgetCountsGrowthAndRevisions(t *testing.T) {
 	// The old base answers while the new one loads in the background.
 	for v := any(nil); v != g2; {
 		var err error
-		if v, err = c.getOrStale(ctx, "app", "knowledge", func(context.Context) (any, error) { return g2, nil }); err != nil {
+		if v, err = c.getOrStale(ctx, "app", "knowledge", true, func(context.Context, int64) (any, error) { return g2, nil }); err != nil {
 			t.Fatal(err)
 		}
 		if v != g && v != g2 {
@@ -191,7 +191,7 @@ func TestCacheEvictionUnderConcurrentUse(t *testing.T) {
 				if i%50 == 0 {
 					revs.rev.Add(1) // values of every app become old
 				}
-				b, err := c.body(ctx, app, "k", func(context.Context) ([]byte, error) {
+				b, err := c.body(ctx, app, "k", true, func(context.Context, int64) ([]byte, error) {
 					loads.Add(1)
 					return []byte(strings.Repeat(app[len(app)-1:], 64)), nil
 				})

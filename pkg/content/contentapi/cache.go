@@ -13,9 +13,13 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// RevisionSource tells which revision of an app's content is current.
+// RevisionSource tells which revision of an app's content is current, and
+// which version of it is live (zero: the app does not publish, and its
+// records are what runtimes read). Publishing and rolling back move the
+// revision, so a live version is never newer than the revision read with
+// it.
 type RevisionSource interface {
-	Revision(ctx context.Context, appID string) (int64, error)
+	Live(ctx context.Context, appID string) (revision, live int64, err error)
 }
 
 // body is a rendered response with its entity tag.
@@ -79,6 +83,9 @@ type appCache struct {
 
 	mu  sync.Mutex
 	rev int64
+	// live is the app's live version at rev, zero when it does not
+	// publish.
+	live int64
 	// known says rev has been read; checked is when it last was, and
 	// recheck asks for a read at the next lookup whatever the interval.
 	known   bool
@@ -247,11 +254,15 @@ func (c *cache) stats() cacheStats {
 	return cacheStats{apps: len(c.apps), bytes: c.held, budget: c.budget, evictions: c.evictions}
 }
 
+// Loaders are given the version of the app's content they render: the
+// live one, or zero for the draft (requested, or the app does not
+// publish). What is cached of the two is kept apart.
+
 // body returns the response body cached under key for the app's current
-// revision, or renders it.
-func (c *cache) body(ctx context.Context, appID, key string, render func(ctx context.Context) ([]byte, error)) (*body, error) {
-	return c.rendered(ctx, appID, key, func(ctx context.Context) (*body, error) {
-		data, err := render(ctx)
+// revision, or renders it; draft asks for the draft.
+func (c *cache) body(ctx context.Context, appID, key string, draft bool, render func(ctx context.Context, live int64) ([]byte, error)) (*body, error) {
+	return c.rendered(ctx, appID, key, draft, func(ctx context.Context, live int64) (*body, error) {
+		data, err := render(ctx, live)
 		if err != nil {
 			return nil, err
 		}
@@ -262,9 +273,9 @@ func (c *cache) body(ctx context.Context, appID, key string, render func(ctx con
 // recordBody is body for one record, whose entity tag is its revision: a
 // client that read it can tell which state it read, as GraphQL's
 // revision field tells.
-func (c *cache) recordBody(ctx context.Context, appID, key string, render func(ctx context.Context) ([]byte, int64, error)) (*body, error) {
-	return c.rendered(ctx, appID, key, func(ctx context.Context) (*body, error) {
-		data, rev, err := render(ctx)
+func (c *cache) recordBody(ctx context.Context, appID, key string, draft bool, render func(ctx context.Context, live int64) ([]byte, int64, error)) (*body, error) {
+	return c.rendered(ctx, appID, key, draft, func(ctx context.Context, live int64) (*body, error) {
+		data, rev, err := render(ctx, live)
 		if err != nil {
 			return nil, err
 		}
@@ -272,8 +283,8 @@ func (c *cache) recordBody(ctx context.Context, appID, key string, render func(c
 	})
 }
 
-func (c *cache) rendered(ctx context.Context, appID, key string, render func(ctx context.Context) (*body, error)) (*body, error) {
-	v, err := c.get(ctx, appID, key, func(ctx context.Context) (any, error) { return render(ctx) })
+func (c *cache) rendered(ctx context.Context, appID, key string, draft bool, render func(ctx context.Context, live int64) (*body, error)) (*body, error) {
+	v, err := c.get(ctx, appID, key, draft, func(ctx context.Context, live int64) (any, error) { return render(ctx, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -283,19 +294,28 @@ func (c *cache) rendered(ctx context.Context, appID, key string, render func(ctx
 // get returns the value cached under key for the app's current revision,
 // or loads it. Failed loads are not cached, so that unknown IDs cannot
 // grow the cache.
-func (c *cache) get(ctx context.Context, appID, key string, load func(ctx context.Context) (any, error)) (any, error) {
-	return c.lookup(ctx, appID, key, load, false)
+func (c *cache) get(ctx context.Context, appID, key string, draft bool, load func(ctx context.Context, live int64) (any, error)) (any, error) {
+	return c.lookup(ctx, appID, key, draft, load, false)
 }
 
 // getOrStale is get, except that while a new value loads after the
 // revision moved, the last good value is returned: for values that take
 // long to build, such as search indexes, where answering from the last
 // revision for a moment is better than making every request wait.
-func (c *cache) getOrStale(ctx context.Context, appID, key string, load func(ctx context.Context) (any, error)) (any, error) {
-	return c.lookup(ctx, appID, key, load, true)
+func (c *cache) getOrStale(ctx context.Context, appID, key string, draft bool, load func(ctx context.Context, live int64) (any, error)) (any, error) {
+	return c.lookup(ctx, appID, key, draft, load, true)
 }
 
-func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx context.Context) (any, error), staleOK bool) (any, error) {
+// version is the version a request for draft or not reads of a, and the
+// key its value of key is filed under; a.mu is held.
+func (a *appCache) version(key string, draft bool) (live int64, filed string) {
+	if draft || a.live == 0 {
+		return 0, key
+	}
+	return a.live, "live/" + key
+}
+
+func (c *cache) lookup(ctx context.Context, appID, key string, draft bool, load func(ctx context.Context, live int64) (any, error), staleOK bool) (any, error) {
 	a := c.app(appID)
 	a.mu.Lock()
 	// The revision is read before anything is loaded, so what is cached is
@@ -318,7 +338,8 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 			// revision read is still answered for a while: it is at most
 			// that much older than the outage, and failing every read
 			// of a short outage helps nobody. Anything not cached fails.
-			e, ok := a.entries[key]
+			_, filed := a.version(key, draft)
+			e, ok := a.entries[filed]
 			fresh := a.known && now.Sub(a.checked) < c.refresh+c.grace
 			err := a.failure
 			a.mu.Unlock()
@@ -333,7 +354,8 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 		// whole timeout. Invalidated or unknown revisions are waited for.
 		wait := a.checking
 		var cached *entry
-		if e, ok := a.entries[key]; ok && a.known && !a.recheck && now.Sub(a.checked) < c.refresh+c.grace && e.loaded() && e.err == nil {
+		_, filed := a.version(key, draft)
+		if e, ok := a.entries[filed]; ok && a.known && !a.recheck && now.Sub(a.checked) < c.refresh+c.grace && e.loaded() && e.err == nil {
 			cached = e
 		}
 		a.mu.Unlock()
@@ -342,6 +364,7 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 		}
 		a.mu.Lock()
 	}
+	live, key := a.version(key, draft)
 	e, found := a.entries[key]
 	if !found {
 		e = &entry{done: make(chan struct{}), staleOK: staleOK}
@@ -357,12 +380,13 @@ func (c *cache) lookup(ctx context.Context, appID, key string, load func(ctx con
 	// The load outlives the request that started it: others may be
 	// waiting for it.
 	lctx := context.WithoutCancel(ctx)
+	fill := func(ctx context.Context) (any, error) { return load(ctx, live) }
 	switch {
 	case !found && staleOK && old != nil:
-		go c.fill(lctx, a, key, e, load)
+		go c.fill(lctx, a, key, e, fill)
 		return old.v, nil
 	case !found:
-		c.fill(lctx, a, key, e, load)
+		c.fill(lctx, a, key, e, fill)
 	case staleOK && old != nil && !e.loaded():
 		return old.v, nil
 	}
@@ -407,16 +431,16 @@ func awaitCheck(ctx context.Context, check <-chan struct{}, cached *entry) (v an
 // read began: an invalidation during the read asks for another.
 func (c *cache) check(a *appCache, appID string, gen uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), revisionTimeout)
-	rev, err := c.revs.Revision(ctx, appID)
+	rev, live, err := c.revs.Live(ctx, appID)
 	cancel()
-	if c.checked(a, rev, err, gen) {
+	if c.checked(a, rev, live, err, gen) {
 		c.account(a) // values of the old revision went
 	}
 }
 
 // checked records a revision read; it reports whether values were
 // dropped.
-func (c *cache) checked(a *appCache, rev int64, err error, gen uint64) (dropped bool) {
+func (c *cache) checked(a *appCache, rev, live int64, err error, gen uint64) (dropped bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	close(a.checking)
@@ -437,7 +461,7 @@ func (c *cache) checked(a *appCache, rev int64, err error, gen uint64) (dropped 
 			}
 		}
 		a.entries = map[string]*entry{}
-		a.rev = rev
+		a.rev, a.live = rev, live
 	}
 	a.known, a.checked = true, now
 	if a.gen == gen {

@@ -13,7 +13,7 @@ import (
 // revisions is a revision source the test moves by hand.
 type revisions struct{ rev atomic.Int64 }
 
-func (r *revisions) Revision(context.Context, string) (int64, error) { return r.rev.Load(), nil }
+func (r *revisions) Live(context.Context, string) (int64, int64, error) { return r.rev.Load(), 0, nil }
 
 // gate is a load that blocks until released, counting its calls.
 type gate struct {
@@ -28,7 +28,7 @@ func newGate(value string) *gate {
 	return &gate{started: make(chan struct{}, 16), release: make(chan struct{}), value: value}
 }
 
-func (g *gate) load(context.Context) (any, error) {
+func (g *gate) load(context.Context, int64) (any, error) {
 	g.calls.Add(1)
 	g.started <- struct{}{}
 	<-g.release
@@ -45,12 +45,12 @@ func TestCacheLoadsOnceAndKeysApart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], _ = c.get(ctx, "app", "slow", slow.load)
+			got[i], _ = c.get(ctx, "app", "slow", true, slow.load)
 		}()
 	}
 	<-slow.started
 	// Another key of the same app answers while "slow" loads.
-	v, err := c.get(ctx, "app", "fast", func(context.Context) (any, error) { return "fast", nil })
+	v, err := c.get(ctx, "app", "fast", true, func(context.Context, int64) (any, error) { return "fast", nil })
 	if err != nil || v != "fast" {
 		t.Fatalf("fast key: %v %v", v, err)
 	}
@@ -70,17 +70,17 @@ func TestCacheFailedLoadsAreNotKept(t *testing.T) {
 	ctx := context.Background()
 	c := newCache(&revisions{}, time.Hour, 0)
 	calls := 0
-	load := func(context.Context) (any, error) {
+	load := func(context.Context, int64) (any, error) {
 		calls++
 		if calls == 1 {
 			return nil, errors.New("store down")
 		}
 		return "ok", nil
 	}
-	if _, err := c.get(ctx, "app", "k", load); err == nil {
+	if _, err := c.get(ctx, "app", "k", true, load); err == nil {
 		t.Fatal("the first load's error was not returned")
 	}
-	if v, err := c.get(ctx, "app", "k", load); err != nil || v != "ok" || calls != 2 {
+	if v, err := c.get(ctx, "app", "k", true, load); err != nil || v != "ok" || calls != 2 {
 		t.Errorf("after a failure: %v %v, %d loads", v, err, calls)
 	}
 }
@@ -89,31 +89,31 @@ func TestCacheStaleWhileLoading(t *testing.T) {
 	ctx := context.Background()
 	revs := &revisions{}
 	c := newCache(revs, 0, 0) // the revision is read on every call
-	v1 := func(context.Context) (any, error) { return "v1", nil }
-	if v, _ := c.getOrStale(ctx, "app", "index", v1); v != "v1" {
+	v1 := func(context.Context, int64) (any, error) { return "v1", nil }
+	if v, _ := c.getOrStale(ctx, "app", "index", true, v1); v != "v1" {
 		t.Fatalf("first build: %v", v)
 	}
 	revs.rev.Store(2)
 	g := newGate("v2")
 	// The new build starts, and until it ends the last good value answers.
-	if v, _ := c.getOrStale(ctx, "app", "index", g.load); v != "v1" {
+	if v, _ := c.getOrStale(ctx, "app", "index", true, g.load); v != "v1" {
 		t.Errorf("while building: %v, want v1", v)
 	}
 	<-g.started
-	if v, _ := c.getOrStale(ctx, "app", "index", g.load); v != "v1" {
+	if v, _ := c.getOrStale(ctx, "app", "index", true, g.load); v != "v1" {
 		t.Errorf("while building, again: %v, want v1", v)
 	}
 	// A key that may not answer stale waits for the build.
 	done := make(chan any)
 	go func() {
-		v, _ := c.get(ctx, "app", "index", g.load)
+		v, _ := c.get(ctx, "app", "index", true, g.load)
 		done <- v
 	}()
 	close(g.release)
 	if v := <-done; v != "v2" {
 		t.Errorf("waiting get: %v, want v2", v)
 	}
-	if v, _ := c.getOrStale(ctx, "app", "index", g.load); v != "v2" {
+	if v, _ := c.getOrStale(ctx, "app", "index", true, g.load); v != "v2" {
 		t.Errorf("after the build: %v, want v2", v)
 	}
 	if n := g.calls.Load(); n != 1 {
@@ -125,13 +125,13 @@ func TestCacheStaleKeptAfterFailedBuild(t *testing.T) {
 	ctx := context.Background()
 	revs := &revisions{}
 	c := newCache(revs, 0, 0)
-	if _, err := c.getOrStale(ctx, "app", "index", func(context.Context) (any, error) { return "v1", nil }); err != nil {
+	if _, err := c.getOrStale(ctx, "app", "index", true, func(context.Context, int64) (any, error) { return "v1", nil }); err != nil {
 		t.Fatal(err)
 	}
 	revs.rev.Store(2)
 	g := newGate("")
 	g.err = errors.New("bad content")
-	if v, _ := c.getOrStale(ctx, "app", "index", g.load); v != "v1" {
+	if v, _ := c.getOrStale(ctx, "app", "index", true, g.load); v != "v1" {
 		t.Fatalf("while building: %v", v)
 	}
 	<-g.started
@@ -144,7 +144,7 @@ func TestCacheStaleKeptAfterFailedBuild(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no new build was started after the failed one")
 		}
-		if v, _ := c.getOrStale(ctx, "app", "index", g2.load); v != "v1" {
+		if v, _ := c.getOrStale(ctx, "app", "index", true, g2.load); v != "v1" {
 			t.Fatalf("after a failed build: %v, want v1", v)
 		}
 	}
@@ -154,11 +154,11 @@ func TestCacheStaleKeptAfterFailedBuild(t *testing.T) {
 func TestCacheWaiterGivesUpWithItsContext(t *testing.T) {
 	c := newCache(&revisions{}, time.Hour, 0)
 	g := newGate("v")
-	go c.get(context.Background(), "app", "k", g.load)
+	go c.get(context.Background(), "app", "k", true, g.load)
 	<-g.started
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.get(ctx, "app", "k", g.load); !errors.Is(err, context.Canceled) {
+	if _, err := c.get(ctx, "app", "k", true, g.load); !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want context.Canceled", err)
 	}
 	close(g.release)
@@ -171,12 +171,12 @@ type flaky struct {
 	calls atomic.Int32
 }
 
-func (f *flaky) Revision(context.Context, string) (int64, error) {
+func (f *flaky) Live(context.Context, string) (int64, int64, error) {
 	f.calls.Add(1)
 	if f.down.Load() {
-		return 0, errors.New("content store unreachable")
+		return 0, 0, errors.New("content store unreachable")
 	}
-	return f.rev.Load(), nil
+	return f.rev.Load(), 0, nil
 }
 
 func TestCacheAnswersCachedValuesThroughAShortOutage(t *testing.T) {
@@ -185,10 +185,10 @@ func TestCacheAnswersCachedValuesThroughAShortOutage(t *testing.T) {
 	c := newCache(revs, time.Second, 30*time.Second)
 	clock := time.Unix(1_800_000_000, 0)
 	c.now = func() time.Time { return clock }
-	load := func(v string) func(context.Context) (any, error) {
-		return func(context.Context) (any, error) { return v, nil }
+	load := func(v string) func(context.Context, int64) (any, error) {
+		return func(context.Context, int64) (any, error) { return v, nil }
 	}
-	if v, err := c.get(ctx, "app", "cached", load("v1")); err != nil || v != "v1" {
+	if v, err := c.get(ctx, "app", "cached", true, load("v1")); err != nil || v != "v1" {
 		t.Fatalf("before the outage: %v %v", v, err)
 	}
 	revs.down.Store(true)
@@ -205,21 +205,21 @@ func TestCacheAnswersCachedValuesThroughAShortOutage(t *testing.T) {
 		{31 * time.Second, "uncached", nil, true},
 	} {
 		clock = time.Unix(1_800_000_000, 0).Add(tc.after)
-		v, err := c.get(ctx, "app", tc.key, load("new"))
+		v, err := c.get(ctx, "app", tc.key, true, load("new"))
 		if (err != nil) != tc.wantErr || v != tc.want {
 			t.Errorf("%v into the outage, %s: %v %v; want %v (error %v)", tc.after, tc.key, v, err, tc.want, tc.wantErr)
 		}
 	}
 	// A failed read is not tried again within the refresh interval.
 	before := revs.calls.Load()
-	if _, err := c.get(ctx, "app", "cached", load("new")); err == nil || revs.calls.Load() != before {
+	if _, err := c.get(ctx, "app", "cached", true, load("new")); err == nil || revs.calls.Load() != before {
 		t.Errorf("right after a failed read: error %v, %d more reads; want the error and no read", err, revs.calls.Load()-before)
 	}
 	// Back: the revision is read again and answers follow it.
 	clock = clock.Add(time.Second)
 	revs.down.Store(false)
 	revs.rev.Store(1)
-	if v, err := c.get(ctx, "app", "cached", load("v2")); err != nil || v != "v2" {
+	if v, err := c.get(ctx, "app", "cached", true, load("v2")); err != nil || v != "v2" {
 		t.Errorf("after the outage: %v %v; want v2", v, err)
 	}
 }
@@ -227,11 +227,11 @@ func TestCacheAnswersCachedValuesThroughAShortOutage(t *testing.T) {
 func TestCacheWithoutGraceFailsAtOnce(t *testing.T) {
 	revs := &flaky{}
 	c := newCache(revs, 0, 0)
-	if _, err := c.get(context.Background(), "app", "k", func(context.Context) (any, error) { return "v", nil }); err != nil {
+	if _, err := c.get(context.Background(), "app", "k", true, func(context.Context, int64) (any, error) { return "v", nil }); err != nil {
 		t.Fatal(err)
 	}
 	revs.down.Store(true)
-	if v, err := c.get(context.Background(), "app", "k", func(context.Context) (any, error) { return "v", nil }); err == nil {
+	if v, err := c.get(context.Background(), "app", "k", true, func(context.Context, int64) (any, error) { return "v", nil }); err == nil {
 		t.Errorf("got %v with the store down and no grace; want the error", v)
 	}
 }
@@ -240,14 +240,14 @@ func TestInvalidateEveryApp(t *testing.T) {
 	revs := &flaky{}
 	c := newCache(revs, time.Hour, 0)
 	for _, app := range []string{"a", "b"} {
-		if _, err := c.get(context.Background(), app, "k", func(context.Context) (any, error) { return "v1", nil }); err != nil {
+		if _, err := c.get(context.Background(), app, "k", true, func(context.Context, int64) (any, error) { return "v1", nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	revs.rev.Store(1)
 	c.Invalidate("")
 	for _, app := range []string{"a", "b"} {
-		if v, _ := c.get(context.Background(), app, "k", func(context.Context) (any, error) { return "v2", nil }); v != "v2" {
+		if v, _ := c.get(context.Background(), app, "k", true, func(context.Context, int64) (any, error) { return "v2", nil }); v != "v2" {
 			t.Errorf("app %s after invalidating every app: %v, want v2", app, v)
 		}
 	}
@@ -257,9 +257,9 @@ func TestInvalidateKeepsValuesOfAnUnchangedRevision(t *testing.T) {
 	revs := &flaky{}
 	c := newCache(revs, time.Hour, 0)
 	var loads atomic.Int32
-	load := func(context.Context) (any, error) { loads.Add(1); return "v", nil }
+	load := func(context.Context, int64) (any, error) { loads.Add(1); return "v", nil }
 	for range 2 {
-		if _, err := c.get(context.Background(), "app", "index", load); err != nil {
+		if _, err := c.get(context.Background(), "app", "index", true, load); err != nil {
 			t.Fatal(err)
 		}
 		c.Invalidate("app")
@@ -316,7 +316,7 @@ type slowRevisions struct {
 	deaf bool
 }
 
-func (s *slowRevisions) Revision(ctx context.Context, _ string) (int64, error) {
+func (s *slowRevisions) Live(ctx context.Context, _ string) (int64, int64, error) {
 	s.calls.Add(1)
 	// The revision as of the read's start, as a query sees it.
 	rev := s.rev.Load()
@@ -328,14 +328,14 @@ func (s *slowRevisions) Revision(ctx context.Context, _ string) (int64, error) {
 		select {
 		case <-s.release:
 		case <-done:
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		}
 	}
 	s.clock.Add(int64(s.takes))
 	if s.fail.Load() {
-		return 0, errors.New("content store locked")
+		return 0, 0, errors.New("content store locked")
 	}
-	return rev, nil
+	return rev, 0, nil
 }
 
 func fakeClock(c *cache) *atomic.Int64 {
@@ -354,10 +354,10 @@ func TestCacheAnswersWhileARevisionReadIsSlow(t *testing.T) {
 	revs := &slowRevisions{release: make(chan struct{}), deaf: true}
 	c := newCache(revs, time.Second, 30*time.Second)
 	revs.clock = fakeClock(c)
-	load := func(v string) func(context.Context) (any, error) {
-		return func(context.Context) (any, error) { return v, nil }
+	load := func(v string) func(context.Context, int64) (any, error) {
+		return func(context.Context, int64) (any, error) { return v, nil }
 	}
-	if v, err := c.get(ctx, "app", "cached", load("v1")); err != nil || v != "v1" {
+	if v, err := c.get(ctx, "app", "cached", true, load("v1")); err != nil || v != "v1" {
 		t.Fatalf("before: %v %v", v, err)
 	}
 	revs.held.Store(true)
@@ -369,7 +369,7 @@ func TestCacheAnswersWhileARevisionReadIsSlow(t *testing.T) {
 	// otherwise wait for ever.
 	cached := make(chan any, 1)
 	go func() {
-		v, err := c.get(ctx, "app", "cached", load("v2"))
+		v, err := c.get(ctx, "app", "cached", true, load("v2"))
 		if err != nil {
 			v = err
 		}
@@ -386,7 +386,7 @@ func TestCacheAnswersWhileARevisionReadIsSlow(t *testing.T) {
 	}
 	uncached := make(chan any, 1)
 	go func() {
-		v, _ := c.get(ctx, "app", "uncached", load("u2"))
+		v, _ := c.get(ctx, "app", "uncached", true, load("u2"))
 		uncached <- v
 	}()
 	select {
@@ -398,7 +398,7 @@ func TestCacheAnswersWhileARevisionReadIsSlow(t *testing.T) {
 	if v := <-uncached; v != "u2" {
 		t.Errorf("uncached key after the read: %v", v)
 	}
-	if v, err := c.get(ctx, "app", "cached", load("v2")); err != nil || v != "v2" {
+	if v, err := c.get(ctx, "app", "cached", true, load("v2")); err != nil || v != "v2" {
 		t.Errorf("cached key after the revision moved: %v %v; want v2", v, err)
 	}
 	if n := revs.calls.Load(); n != 2 {
@@ -414,14 +414,14 @@ func TestCacheFailedReadCountsFromItsEnd(t *testing.T) {
 	revs := &slowRevisions{release: make(chan struct{}), takes: 2 * time.Second}
 	c := newCache(revs, time.Second, 30*time.Second)
 	revs.clock = fakeClock(c)
-	load := func(context.Context) (any, error) { return "v1", nil }
-	if _, err := c.get(ctx, "app", "k", load); err != nil {
+	load := func(context.Context, int64) (any, error) { return "v1", nil }
+	if _, err := c.get(ctx, "app", "k", true, load); err != nil {
 		t.Fatal(err)
 	}
 	revs.fail.Store(true)
 	revs.clock.Add(int64(time.Second))
 	for i := range 3 {
-		if v, err := c.get(ctx, "app", "k", load); err != nil || v != "v1" {
+		if v, err := c.get(ctx, "app", "k", true, load); err != nil || v != "v1" {
 			t.Fatalf("read %d during the outage: %v %v", i, v, err)
 		}
 	}
@@ -437,14 +437,14 @@ func TestCacheInvalidationDuringARead(t *testing.T) {
 	revs := &slowRevisions{release: make(chan struct{})}
 	c := newCache(revs, time.Hour, 0)
 	revs.clock = fakeClock(c)
-	if _, err := c.get(ctx, "app", "k", func(context.Context) (any, error) { return "v1", nil }); err != nil {
+	if _, err := c.get(ctx, "app", "k", true, func(context.Context, int64) (any, error) { return "v1", nil }); err != nil {
 		t.Fatal(err)
 	}
 	revs.held.Store(true)
 	c.Invalidate("app")
 	got := make(chan any, 1)
 	go func() {
-		v, _ := c.get(ctx, "app", "k", func(context.Context) (any, error) { return "v2", nil })
+		v, _ := c.get(ctx, "app", "k", true, func(context.Context, int64) (any, error) { return "v2", nil })
 		got <- v
 	}()
 	// Wait for the read to start, then invalidate again and move the

@@ -48,15 +48,15 @@ const (
 )
 
 // base returns the app's knowledge base at its current revision, built
-// once per revision.
-func (a *API) base(ctx context.Context, org, appID string) (*knowledge.Base, error) {
-	v, err := a.cache.getOrStale(ctx, appID, "knowledge", func(ctx context.Context) (any, error) {
+// once per revision: of its draft, or of its live version.
+func (a *API) base(ctx context.Context, org, appID string, draft bool) (*knowledge.Base, error) {
+	v, err := a.cache.getOrStale(ctx, appID, "knowledge", draft, func(ctx context.Context, live int64) (any, error) {
 		var src knowledge.Content
 		for _, k := range []struct {
 			kind content.Kind
 			to   *[]content.Record
 		}{{content.KindDocument, &src.Documents}, {content.KindFAQ, &src.FAQs}, {content.KindIntent, &src.Intents}, {content.KindEntity, &src.Entities}} {
-			recs, err := a.store.ListRecords(ctx, appID, k.kind)
+			recs, err := a.records(live).ListRecords(ctx, appID, k.kind)
 			if err != nil {
 				return nil, err
 			}
@@ -187,7 +187,7 @@ func (a *API) asked(c *gin.Context) (string, *knowledge.Base, bool) {
 		return "", nil, false
 	}
 	t := target(c)
-	b, err := a.base(c.Request.Context(), t.OrganizationID, t.AppID)
+	b, err := a.base(c.Request.Context(), t.OrganizationID, t.AppID, readsDraft(t))
 	if err != nil {
 		a.serverError(c, "build the knowledge base", err)
 		return "", nil, false
@@ -456,7 +456,8 @@ func (a *API) suggestions(c *gin.Context) {
 	if !a.resolve(c, p, app.ID) {
 		return
 	}
-	b, err := a.base(c.Request.Context(), app.OrganizationID, app.ID)
+	// Suggestions take no token: they are the live version's.
+	b, err := a.base(c.Request.Context(), app.OrganizationID, app.ID, false)
 	if err != nil {
 		a.serverError(c, "build the knowledge base", err)
 		return

@@ -478,7 +478,7 @@ func newSemanticEnv(t *testing.T, srv *embedstandin.Server, cache *embeddings.Ca
 	}
 	e := newEnv(t, ServiceConfig{API: Config{Knowledge: knowledge.Options{Embedder: embeddings.Cached{Cache: cache, Embedder: client}}}})
 	ctx := context.Background()
-	b, err := e.svc.api.base(ctx, "org-1", "app-1")
+	b, err := e.svc.api.base(ctx, "org-1", "app-1", false)
 	if err != nil {
 		t.Fatal(err)
 	}

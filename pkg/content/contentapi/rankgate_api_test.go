@@ -132,7 +132,7 @@ func TestBuildsTakeTurnsApartFromRankings(t *testing.T) {
 	}()
 	built, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := api.base(built, "org-1", "app-2"); err != nil {
+	if _, err := api.base(built, "org-1", "app-2", false); err != nil {
 		t.Errorf("index built with every ranking place taken: %v", err)
 	}
 }

@@ -43,6 +43,17 @@ type Store interface {
 	GapDecisions(ctx context.Context, app string) ([]content.GapDecision, error)
 	GapSettings(ctx context.Context, app string) (content.GapSettings, error)
 	SetGapSettings(ctx context.Context, app string, g content.GapSettings) error
+	// Drafts and published versions (publish.go).
+	Live(ctx context.Context, app string) (revision, version int64, err error)
+	Publishing(ctx context.Context, app string) (content.Publishing, error)
+	SetPublishing(ctx context.Context, app string, on bool) (content.Publishing, error)
+	Publish(ctx context.Context, app string) (content.Version, bool, error)
+	PublishRecords(ctx context.Context, app string, kind content.Kind, ids []string) (content.Version, bool, error)
+	Rollback(ctx context.Context, app string, number int64) (content.Version, error)
+	Versions(ctx context.Context, app string, before int64, limit int) ([]content.Version, error)
+	VersionRecords(ctx context.Context, app string, version int64, kind content.Kind) ([]content.Record, error)
+	VersionRecord(ctx context.Context, app string, version int64, kind content.Kind, id string) (content.Record, error)
+	DraftDiff(ctx context.Context, app string) (content.DraftDiff, error)
 	// PruneVectors deletes the app's vectors of the model neither saved
 	// nor loaded since unusedSince, and returns how many.
 	PruneVectors(ctx context.Context, app, model string, unusedSince time.Time) (int, error)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/assistantcms/cms/pkg/content"
 	"github.com/assistantcms/cms/pkg/sqldb"
@@ -116,6 +117,88 @@ func (s *DB) Publish(ctx context.Context, app string) (v content.Version, publis
 	})
 	if err != nil {
 		return content.Version{}, false, fmt.Errorf("publish app %q: %w", app, err)
+	}
+	return v, published, nil
+}
+
+// PublishRecords makes the draft's state of some records of one kind
+// live, and nothing else of the draft: a new version, the live one with
+// those records as the draft holds them (added, changed, or removed where
+// the draft has none), in one audit entry (operation publishRecords
+// unless the context names one). A catalogue's automation publishes its
+// own writes with it, not what authors have yet to publish. When the
+// live version already holds them so, it writes nothing and answers
+// published false. It fails with content.ErrNotPublishing when the app
+// does not publish.
+func (s *DB) PublishRecords(ctx context.Context, app string, kind content.Kind, ids []string) (v content.Version, published bool, err error) {
+	if len(ids) == 0 {
+		return content.Version{}, false, fmt.Errorf("publish records of app %q: no records named", app)
+	}
+	keys := make([]any, 0, 2*len(ids))
+	for _, id := range ids {
+		keys = append(keys, string(kind), id)
+	}
+	in := ` (VALUES ` + strings.TrimSuffix(strings.Repeat(`(?, ?), `, len(ids)), `, `) + `)`
+	err = s.db.InTx(ctx, "publish records", func(tx *sql.Tx) error {
+		live, _, err := s.lockLive(ctx, tx, app)
+		if err != nil {
+			return err
+		}
+		if live == 0 {
+			return content.ErrNotPublishing
+		}
+		args := append(append([]any{live, app}, keys...), append([]any{app, live}, keys...)...)
+		args = append(append(args, app, live), keys...)
+		var added, changed, removed int
+		if err := tx.QueryRowContext(ctx, s.db.Q(`SELECT
+			(SELECT count(*) FROM records r LEFT JOIN version_records v ON v.app_id = r.app_id AND v.version = ? AND v.kind = r.kind AND v.id = r.id
+				WHERE r.app_id = ? AND (r.kind, r.id) IN`+in+` AND v.id IS NULL),
+			(SELECT count(*) FROM records r JOIN version_records v ON v.app_id = r.app_id AND v.kind = r.kind AND v.id = r.id
+				WHERE r.app_id = ? AND v.version = ? AND (r.kind, r.id) IN`+in+` AND v.revision <> r.revision),
+			(SELECT count(*) FROM version_records v WHERE v.app_id = ? AND v.version = ? AND (v.kind, v.id) IN`+in+`
+				AND NOT EXISTS (SELECT 1 FROM records r WHERE r.app_id = v.app_id AND r.kind = v.kind AND r.id = v.id))`),
+			args...).Scan(&added, &changed, &removed); err != nil {
+			return fmt.Errorf("compare the records with version %d: %w", live, err)
+		}
+		if added+changed+removed == 0 {
+			v, err = s.version(ctx, tx, app, live, live)
+			return err
+		}
+		var next int64
+		if err := tx.QueryRowContext(ctx, s.db.Q(`SELECT max(version) + 1 FROM versions WHERE app_id = ?`), app).Scan(&next); err != nil {
+			return fmt.Errorf("number the version: %w", err)
+		}
+		m, err := s.move(ctx, tx, app, "publishRecords", fmt.Sprintf("version/%d", next))
+		if err != nil {
+			return err
+		}
+		if err := s.Counted(ctx, tx, m.Audit, added, changed, removed, 0); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO versions (app_id, version, revision, published_at, audit_id, records)
+			VALUES (?, ?, ?, ?, ?, 0)`), app, next, m.Revision, s.db.TimeArgs(s.db.Now(), false)[0], m.Audit); err != nil {
+			return fmt.Errorf("write version %d: %w", next, err)
+		}
+		if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO version_records (app_id, version, kind, id, revision, created_at)
+			SELECT app_id, CAST(? AS bigint), kind, id, revision, created_at FROM version_records WHERE app_id = ? AND version = ? AND (kind, id) NOT IN`+in+`
+			UNION ALL
+			SELECT app_id, CAST(? AS bigint), kind, id, revision, created_at FROM records WHERE app_id = ? AND (kind, id) IN`+in),
+			append(append([]any{next, app, live}, keys...), append([]any{next, app}, keys...)...)...); err != nil {
+			return fmt.Errorf("write the records of version %d: %w", next, err)
+		}
+		if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE versions SET records = (SELECT count(*) FROM version_records WHERE app_id = ? AND version = ?)
+			WHERE app_id = ? AND version = ?`), app, next, app, next); err != nil {
+			return fmt.Errorf("count the records of version %d: %w", next, err)
+		}
+		if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET live_version = ? WHERE id = ?`), next, app); err != nil {
+			return fmt.Errorf("make version %d live: %w", next, err)
+		}
+		v, err = s.version(ctx, tx, app, next, next)
+		published = err == nil
+		return err
+	})
+	if err != nil {
+		return content.Version{}, false, fmt.Errorf("publish %ss of app %q: %w", kind, app, err)
 	}
 	return v, published, nil
 }

@@ -156,6 +156,30 @@ func TestPublishing(t *testing.T) {
 				t.Errorf("publish's audit entry after pruning: %+v, %v", log, err)
 			}
 
+			// A catalogue's write published alone: the live version plus
+			// that record, not the rest of the draft.
+			v3, published, err := s.PublishRecords(ctx, "app", content.KindEntity, []string{"E"})
+			if err != nil || !published || v3.Number != 3 || v3.Records != 3 {
+				t.Fatalf("PublishRecords = %+v, %v, %v", v3, published, err)
+			}
+			if r, err := s.VersionRecord(t.Context(), "app", 3, content.KindHandler, "H"); err != nil || string(r.Doc) != `{"intentId":"H","name":"first"}` {
+				t.Errorf("version 3's handler: %s, %v; want version 1's", r.Doc, err)
+			}
+			if _, err := s.VersionRecord(t.Context(), "app", 3, content.KindEntity, "E"); err != nil {
+				t.Errorf("version 3's entity: %v", err)
+			}
+			if _, err := s.VersionRecord(t.Context(), "app", 3, content.KindFAQ, "F"); err != nil {
+				t.Errorf("version 3's FAQ, still live: %v", err)
+			}
+			if same, published, err := s.PublishRecords(ctx, "app", content.KindEntity, []string{"E"}); err != nil || published || same.Number != 3 {
+				t.Errorf("PublishRecords of what is live = %+v, %v, %v", same, published, err)
+			}
+			if _, published, err := s.PublishRecords(ctx, "app", content.KindFAQ, []string{"F"}); err != nil || !published {
+				t.Errorf("PublishRecords of a record the draft deleted = %v, %v", published, err)
+			} else if _, err := s.VersionRecord(t.Context(), "app", 4, content.KindFAQ, "F"); !errors.Is(err, content.ErrNotFound) {
+				t.Errorf("version 4 holds the FAQ the draft deleted: %v", err)
+			}
+
 			// Off: the draft is read; versions stay.
 			if p, err := s.SetPublishing(ctx, "app", false); err != nil || p.On {
 				t.Fatalf("SetPublishing(off) = %+v, %v", p, err)
@@ -163,11 +187,11 @@ func TestPublishing(t *testing.T) {
 			if _, live, _ := s.Live(t.Context(), "app"); live != 0 {
 				t.Errorf("live version after turning publishing off: %d", live)
 			}
-			if vs, err := s.Versions(t.Context(), "app", 0, 0); err != nil || len(vs) != 2 || vs[0].Live || vs[1].Live {
+			if vs, err := s.Versions(t.Context(), "app", 0, 0); err != nil || len(vs) != 4 || vs[0].Live || vs[3].Live {
 				t.Errorf("versions after turning publishing off: %+v, %v", vs, err)
 			}
 			// On again: the draft is a new version.
-			if p, err := s.SetPublishing(ctx, "app", true); err != nil || p.Live != 3 {
+			if p, err := s.SetPublishing(ctx, "app", true); err != nil || p.Live != 5 {
 				t.Errorf("SetPublishing(on) again = %+v, %v", p, err)
 			}
 			if _, err := s.SetPublishing(ctx, "nope", true); !errors.Is(err, content.ErrNotFound) {

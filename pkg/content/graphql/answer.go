@@ -53,6 +53,9 @@ type execution struct {
 	applied []string
 	records map[recordKey]*record
 	lists   map[listKey][]*record
+	// lives holds, by app, the version its runtimes read (zero: the
+	// draft), read once per request so that its fields read one state.
+	lives map[string]int64
 	// weights keeps what one object costs for each list of selections
 	// weighed, by its first field: graphql-go resolves a field under the
 	// same selections once per parent object.
@@ -116,7 +119,7 @@ func requests(fields, bytes int64) float64 {
 func newExecution(l Limits, root weight, budget *answerBudget, s spender, writer bool) *execution {
 	x := &execution{maxFields: int64(l.MaxCost), maxBytes: l.MaxAnswerBytes, bytesLimit: "GRAPHQL_MAX_ANSWER_BYTES",
 		budget: budget, spender: s, fields: root.fields, bytes: root.bytes,
-		records: map[recordKey]*record{}, lists: map[listKey][]*record{}, weights: map[*ast.Field][]weighed{}}
+		records: map[recordKey]*record{}, lists: map[listKey][]*record{}, lives: map[string]int64{}, weights: map[*ast.Field][]weighed{}}
 	if !writer && l.MaxReaderAnswerBytes < x.maxBytes {
 		x.maxBytes, x.bytesLimit = l.MaxReaderAnswerBytes, "GRAPHQL_MAX_READER_ANSWER_BYTES, for tokens without content:write"
 	}
@@ -333,6 +336,26 @@ func (x *execution) keepRecord(k recordKey, rec *record) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.records[k] = rec
+}
+
+// live is the live version of the app read before in the request.
+func (x *execution) live(app string) (int64, bool) {
+	if x == nil {
+		return 0, false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	v, ok := x.lives[app]
+	return v, ok
+}
+
+func (x *execution) keepLive(app string, v int64) {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.lives[app] = v
 }
 
 // list is a list of records read before in the request.

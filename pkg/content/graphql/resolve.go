@@ -20,11 +20,16 @@ import (
 type Store interface {
 	Record(ctx context.Context, appID string, kind content.Kind, id string) (content.Record, error)
 	ListRecords(ctx context.Context, appID string, kind content.Kind) ([]content.Record, error)
+	// The live version of an app that publishes, which tokens that do not
+	// read drafts read.
+	Live(ctx context.Context, app string) (revision, version int64, err error)
+	content.VersionReader
 	CreateRecord(ctx context.Context, r content.Record) (content.Record, error)
 	UpdateRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64, change func(content.Record) (content.Record, error)) (content.Record, error)
 	DeleteRecord(ctx context.Context, appID string, kind content.Kind, id string, ifRevision int64) (content.Record, error)
 	HistoryStore
 	GapStore
+	PublishStore
 }
 
 // AppResolver decides which app a request acts for, as REST does.
@@ -260,6 +265,25 @@ func (r *resolvers) checked(ctx context.Context, kind content.Kind, doc map[stri
 	return rec, nil
 }
 
+// reader is what the request reads of t's app: its draft, for a token
+// that reads drafts (tenancy.Scopes.ReadsDraft) or of an app that does
+// not publish, else its live version.
+func (r *resolvers) reader(ctx context.Context, x *execution, t auth.Target) (content.RecordReader, error) {
+	if t.Scopes.ReadsDraft() {
+		return r.store, nil
+	}
+	live, ok := x.live(t.AppID)
+	if !ok {
+		_, v, err := r.store.Live(ctx, t.AppID)
+		if err != nil {
+			return nil, err
+		}
+		live = v
+		x.keepLive(t.AppID, live)
+	}
+	return content.AtVersion(r.store, r.store, live), nil
+}
+
 // Field resolvers, built per kind.
 
 // get reads one record, once per request however many fields select it.
@@ -283,7 +307,11 @@ func (r *resolvers) get(kind content.Kind, idArg string) gql.FieldResolveFn {
 		key := recordKey{kind: kind, app: t.AppID, id: id}
 		rec, ok := x.record(key)
 		if !ok {
-			stored, err := r.store.Record(p.Context, t.AppID, kind, id)
+			rd, err := r.reader(p.Context, x, t)
+			if err != nil {
+				return nil, storeError(err)
+			}
+			stored, err := rd.Record(p.Context, t.AppID, kind, id)
 			switch {
 			case errors.Is(err, content.ErrNotFound):
 			case err != nil:
@@ -318,7 +346,11 @@ func (r *resolvers) list(kind content.Kind) gql.FieldResolveFn {
 		key := listKey{kind: kind, app: t.AppID}
 		recs, ok := x.list(key)
 		if !ok {
-			stored, err := r.store.ListRecords(p.Context, t.AppID, kind)
+			rd, err := r.reader(p.Context, x, t)
+			if err != nil {
+				return nil, storeError(err)
+			}
+			stored, err := rd.ListRecords(p.Context, t.AppID, kind)
 			if err != nil {
 				return nil, storeError(err)
 			}
@@ -494,7 +526,8 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 	ifRev := &gql.ArgumentConfig{Type: t.revision, Description: "The record's revision as last read; the write is refused with CONFLICT if the record changed since."}
 	h := newHistoryTypes(t.json, t.revision)
 	g := newGapTypes(t.revision)
-	query := gql.NewObject(gql.ObjectConfig{Name: "Query", Fields: merge(merge(r.historyQueries(h, t.revision, args), r.gapQueries(g, args)), gql.Fields{
+	pt := newPublishTypes(t.revision, h)
+	query := gql.NewObject(gql.ObjectConfig{Name: "Query", Fields: merge(merge(merge(r.historyQueries(h, t.revision, args), r.gapQueries(g, args)), r.publishQueries(pt, args)), gql.Fields{
 		"intent":   {Type: t.intent, Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.get(content.KindIntent, "intentId")},
 		"intents":  {Type: listOf(t.intent), Args: args(nil), Resolve: r.list(content.KindIntent)},
 		"handler":  {Type: t.handler, Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.get(content.KindHandler, "intentId")},
@@ -504,7 +537,7 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 	})})
 	in := func(name string) *gql.ArgumentConfig { return &gql.ArgumentConfig{Type: gql.NewNonNull(inputs[name])} }
 	values := &gql.ArgumentConfig{Type: listOf(inputs["EntityValueInput"])}
-	mutation := gql.NewObject(gql.ObjectConfig{Name: "Mutation", Fields: merge(merge(r.historyMutations(h, t.revision, args), r.gapMutations(g, t.revision, args)), gql.Fields{
+	mutation := gql.NewObject(gql.ObjectConfig{Name: "Mutation", Fields: merge(merge(merge(r.historyMutations(h, t.revision, args), r.gapMutations(g, t.revision, args)), r.publishMutations(pt, args)), gql.Fields{
 		"addIntent":    {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intent": in("AddIntentInput")}), Resolve: r.add(content.KindIntent, "intent")},
 		"updateIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev, "intent": in("UpdateIntentInput")}), Resolve: r.update(content.KindIntent, "intentId", "intent", nil)},
 		"deleteIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev}), Resolve: r.remove(content.KindIntent, "intentId")},
@@ -517,9 +550,10 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 		"updateEntity": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "ifRevision": ifRev, "entity": in("UpdateEntityInput")}),
 			Resolve: r.update(content.KindEntity, "entityId", "entity", nil)},
 		"deleteEntity": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "ifRevision": ifRev}), Resolve: r.remove(content.KindEntity, "entityId")},
-		"replaceEntityValues": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "ifRevision": ifRev, "values": values}),
+		"replaceEntityValues": {Type: nonNull(t.entity), Args: args(gql.FieldConfigArgument{"entityId": id, "ifRevision": ifRev, "values": values,
+			"publish": {Type: gql.Boolean, Description: "Of an app that publishes: make the entity's new values live at once too, and nothing else of the draft."}}),
 			Description: "Replaces all values of an entity at once, as a refresh from an external catalogue does; readers see the old values or the new ones, never a mix.",
-			Resolve:     r.update(content.KindEntity, "entityId", "", replaceValues)},
+			Resolve:     r.alsoPublished(content.KindEntity, "entityId", r.update(content.KindEntity, "entityId", "", replaceValues))},
 	})})
 	return gql.NewSchema(gql.SchemaConfig{Query: query, Mutation: mutation})
 }

@@ -18,8 +18,8 @@ func TestAnswersChargedToTheirToken(t *testing.T) {
 	e := newEnv(t, Limits{}, limiter)
 	var statuses []int
 	for range 4 {
-		// GraphiQL's introspection answers 4,109 fields: with the
-		// request itself, 43 requests' worth.
+		// GraphiQL's introspection answers 4,538 fields: with the
+		// request itself, 47 requests' worth.
 		statuses = append(statuses, e.post("app1", graphiQLIntrospection, nil).status)
 	}
 	if want := []int{200, 200, 200, 429}; !slices.Equal(statuses, want) {
