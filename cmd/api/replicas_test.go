@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -92,7 +94,9 @@ func TestReplicasShareOnePostgreSQL(t *testing.T) {
 	if code := sendEvent(); code != http.StatusOK {
 		t.Fatalf("ingest on PostgreSQL with the moved token: %d", code)
 	}
-	read := func(replica, path string) (int, string) {
+	var readAs func(replica, path, token string) (int, string)
+	read := func(replica, path string) (int, string) { return readAs(replica, path, token) }
+	readAs = func(replica, path, token string) (int, string) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, replica+path, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
@@ -110,20 +114,23 @@ func TestReplicasShareOnePostgreSQL(t *testing.T) {
 		}
 	}
 
-	mutation := `{"query":"mutation { addEntity(entity: {entityId: \"SHARED_ENTITY\", displayName: \"Shared\"}) { entityId } }"}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, replicas[0]+"/cms/graphql", strings.NewReader(mutation))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	graphQL := func(replica, query, want string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, replica+"/cms/graphql", strings.NewReader(`{"query":`+strconv.Quote(query)+`}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) || strings.Contains(string(body), `"errors"`) {
+			t.Fatalf("%s through %s: %d %s", query, replica, resp.StatusCode, body)
+		}
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	graphQL(replicas[0], `mutation { addEntity(entity: {entityId: "SHARED_ENTITY", displayName: "Shared"}) { entityId } }`, "SHARED_ENTITY")
 	written := time.Now()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "SHARED_ENTITY") {
-		t.Fatalf("addEntity through replica 0: %d %s", resp.StatusCode, body)
-	}
 	// Only the notification can show it this side of the hourly check;
 	// the bound is generous for a loaded machine, the figure logged.
 	waitUntil(t, 30*time.Second, "the change on replica 1", func() bool {
@@ -131,6 +138,14 @@ func TestReplicasShareOnePostgreSQL(t *testing.T) {
 		return strings.Contains(body, "SHARED_ENTITY")
 	})
 	t.Logf("figure: the change showed on the other replica after %v", time.Since(written).Round(time.Millisecond))
+
+	publishingAcrossReplicas(t, replicas, graphQL, func(replica, path, tok string) string {
+		if tok == "" {
+			tok = token
+		}
+		_, body := readAs(replica, path, tok)
+		return body
+	}, admin(dsn, "token", "create", "--app", "demo-app", "--runtime", "--quiet"))
 
 	// Revoked by another process: both api replicas and ingest refuse the
 	// token once their cached lookups expire.
@@ -328,4 +343,66 @@ func startProcess(ctx context.Context, t *testing.T, name string, cmd *exec.Cmd,
 	})
 	waitUntil(t, 30*time.Second, name+" answering", func() bool { return status(ctx, url, "") == http.StatusOK })
 	return p
+}
+
+// publishingAcrossReplicas turns publishing on through one replica and
+// writes two entities to the draft: both replicas show them to the
+// management token, neither to a runtime's, until a publish through the
+// other replica makes them live on both at once (only the notification
+// can, the replicas checking revisions hourly). Every answer a runtime
+// gets meanwhile holds both or neither. A rollback through the first
+// takes them away again on both.
+func publishingAcrossReplicas(t *testing.T, replicas [2]string, graphQL func(replica, query, want string), read func(replica, path, token string) string, runtime string) {
+	t.Helper()
+	graphQL(replicas[0], `mutation { setPublishing(on: true) { live } }`, `"live":1`)
+	graphQL(replicas[0], `mutation { a: addEntity(entity: {entityId: "DRAFT_A"}) { entityId } b: addEntity(entity: {entityId: "DRAFT_B"}) { entityId } }`, "DRAFT_B")
+	both := func(body string) bool { return strings.Contains(body, "DRAFT_A") && strings.Contains(body, "DRAFT_B") }
+	neither := func(body string) bool { return !strings.Contains(body, "DRAFT_A") && !strings.Contains(body, "DRAFT_B") }
+	for _, r := range replicas {
+		waitUntil(t, 30*time.Second, "the draft on "+r, func() bool { return both(read(r, "/cms/entity", "")) })
+		if body := read(r, "/cms/entity", runtime); !neither(body) || !strings.Contains(body, "SHARED_ENTITY") {
+			t.Fatalf("a runtime on %s reads the draft, or not the live version: %s", r, body)
+		}
+	}
+	// A runtime reads on both replicas while the publish goes through.
+	stop := make(chan struct{})
+	mixed := make(chan string, 1)
+	var readers sync.WaitGroup
+	for _, r := range replicas {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if body := read(r, "/cms/entity", runtime); !both(body) && !neither(body) {
+					select {
+					case mixed <- body:
+					default:
+					}
+				}
+			}
+		})
+	}
+	published := time.Now()
+	graphQL(replicas[1], `mutation { publish { published version { number } } }`, `"number":2`)
+	for _, r := range replicas {
+		waitUntil(t, 30*time.Second, "the publish on "+r, func() bool { return both(read(r, "/cms/entity", runtime)) })
+	}
+	t.Logf("figure: a publish was live on both replicas after %v", time.Since(published).Round(time.Millisecond))
+	close(stop)
+	readers.Wait()
+	select {
+	case body := <-mixed:
+		t.Errorf("a runtime read half of a publish: %s", body)
+	default:
+	}
+	graphQL(replicas[0], `mutation { rollback(version: 1) { number live } }`, `"live":true`)
+	for _, r := range replicas {
+		waitUntil(t, 30*time.Second, "the rollback on "+r, func() bool { return neither(read(r, "/cms/entity", runtime)) })
+		if !both(read(r, "/cms/entity", "")) {
+			t.Errorf("a rollback changed the draft on %s", r)
+		}
+	}
 }

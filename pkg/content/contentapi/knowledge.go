@@ -456,8 +456,7 @@ func (a *API) suggestions(c *gin.Context) {
 	if !a.resolve(c, p, app.ID) {
 		return
 	}
-	// Suggestions take no token: they are the live version's.
-	b, err := a.base(c.Request.Context(), app.OrganizationID, app.ID, false)
+	b, err := a.base(c.Request.Context(), app.OrganizationID, app.ID, readsDraft(target(c)))
 	if err != nil {
 		a.serverError(c, "build the knowledge base", err)
 		return
