@@ -357,7 +357,9 @@ func publishingAcrossReplicas(t *testing.T, replicas [2]string, graphQL func(rep
 	graphQL(replicas[0], `mutation { setPublishing(on: true) { live } }`, `"live":1`)
 	graphQL(replicas[0], `mutation { a: addEntity(entity: {entityId: "DRAFT_A"}) { entityId } b: addEntity(entity: {entityId: "DRAFT_B"}) { entityId } }`, "DRAFT_B")
 	both := func(body string) bool { return strings.Contains(body, "DRAFT_A") && strings.Contains(body, "DRAFT_B") }
-	neither := func(body string) bool { return !strings.Contains(body, "DRAFT_A") && !strings.Contains(body, "DRAFT_B") }
+	neither := func(body string) bool {
+		return !strings.Contains(body, "DRAFT_A") && !strings.Contains(body, "DRAFT_B")
+	}
 	for _, r := range replicas {
 		waitUntil(t, 30*time.Second, "the draft on "+r, func() bool { return both(read(r, "/cms/entity", "")) })
 		if body := read(r, "/cms/entity", runtime); !neither(body) || !strings.Contains(body, "SHARED_ENTITY") {
