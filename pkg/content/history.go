@@ -55,9 +55,10 @@ type AuditFilter struct {
 // AuditEntry is an entry of the audit log.
 type AuditEntry = tenancy.AuditEntry
 
-// Pruned counts what retention removed.
+// Pruned counts what retention removed: revisions, audit entries and
+// webhook deliveries done with.
 type Pruned struct {
-	Revisions, Entries int
+	Revisions, Entries, Deliveries int
 }
 
 // Retention defaults: revisions and audit entries older than

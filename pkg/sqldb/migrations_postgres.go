@@ -330,5 +330,105 @@ func postgresMigrations() []Migration {
 				`CREATE INDEX version_records_by_revision ON version_records (app_id, kind, id, revision)`,
 			},
 		},
+		{
+			Version: 8,
+			Name:    "webhooks",
+			Stmts: []string{
+				// An app's endpoints, each for some topics (a
+				// comma-separated list). secret signs deliveries; after a
+				// rotation previous_secret signs them too until
+				// previous_until. error_rate is the ERROR events a minute
+				// from which the errors.rate topic tells.
+				`CREATE TABLE webhooks (
+					app_id          text COLLATE "C" NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+					id              text COLLATE "C" NOT NULL,
+					url             text NOT NULL,
+					topics          text NOT NULL,
+					error_rate      integer NOT NULL DEFAULT 0,
+					secret          text NOT NULL,
+					previous_secret text NOT NULL DEFAULT '',
+					previous_until  timestamptz,
+					created_at      timestamptz NOT NULL,
+					PRIMARY KEY (app_id, id)
+				)`,
+				// The outbox: every message to an endpoint, written in the
+				// transaction of what it tells, sent and retried from here
+				// (so that nothing is lost when a process stops), and kept
+				// with its outcome as the delivery log.
+				`CREATE TABLE webhook_deliveries (
+					id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+					app_id          text COLLATE "C" NOT NULL,
+					webhook_id      text COLLATE "C" NOT NULL,
+					topic           text NOT NULL,
+					payload         text NOT NULL,
+					created_at      timestamptz NOT NULL,
+					-- When it was queued, or queued again: it is retried for a
+					-- while from then.
+					queued_at       timestamptz NOT NULL,
+					state           text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+					attempts        integer NOT NULL DEFAULT 0,
+					next_attempt_at timestamptz NOT NULL,
+					last_status     integer NOT NULL DEFAULT 0,
+					last_error      text NOT NULL DEFAULT '',
+					FOREIGN KEY (app_id, webhook_id) REFERENCES webhooks (app_id, id) ON DELETE CASCADE
+				)`,
+				`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending'`,
+				`CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (app_id, webhook_id, id)`,
+				// Every attempt at a delivery, for the log.
+				`CREATE TABLE webhook_attempts (
+					delivery_id bigint NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
+					attempt     integer NOT NULL,
+					at          timestamptz NOT NULL,
+					status      integer NOT NULL,
+					error       text NOT NULL,
+					duration_ms integer NOT NULL,
+					PRIMARY KEY (delivery_id, attempt)
+				)`,
+				// What the content topics tell is written by the database
+				// itself, in the transaction of the change: an app that
+				// publishes tells content.published when its live version
+				// moves (set before the revision moves, so that publishing
+				// tells nothing else), one that does not tells
+				// content.changed when its revision moves, and turning
+				// publishing off does too. A content.changed not yet tried
+				// takes the newer revision rather than queueing another:
+				// a burst of writes is one message.
+				`CREATE FUNCTION webhook_content_events() RETURNS trigger LANGUAGE plpgsql AS $$
+				DECLARE
+					t_topic text;
+					t_data  jsonb;
+				BEGIN
+					IF NEW.live_version IS DISTINCT FROM OLD.live_version THEN
+						IF NEW.live_version IS NULL THEN
+							t_topic := 'content.changed';
+						ELSE
+							t_topic := 'content.published';
+						END IF;
+					ELSIF NEW.revision <> OLD.revision AND NEW.live_version IS NULL THEN
+						t_topic := 'content.changed';
+					ELSE
+						RETURN NULL;
+					END IF;
+					IF t_topic = 'content.published' THEN
+						t_data := jsonb_build_object('appId', NEW.id, 'version', NEW.live_version);
+					ELSE
+						t_data := jsonb_build_object('appId', NEW.id, 'revision', NEW.revision);
+						UPDATE webhook_deliveries d SET payload = jsonb_build_object('type', t_topic,
+								'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'data', t_data)::text
+							WHERE d.app_id = NEW.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0;
+					END IF;
+					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
+					SELECT w.app_id, w.id, t_topic, jsonb_build_object('type', t_topic,
+							'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'data', t_data)::text, now(), now(), now()
+					FROM webhooks w WHERE w.app_id = NEW.id AND position(',' || t_topic || ',' IN ',' || w.topics || ',') > 0
+						AND (t_topic = 'content.published' OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0));
+					RETURN NULL;
+				END
+				$$`,
+				`CREATE TRIGGER apps_webhook_events AFTER UPDATE OF revision, live_version ON apps
+				 FOR EACH ROW EXECUTE FUNCTION webhook_content_events()`,
+			},
+		},
 	}
 }

@@ -295,5 +295,93 @@ func sqliteMigrations() []Migration {
 				`CREATE INDEX version_records_by_revision ON version_records (app_id, kind, id, revision)`,
 			},
 		},
+		{
+			Version: 8,
+			Name:    "webhooks",
+			Stmts: []string{
+				// An app's endpoints, each for some topics (a
+				// comma-separated list). secret signs deliveries; after a
+				// rotation previous_secret signs them too until
+				// previous_until. error_rate is the ERROR events a minute
+				// from which the errors.rate topic tells.
+				`CREATE TABLE webhooks (
+					app_id          TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+					id              TEXT NOT NULL,
+					url             TEXT NOT NULL,
+					topics          TEXT NOT NULL,
+					error_rate      INTEGER NOT NULL DEFAULT 0,
+					secret          TEXT NOT NULL,
+					previous_secret TEXT NOT NULL DEFAULT '',
+					previous_until  TEXT,
+					created_at      TEXT NOT NULL,
+					PRIMARY KEY (app_id, id)
+				) STRICT`,
+				// The outbox: every message to an endpoint, written in the
+				// transaction of what it tells, sent and retried from here
+				// (so that nothing is lost when a process stops), and kept
+				// with its outcome as the delivery log.
+				`CREATE TABLE webhook_deliveries (
+					id              INTEGER PRIMARY KEY AUTOINCREMENT,
+					app_id          TEXT NOT NULL,
+					webhook_id      TEXT NOT NULL,
+					topic           TEXT NOT NULL,
+					payload         TEXT NOT NULL,
+					created_at      TEXT NOT NULL,
+					-- When it was queued, or queued again: it is retried for a
+					-- while from then.
+					queued_at       TEXT NOT NULL,
+					state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+					attempts        INTEGER NOT NULL DEFAULT 0,
+					next_attempt_at TEXT NOT NULL,
+					last_status     INTEGER NOT NULL DEFAULT 0,
+					last_error      TEXT NOT NULL DEFAULT '',
+					FOREIGN KEY (app_id, webhook_id) REFERENCES webhooks (app_id, id) ON DELETE CASCADE
+				) STRICT`,
+				`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending'`,
+				`CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (app_id, webhook_id, id)`,
+				// Every attempt at a delivery, for the log.
+				`CREATE TABLE webhook_attempts (
+					delivery_id INTEGER NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
+					attempt     INTEGER NOT NULL,
+					at          TEXT NOT NULL,
+					status      INTEGER NOT NULL,
+					error       TEXT NOT NULL,
+					duration_ms INTEGER NOT NULL,
+					PRIMARY KEY (delivery_id, attempt)
+				) STRICT`,
+				// What the content topics tell is written by the database
+				// itself, in the transaction of the change, as on
+				// PostgreSQL (see its migration 8).
+				`CREATE TRIGGER apps_live_webhook_events AFTER UPDATE OF live_version ON apps
+				 WHEN OLD.live_version IS NOT NEW.live_version AND NEW.live_version IS NOT NULL BEGIN
+					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
+					SELECT w.app_id, w.id, 'content.published', json_object('type', 'content.published', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'version', NEW.live_version)),
+						strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now')
+					FROM webhooks w WHERE w.app_id = NEW.id AND instr(',' || w.topics || ',', ',' || 'content.published' || ',') > 0;
+				END`,
+				`CREATE TRIGGER apps_draft_webhook_events AFTER UPDATE OF live_version ON apps
+				 WHEN OLD.live_version IS NOT NULL AND NEW.live_version IS NULL BEGIN
+					UPDATE webhook_deliveries SET payload = json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision))
+						WHERE app_id = NEW.id AND topic = 'content.changed' AND state = 'pending' AND attempts = 0;
+					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
+					SELECT w.app_id, w.id, 'content.changed', json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision)),
+						strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now')
+					FROM webhooks w WHERE w.app_id = NEW.id AND instr(',' || w.topics || ',', ',' || 'content.changed' || ',') > 0
+						AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = 'content.changed' AND d.state = 'pending' AND d.attempts = 0);
+				END`,
+				`CREATE TRIGGER apps_changed_webhook_events AFTER UPDATE OF revision ON apps
+				 WHEN OLD.revision IS NOT NEW.revision AND NEW.live_version IS NULL AND OLD.live_version IS NULL BEGIN
+					UPDATE webhook_deliveries SET payload = json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision))
+						WHERE app_id = NEW.id AND topic = 'content.changed' AND state = 'pending' AND attempts = 0;
+					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
+					SELECT w.app_id, w.id, 'content.changed', json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision)),
+						strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now')
+					FROM webhooks w WHERE w.app_id = NEW.id AND instr(',' || w.topics || ',', ',' || 'content.changed' || ',') > 0
+						AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = 'content.changed' AND d.state = 'pending' AND d.attempts = 0);
+				END`,
+			},
+		},
 	}
 }

@@ -195,5 +195,16 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time, keep int) (cont
 	if err != nil {
 		return out, fmt.Errorf("prune the audit log: %w", err)
 	}
+	// Webhook deliveries delivered or failed before it go, their attempts
+	// with them; pending ones stay.
+	res, err = s.db.SQL().ExecContext(ctx, s.db.Q(`DELETE FROM webhook_deliveries WHERE state <> 'pending' AND queued_at < ?`), cut)
+	if err != nil {
+		return out, fmt.Errorf("prune webhook deliveries: %w", err)
+	}
+	n, err = res.RowsAffected()
+	out.Deliveries = int(n)
+	if err != nil {
+		return out, fmt.Errorf("prune webhook deliveries: %w", err)
+	}
 	return out, nil
 }

@@ -68,6 +68,8 @@ func (s *DB) SetPublishing(ctx context.Context, app string, on bool) (content.Pu
 			return nil
 		}
 		if !on {
+			// The revision moves first, so that only the draft's going
+			// live tells the webhooks (content.changed).
 			if _, err := s.move(ctx, tx, app, "stopPublishing", "app/"+app); err != nil {
 				return err
 			}
@@ -168,6 +170,9 @@ func (s *DB) PublishRecords(ctx context.Context, app string, kind content.Kind, 
 		if err := tx.QueryRowContext(ctx, s.db.Q(`SELECT max(version) + 1 FROM versions WHERE app_id = ?`), app).Scan(&next); err != nil {
 			return fmt.Errorf("number the version: %w", err)
 		}
+		if err := s.makeLive(ctx, tx, app, next); err != nil {
+			return err
+		}
 		m, err := s.move(ctx, tx, app, "publishRecords", fmt.Sprintf("version/%d", next))
 		if err != nil {
 			return err
@@ -190,9 +195,6 @@ func (s *DB) PublishRecords(ctx context.Context, app string, kind content.Kind, 
 			WHERE app_id = ? AND version = ?`), app, next, app, next); err != nil {
 			return fmt.Errorf("count the records of version %d: %w", next, err)
 		}
-		if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET live_version = ? WHERE id = ?`), next, app); err != nil {
-			return fmt.Errorf("make version %d live: %w", next, err)
-		}
 		v, err = s.version(ctx, tx, app, next, next)
 		published = err == nil
 		return err
@@ -201,6 +203,17 @@ func (s *DB) PublishRecords(ctx context.Context, app string, kind content.Kind, 
 		return content.Version{}, false, fmt.Errorf("publish %ss of app %q: %w", kind, app, err)
 	}
 	return v, published, nil
+}
+
+// makeLive points the app at version, in tx. It comes before the
+// revision moves: the database tells the app's webhooks of the new live
+// version (content.published) and, with a live version set, not of the
+// revision's move (content.changed).
+func (s *DB) makeLive(ctx context.Context, tx *sql.Tx, app string, version int64) error {
+	if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET live_version = ? WHERE id = ?`), version, app); err != nil {
+		return fmt.Errorf("make version %d live: %w", version, err)
+	}
+	return nil
 }
 
 // move moves the app's revision and writes the audit entry of operation
@@ -222,6 +235,9 @@ func (s *DB) publishIn(ctx context.Context, tx *sql.Tx, app, op string, added, c
 	if err := tx.QueryRowContext(ctx, s.db.Q(`SELECT COALESCE(max(version), 0) + 1 FROM versions WHERE app_id = ?`), app).Scan(&next); err != nil {
 		return content.Version{}, fmt.Errorf("number the version: %w", err)
 	}
+	if err := s.makeLive(ctx, tx, app, next); err != nil {
+		return content.Version{}, err
+	}
 	m, err := s.move(ctx, tx, app, op, fmt.Sprintf("version/%d", next))
 	if err != nil {
 		return content.Version{}, err
@@ -237,9 +253,6 @@ func (s *DB) publishIn(ctx context.Context, tx *sql.Tx, app, op string, added, c
 	if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO version_records (app_id, version, kind, id, revision, created_at)
 		SELECT app_id, ?, kind, id, revision, created_at FROM records WHERE app_id = ?`), next, app); err != nil {
 		return content.Version{}, fmt.Errorf("write the records of version %d: %w", next, err)
-	}
-	if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET live_version = ? WHERE id = ?`), next, app); err != nil {
-		return content.Version{}, fmt.Errorf("make version %d live: %w", next, err)
 	}
 	return s.version(ctx, tx, app, next, next)
 }
@@ -279,11 +292,11 @@ func (s *DB) Rollback(ctx context.Context, app string, number int64) (content.Ve
 		if v, err = s.version(ctx, tx, app, number, number); err != nil || number == live {
 			return err
 		}
-		if _, err := s.move(ctx, tx, app, "rollback", fmt.Sprintf("version/%d", number)); err != nil {
+		if err := s.makeLive(ctx, tx, app, number); err != nil {
 			return err
 		}
 		v.Live = true
-		_, err = tx.ExecContext(ctx, s.db.Q(`UPDATE apps SET live_version = ? WHERE id = ?`), number, app)
+		_, err = s.move(ctx, tx, app, "rollback", fmt.Sprintf("version/%d", number))
 		return err
 	})
 	if err != nil {
