@@ -213,7 +213,7 @@ func TestBadInputOverHTTP(t *testing.T) {
 			status: 400, code: "QUERY_TOO_DEEP", text: "introspection fields 20 (GRAPHQL_MAX_INTROSPECTION_DEPTH)"},
 		{name: "introspection under aliases", req: postGraphQL(appToken, graphQL(aliases(6, `__schema { types { fields { type { ofType { ofType { fields { type { ofType { ofType { `+
 			`fields { type { ofType { ofType { fields { type { ofType { name } } } } } } } } } } } } } } } } }`)), false),
-			status: 400, code: "QUERY_TOO_COMPLEX", text: "the request costs 7350, more than the 5000 allowed (GRAPHQL_MAX_COST)"},
+			status: 400, code: "QUERY_TOO_COMPLEX", text: "the request costs 7920, more than the 5000 allowed (GRAPHQL_MAX_COST)"},
 		{name: "lists weighed", req: postGraphQL(appToken, graphQL(`{ handlers { content { key handlerResponse } } }`), false),
 			status: 400, code: "QUERY_TOO_COMPLEX", text: "the request costs 5051, more than the 5000 allowed (GRAPHQL_MAX_COST)"},
 		{name: "aliases of every handler's document", req: postGraphQL(appToken, graphQL(aliases(20, `handlers { document }`)), false),

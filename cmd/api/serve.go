@@ -85,6 +85,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	if err != nil {
 		return err
 	}
+	deliverer, deliver := f.webhooks.deliverer(store, gqlLimits.WebhookAllow, reg, log)
 	analytics := analyticspage.New(ch.analytics, log)
 	authors, authorsPages := f.authorsAnalytics(analytics, ch, store, apiCfg.Knowledge, log)
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
@@ -104,11 +105,12 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		CORS:       settings.CORS,
 		HTTP:       settings.HTTP,
 		Retention:  contentapi.Retention{Age: *f.retention, Keep: *f.keepRevisions, Interval: *f.pruneInterval},
+		OnChange:   deliverer.Wake,
 	}, store, log)
 	if err != nil {
 		return err
 	}
-	tasks := []func(context.Context){status.Run}
+	tasks := []func(context.Context){status.Run, deliver}
 	if live.hub != nil {
 		// Ends the streams as shutdown begins, so that the drain waits
 		// for none of them.
@@ -148,6 +150,7 @@ type serveFlags struct {
 	gapBuilds     *int
 	status        statusFlags
 	live          liveFlags
+	webhooks      webhookFlags
 }
 
 // defineServeFlags defines every flag of api serve on fs; logLevel is the
@@ -187,6 +190,7 @@ func defineServeFlags(fs *envflag.Set, logLevel *string) *serveFlags {
 	f.gapVectors = fs.Int("gaps-vector-cache-entries", "GAPS_VECTOR_CACHE_ENTRIES", defaultGapVectors, "vectors of unanswered wordings kept in memory (2 KiB each), so that an inbox built again embeds only new wordings")
 	f.status = defineStatusFlags(fs)
 	f.live = defineLiveFlags(fs)
+	f.webhooks = defineWebhookFlags(fs)
 	return f
 }
 
@@ -221,6 +225,9 @@ func (f *serveFlags) check() ([]netip.Prefix, graphql.Limits, error) {
 	}
 	limits, err := f.graphql.limits()
 	if err != nil {
+		return nil, graphql.Limits{}, err
+	}
+	if limits.WebhookAllow, err = f.webhooks.check(); err != nil {
 		return nil, graphql.Limits{}, err
 	}
 	return trustedProxies, limits, nil

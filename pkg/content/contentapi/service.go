@@ -58,6 +58,10 @@ type ServiceConfig struct {
 	CORS *cors.Policy
 	// Retention prunes content history while the service runs.
 	Retention Retention
+	// OnChange, when set, is told after each change made through this
+	// process: the webhook deliverer's Wake, so that what the change
+	// queued is sent at once.
+	OnChange func()
 }
 
 // Retention is how long content history is kept (see
@@ -173,10 +177,18 @@ func NewService(cfg ServiceConfig, store ServiceStore, log *slog.Logger) (*Servi
 	engine.NoRoute(notFound)
 	engine.NoMethod(notAllowed)
 	api.Register(engine)
-	gh, err := graphql.New(cfg.GraphQL, store, authn, limiter, api.ChangedBy, log)
+	changed := api.ChangedBy
+	if cfg.OnChange != nil {
+		changed = func(appID, tokenID string) {
+			api.ChangedBy(appID, tokenID)
+			cfg.OnChange()
+		}
+	}
+	gh, err := graphql.New(cfg.GraphQL, store, authn, limiter, changed, log)
 	if err != nil {
 		return nil, err
 	}
+	gh.OnQueued(cfg.OnChange)
 	engine.POST("/cms/graphql", gin.WrapH(gh))
 	engine.GET("/cms/graphql", gin.WrapH(gh))
 	engine.GET(graphql.AssetsPath+"*file", gin.WrapH(graphql.Assets()))

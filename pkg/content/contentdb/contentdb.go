@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/content/webhooks"
 	"github.com/assistantcms/cms/pkg/sqldb"
 	"github.com/assistantcms/cms/pkg/tenancy"
 	"github.com/assistantcms/cms/pkg/tenancy/tenancydb"
@@ -54,6 +55,17 @@ type Store interface {
 	VersionRecords(ctx context.Context, app string, version int64, kind content.Kind) ([]content.Record, error)
 	VersionRecord(ctx context.Context, app string, version int64, kind content.Kind, id string) (content.Record, error)
 	DraftDiff(ctx context.Context, app string) (content.DraftDiff, error)
+	// Webhooks and their outbox (webhooks.go).
+	CreateWebhook(ctx context.Context, w webhooks.Webhook) (webhooks.Webhook, error)
+	Webhook(ctx context.Context, app, id string) (webhooks.Webhook, error)
+	Webhooks(ctx context.Context, app string) ([]webhooks.Webhook, error)
+	UpdateWebhook(ctx context.Context, app, id string, change func(*webhooks.Webhook) error) (webhooks.Webhook, error)
+	DeleteWebhook(ctx context.Context, app, id string) error
+	RotateWebhookSecret(ctx context.Context, app, id string, overlap time.Duration) (webhooks.Webhook, error)
+	EnqueueWebhookEvent(ctx context.Context, app, topic string, payload []byte) (int, error)
+	Deliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]webhooks.Delivery, error)
+	Redeliver(ctx context.Context, app string, id int64) (webhooks.Delivery, error)
+	webhooks.Store
 	// PruneVectors deletes the app's vectors of the model neither saved
 	// nor loaded since unusedSince, and returns how many.
 	PruneVectors(ctx context.Context, app, model string, unusedSince time.Time) (int, error)

@@ -14,9 +14,6 @@ import (
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
-// ErrTooManyWebhooks refuses an endpoint past webhooks.MaxWebhooks.
-var ErrTooManyWebhooks = fmt.Errorf("an app has at most %d webhooks", webhooks.MaxWebhooks)
-
 const webhookColumns = `app_id, id, url, topics, error_rate, secret, previous_secret, previous_until, created_at`
 
 func (s *DB) scanWebhook(r sqldb.Scanner) (webhooks.Webhook, error) {
@@ -74,7 +71,7 @@ func (s *DB) CreateWebhook(ctx context.Context, w webhooks.Webhook) (webhooks.We
 			return err
 		}
 		if n >= webhooks.MaxWebhooks {
-			return ErrTooManyWebhooks
+			return webhooks.ErrTooManyWebhooks
 		}
 		w.CreatedAt = s.db.Now()
 		_, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO webhooks (app_id, id, url, topics, error_rate, secret, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
@@ -242,19 +239,9 @@ func (s *DB) scanDelivery(r sqldb.Scanner) (webhooks.Delivery, error) {
 	return d, err
 }
 
-// DeliveryFilter narrows an app's delivery log.
-type DeliveryFilter struct {
-	App, Webhook string
-	// State is pending, delivered or failed; empty: any.
-	State string
-	// Before is a delivery's ID: the page after it, newest first.
-	Before int64
-	Limit  int
-}
-
 // Deliveries lists an app's deliveries, newest first, each with its
 // attempts.
-func (s *DB) Deliveries(ctx context.Context, f DeliveryFilter) ([]webhooks.Delivery, error) {
+func (s *DB) Deliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]webhooks.Delivery, error) {
 	if f.Limit <= 0 || f.Limit > webhooks.MaxDeliveriesPage {
 		f.Limit = webhooks.MaxDeliveriesPage
 	}

@@ -116,7 +116,7 @@ func TestWebhookOutbox(t *testing.T) {
 			}
 			pending := func() []webhooks.Delivery {
 				t.Helper()
-				ds, err := s.Deliveries(t.Context(), DeliveryFilter{App: "app", State: webhooks.Pending})
+				ds, err := s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app", State: webhooks.Pending})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -145,7 +145,7 @@ func TestWebhookOutbox(t *testing.T) {
 				t.Errorf("the message's body %s: %v", m.body, err)
 			}
 			awaitCond(t, "the delivery logged", func() bool {
-				all, _ := s.Deliveries(t.Context(), DeliveryFilter{App: "app"})
+				all, _ := s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app"})
 				return len(all) == 1 && all[0].State == webhooks.Delivered && len(all[0].Log) == 1 && all[0].Log[0].Status == http.StatusNoContent
 			})
 
@@ -188,7 +188,7 @@ func TestWebhookOutbox(t *testing.T) {
 			}
 			var failed webhooks.Delivery
 			awaitCond(t, "the failing delivery failed", func() bool {
-				ds, _ := s.Deliveries(t.Context(), DeliveryFilter{App: "app", Webhook: "w2"})
+				ds, _ := s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app", Webhook: "w2"})
 				if len(ds) == 1 && ds[0].State == webhooks.Failed {
 					failed = ds[0]
 					return true
@@ -206,7 +206,7 @@ func TestWebhookOutbox(t *testing.T) {
 				t.Fatal(err)
 			}
 			awaitCond(t, "the redelivery", func() bool {
-				ds, _ := s.Deliveries(t.Context(), DeliveryFilter{App: "app", Webhook: "w2"})
+				ds, _ := s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app", Webhook: "w2"})
 				return len(ds) == 1 && ds[0].State == webhooks.Delivered && ds[0].Attempts == failed.Attempts+1
 			})
 			if _, err := s.Redeliver(ctx, "app", 999999); !errors.Is(err, content.ErrNotFound) {
@@ -232,7 +232,7 @@ func TestWebhookOutbox(t *testing.T) {
 			if err := s.DeleteWebhook(ctx, "app", "w2"); err != nil {
 				t.Fatal(err)
 			}
-			if ds, _ := s.Deliveries(t.Context(), DeliveryFilter{App: "app", Webhook: "w2"}); len(ds) != 0 {
+			if ds, _ := s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app", Webhook: "w2"}); len(ds) != 0 {
 				t.Errorf("a deleted webhook's deliveries: %+v", ds)
 			}
 			log, _ := s.AuditLog(t.Context(), content.AuditFilter{AppID: "app", Limit: 100})
@@ -250,7 +250,7 @@ func TestWebhookOutbox(t *testing.T) {
 			if p, err := s.PruneHistory(t.Context(), time.Now().Add(time.Hour), 1); err != nil || p.Deliveries != 6 {
 				t.Errorf("PruneHistory = %+v, %v; want 6 deliveries pruned", p, err)
 			}
-			if ds, _ := s.Deliveries(t.Context(), DeliveryFilter{App: "app"}); len(ds) != 0 {
+			if ds, _ := s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app"}); len(ds) != 0 {
 				t.Errorf("deliveries after pruning: %+v", ds)
 			}
 		})

@@ -30,14 +30,16 @@ import (
 
 // Handler is the GraphQL endpoint.
 type Handler struct {
-	schema  gql.Schema
-	cost    *costModel
-	authn   authhttp.Authenticator
-	limiter *ratelimit.Limiter
-	limits  Limits
-	budget  *answerBudget
-	rules   []gql.ValidationRuleFn
-	log     *slog.Logger
+	// resolvers are the schema's.
+	resolvers *resolvers
+	schema    gql.Schema
+	cost      *costModel
+	authn     authhttp.Authenticator
+	limiter   *ratelimit.Limiter
+	limits    Limits
+	budget    *answerBudget
+	rules     []gql.ValidationRuleFn
+	log       *slog.Logger
 }
 
 // New builds the endpoint. changed is called with the app and the token
@@ -47,15 +49,20 @@ func New(limits Limits, store Store, authn authhttp.Authenticator, limiter *rate
 	if changed == nil {
 		changed = func(string, string) {}
 	}
-	schema, err := newSchema(&resolvers{store: store, apps: authn, changed: changed})
+	r := &resolvers{store: store, apps: authn, changed: changed, webhookAllow: limits.WebhookAllow}
+	schema, err := newSchema(r)
 	if err != nil {
 		return nil, fmt.Errorf("build GraphQL schema: %w", err)
 	}
-	h := &Handler{schema: schema, authn: authn, limiter: limiter, limits: limits.withDefaults(), rules: validationRules(), log: log}
+	h := &Handler{resolvers: r, schema: schema, authn: authn, limiter: limiter, limits: limits.withDefaults(), rules: validationRules(), log: log}
 	h.budget = newAnswerBudget(h.limits.AnswerBudgetBytes)
 	h.cost = &costModel{schema: &h.schema, listSize: int64(h.limits.ListSize)}
 	return h, nil
 }
+
+// OnQueued sets what is told when a mutation queued a webhook delivery
+// again (the deliverer's Wake); set before serving.
+func (h *Handler) OnQueued(fn func()) { h.resolvers.queued = fn }
 
 // request is a GraphQL request as POSTed.
 type request struct {

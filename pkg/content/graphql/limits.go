@@ -1,6 +1,7 @@
 package graphql
 
 import (
+	"net/netip"
 	"strings"
 
 	"github.com/graphql-go/graphql/language/ast"
@@ -39,6 +40,9 @@ type Limits struct {
 	// once, shared fairly between organizations, apps and tokens (see
 	// answerBudget).
 	AnswerBudgetBytes int64
+	// WebhookAllow are the networks a webhook's URL may reach though
+	// not public (egress.Check): none by default.
+	WebhookAllow []netip.Prefix
 }
 
 // Defaults for Limits.

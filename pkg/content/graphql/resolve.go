@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	gql "github.com/graphql-go/graphql"
@@ -30,6 +31,7 @@ type Store interface {
 	HistoryStore
 	GapStore
 	PublishStore
+	WebhookStore
 }
 
 // AppResolver decides which app a request acts for, as REST does.
@@ -51,6 +53,17 @@ type resolvers struct {
 	// changed is told of each change of an app's content, and by which
 	// token.
 	changed func(appID, tokenID string)
+	// webhookAllow are the networks webhook URLs may reach though not
+	// public; queued is told when a delivery was queued again.
+	webhookAllow []netip.Prefix
+	queued       func()
+}
+
+// delivered tells that a delivery was queued again.
+func (r *resolvers) delivered() {
+	if r.queued != nil {
+		r.queued()
+	}
 }
 
 // target resolves the app named by the appId argument (optional with an
@@ -527,7 +540,8 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 	h := newHistoryTypes(t.json, t.revision)
 	g := newGapTypes(t.revision)
 	pt := newPublishTypes(t.revision, h)
-	query := gql.NewObject(gql.ObjectConfig{Name: "Query", Fields: merge(merge(merge(r.historyQueries(h, t.revision, args), r.gapQueries(g, args)), r.publishQueries(pt, args)), gql.Fields{
+	wt := newWebhookTypes(t.json)
+	query := gql.NewObject(gql.ObjectConfig{Name: "Query", Fields: merge(merge(merge(merge(r.historyQueries(h, t.revision, args), r.gapQueries(g, args)), r.publishQueries(pt, args)), r.webhookQueries(wt, args)), gql.Fields{
 		"intent":   {Type: t.intent, Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.get(content.KindIntent, "intentId")},
 		"intents":  {Type: listOf(t.intent), Args: args(nil), Resolve: r.list(content.KindIntent)},
 		"handler":  {Type: t.handler, Args: args(gql.FieldConfigArgument{"intentId": id}), Resolve: r.get(content.KindHandler, "intentId")},
@@ -537,7 +551,7 @@ func newSchema(r *resolvers) (gql.Schema, error) {
 	})})
 	in := func(name string) *gql.ArgumentConfig { return &gql.ArgumentConfig{Type: gql.NewNonNull(inputs[name])} }
 	values := &gql.ArgumentConfig{Type: listOf(inputs["EntityValueInput"])}
-	mutation := gql.NewObject(gql.ObjectConfig{Name: "Mutation", Fields: merge(merge(merge(r.historyMutations(h, t.revision, args), r.gapMutations(g, t.revision, args)), r.publishMutations(pt, args)), gql.Fields{
+	mutation := gql.NewObject(gql.ObjectConfig{Name: "Mutation", Fields: merge(merge(merge(merge(r.historyMutations(h, t.revision, args), r.gapMutations(g, t.revision, args)), r.publishMutations(pt, args)), r.webhookMutations(wt, args)), gql.Fields{
 		"addIntent":    {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intent": in("AddIntentInput")}), Resolve: r.add(content.KindIntent, "intent")},
 		"updateIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev, "intent": in("UpdateIntentInput")}), Resolve: r.update(content.KindIntent, "intentId", "intent", nil)},
 		"deleteIntent": {Type: nonNull(t.intent), Args: args(gql.FieldConfigArgument{"intentId": id, "ifRevision": ifRev}), Resolve: r.remove(content.KindIntent, "intentId")},

@@ -220,6 +220,19 @@ type Attempt struct {
 	Duration time.Duration
 }
 
+// DeliveryFilter narrows an app's delivery log.
+type DeliveryFilter struct {
+	App, Webhook string
+	// State is pending, delivered or failed; empty: any.
+	State string
+	// Before is a delivery's ID: the page after it, newest first.
+	Before int64
+	Limit  int
+}
+
+// ErrTooManyWebhooks refuses an endpoint past MaxWebhooks.
+var ErrTooManyWebhooks = fmt.Errorf("an app has at most %d webhooks", MaxWebhooks)
+
 // MaxDeliveriesPage bounds the deliveries one read lists.
 const MaxDeliveriesPage = 100
 
