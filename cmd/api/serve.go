@@ -33,6 +33,7 @@ import (
 	"github.com/assistantcms/cms/pkg/operator/analyticspage"
 	"github.com/assistantcms/cms/pkg/operator/gapinbox"
 	"github.com/assistantcms/cms/pkg/operator/statuspage"
+	"github.com/assistantcms/cms/pkg/operator/webhookwatch"
 	"github.com/assistantcms/cms/pkg/pipeline/chstore"
 	"github.com/assistantcms/cms/pkg/pipeline/queryhistory"
 	"github.com/assistantcms/cms/pkg/tenancy"
@@ -87,7 +88,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	}
 	deliverer, deliver := f.webhooks.deliverer(store, gqlLimits.WebhookAllow, reg, log)
 	analytics := analyticspage.New(ch.analytics, log)
-	authors, authorsPages := f.authorsAnalytics(analytics, ch, store, apiCfg.Knowledge, log)
+	authors, authorsPages, inboxes := f.authorsAnalytics(analytics, ch, store, apiCfg.Knowledge, log)
+	watch := f.webhooks.watcher(store, ch.errors, inboxes, deliverer.Wake, log)
 	svc, err := contentapi.NewService(contentapi.ServiceConfig{
 		API:              apiCfg,
 		GraphQL:          gqlLimits,
@@ -110,7 +112,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	if err != nil {
 		return err
 	}
-	tasks := []func(context.Context){status.Run, deliver}
+	tasks := []func(context.Context){status.Run, deliver, watch}
 	if live.hub != nil {
 		// Ends the streams as shutdown begins, so that the drain waits
 		// for none of them.
@@ -343,6 +345,7 @@ type clickHouseReaders struct {
 	analytics     analyticspage.Source
 	gaps          gapinbox.Source
 	conversations analyticspage.Conversations
+	errors        webhookwatch.ErrorCounter
 	close         func()
 }
 
@@ -359,7 +362,8 @@ func openClickHouseReaders(cfg chstore.Config, rules queryhistory.Suggestable, l
 	}
 	h := newClickHouseHistory(cfg, rules)
 	a := analyticspage.NewClickHouse(cfg)
-	return clickHouseReaders{history: h, analytics: a, gaps: a, conversations: a, close: func() { _ = h.Close(); _ = a.Close() }}, nil
+	return clickHouseReaders{history: h, analytics: a, gaps: a, conversations: a, errors: a.ErrorCounts,
+		close: func() { _ = h.Close(); _ = a.Close() }}, nil
 }
 
 // defaultGapVectors is the default of -gaps-vector-cache-entries: the
@@ -371,7 +375,7 @@ const defaultGapVectors = 2 * gapinbox.DefaultMaxWordings
 // report and its gap inbox. The inbox groups by meaning with the built-in
 // encoder when the api ranks with it (vectors of another model would
 // need thresholds of their own), else by words.
-func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch clickHouseReaders, store gapinbox.Content, ranking knowledge.Options, log *slog.Logger) ([]contentapi.AuthorizedRoute, []contentapi.Page) {
+func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch clickHouseReaders, store gapinbox.Content, ranking knowledge.Options, log *slog.Logger) ([]contentapi.AuthorizedRoute, []contentapi.Page, *gapinbox.Builder) {
 	var builder *gapinbox.Builder
 	if ch.gaps != nil {
 		var emb gapinbox.Embedder
@@ -396,7 +400,7 @@ func (f *serveFlags) authorsAnalytics(analytics *analyticspage.Handler, ch click
 		{Path: analyticspage.ConversationPath, Scope: tenancy.EventsRead, Need: "reading the app's conversations", Serve: conv.Conversation},
 		{Path: analyticspage.SamplesPath, Scope: tenancy.EventsRead, Need: "reading the app's conversations", Serve: conv.Samples},
 	}
-	return routes, []contentapi.Page{{Path: analyticspage.AuthorsScriptPath, Handler: page}, {Path: analyticspage.AuthorsStylePath, Handler: page}}
+	return routes, []contentapi.Page{{Path: analyticspage.AuthorsScriptPath, Handler: page}, {Path: analyticspage.AuthorsStylePath, Handler: page}}, builder
 }
 
 // rankingFlags choose how search, FAQ and RAG rank by meaning: the

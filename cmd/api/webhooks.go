@@ -12,16 +12,19 @@ import (
 	"github.com/assistantcms/cms/pkg/content/webhooks"
 	"github.com/assistantcms/cms/pkg/edge/egress"
 	"github.com/assistantcms/cms/pkg/envflag"
+	"github.com/assistantcms/cms/pkg/operator/gapinbox"
+	"github.com/assistantcms/cms/pkg/operator/webhookwatch"
 )
 
 // webhookFlags are the settings of webhook deliveries.
 type webhookFlags struct {
-	send                  *bool
-	allow                 *string
-	timeout, poll         *time.Duration
-	retryFirst, retryLong *time.Duration
-	retryFor              *time.Duration
-	workers, perApp       *int
+	send                   *bool
+	allow                  *string
+	timeout, poll          *time.Duration
+	retryFirst, retryLong  *time.Duration
+	retryFor               *time.Duration
+	workers, perApp        *int
+	errorsEvery, gapsEvery *time.Duration
 }
 
 func defineWebhookFlags(fs *envflag.Set) webhookFlags {
@@ -36,6 +39,10 @@ func defineWebhookFlags(fs *envflag.Set) webhookFlags {
 		retryFor:   fs.Duration("webhook-retry-for", "WEBHOOK_RETRY_FOR", webhooks.DefaultRetry.For, "how long a delivery is retried before it is marked failed"),
 		workers:    fs.Int("webhook-workers", "WEBHOOK_WORKERS", webhooks.DefaultWorkers, "deliveries sent at once by this process"),
 		perApp:     fs.Int("webhook-per-app", "WEBHOOK_PER_APP", webhooks.DefaultPerApp, "deliveries of one app sent at once by this process, so that its slow endpoints hold no more of the others' workers"),
+		errorsEvery: fs.Duration("webhook-errors-every", "WEBHOOK_ERRORS_EVERY", webhookwatch.DefaultErrorsEvery,
+			"how often the ERROR events of the last minute are counted for errors.rate webhooks (only apps with one are read)"),
+		gapsEvery: fs.Duration("webhook-gaps-every", "WEBHOOK_GAPS_EVERY", webhookwatch.DefaultGapsEvery,
+			"how often the gap inboxes of apps with gaps.opened webhooks are read for new groups"),
 	}
 }
 
@@ -50,7 +57,8 @@ func (f webhookFlags) check() ([]netip.Prefix, error) {
 		v    time.Duration
 	}{{"-webhook-timeout (WEBHOOK_TIMEOUT)", *f.timeout}, {"-webhook-poll (WEBHOOK_POLL)", *f.poll},
 		{"-webhook-retry-first (WEBHOOK_RETRY_FIRST)", *f.retryFirst}, {"-webhook-retry-longest (WEBHOOK_RETRY_LONGEST)", *f.retryLong},
-		{"-webhook-retry-for (WEBHOOK_RETRY_FOR)", *f.retryFor}} {
+		{"-webhook-retry-for (WEBHOOK_RETRY_FOR)", *f.retryFor}, {"-webhook-errors-every (WEBHOOK_ERRORS_EVERY)", *f.errorsEvery},
+		{"-webhook-gaps-every (WEBHOOK_GAPS_EVERY)", *f.gapsEvery}} {
 		if d.v <= 0 {
 			return nil, fmt.Errorf("%s must be positive, got %v", d.name, d.v)
 		}
@@ -74,4 +82,19 @@ func (f webhookFlags) deliverer(store webhooks.Store, allow []netip.Prefix, reg 
 		return d, func(context.Context) {}
 	}
 	return d, d.Run
+}
+
+// watcher watches the analytics for the errors.rate and gaps.opened
+// webhooks; with -webhook-send=false it does not run either. Without
+// ClickHouse, or without the gap inbox, its topic is not watched.
+func (f webhookFlags) watcher(store webhookwatch.Store, errs webhookwatch.ErrorCounter, inboxes *gapinbox.Builder, told func(), log *slog.Logger) func(context.Context) {
+	if !*f.send {
+		return func(context.Context) {}
+	}
+	var in webhookwatch.Inboxes
+	if inboxes != nil {
+		in = inboxes
+	}
+	w := webhookwatch.New(webhookwatch.Config{ErrorsEvery: *f.errorsEvery, GapsEvery: *f.gapsEvery}, store, errs, in, told, log)
+	return w.Run
 }

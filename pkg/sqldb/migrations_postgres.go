@@ -384,6 +384,18 @@ func postgresMigrations() []Migration {
 					duration_ms integer NOT NULL,
 					PRIMARY KEY (delivery_id, attempt)
 				)`,
+				// What the watched topics (gaps.opened, errors.rate) told
+				// each endpoint, so that it is told once: by group, by
+				// minute. Any number of processes may watch.
+				`CREATE TABLE webhook_told (
+					app_id     text COLLATE "C" NOT NULL,
+					webhook_id text COLLATE "C" NOT NULL,
+					topic      text NOT NULL,
+					key        text NOT NULL,
+					told_at    timestamptz NOT NULL,
+					PRIMARY KEY (app_id, webhook_id, topic, key),
+					FOREIGN KEY (app_id, webhook_id) REFERENCES webhooks (app_id, id) ON DELETE CASCADE
+				)`,
 				// What the content topics tell is written by the database
 				// itself, in the transaction of the change: an app that
 				// publishes tells content.published when its live version

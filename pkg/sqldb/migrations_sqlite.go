@@ -349,6 +349,18 @@ func sqliteMigrations() []Migration {
 					duration_ms INTEGER NOT NULL,
 					PRIMARY KEY (delivery_id, attempt)
 				) STRICT`,
+				// What the watched topics (gaps.opened, errors.rate) told
+				// each endpoint, so that it is told once: by group, by
+				// minute.
+				`CREATE TABLE webhook_told (
+					app_id     TEXT NOT NULL,
+					webhook_id TEXT NOT NULL,
+					topic      TEXT NOT NULL,
+					key        TEXT NOT NULL,
+					told_at    TEXT NOT NULL,
+					PRIMARY KEY (app_id, webhook_id, topic, key),
+					FOREIGN KEY (app_id, webhook_id) REFERENCES webhooks (app_id, id) ON DELETE CASCADE
+				) STRICT`,
 				// What the content topics tell is written by the database
 				// itself, in the transaction of the change, as on
 				// PostgreSQL (see its migration 8).

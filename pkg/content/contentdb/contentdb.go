@@ -65,6 +65,8 @@ type Store interface {
 	EnqueueWebhookEvent(ctx context.Context, app, topic string, payload []byte) (int, error)
 	Deliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]webhooks.Delivery, error)
 	Redeliver(ctx context.Context, app string, id int64) (webhooks.Delivery, error)
+	WebhooksFor(ctx context.Context, topic string) ([]webhooks.Webhook, error)
+	TellWebhook(ctx context.Context, app, webhook, topic string, keys []string, payload func(fresh []string) ([]byte, error)) (int, error)
 	webhooks.Store
 	// PruneVectors deletes the app's vectors of the model neither saved
 	// nor loaded since unusedSince, and returns how many.

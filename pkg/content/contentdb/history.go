@@ -206,5 +206,10 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time, keep int) (cont
 	if err != nil {
 		return out, fmt.Errorf("prune webhook deliveries: %w", err)
 	}
+	// What watched topics told before it is not told again anyway: a
+	// minute's error rate is past, a gap group that old opened long ago.
+	if _, err := s.db.SQL().ExecContext(ctx, s.db.Q(`DELETE FROM webhook_told WHERE told_at < ?`), cut); err != nil {
+		return out, fmt.Errorf("prune what webhooks were told: %w", err)
+	}
 	return out, nil
 }

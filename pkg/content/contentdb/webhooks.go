@@ -388,3 +388,61 @@ func (s *DB) FinishAttempt(ctx context.Context, id int64, a webhooks.Attempt, st
 	}
 	return nil
 }
+
+// WebhooksFor lists the endpoints of every app that asked for topic, by
+// app and ID: the watched topics' work is for them only.
+func (s *DB) WebhooksFor(ctx context.Context, topic string) ([]webhooks.Webhook, error) {
+	rows, err := s.db.SQL().QueryContext(ctx, s.db.Q(`SELECT `+webhookColumns+` FROM webhooks WHERE `+topicMatch+` ORDER BY app_id, id`), topic)
+	if err != nil {
+		return nil, fmt.Errorf("list the webhooks of %s: %w", topic, err)
+	}
+	ws, err := sqldb.Collect(rows, s.scanWebhook)
+	if err != nil {
+		return nil, fmt.Errorf("list the webhooks of %s: %w", topic, err)
+	}
+	return ws, nil
+}
+
+// TellWebhook queues one message of topic for one endpoint about those
+// of keys it was not told of yet (a gap group, a minute), and records
+// them as told, in one transaction: of processes watching at once, one
+// tells. payload makes the body from the keys not told before; nothing
+// is queued when there are none. It answers how many there were.
+func (s *DB) TellWebhook(ctx context.Context, app, webhook, topic string, keys []string, payload func(fresh []string) ([]byte, error)) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	var fresh []string
+	err := s.db.InTx(ctx, "tell webhook", func(tx *sql.Tx) error {
+		now := s.db.TimeArgs(s.db.Now(), false)[0]
+		for _, k := range keys {
+			res, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO webhook_told (app_id, webhook_id, topic, key, told_at) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (app_id, webhook_id, topic, key) DO NOTHING`), app, webhook, topic, k, now)
+			if sqldb.IsForeignKey(err) {
+				return nil // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 1 {
+				fresh = append(fresh, k)
+			}
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		body, err := payload(fresh)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.db.Q(`INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`), app, webhook, topic, string(body), now, now, now)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("tell webhook %q of app %q of %s: %w", webhook, app, topic, err)
+	}
+	return len(fresh), nil
+}

@@ -47,5 +47,15 @@ func (c *ClickHouse) Gaps(ctx context.Context, q analyticsreport.GapQuery) (w []
 	return w, err
 }
 
+// ErrorCounts counts the ERROR events each app's runtimes sent since a
+// time (analyticsreport.ErrorCounts), for the errors.rate webhooks.
+func (c *ClickHouse) ErrorCounts(ctx context.Context, apps []string, since time.Time) (out map[string]uint64, err error) {
+	err = c.conn.Do(ctx, func(s *chstore.Store) error {
+		out, err = analyticsreport.ErrorCounts(ctx, s, apps, since)
+		return err
+	})
+	return out, err
+}
+
 // Close releases the connection.
 func (c *ClickHouse) Close() error { return c.conn.Close() }
