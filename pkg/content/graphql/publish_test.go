@@ -25,7 +25,6 @@ func TestPublishing(t *testing.T) {
 		}
 		return jsonOf(a.Data["entity"])
 	}
-	original := values("runtime")
 	must := func(query string) map[string]any {
 		t.Helper()
 		a := e.post("app1", query, nil)
@@ -60,7 +59,7 @@ func TestPublishing(t *testing.T) {
 	if got := values("runtime"); got != `{"values":[{"name":"teal"}]}` {
 		t.Fatalf("a write without publishing, as a runtime reads it: %s", got)
 	}
-	original = values("runtime")
+	original := values("runtime")
 
 	if got := jsonOf(must(`mutation { setPublishing(on: true) { on live } }`)); got != `{"setPublishing":{"live":1,"on":true}}` {
 		t.Errorf("setPublishing: %s", got)
