@@ -404,7 +404,8 @@ func postgresMigrations() []Migration {
 				// content.changed when its revision moves, and turning
 				// publishing off does too. A content.changed not yet tried
 				// takes the newer revision rather than queueing another:
-				// a burst of writes is one message.
+				// a burst of writes is one message. One being sent (leased,
+				// its next attempt ahead) is not joined.
 				`CREATE FUNCTION webhook_content_events() RETURNS trigger LANGUAGE plpgsql AS $$
 				DECLARE
 					t_topic text;
@@ -427,14 +428,15 @@ func postgresMigrations() []Migration {
 						t_data := jsonb_build_object('appId', NEW.id, 'revision', NEW.revision);
 						UPDATE webhook_deliveries d SET payload = jsonb_build_object('type', t_topic,
 								'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'data', t_data)::text
-							WHERE d.app_id = NEW.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0;
+							WHERE d.app_id = NEW.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0 AND d.next_attempt_at <= now();
 					END IF;
 					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
 					SELECT w.app_id, w.id, t_topic, jsonb_build_object('type', t_topic,
 							'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'data', t_data)::text, now(), now(), now()
 					FROM webhooks w WHERE w.app_id = NEW.id AND position(',' || t_topic || ',' IN ',' || w.topics || ',') > 0
 						AND (t_topic = 'content.published' OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0));
+							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0
+								AND d.next_attempt_at <= now()));
 					RETURN NULL;
 				END
 				$$`,

@@ -363,7 +363,9 @@ func sqliteMigrations() []Migration {
 				) STRICT`,
 				// What the content topics tell is written by the database
 				// itself, in the transaction of the change, as on
-				// PostgreSQL (see its migration 8).
+				// PostgreSQL (see its migration 8): content.published, then
+				// content.changed. A message being sent (leased, its next
+				// attempt ahead) is not one a change joins.
 				`CREATE TRIGGER apps_live_webhook_events AFTER UPDATE OF live_version ON apps
 				 WHEN OLD.live_version IS NOT NEW.live_version AND NEW.live_version IS NOT NULL BEGIN
 					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
@@ -371,27 +373,18 @@ func sqliteMigrations() []Migration {
 						strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now')
 					FROM webhooks w WHERE w.app_id = NEW.id AND instr(',' || w.topics || ',', ',' || 'content.published' || ',') > 0;
 				END`,
-				`CREATE TRIGGER apps_draft_webhook_events AFTER UPDATE OF live_version ON apps
-				 WHEN OLD.live_version IS NOT NULL AND NEW.live_version IS NULL BEGIN
+				`CREATE TRIGGER apps_changed_webhook_events AFTER UPDATE OF revision, live_version ON apps
+				 WHEN NEW.live_version IS NULL AND (OLD.live_version IS NOT NULL OR OLD.revision IS NOT NEW.revision) BEGIN
 					UPDATE webhook_deliveries SET payload = json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision))
-						WHERE app_id = NEW.id AND topic = 'content.changed' AND state = 'pending' AND attempts = 0;
+						WHERE app_id = NEW.id AND topic = 'content.changed' AND state = 'pending' AND attempts = 0
+							AND next_attempt_at <= strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now');
 					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
 					SELECT w.app_id, w.id, 'content.changed', json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision)),
 						strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now')
 					FROM webhooks w WHERE w.app_id = NEW.id AND instr(',' || w.topics || ',', ',' || 'content.changed' || ',') > 0
 						AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = 'content.changed' AND d.state = 'pending' AND d.attempts = 0);
-				END`,
-				`CREATE TRIGGER apps_changed_webhook_events AFTER UPDATE OF revision ON apps
-				 WHEN OLD.revision IS NOT NEW.revision AND NEW.live_version IS NULL AND OLD.live_version IS NULL BEGIN
-					UPDATE webhook_deliveries SET payload = json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision))
-						WHERE app_id = NEW.id AND topic = 'content.changed' AND state = 'pending' AND attempts = 0;
-					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
-					SELECT w.app_id, w.id, 'content.changed', json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision)),
-						strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now')
-					FROM webhooks w WHERE w.app_id = NEW.id AND instr(',' || w.topics || ',', ',' || 'content.changed' || ',') > 0
-						AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = 'content.changed' AND d.state = 'pending' AND d.attempts = 0);
+							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = 'content.changed' AND d.state = 'pending' AND d.attempts = 0
+								AND d.next_attempt_at <= strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'));
 				END`,
 			},
 		},

@@ -319,3 +319,43 @@ func TestWebhookSlowEndpointDelaysNoOtherApp(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookChangeWhileSending: a change made while a content.changed
+// message is being sent is a message of its own, not joined to the one
+// already read; on both engines.
+func TestWebhookChangeWhileSending(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			s := openDB(t, b.newDB(t))
+			withApp(t, s)
+			ctx := contenttest.Acting(t.Context())
+			if _, err := s.CreateWebhook(ctx, webhooks.Webhook{AppID: "app", ID: "w", URL: "https://example.com/hook", Topics: []string{webhooks.TopicChanged}}); err != nil {
+				t.Fatal(err)
+			}
+			write := func(id string) int64 {
+				t.Helper()
+				if _, err := s.CreateRecord(ctx, content.Record{AppID: "app", Kind: content.KindEntity, ID: id, Doc: json.RawMessage(`{"entityId":"` + id + `"}`)}); err != nil {
+					t.Fatal(err)
+				}
+				rev, _ := s.Revision(t.Context(), "app")
+				return rev
+			}
+			first := write("a")
+			claimed, err := s.ClaimDeliveries(t.Context(), time.Now(), time.Minute, 10, nil)
+			if err != nil || len(claimed) != 1 {
+				t.Fatalf("ClaimDeliveries = %+v, %v", claimed, err)
+			}
+			second := write("b")
+			ds, err := s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app"})
+			if err != nil || len(ds) != 2 {
+				t.Fatalf("deliveries after a change while one is sent: %+v, %v", ds, err)
+			}
+			if got := decodeMessage(t, ds[1].Payload).Data.Revision; got != first {
+				t.Errorf("the message being sent now tells revision %d, not %d", got, first)
+			}
+			if got := decodeMessage(t, ds[0].Payload).Data.Revision; got != second {
+				t.Errorf("the new message tells revision %d, not %d", got, second)
+			}
+		})
+	}
+}
