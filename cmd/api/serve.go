@@ -264,6 +264,7 @@ func (f *serveFlags) apiConfig(store contentdb.Store, history contentapi.History
 type graphqlFlags struct {
 	body, answer, readerAnswer, budget        *int64
 	depth, introDepth, fields, cost, listSize *int
+	publishes                                 *int
 }
 
 func defineGraphQLFlags(fs *envflag.Set) graphqlFlags {
@@ -279,6 +280,8 @@ func defineGraphQLFlags(fs *envflag.Set) graphqlFlags {
 			"largest GraphQL answer for a token without content:write (a runtime's, readable in a web page); at most -graphql-max-answer-bytes"),
 		budget: fs.Int64("graphql-answer-budget-bytes", "GRAPHQL_ANSWER_BUDGET_BYTES", graphql.DefaultAnswerBudgetBytes,
 			"GraphQL answers being built at once, in bytes, shared fairly: an organization at most half while others build answers, its apps and tokens equal parts of its share"),
+		publishes: fs.Int("graphql-publishes-per-minute", "GRAPHQL_PUBLISHES_PER_MINUTE", graphql.DefaultPublishesPerMinute,
+			"versions one app may make a minute (publishes, rollbacks, publishing turned on, catalogue writes published), a burst of as many: every version is kept"),
 	}
 }
 
@@ -294,6 +297,7 @@ func (f graphqlFlags) limits() (graphql.Limits, error) {
 		{"graphql-max-answer-bytes", "GRAPHQL_MAX_ANSWER_BYTES", *f.answer},
 		{"graphql-max-reader-answer-bytes", "GRAPHQL_MAX_READER_ANSWER_BYTES", *f.readerAnswer},
 		{"graphql-answer-budget-bytes", "GRAPHQL_ANSWER_BUDGET_BYTES", *f.budget},
+		{"graphql-publishes-per-minute", "GRAPHQL_PUBLISHES_PER_MINUTE", int64(*f.publishes)},
 	} {
 		if l.v < 1 {
 			// Zero would not switch the limit off but fall back to the default.
@@ -301,7 +305,8 @@ func (f graphqlFlags) limits() (graphql.Limits, error) {
 		}
 	}
 	return graphql.Limits{MaxBodyBytes: *f.body, MaxDepth: *f.depth, MaxIntrospectionDepth: *f.introDepth, MaxFields: *f.fields,
-		MaxCost: *f.cost, ListSize: *f.listSize, MaxAnswerBytes: *f.answer, MaxReaderAnswerBytes: *f.readerAnswer, AnswerBudgetBytes: *f.budget}, nil
+		MaxCost: *f.cost, ListSize: *f.listSize, MaxAnswerBytes: *f.answer, MaxReaderAnswerBytes: *f.readerAnswer, AnswerBudgetBytes: *f.budget,
+		PublishesPerMinute: *f.publishes}, nil
 }
 
 // historyFlags decide which past queries are suggested as HISTORICAL.

@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	gql "github.com/graphql-go/graphql"
 	"github.com/graphql-go/graphql/gqlerrors"
@@ -49,12 +50,14 @@ func New(limits Limits, store Store, authn authhttp.Authenticator, limiter *rate
 	if changed == nil {
 		changed = func(string, string) {}
 	}
-	r := &resolvers{store: store, apps: authn, changed: changed, webhookAllow: limits.WebhookAllow}
+	limits = limits.withDefaults()
+	r := &resolvers{store: store, apps: authn, changed: changed, webhookAllow: limits.WebhookAllow,
+		publishes: ratelimit.New(float64(limits.PublishesPerMinute)/60, limits.PublishesPerMinute, time.Now), publishLimit: limits.PublishesPerMinute}
 	schema, err := newSchema(r)
 	if err != nil {
 		return nil, fmt.Errorf("build GraphQL schema: %w", err)
 	}
-	h := &Handler{resolvers: r, schema: schema, authn: authn, limiter: limiter, limits: limits.withDefaults(), rules: validationRules(), log: log}
+	h := &Handler{resolvers: r, schema: schema, authn: authn, limiter: limiter, limits: limits, rules: validationRules(), log: log}
 	h.budget = newAnswerBudget(h.limits.AnswerBudgetBytes)
 	h.cost = &costModel{schema: &h.schema, listSize: int64(h.limits.ListSize)}
 	return h, nil

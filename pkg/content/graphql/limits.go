@@ -43,6 +43,11 @@ type Limits struct {
 	// WebhookAllow are the networks a webhook's URL may reach though
 	// not public (egress.Check): none by default.
 	WebhookAllow []netip.Prefix
+	// PublishesPerMinute bounds the versions one app makes a minute
+	// (publishes, rollbacks, publishing turned on, catalogue writes
+	// published), a burst of as many: every version is kept, each a row
+	// of keys per record, and tells the app's webhooks.
+	PublishesPerMinute int
 }
 
 // Defaults for Limits.
@@ -56,9 +61,13 @@ const (
 	DefaultMaxAnswerBytes        = 16 << 20
 	DefaultMaxReaderAnswerBytes  = 1 << 20
 	DefaultAnswerBudgetBytes     = 64 << 20
+	DefaultPublishesPerMinute    = 6
 )
 
 func (l Limits) withDefaults() Limits {
+	if l.PublishesPerMinute <= 0 {
+		l.PublishesPerMinute = DefaultPublishesPerMinute
+	}
 	if l.MaxBodyBytes <= 0 {
 		l.MaxBodyBytes = DefaultMaxBodyBytes
 	}

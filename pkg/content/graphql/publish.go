@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	gql "github.com/graphql-go/graphql"
 
@@ -209,6 +210,18 @@ func (r *resolvers) draftDiff(p gql.ResolveParams) (any, error) {
 	return map[string]any{"live": live, "changes": changes, "truncated": d.Truncated}, nil
 }
 
+// mayPublish takes one of the app's versions a minute, or refuses with
+// RATE_LIMITED saying when one is free; undo gives it back when the
+// operation made no version.
+func (r *resolvers) mayPublish(app string) (undo func(), err error) {
+	ok, wait := r.publishes.Allow(app)
+	if !ok {
+		return nil, errorf(CodeRateLimited, "", "app %q made %d versions in the last minute (GRAPHQL_PUBLISHES_PER_MINUTE); try again in %s",
+			app, r.publishLimit, wait.Round(time.Second))
+	}
+	return func() { r.publishes.Refund(app) }, nil
+}
+
 // published ends a publishing mutation: replicas and caches are told, and
 // the write counted.
 func (r *resolvers) published(p gql.ResolveParams, t auth.Target) {
@@ -222,7 +235,19 @@ func (r *resolvers) setPublishing(p gql.ResolveParams) (any, error) {
 		return nil, err
 	}
 	on, _ := p.Args["on"].(bool)
+	undo, err := r.mayPublish(t.AppID)
+	if err != nil {
+		return nil, err
+	}
+	before, err := r.store.Publishing(p.Context, t.AppID)
+	if err != nil {
+		undo()
+		return nil, storeError(err)
+	}
 	pub, err := r.store.SetPublishing(auditedAs(p), t.AppID, on)
+	if err != nil || !on || before.On {
+		undo() // no version was made
+	}
 	if err != nil {
 		return nil, storeError(err)
 	}
@@ -235,7 +260,14 @@ func (r *resolvers) publish(p gql.ResolveParams) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	undo, err := r.mayPublish(t.AppID)
+	if err != nil {
+		return nil, err
+	}
 	v, published, err := r.store.Publish(auditedAs(p), t.AppID)
+	if !published {
+		undo()
+	}
 	if err != nil {
 		return nil, publishError(err, t.AppID)
 	}
@@ -252,8 +284,13 @@ func (r *resolvers) rollback(p gql.ResolveParams) (any, error) {
 	if n < 1 {
 		return nil, errorf(CodeBadUserInput, "version", "version must be a version's number, from 1")
 	}
+	undo, err := r.mayPublish(t.AppID)
+	if err != nil {
+		return nil, err
+	}
 	v, err := r.store.Rollback(auditedAs(p), t.AppID, int64(n))
 	if err != nil {
+		undo()
 		return nil, publishError(err, t.AppID)
 	}
 	r.published(p, t)
@@ -275,7 +312,14 @@ func (r *resolvers) alsoPublished(kind content.Kind, idArg string, write gql.Fie
 			return nil, err
 		}
 		id, _ := p.Args[idArg].(string)
+		undo, err := r.mayPublish(t.AppID)
+		if err != nil {
+			return nil, errorf(CodeRateLimited, "publish", "the %s was written to the draft but not published: %v", kind, err)
+		}
 		_, published, err := r.store.PublishRecords(auditedAs(p), t.AppID, kind, []string{id})
+		if !published {
+			undo()
+		}
 		switch {
 		case errors.Is(err, content.ErrNotPublishing):
 			// Its writes are live already.

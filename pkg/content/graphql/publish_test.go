@@ -141,3 +141,35 @@ func recordsOf(t *testing.T, e *env) string {
 	}
 	return jsonOf(n)
 }
+
+// TestPublishesBounded: an app makes at most PublishesPerMinute versions
+// a minute; a publish that finds nothing to publish is not counted, and
+// another app's are its own.
+func TestPublishesBounded(t *testing.T) {
+	e := newEnv(t, Limits{PublishesPerMinute: 2}, nil)
+	post := func(query string) answer {
+		t.Helper()
+		return e.post("app1", query, nil)
+	}
+	if a := post(`mutation { setPublishing(on: true) { live } }`); len(a.Errors) > 0 {
+		t.Fatal(a.raw)
+	}
+	if a := post(`mutation { publish { published } }`); jsonOf(a.Data) != `{"publish":{"published":false}}` {
+		t.Fatalf("a publish of nothing: %s", a.raw)
+	}
+	post(`mutation { addEntity(entity: {entityId: "ONE"}) { entityId } }`)
+	if a := post(`mutation { publish { published } }`); jsonOf(a.Data) != `{"publish":{"published":true}}` {
+		t.Fatalf("the second version: %s", a.raw)
+	}
+	post(`mutation { addEntity(entity: {entityId: "TWO"}) { entityId } }`)
+	a := post(`mutation { publish { published } }`)
+	if strings.Join(a.codes(), ",") != "RATE_LIMITED@" || !strings.Contains(a.raw, "GRAPHQL_PUBLISHES_PER_MINUTE") {
+		t.Errorf("a third version in a minute: %s", a.raw)
+	}
+	if a := post(`mutation { rollback(version: 1) { number } }`); strings.Join(a.codes(), ",") != "RATE_LIMITED@" {
+		t.Errorf("a rollback past the bound: %s", a.raw)
+	}
+	if a := post(`{ draftDiff { changes { id } } }`); !strings.Contains(a.raw, `"id":"TWO"`) {
+		t.Errorf("the draft after a refused publish: %s", a.raw)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
+	"github.com/assistantcms/cms/pkg/ratelimit"
 	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
@@ -57,6 +58,9 @@ type resolvers struct {
 	// public; queued is told when a delivery was queued again.
 	webhookAllow []netip.Prefix
 	queued       func()
+	// publishes bounds the versions an app makes, publishLimit a minute.
+	publishes    *ratelimit.Limiter
+	publishLimit int
 }
 
 // delivered tells that a delivery was queued again.
