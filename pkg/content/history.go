@@ -55,10 +55,10 @@ type AuditFilter struct {
 // AuditEntry is an entry of the audit log.
 type AuditEntry = tenancy.AuditEntry
 
-// Pruned counts what retention removed: revisions, audit entries and
-// webhook deliveries done with.
+// Pruned counts what retention removed: revisions, audit entries,
+// published versions and webhook deliveries done with.
 type Pruned struct {
-	Revisions, Entries, Deliveries int
+	Revisions, Entries, Versions, Deliveries int
 }
 
 // Retention defaults: revisions and audit entries older than

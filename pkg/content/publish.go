@@ -55,9 +55,13 @@ type DraftChange struct {
 	Fields                      []FieldChange
 }
 
-// MaxDraftChanges bounds the records one difference lists; Truncated
-// says there were more.
-const MaxDraftChanges = 1000
+// MaxDraftChanges bounds the records one difference lists, and
+// MaxDraftDiffBytes the values of their fields (a list ends once they
+// reach it); Truncated says there were more.
+const (
+	MaxDraftChanges   = 1000
+	MaxDraftDiffBytes = 8 << 20
+)
 
 // DraftDiff is what publishing would change.
 type DraftDiff struct {

@@ -367,6 +367,9 @@ func postgresMigrations() []Migration {
 					queued_at       timestamptz NOT NULL,
 					state           text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
 					attempts        integer NOT NULL DEFAULT 0,
+					-- Moves with every claim and redelivery: an attempt records
+					-- its outcome only if it still holds the delivery.
+					lease           bigint NOT NULL DEFAULT 0,
 					next_attempt_at timestamptz NOT NULL,
 					last_status     integer NOT NULL DEFAULT 0,
 					last_error      text NOT NULL DEFAULT '',
@@ -404,8 +407,9 @@ func postgresMigrations() []Migration {
 				// content.changed when its revision moves, and turning
 				// publishing off does too. A content.changed not yet tried
 				// takes the newer revision rather than queueing another:
-				// a burst of writes is one message. One being sent (leased,
-				// its next attempt ahead) is not joined.
+				// a burst of writes is one message. One ever claimed (its
+				// attempts count from the claim) is not joined: it may have
+				// been sent.
 				`CREATE FUNCTION webhook_content_events() RETURNS trigger LANGUAGE plpgsql AS $$
 				DECLARE
 					t_topic text;
@@ -428,15 +432,14 @@ func postgresMigrations() []Migration {
 						t_data := jsonb_build_object('appId', NEW.id, 'revision', NEW.revision);
 						UPDATE webhook_deliveries d SET payload = jsonb_build_object('type', t_topic,
 								'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'data', t_data)::text
-							WHERE d.app_id = NEW.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0 AND d.next_attempt_at <= now();
+							WHERE d.app_id = NEW.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0;
 					END IF;
 					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
 					SELECT w.app_id, w.id, t_topic, jsonb_build_object('type', t_topic,
 							'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'data', t_data)::text, now(), now(), now()
 					FROM webhooks w WHERE w.app_id = NEW.id AND position(',' || t_topic || ',' IN ',' || w.topics || ',') > 0
 						AND (t_topic = 'content.published' OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0
-								AND d.next_attempt_at <= now()));
+							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = t_topic AND d.state = 'pending' AND d.attempts = 0));
 					RETURN NULL;
 				END
 				$$`,

@@ -332,6 +332,9 @@ func sqliteMigrations() []Migration {
 					queued_at       TEXT NOT NULL,
 					state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
 					attempts        INTEGER NOT NULL DEFAULT 0,
+					-- Moves with every claim and redelivery: an attempt records
+					-- its outcome only if it still holds the delivery.
+					lease           INTEGER NOT NULL DEFAULT 0,
 					next_attempt_at TEXT NOT NULL,
 					last_status     INTEGER NOT NULL DEFAULT 0,
 					last_error      TEXT NOT NULL DEFAULT '',
@@ -364,8 +367,8 @@ func sqliteMigrations() []Migration {
 				// What the content topics tell is written by the database
 				// itself, in the transaction of the change, as on
 				// PostgreSQL (see its migration 8): content.published, then
-				// content.changed. A message being sent (leased, its next
-				// attempt ahead) is not one a change joins.
+				// content.changed. A message ever claimed is not one a
+				// change joins.
 				`CREATE TRIGGER apps_live_webhook_events AFTER UPDATE OF live_version ON apps
 				 WHEN OLD.live_version IS NOT NEW.live_version AND NEW.live_version IS NOT NULL BEGIN
 					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
@@ -376,15 +379,13 @@ func sqliteMigrations() []Migration {
 				`CREATE TRIGGER apps_changed_webhook_events AFTER UPDATE OF revision, live_version ON apps
 				 WHEN NEW.live_version IS NULL AND (OLD.live_version IS NOT NULL OR OLD.revision IS NOT NEW.revision) BEGIN
 					UPDATE webhook_deliveries SET payload = json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision))
-						WHERE app_id = NEW.id AND topic = 'content.changed' AND state = 'pending' AND attempts = 0
-							AND next_attempt_at <= strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now');
+						WHERE app_id = NEW.id AND topic = 'content.changed' AND state = 'pending' AND attempts = 0;
 					INSERT INTO webhook_deliveries (app_id, webhook_id, topic, payload, created_at, queued_at, next_attempt_at)
 					SELECT w.app_id, w.id, 'content.changed', json_object('type', 'content.changed', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'data', json_object('appId', NEW.id, 'revision', NEW.revision)),
 						strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'), strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now')
 					FROM webhooks w WHERE w.app_id = NEW.id AND instr(',' || w.topics || ',', ',' || 'content.changed' || ',') > 0
 						AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = 'content.changed' AND d.state = 'pending' AND d.attempts = 0
-								AND d.next_attempt_at <= strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now'));
+							WHERE d.app_id = w.app_id AND d.webhook_id = w.id AND d.topic = 'content.changed' AND d.state = 'pending' AND d.attempts = 0);
 				END`,
 			},
 		},

@@ -63,9 +63,10 @@ func (s Scopes) name() string {
 }
 
 // ReadsDraft says a token with s reads the draft of an app that
-// publishes, rather than its live version: it holds content:draft, or it
-// may write content (what its writes change is the draft).
-func (s Scopes) ReadsDraft() bool { return s&(ContentDraft|ContentWrite) != 0 }
+// publishes, rather than its live version: it holds content:draft.
+// content:write alone does not give it: a token made before scopes holds
+// that, and may still be in a web page.
+func (s Scopes) ReadsDraft() bool { return s.Has(ContentDraft) }
 
 // Has reports whether every scope of want is in s.
 func (s Scopes) Has(want Scopes) bool { return s&want == want }

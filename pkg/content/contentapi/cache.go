@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -312,8 +313,11 @@ func (a *appCache) version(key string, draft bool) (live int64, filed string) {
 	if draft || a.live == 0 {
 		return 0, key
 	}
-	return a.live, "live/" + key
+	return a.live, liveKey + key
 }
+
+// liveKey begins the keys of the live version's values.
+const liveKey = "live/"
 
 func (c *cache) lookup(ctx context.Context, appID, key string, draft bool, load func(ctx context.Context, live int64) (any, error), staleOK bool) (any, error) {
 	a := c.app(appID)
@@ -454,13 +458,26 @@ func (c *cache) checked(a *appCache, rev, live int64, err error, gen uint64) (dr
 	}
 	a.failed, a.failure = time.Time{}, nil
 	if rev != a.rev || !a.known {
-		dropped = len(a.entries) > 0
+		// The live version's values stand while it stays live: an
+		// author's change to the draft moves the revision, and must not
+		// cost the runtimes their search index. Publishing turned on or
+		// off changes which values a request reads: the last values of
+		// the other view are no use then.
+		sameLive := a.known && live > 0 && live == a.live
+		if a.known && (a.live == 0) != (live == 0) {
+			a.stale = map[string]*entry{}
+		}
+		kept := map[string]*entry{}
 		for k, e := range a.entries {
-			if e.staleOK && e.loaded() && e.err == nil {
+			switch {
+			case sameLive && strings.HasPrefix(k, liveKey):
+				kept[k] = e
+			case e.staleOK && e.loaded() && e.err == nil:
 				a.stale[k] = e
 			}
 		}
-		a.entries = map[string]*entry{}
+		dropped = len(a.entries) > len(kept)
+		a.entries = kept
 		a.rev, a.live = rev, live
 	}
 	a.known, a.checked = true, now

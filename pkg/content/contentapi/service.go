@@ -286,7 +286,7 @@ func (s *Service) pruneHistory(ctx context.Context) {
 		case err != nil:
 			s.log.Warn("pruning content history failed; trying again at the next interval", "err", err, "pruned_revisions", p.Revisions)
 		default:
-			s.log.Info("content history pruned", "revisions", p.Revisions, "audit_entries", p.Entries, "webhook_deliveries", p.Deliveries, "older_than", r.Age.String(), "elapsed", time.Since(start).Round(time.Millisecond).String())
+			s.log.Info("content history pruned", "revisions", p.Revisions, "audit_entries", p.Entries, "versions", p.Versions, "webhook_deliveries", p.Deliveries, "older_than", r.Age.String(), "elapsed", time.Since(start).Round(time.Millisecond).String())
 		}
 		select {
 		case <-ctx.Done():

@@ -49,7 +49,7 @@ type Store interface {
 	Publishing(ctx context.Context, app string) (content.Publishing, error)
 	SetPublishing(ctx context.Context, app string, on bool) (content.Publishing, error)
 	Publish(ctx context.Context, app string) (content.Version, bool, error)
-	PublishRecords(ctx context.Context, app string, kind content.Kind, ids []string) (content.Version, bool, error)
+	PublishRecords(ctx context.Context, app string, kind content.Kind, ids []string, revisions []int64) (content.Version, bool, error)
 	Rollback(ctx context.Context, app string, number int64) (content.Version, error)
 	Versions(ctx context.Context, app string, before int64, limit int) ([]content.Version, error)
 	VersionRecords(ctx context.Context, app string, version int64, kind content.Kind) ([]content.Record, error)

@@ -149,10 +149,23 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time, keep int) (cont
 	}
 	for _, a := range apps {
 		err := s.db.InTx(ctx, "prune history", func(tx *sql.Tx) error {
+			// Versions published before the cutoff go, but the newest keep
+			// and the live one; their records' revisions may then go too.
+			res, err := tx.ExecContext(ctx, s.db.Q(`DELETE FROM versions WHERE app_id = ? AND published_at < ?
+				AND version NOT IN (SELECT version FROM versions WHERE app_id = ? ORDER BY version DESC LIMIT ?)
+				AND version <> COALESCE((SELECT live_version FROM apps WHERE id = ?), 0)`), a.ID, cut, a.ID, keep, a.ID)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			out.Versions += int(n)
 			// The newest keep revisions of each record stay, its current
 			// state among them, however old, and so do those a published
 			// version names.
-			res, err := tx.ExecContext(ctx, s.db.Q(`DELETE FROM revisions WHERE app_id = ? AND (kind, id, revision) IN (
+			res, err = tx.ExecContext(ctx, s.db.Q(`DELETE FROM revisions WHERE app_id = ? AND (kind, id, revision) IN (
 				SELECT kind, id, revision FROM (
 					SELECT kind, id, revision, changed_at, row_number() OVER (PARTITION BY kind, id ORDER BY revision DESC) AS n
 					FROM revisions WHERE app_id = ?) AS ranked
@@ -162,8 +175,7 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time, keep int) (cont
 			if err != nil {
 				return err
 			}
-			n, err := res.RowsAffected()
-			if err != nil || n == 0 {
+			if n, err = res.RowsAffected(); err != nil || n == 0 {
 				return err
 			}
 			out.Revisions += int(n)

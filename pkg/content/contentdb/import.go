@@ -54,6 +54,10 @@ type importer struct {
 	stmts map[string]*sql.Stmt
 	// fullChunk is the statement of recordChunk records.
 	fullChunk string
+	// outboxMark is the newest webhook message before the import: those
+	// after it for apps the import leaves as they were tell of a change
+	// that was not made, and go.
+	outboxMark int64
 }
 
 type recordKey struct {
@@ -181,6 +185,9 @@ func (im *importer) lock(ctx context.Context, apps []string) error {
 	if err := im.db.Exclusive(ctx, im.tx, importLockKey); err != nil {
 		return fmt.Errorf("import: wait for other imports: %w", err)
 	}
+	if err := im.tx.QueryRowContext(ctx, `SELECT COALESCE(max(id), 0) FROM webhook_deliveries`).Scan(&im.outboxMark); err != nil {
+		return fmt.Errorf("import: read the webhook outbox: %w", err)
+	}
 	if err := im.lockApps(ctx, apps); err != nil {
 		return err
 	}
@@ -226,6 +233,20 @@ func (im *importer) finish(ctx context.Context) error {
 		ids := unchanged[start:min(start+idChunk, len(unchanged))]
 		if _, err := im.tx.ExecContext(ctx, im.db.Q(`UPDATE apps SET revision = revision - 1 WHERE id IN (`+sqldb.Marks(len(ids))+`)`), anys(ids)...); err != nil {
 			return fmt.Errorf("import: give back revisions: %w", err)
+		}
+		// Moving the revision queued content.changed for their webhooks;
+		// giving it back made a message queued before tell the revision
+		// it told. What the import queued goes: on SQLite every message
+		// after the mark, the import being the one writer; on PostgreSQL
+		// those its own transaction wrote (a write that committed while
+		// the import waited for an app queued one after the mark too).
+		mine := ""
+		if im.db.Engine() == sqldb.Postgres {
+			mine = ` AND created_at = now()`
+		}
+		if _, err := im.tx.ExecContext(ctx, im.db.Q(`DELETE FROM webhook_deliveries WHERE id > ? AND topic = 'content.changed' AND attempts = 0`+mine+`
+			AND app_id IN (`+sqldb.Marks(len(ids))+`)`), append([]any{im.outboxMark}, anys(ids)...)...); err != nil {
+			return fmt.Errorf("import: take back webhook messages: %w", err)
 		}
 	}
 	if err := im.db.Notify(ctx, im.tx, slices.Sorted(maps.Keys(im.notify))...); err != nil {

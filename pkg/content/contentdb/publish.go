@@ -128,13 +128,15 @@ func (s *DB) Publish(ctx context.Context, app string) (v content.Version, publis
 // those records as the draft holds them (added, changed, or removed where
 // the draft has none), in one audit entry (operation publishRecords
 // unless the context names one). A catalogue's automation publishes its
-// own writes with it, not what authors have yet to publish. When the
-// live version already holds them so, it writes nothing and answers
-// published false. It fails with content.ErrNotPublishing when the app
-// does not publish.
-func (s *DB) PublishRecords(ctx context.Context, app string, kind content.Kind, ids []string) (v content.Version, published bool, err error) {
-	if len(ids) == 0 {
-		return content.Version{}, false, fmt.Errorf("publish records of app %q: no records named", app)
+// own writes with it, not the other records authors have yet to publish.
+// revisions, when not nil, are the records' revisions the caller wrote:
+// a record changed since is refused with a *content.Stale error rather
+// than published as another left it. When the live version already holds
+// them so, it writes nothing and answers published false. It fails with
+// content.ErrNotPublishing when the app does not publish.
+func (s *DB) PublishRecords(ctx context.Context, app string, kind content.Kind, ids []string, revisions []int64) (v content.Version, published bool, err error) {
+	if len(ids) == 0 || revisions != nil && len(revisions) != len(ids) {
+		return content.Version{}, false, fmt.Errorf("publish records of app %q: %d records named, %d revisions", app, len(ids), len(revisions))
 	}
 	keys := make([]any, 0, 2*len(ids))
 	for _, id := range ids {
@@ -148,6 +150,15 @@ func (s *DB) PublishRecords(ctx context.Context, app string, kind content.Kind, 
 		}
 		if live == 0 {
 			return content.ErrNotPublishing
+		}
+		for i, want := range revisions {
+			cur, err := s.record(tx.QueryRowContext(ctx, s.db.Q(`SELECT `+s.recordColumns+` FROM records WHERE app_id = ? AND kind = ? AND id = ?`), app, string(kind), ids[i]), app, kind, ids[i])
+			if err != nil {
+				return err
+			}
+			if err := content.CheckRevision(cur, want); err != nil {
+				return err
+			}
 		}
 		args := append(append([]any{live, app}, keys...), append([]any{app, live}, keys...)...)
 		args = append(append(args, app, live), keys...)
@@ -421,11 +432,25 @@ func (s *DB) DraftDiff(ctx context.Context, app string) (content.DraftDiff, erro
 		if err != nil {
 			return err
 		}
-		out.Changes, err = sqldb.Collect(rows, s.scanDraftChange)
-		if len(out.Changes) > content.MaxDraftChanges {
-			out.Changes, out.Truncated = out.Changes[:content.MaxDraftChanges], true
+		defer rows.Close()
+		// Read a change at a time, so that large documents end the list
+		// (Truncated) before they fill memory.
+		size := 0
+		for rows.Next() {
+			c, err := s.scanDraftChange(rows)
+			if err != nil {
+				return err
+			}
+			if len(out.Changes) == content.MaxDraftChanges || size >= content.MaxDraftDiffBytes {
+				out.Truncated = true
+				break
+			}
+			out.Changes = append(out.Changes, c)
+			for _, f := range c.Fields {
+				size += len(f.Before) + len(f.After)
+			}
 		}
-		return err
+		return rows.Err()
 	})
 	if err != nil {
 		return content.DraftDiff{}, fmt.Errorf("compare the draft of app %q with its live version: %w", app, err)

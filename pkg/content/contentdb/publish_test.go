@@ -158,7 +158,7 @@ func TestPublishing(t *testing.T) {
 
 			// A catalogue's write published alone: the live version plus
 			// that record, not the rest of the draft.
-			v3, published, err := s.PublishRecords(ctx, "app", content.KindEntity, []string{"E"})
+			v3, published, err := s.PublishRecords(ctx, "app", content.KindEntity, []string{"E"}, nil)
 			if err != nil || !published || v3.Number != 3 || v3.Records != 3 {
 				t.Fatalf("PublishRecords = %+v, %v, %v", v3, published, err)
 			}
@@ -171,10 +171,13 @@ func TestPublishing(t *testing.T) {
 			if _, err := s.VersionRecord(t.Context(), "app", 3, content.KindFAQ, "F"); err != nil {
 				t.Errorf("version 3's FAQ, still live: %v", err)
 			}
-			if same, published, err := s.PublishRecords(ctx, "app", content.KindEntity, []string{"E"}); err != nil || published || same.Number != 3 {
+			if _, _, err := s.PublishRecords(ctx, "app", content.KindEntity, []string{"E"}, []int64{1}); !errors.Is(err, content.ErrStale) {
+				t.Errorf("PublishRecords of a revision the record no longer has: %v", err)
+			}
+			if same, published, err := s.PublishRecords(ctx, "app", content.KindEntity, []string{"E"}, nil); err != nil || published || same.Number != 3 {
 				t.Errorf("PublishRecords of what is live = %+v, %v, %v", same, published, err)
 			}
-			if _, published, err := s.PublishRecords(ctx, "app", content.KindFAQ, []string{"F"}); err != nil || !published {
+			if _, published, err := s.PublishRecords(ctx, "app", content.KindFAQ, []string{"F"}, nil); err != nil || !published {
 				t.Errorf("PublishRecords of a record the draft deleted = %v, %v", published, err)
 			} else if _, err := s.VersionRecord(t.Context(), "app", 4, content.KindFAQ, "F"); !errors.Is(err, content.ErrNotFound) {
 				t.Errorf("version 4 holds the FAQ the draft deleted: %v", err)
@@ -193,6 +196,21 @@ func TestPublishing(t *testing.T) {
 			// On again: the draft is a new version.
 			if p, err := s.SetPublishing(ctx, "app", true); err != nil || p.Live != 5 {
 				t.Errorf("SetPublishing(on) again = %+v, %v", p, err)
+			}
+			// Past the retention, versions go but the newest and the live
+			// one, and the revisions they alone named with them.
+			if _, err := s.Rollback(ctx, "app", 3); err != nil {
+				t.Fatal(err)
+			}
+			pruned, err := s.PruneHistory(t.Context(), time.Now().Add(time.Hour), 1)
+			if err != nil || pruned.Versions != 3 {
+				t.Errorf("PruneHistory = %+v, %v; want 3 versions pruned", pruned, err)
+			}
+			if vs, err := s.Versions(t.Context(), "app", 0, 0); err != nil || len(vs) != 2 || vs[0].Number != 5 || vs[1].Number != 3 || !vs[1].Live {
+				t.Errorf("versions after pruning: %+v, %v", vs, err)
+			}
+			if _, err := s.VersionRecord(t.Context(), "app", 3, content.KindHandler, "H"); err != nil {
+				t.Errorf("the live version's handler after pruning: %v", err)
 			}
 			if _, err := s.SetPublishing(ctx, "nope", true); !errors.Is(err, content.ErrNotFound) {
 				t.Errorf("publishing of an app that does not exist: %v", err)

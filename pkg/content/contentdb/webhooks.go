@@ -308,8 +308,10 @@ func (s *DB) Redeliver(ctx context.Context, app string, id int64) (webhooks.Deli
 			return err
 		}
 		now := s.db.TimeArgs(s.db.Now(), false)[0]
-		res, err := tx.ExecContext(ctx, s.db.Q(`UPDATE webhook_deliveries SET state = 'pending', queued_at = ?, next_attempt_at = ? WHERE app_id = ? AND id = ?`),
-			now, now, app, id)
+		// The lease moves: an attempt under way no longer holds it, and
+		// cannot mark it delivered over this request.
+		res, err := tx.ExecContext(ctx, s.db.Q(`UPDATE webhook_deliveries SET state = 'pending', queued_at = ?, next_attempt_at = ?, lease = lease + 1
+			WHERE app_id = ? AND id = ?`), now, now, app, id)
 		if err != nil {
 			return err
 		}
@@ -327,8 +329,11 @@ func (s *DB) Redeliver(ctx context.Context, app string, id int64) (webhooks.Deli
 
 // ClaimDeliveries implements webhooks.Store: up to n deliveries due at
 // now, at most one of each app and none of busy apps, leased until
-// now+lease. Of two processes claiming at once, each delivery goes to
-// one: the lease is set only where it is still due.
+// now+lease. A claim counts the attempt and moves the delivery's lease,
+// which its outcome must still hold (FinishAttempt). Of processes
+// claiming at once, each delivery goes to one; on PostgreSQL a claim
+// skips rows others hold (a claim, a write merging into its message)
+// rather than waiting for them.
 func (s *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, n int, busy []string) ([]webhooks.Claim, error) {
 	at, until := s.db.TimeArgs(now, false)[0], s.db.TimeArgs(now.Add(lease), false)[0]
 	notBusy := ""
@@ -340,47 +345,64 @@ func (s *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Dura
 		}
 	}
 	args = append(args, n, at)
-	rows, err := s.db.SQL().QueryContext(ctx, s.db.Q(`UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id IN (
+	rows, err := s.db.SQL().QueryContext(ctx, s.db.Q(`UPDATE webhook_deliveries SET next_attempt_at = ?, attempts = attempts + 1, lease = lease + 1
+		WHERE id IN (SELECT id FROM webhook_deliveries WHERE id IN (
 			SELECT id FROM (
 				SELECT id, next_attempt_at, row_number() OVER (PARTITION BY app_id ORDER BY next_attempt_at, id) AS n
 				FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?`+notBusy+`) AS due
-			WHERE n = 1 ORDER BY next_attempt_at, id LIMIT ?)
+			WHERE n = 1 ORDER BY next_attempt_at, id LIMIT ?)`+s.db.Lock(` FOR UPDATE SKIP LOCKED`)+`)
 		AND state = 'pending' AND next_attempt_at <= ?
-		RETURNING `+deliveryColumns), args...)
+		RETURNING `+deliveryColumns+`, lease`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
-	ds, err := sqldb.Collect(rows, s.scanDelivery)
+	claims, err := sqldb.Collect(rows, func(r sqldb.Scanner) (webhooks.Claim, error) {
+		var c webhooks.Claim
+		var err error
+		c.Delivery, err = s.scanDelivery(leaseScanner{r, &c.Lease})
+		return c, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
-	out := make([]webhooks.Claim, 0, len(ds))
-	for _, d := range ds {
-		w, err := s.Webhook(ctx, d.AppID, d.WebhookID)
+	out := claims[:0]
+	for _, c := range claims {
+		w, err := s.Webhook(ctx, c.AppID, c.WebhookID)
 		if errors.Is(err, content.ErrNotFound) {
 			continue // deleted meanwhile, its deliveries with it
 		}
 		if err != nil {
 			return out, fmt.Errorf("claim webhook deliveries: %w", err)
 		}
-		out = append(out, webhooks.Claim{Delivery: d, Webhook: w})
+		c.Webhook = w
+		out = append(out, c)
 	}
 	return out, nil
 }
 
-// FinishAttempt implements webhooks.Store.
-func (s *DB) FinishAttempt(ctx context.Context, id int64, a webhooks.Attempt, state string, next time.Time) error {
+// leaseScanner scans a delivery's columns and then its lease.
+type leaseScanner struct {
+	sqldb.Scanner
+	lease *int64
+}
+
+func (l leaseScanner) Scan(dest ...any) error { return l.Scanner.Scan(append(dest, l.lease)...) }
+
+// FinishAttempt implements webhooks.Store: the attempt is logged, and the
+// delivery takes its outcome if the attempt's claim still holds it (no
+// redelivery, nor another claim after the lease ended, came since). A
+// delivery gone with its webhook is left gone.
+func (s *DB) FinishAttempt(ctx context.Context, id, lease int64, a webhooks.Attempt, state string, next time.Time) error {
 	err := s.db.InTx(ctx, "finish webhook attempt", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?)`),
-			id, a.N, s.db.TimeArgs(a.At, false)[0], a.Status, a.Error, a.Duration.Milliseconds())
-		if sqldb.IsForeignKey(err) {
-			return nil // its webhook was deleted meanwhile
-		}
-		if err != nil {
+		// Guarded rather than refused by the foreign key: on PostgreSQL a
+		// refusal would end the transaction.
+		if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, duration_ms)
+			SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`),
+			id, a.N, s.db.TimeArgs(a.At, false)[0], a.Status, a.Error, a.Duration.Milliseconds(), id); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.db.Q(`UPDATE webhook_deliveries SET attempts = ?, state = ?, next_attempt_at = ?, last_status = ?, last_error = ? WHERE id = ?`),
-			a.N, state, s.db.TimeArgs(next, false)[0], a.Status, a.Error, id)
+		_, err := tx.ExecContext(ctx, s.db.Q(`UPDATE webhook_deliveries SET state = ?, next_attempt_at = ?, last_status = ?, last_error = ? WHERE id = ? AND lease = ?`),
+			state, s.db.TimeArgs(next, false)[0], a.Status, a.Error, id, lease)
 		return err
 	})
 	if err != nil {
@@ -416,11 +438,11 @@ func (s *DB) TellWebhook(ctx context.Context, app, webhook, topic string, keys [
 	err := s.db.InTx(ctx, "tell webhook", func(tx *sql.Tx) error {
 		now := s.db.TimeArgs(s.db.Now(), false)[0]
 		for _, k := range keys {
-			res, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO webhook_told (app_id, webhook_id, topic, key, told_at) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT (app_id, webhook_id, topic, key) DO NOTHING`), app, webhook, topic, k, now)
-			if sqldb.IsForeignKey(err) {
-				return nil // deleted meanwhile
-			}
+			// Guarded rather than refused by the foreign key: on
+			// PostgreSQL a refusal would end the transaction.
+			res, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO webhook_told (app_id, webhook_id, topic, key, told_at)
+				SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhooks WHERE app_id = ? AND id = ?)
+				ON CONFLICT (app_id, webhook_id, topic, key) DO NOTHING`), app, webhook, topic, k, now, app, webhook)
 			if err != nil {
 				return err
 			}

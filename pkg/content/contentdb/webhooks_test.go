@@ -359,3 +359,50 @@ func TestWebhookChangeWhileSending(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookImportTellsChangesOnly: an import that leaves an app as it
+// was queues nothing for its webhooks, and one that changes it one
+// message; a message queued before keeps the revision it told.
+func TestWebhookImportTellsChangesOnly(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			s := openDB(t, b.newDB(t))
+			withApp(t, s)
+			ctx := contenttest.Acting(t.Context())
+			if _, err := s.CreateWebhook(ctx, webhooks.Webhook{AppID: "app", ID: "w", URL: "https://example.com/hook", Topics: []string{webhooks.TopicChanged}}); err != nil {
+				t.Fatal(err)
+			}
+			rec := content.Record{AppID: "app", Kind: content.KindEntity, ID: "E", Doc: json.RawMessage(`{"entityId":"E"}`)}
+			if _, err := s.CreateRecord(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			rev, _ := s.Revision(t.Context(), "app")
+			if _, err := s.Import(ctx, &content.Bundle{Records: []content.Record{rec}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			ds, _ := s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app"})
+			if len(ds) != 1 || decodeMessage(t, ds[0].Payload).Data.Revision != rev {
+				t.Fatalf("after an import of what is there: %d messages, the first telling %s", len(ds), ds[0].Payload)
+			}
+			// Sent, then an import of nothing new: nothing more.
+			if _, err := s.ClaimDeliveries(t.Context(), time.Now(), time.Minute, 10, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Import(ctx, &content.Bundle{Records: []content.Record{rec}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if ds, _ := s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app"}); len(ds) != 1 {
+				t.Errorf("an import of what is there queued %d messages", len(ds)-1)
+			}
+			rec.Doc = json.RawMessage(`{"entityId":"E","displayName":"E"}`)
+			if _, err := s.Import(ctx, &content.Bundle{Records: []content.Record{rec}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			rev, _ = s.Revision(t.Context(), "app")
+			ds, _ = s.Deliveries(t.Context(), webhooks.DeliveryFilter{App: "app"})
+			if len(ds) != 2 || decodeMessage(t, ds[0].Payload).Data.Revision != rev {
+				t.Errorf("after an import that changed the app: %d messages", len(ds))
+			}
+		})
+	}
+}

@@ -19,7 +19,7 @@ type PublishStore interface {
 	Publishing(ctx context.Context, app string) (content.Publishing, error)
 	SetPublishing(ctx context.Context, app string, on bool) (content.Publishing, error)
 	Publish(ctx context.Context, app string) (content.Version, bool, error)
-	PublishRecords(ctx context.Context, app string, kind content.Kind, ids []string) (content.Version, bool, error)
+	PublishRecords(ctx context.Context, app string, kind content.Kind, ids []string, revisions []int64) (content.Version, bool, error)
 	Rollback(ctx context.Context, app string, number int64) (content.Version, error)
 	Versions(ctx context.Context, app string, before int64, limit int) ([]content.Version, error)
 	DraftDiff(ctx context.Context, app string) (content.DraftDiff, error)
@@ -65,7 +65,7 @@ func newPublishTypes(revision *gql.Scalar, h historyTypes) publishTypes {
 			Fields: metered(gql.Fields{
 				"live":      field(gql.Int, "The live version compared with; null when publishing is off (the draft is live)."),
 				"changes":   field(listOf(change), "Record by record, by kind and ID."),
-				"truncated": field(nonNull(gql.Boolean), "More records differ than are listed (1,000)."),
+				"truncated": field(nonNull(gql.Boolean), "More records differ than are listed (1,000, or 8 MiB of the fields' values)."),
 			})}),
 	}
 }
@@ -299,8 +299,10 @@ func (r *resolvers) rollback(p gql.ResolveParams) (any, error) {
 
 // alsoPublished is write, a mutation of the record of kind its idArg
 // names, followed, when its publish argument is true and the app
-// publishes, by publishing that record alone. A publish that fails after
-// the write says so: the write stays in the draft.
+// publishes, by publishing that record alone, as the write left it (the
+// record's whole draft: its other fields too). A publish that fails after
+// the write says so, CONFLICT when the record changed in between: the
+// write stays in the draft.
 func (r *resolvers) alsoPublished(kind content.Kind, idArg string, write gql.FieldResolveFn) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
 		out, err := write(p)
@@ -316,13 +318,19 @@ func (r *resolvers) alsoPublished(kind content.Kind, idArg string, write gql.Fie
 		if err != nil {
 			return nil, errorf(CodeRateLimited, "publish", "the %s was written to the draft but not published: %v", kind, err)
 		}
-		_, published, err := r.store.PublishRecords(auditedAs(p), t.AppID, kind, []string{id})
+		var written []int64
+		if rec, ok := out.(*record); ok {
+			written = []int64{rec.rec.Revision}
+		}
+		_, published, err := r.store.PublishRecords(auditedAs(p), t.AppID, kind, []string{id}, written)
 		if !published {
 			undo()
 		}
 		switch {
 		case errors.Is(err, content.ErrNotPublishing):
 			// Its writes are live already.
+		case errors.Is(err, content.ErrStale):
+			return nil, errorf(CodeConflict, "publish", "the %s was written to the draft but not published: it changed since (%v); publish with publish", kind, err)
 		case err != nil:
 			e := publishError(err, t.AppID)
 			return nil, errorf(CodeUnavailable, "publish", "the %s was written to the draft but not published: %v", kind, e)

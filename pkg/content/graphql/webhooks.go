@@ -207,13 +207,21 @@ func (r *resolvers) webhookDeliveries(p gql.ResolveParams) (any, error) {
 	return objects(p, ds, deliveryView)
 }
 
-// webhookFields applies the url, topics and errorRate arguments to w,
-// checking the URL's destination.
-func (r *resolvers) webhookFields(ctx context.Context, p gql.ResolveParams, w *webhooks.Webhook) error {
+// checkURL checks the destination of the url argument, if any: before
+// any transaction, as it asks DNS.
+func (r *resolvers) checkURL(ctx context.Context, p gql.ResolveParams) error {
 	if u, ok := p.Args["url"].(string); ok {
 		if _, err := egress.CheckURL(ctx, u, r.webhookAllow); err != nil {
 			return errorf(CodeBadUserInput, "url", "url: %v", err)
 		}
+	}
+	return nil
+}
+
+// webhookFields applies the url (checked), topics and errorRate
+// arguments to w.
+func webhookFields(p gql.ResolveParams, w *webhooks.Webhook) error {
+	if u, ok := p.Args["url"].(string); ok {
 		w.URL = u
 	}
 	if list, ok := p.Args["topics"].([]any); ok {
@@ -246,7 +254,10 @@ func (r *resolvers) createWebhook(p gql.ResolveParams) (any, error) {
 	if _, ok := p.Args["url"].(string); !ok {
 		return nil, errorf(CodeBadUserInput, "url", "url is required")
 	}
-	if err := r.webhookFields(p.Context, p, &w); err != nil {
+	if err := r.checkURL(p.Context, p); err != nil {
+		return nil, err
+	}
+	if err := webhookFields(p, &w); err != nil {
 		return nil, err
 	}
 	w, err = r.store.CreateWebhook(auditedAs(p), w)
@@ -263,7 +274,10 @@ func (r *resolvers) updateWebhook(p gql.ResolveParams) (any, error) {
 		return nil, err
 	}
 	id, _ := p.Args["id"].(string)
-	w, err := r.store.UpdateWebhook(auditedAs(p), t.AppID, id, func(w *webhooks.Webhook) error { return r.webhookFields(p.Context, p, w) })
+	if err := r.checkURL(p.Context, p); err != nil {
+		return nil, err
+	}
+	w, err := r.store.UpdateWebhook(auditedAs(p), t.AppID, id, func(w *webhooks.Webhook) error { return webhookFields(p, w) })
 	var ps problems
 	var ce *codedError
 	switch {

@@ -24,9 +24,10 @@ type Store interface {
 	// now+lease: a process that stops before finishing one leaves it to
 	// be tried again once the lease ends.
 	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, n int, busy []string) ([]Claim, error)
-	// FinishAttempt records an attempt at a delivery and the delivery's
-	// state after it, and when a pending one is tried next.
-	FinishAttempt(ctx context.Context, id int64, a Attempt, state string, next time.Time) error
+	// FinishAttempt records an attempt at a delivery and, when the
+	// claim's lease still holds it, the delivery's state after it and
+	// when a pending one is tried next.
+	FinishAttempt(ctx context.Context, id, lease int64, a Attempt, state string, next time.Time) error
 }
 
 // Sender sends a request to an endpoint (an egress.Client).
@@ -173,7 +174,7 @@ func (d *Deliverer) round(ctx context.Context, wg *sync.WaitGroup) {
 // deliver makes one attempt at a claimed delivery and records it.
 func (d *Deliverer) deliver(ctx context.Context, c Claim) {
 	start := d.now()
-	a := Attempt{N: c.Attempts + 1, At: start}
+	a := Attempt{N: c.Attempts, At: start}
 	status, err := d.send(ctx, c, start)
 	a.Duration = d.now().Sub(start)
 	a.Status = status
@@ -191,7 +192,7 @@ func (d *Deliverer) deliver(ctx context.Context, c Claim) {
 	// Recorded even as the process stops: the attempt was made.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := d.store.FinishAttempt(rctx, c.ID, a, state, next); err != nil {
+	if err := d.store.FinishAttempt(rctx, c.ID, c.Lease, a, state, next); err != nil {
 		d.log.Warn("recording a webhook attempt failed; the delivery is tried again when its lease ends", "err", err,
 			"app_id", c.AppID, "webhook", c.WebhookID, "delivery", c.ID)
 	}

@@ -263,8 +263,10 @@ func (r Retry) Next(queued, now time.Time, attempts int, jitter func() float64) 
 	return next, next.Before(queued.Add(r.For))
 }
 
-// Claim is a delivery taken to be sent, with its endpoint.
+// Claim is a delivery taken to be sent, with its endpoint. Its Attempts
+// count this attempt; Lease is what its outcome must still hold.
 type Claim struct {
 	Delivery
 	Webhook Webhook
+	Lease   int64
 }
