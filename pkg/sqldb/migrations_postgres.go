@@ -326,8 +326,10 @@ func postgresMigrations() []Migration {
 					FOREIGN KEY (app_id, version) REFERENCES versions (app_id, version) ON DELETE CASCADE
 				)`,
 				// Retention asks, for each revision it would prune, whether
-				// a version names it.
-				`CREATE INDEX version_records_by_revision ON version_records (app_id, kind, id, revision)`,
+				// a version names it. Not (app_id, kind, ...): a planner
+				// without statistics took that for reading a version's
+				// records of a kind, scanning every version's.
+				`CREATE INDEX version_records_by_revision ON version_records (app_id, revision)`,
 			},
 		},
 		{

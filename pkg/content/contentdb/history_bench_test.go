@@ -3,7 +3,7 @@ package contentdb
 // What keeping history costs writes, and what reading it costs, on each
 // engine (run before and after a change in one sitting, and compare):
 //
-//	go test -run '^$' -bench 'Bench(Update|ReplaceValues|ImportEval|ReadRevisions)' -benchtime 20x -count 5 ./pkg/content/contentdb/
+//	go test -run '^$' -bench 'Benchmark(Update|ReplaceValues|ImportEval|ReadRevisions)$' -benchtime 20x -count 5 ./pkg/content/contentdb/
 
 import (
 	"context"

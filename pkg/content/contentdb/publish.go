@@ -268,17 +268,53 @@ func (s *DB) publishIn(ctx context.Context, tx *sql.Tx, app, op string, added, c
 	return s.version(ctx, tx, app, next, next)
 }
 
+// draftAgainstVersion pairs the app's draft (d) with a version of it
+// (v) by record: arguments the app, the app and the version. A full join
+// is answered by hashing or merging on PostgreSQL, whatever its
+// statistics say: the nested loops it chooses for tables it believes
+// small (just filled, not yet analyzed) took seconds for 10,000 records.
+const draftAgainstVersion = `(SELECT kind, id, revision, doc FROM records WHERE app_id = ?) d
+	FULL JOIN (SELECT kind, id, revision FROM version_records WHERE app_id = ? AND version = ?) v ON v.kind = d.kind AND v.id = d.id`
+
+// revisionOf joins, as r, the revision of record the version row v names
+// (in app appID, by kind, id and revision): on PostgreSQL as a lateral
+// lookup, so that it is one index probe a row whatever the statistics
+// say; on SQLite, whose planner probes the key anyway, as a join. left
+// keeps rows of v without one.
+func (s *DB) revisionOf(left bool, appID string) string {
+	join := "JOIN"
+	if left {
+		join = "LEFT JOIN"
+	}
+	cond := `r.app_id = ` + appID + ` AND r.kind = v.kind AND r.id = v.id AND r.revision = v.revision`
+	if s.db.Engine() == sqldb.Postgres {
+		// LIMIT keeps the planner from pulling the lookup up into a join
+		// it may plan as scans.
+		return join + ` LATERAL (SELECT r.doc, r.location, r.changed_at FROM revisions r WHERE ` + cond + ` LIMIT 1) r ON true`
+	}
+	return join + ` revisions r ON ` + cond
+}
+
 // draftCounts counts the records the draft adds to version live, changes
 // and removes from it; with live zero, every record is added.
 func (s *DB) draftCounts(ctx context.Context, q sqldb.Querier, app string, live int64) (added, changed, removed int, err error) {
-	err = q.QueryRowContext(ctx, s.db.Q(`SELECT
-		(SELECT count(*) FROM records r WHERE r.app_id = ? AND NOT EXISTS (
-			SELECT 1 FROM version_records v WHERE v.app_id = r.app_id AND v.version = ? AND v.kind = r.kind AND v.id = r.id)),
-		(SELECT count(*) FROM records r JOIN version_records v ON v.app_id = r.app_id AND v.version = ? AND v.kind = r.kind AND v.id = r.id
-			WHERE r.app_id = ? AND v.revision <> r.revision),
-		(SELECT count(*) FROM version_records v WHERE v.app_id = ? AND v.version = ? AND NOT EXISTS (
-			SELECT 1 FROM records r WHERE r.app_id = v.app_id AND r.kind = v.kind AND r.id = v.id))`),
-		app, live, live, app, app, live).Scan(&added, &changed, &removed)
+	query := `SELECT
+		COALESCE(sum(CASE WHEN v.id IS NULL THEN 1 ELSE 0 END), 0),
+		COALESCE(sum(CASE WHEN d.id IS NOT NULL AND v.id IS NOT NULL AND v.revision <> d.revision THEN 1 ELSE 0 END), 0),
+		COALESCE(sum(CASE WHEN d.id IS NULL THEN 1 ELSE 0 END), 0)
+		FROM ` + draftAgainstVersion
+	if s.db.Engine() == sqldb.SQLite {
+		// SQLite answers a full join of two subqueries by scanning one
+		// for each row of the other; it probes keys for these instead.
+		query = `SELECT
+		(SELECT count(*) FROM records d WHERE d.app_id = ?1 AND NOT EXISTS (
+			SELECT 1 FROM version_records v WHERE v.app_id = ?1 AND v.version = ?3 AND v.kind = d.kind AND v.id = d.id)),
+		(SELECT count(*) FROM records d JOIN version_records v ON v.app_id = ?1 AND v.version = ?3 AND v.kind = d.kind AND v.id = d.id
+			WHERE d.app_id = ?1 AND v.revision <> d.revision),
+		(SELECT count(*) FROM version_records v WHERE v.app_id = ?1 AND v.version = ?3 AND NOT EXISTS (
+			SELECT 1 FROM records d WHERE d.app_id = ?1 AND d.kind = v.kind AND d.id = v.id))`
+	}
+	err = q.QueryRowContext(ctx, s.db.Q(query), app, app, live).Scan(&added, &changed, &removed)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("compare the draft with version %d: %w", live, err)
 	}
@@ -370,14 +406,16 @@ func (s *DB) Versions(ctx context.Context, app string, before int64, limit int) 
 
 // versionRecords is the select of a version's records, as recordColumns
 // reads them, from the revisions they name.
-const versionRecords = `SELECT v.app_id, v.kind, v.id, r.doc, COALESCE(r.location, ''), v.created_at, r.changed_at, v.revision
-	FROM version_records v JOIN revisions r ON r.app_id = v.app_id AND r.kind = v.kind AND r.id = v.id AND r.revision = v.revision
+func (s *DB) versionRecords() string {
+	return `SELECT v.app_id, v.kind, v.id, r.doc, COALESCE(r.location, ''), v.created_at, r.changed_at, v.revision
+	FROM version_records v ` + s.revisionOf(false, "v.app_id") + `
 	WHERE v.app_id = ? AND v.version = ? AND v.kind = ?`
+}
 
 // VersionRecords lists the records of one kind in a version of the app,
 // ordered by ID, as ListRecords lists the draft's.
 func (s *DB) VersionRecords(ctx context.Context, app string, version int64, kind content.Kind) ([]content.Record, error) {
-	rows, err := s.db.SQL().QueryContext(ctx, s.db.Q(versionRecords+` ORDER BY v.id`), app, version, string(kind))
+	rows, err := s.db.SQL().QueryContext(ctx, s.db.Q(s.versionRecords()+` ORDER BY v.id`), app, version, string(kind))
 	if err != nil {
 		return nil, fmt.Errorf("list %ss of version %d of app %q: %w", kind, version, app, err)
 	}
@@ -391,7 +429,7 @@ func (s *DB) VersionRecords(ctx context.Context, app string, version int64, kind
 // VersionRecord reads one record of a version of the app; ErrNotFound
 // when the version does not hold it.
 func (s *DB) VersionRecord(ctx context.Context, app string, version int64, kind content.Kind, id string) (content.Record, error) {
-	rec, err := s.scanRecord(s.db.SQL().QueryRowContext(ctx, s.db.Q(versionRecords+` AND v.id = ?`), app, version, string(kind), id))
+	rec, err := s.scanRecord(s.db.SQL().QueryRowContext(ctx, s.db.Q(s.versionRecords()+` AND v.id = ?`), app, version, string(kind), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return content.Record{}, fmt.Errorf("%s %q of version %d of app %q: %w", kind, id, version, app, content.ErrNotFound)
 	}
@@ -419,16 +457,26 @@ func (s *DB) DraftDiff(ctx context.Context, app string) (content.DraftDiff, erro
 			return nil
 		}
 		out.Live = live.Int64
-		rows, err := q.QueryContext(ctx, s.db.Q(`SELECT d.kind, d.id, COALESCE(v.revision, 0), d.revision, d.doc, lr.doc
+		query := `SELECT COALESCE(d.kind, v.kind) AS kind, COALESCE(d.id, v.id) AS id,
+				COALESCE(v.revision, 0), COALESCE(d.revision, 0), d.doc, r.doc
+			FROM ` + draftAgainstVersion + `
+			` + s.revisionOf(true, "?") + `
+			WHERE v.revision IS NULL OR d.revision IS NULL OR v.revision <> d.revision
+			ORDER BY 1, 2 LIMIT ?`
+		if s.db.Engine() == sqldb.SQLite {
+			// As in draftCounts: key probes rather than a full join.
+			query = `SELECT d.kind, d.id, COALESCE(v.revision, 0), d.revision, d.doc, r.doc
 			FROM records d
-			LEFT JOIN version_records v ON v.app_id = d.app_id AND v.version = ? AND v.kind = d.kind AND v.id = d.id
-			LEFT JOIN revisions lr ON lr.app_id = v.app_id AND lr.kind = v.kind AND lr.id = v.id AND lr.revision = v.revision
-			WHERE d.app_id = ? AND (v.revision IS NULL OR v.revision <> d.revision)
+			LEFT JOIN version_records v ON v.app_id = ?1 AND v.version = ?3 AND v.kind = d.kind AND v.id = d.id
+			` + s.revisionOf(true, "?1") + `
+			WHERE d.app_id = ?1 AND (v.revision IS NULL OR v.revision <> d.revision)
 			UNION ALL
-			SELECT v.kind, v.id, v.revision, 0, NULL, lr.doc
-			FROM version_records v JOIN revisions lr ON lr.app_id = v.app_id AND lr.kind = v.kind AND lr.id = v.id AND lr.revision = v.revision
-			WHERE v.app_id = ? AND v.version = ? AND NOT EXISTS (SELECT 1 FROM records d WHERE d.app_id = v.app_id AND d.kind = v.kind AND d.id = v.id)
-			ORDER BY 1, 2 LIMIT ?`), live.Int64, app, app, live.Int64, content.MaxDraftChanges+1)
+			SELECT v.kind, v.id, v.revision, 0, NULL, r.doc
+			FROM version_records v ` + s.revisionOf(false, "?1") + `
+			WHERE v.app_id = ?1 AND v.version = ?3 AND NOT EXISTS (SELECT 1 FROM records d WHERE d.app_id = ?1 AND d.kind = v.kind AND d.id = v.id)
+			ORDER BY 1, 2 LIMIT ?5`
+		}
+		rows, err := q.QueryContext(ctx, s.db.Q(query), app, app, live.Int64, app, content.MaxDraftChanges+1)
 		if err != nil {
 			return err
 		}
