@@ -320,18 +320,26 @@ func TestWebhookSlowEndpointDelaysNoOtherApp(t *testing.T) {
 	}
 }
 
+// withChangedHook opens a store of the backend with app "app" and its
+// content.changed webhook "w", and answers it with an acting context.
+func withChangedHook(t *testing.T, b backend) (*DB, context.Context) {
+	t.Helper()
+	s := openDB(t, b.newDB(t))
+	withApp(t, s)
+	ctx := contenttest.Acting(t.Context())
+	if _, err := s.CreateWebhook(ctx, webhooks.Webhook{AppID: "app", ID: "w", URL: "https://example.com/hook", Topics: []string{webhooks.TopicChanged}}); err != nil {
+		t.Fatal(err)
+	}
+	return s, ctx
+}
+
 // TestWebhookChangeWhileSending: a change made while a content.changed
 // message is being sent is a message of its own, not joined to the one
 // already read; on both engines.
 func TestWebhookChangeWhileSending(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			s := openDB(t, b.newDB(t))
-			withApp(t, s)
-			ctx := contenttest.Acting(t.Context())
-			if _, err := s.CreateWebhook(ctx, webhooks.Webhook{AppID: "app", ID: "w", URL: "https://example.com/hook", Topics: []string{webhooks.TopicChanged}}); err != nil {
-				t.Fatal(err)
-			}
+			s, ctx := withChangedHook(t, b)
 			write := func(id string) int64 {
 				t.Helper()
 				if _, err := s.CreateRecord(ctx, content.Record{AppID: "app", Kind: content.KindEntity, ID: id, Doc: json.RawMessage(`{"entityId":"` + id + `"}`)}); err != nil {
@@ -366,12 +374,7 @@ func TestWebhookChangeWhileSending(t *testing.T) {
 func TestWebhookImportTellsChangesOnly(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			s := openDB(t, b.newDB(t))
-			withApp(t, s)
-			ctx := contenttest.Acting(t.Context())
-			if _, err := s.CreateWebhook(ctx, webhooks.Webhook{AppID: "app", ID: "w", URL: "https://example.com/hook", Topics: []string{webhooks.TopicChanged}}); err != nil {
-				t.Fatal(err)
-			}
+			s, ctx := withChangedHook(t, b)
 			rec := content.Record{AppID: "app", Kind: content.KindEntity, ID: "E", Doc: json.RawMessage(`{"entityId":"E"}`)}
 			if _, err := s.CreateRecord(ctx, rec); err != nil {
 				t.Fatal(err)
