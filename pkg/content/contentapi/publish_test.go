@@ -49,6 +49,10 @@ func TestPublishedReads(t *testing.T) {
 		t.Helper()
 		return e.get("/cms/search?question=tandem+hire", token).body
 	}
+	suggest := func(token string) string {
+		t.Helper()
+		return e.get("/cms/suggestions?key=k1&queryText=do+you+hire&type=FAQ", token).body
+	}
 	// Search indexes are rebuilt in the background when the revision
 	// moves, the last one answering meanwhile: what they answer is awaited.
 	await := func(what string, ok func() bool) {
@@ -65,6 +69,7 @@ func TestPublishedReads(t *testing.T) {
 		handler(token)
 		faq(token)
 		search(token)
+		suggest(token)
 	}
 
 	if _, err := e.store.SetPublishing(ctx, "app-1", true); err != nil {
@@ -87,9 +92,19 @@ func TestPublishedReads(t *testing.T) {
 		Doc: json.RawMessage(`{"document":"Tandem hire costs forty a day.","id":"tandem","title":"Tandem hire"}`)}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := e.store.CreateRecord(ctx, content.Record{AppID: "app-1", Kind: content.KindFAQ, ID: "tandems",
+		Doc: json.RawMessage(`{"answer":"Yes, by the day.","id":"tandems","questions":["Do you hire tandems?"]}`)}); err != nil {
+		t.Fatal(err)
+	}
 	announce()
 	for _, token := range []string{"preview", "app1"} {
 		await(token+" reads the draft's FAQ", func() bool { return strings.Contains(faq(token), "At ten from Monday.") })
+		if !strings.Contains(suggest(token), "Do you hire tandems?") {
+			t.Errorf("%s is not suggested the draft's FAQ: %s", token, suggest(token))
+		}
+	}
+	if strings.Contains(suggest("runtime"), "tandems") {
+		t.Errorf("a runtime is suggested the draft's FAQ: %s", suggest("runtime"))
 	}
 
 	liveName, liveTag := handler("runtime")

@@ -94,9 +94,10 @@ func (r *resolvers) publishMutations(t publishTypes, args func(gql.FieldConfigAr
 	}
 }
 
-// publishTarget charges a publishing field, resolves the app and requires
-// content:write: publishing is the authors'.
-func (r *resolvers) publishTarget(p gql.ResolveParams, list bool) (auth.Target, error) {
+// authorTarget charges an authors' field (publishing, webhooks), resolves
+// the app and requires content:write; what names the field's kind for
+// the refusal.
+func (r *resolvers) authorTarget(p gql.ResolveParams, list bool, what string) (auth.Target, error) {
 	x := executionOf(p.Context)
 	charge := x.chargeObjects(p, 1, keySize(p))
 	if list {
@@ -106,7 +107,7 @@ func (r *resolvers) publishTarget(p gql.ResolveParams, list bool) (auth.Target, 
 		return auth.Target{}, charge
 	}
 	pr, _ := p.Context.Value(principalKey{}).(auth.Principal)
-	if err := pr.Require(tenancy.ContentWrite, "publishing"); err != nil {
+	if err := pr.Require(tenancy.ContentWrite, what); err != nil {
 		return auth.Target{}, fromAuth(err)
 	}
 	return r.target(p.Context, p.Args["appId"])
@@ -137,7 +138,7 @@ func publishError(err error, app string) error {
 }
 
 func (r *resolvers) publishing(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "publishing")
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +150,7 @@ func (r *resolvers) publishing(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) versions(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, true)
+	t, err := r.authorTarget(p, true, "publishing")
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +167,7 @@ func (r *resolvers) versions(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) draftDiff(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "publishing")
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func (r *resolvers) published(p gql.ResolveParams, t auth.Target) {
 }
 
 func (r *resolvers) setPublishing(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "publishing")
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +257,7 @@ func (r *resolvers) setPublishing(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) publish(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "publishing")
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +277,7 @@ func (r *resolvers) publish(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) rollback(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "publishing")
 	if err != nil {
 		return nil, err
 	}

@@ -166,7 +166,7 @@ func webhookError(err error, app, id string) error {
 }
 
 func (r *resolvers) webhooks(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, true)
+	t, err := r.authorTarget(p, true, "webhooks")
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (r *resolvers) webhooks(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) webhookDeliveries(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, true)
+	t, err := r.authorTarget(p, true, "webhooks")
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func webhookFields(p gql.ResolveParams, w *webhooks.Webhook) error {
 }
 
 func (r *resolvers) createWebhook(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "webhooks")
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ func (r *resolvers) createWebhook(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) updateWebhook(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "webhooks")
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func (r *resolvers) updateWebhook(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) deleteWebhook(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "webhooks")
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +304,7 @@ func (r *resolvers) deleteWebhook(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) rotateWebhookSecret(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "webhooks")
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +322,7 @@ func (r *resolvers) rotateWebhookSecret(p gql.ResolveParams) (any, error) {
 }
 
 func (r *resolvers) redeliverWebhook(p gql.ResolveParams) (any, error) {
-	t, err := r.publishTarget(p, false)
+	t, err := r.authorTarget(p, false, "webhooks")
 	if err != nil {
 		return nil, err
 	}
