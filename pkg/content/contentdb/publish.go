@@ -81,7 +81,7 @@ func (s *DB) SetPublishing(ctx context.Context, app string, on bool) (content.Pu
 		if err != nil {
 			return err
 		}
-		v, err := s.publishIn(ctx, tx, app, "startPublishing", added, 0, 0)
+		v, err := s.publishIn(ctx, tx, app, "startPublishing", added, 0, 0, draftSource, app)
 		out = content.Publishing{On: true, Live: v.Number}
 		return err
 	})
@@ -113,7 +113,7 @@ func (s *DB) Publish(ctx context.Context, app string) (v content.Version, publis
 			v, err = s.version(ctx, tx, app, live, live)
 			return err
 		}
-		v, err = s.publishIn(ctx, tx, app, "publish", added, changed, removed)
+		v, err = s.publishIn(ctx, tx, app, "publish", added, changed, removed, draftSource, app)
 		published = err == nil
 		return err
 	})
@@ -177,36 +177,13 @@ func (s *DB) PublishRecords(ctx context.Context, app string, kind content.Kind, 
 			v, err = s.version(ctx, tx, app, live, live)
 			return err
 		}
-		var next int64
-		if err := tx.QueryRowContext(ctx, s.db.Q(`SELECT max(version) + 1 FROM versions WHERE app_id = ?`), app).Scan(&next); err != nil {
-			return fmt.Errorf("number the version: %w", err)
-		}
-		if err := s.makeLive(ctx, tx, app, next); err != nil {
-			return err
-		}
-		m, err := s.move(ctx, tx, app, "publishRecords", fmt.Sprintf("version/%d", next))
-		if err != nil {
-			return err
-		}
-		if err := s.Counted(ctx, tx, m.Audit, added, changed, removed, 0); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO versions (app_id, version, revision, published_at, audit_id, records)
-			VALUES (?, ?, ?, ?, ?, 0)`), app, next, m.Revision, s.db.TimeArgs(s.db.Now(), false)[0], m.Audit); err != nil {
-			return fmt.Errorf("write version %d: %w", next, err)
-		}
-		if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO version_records (app_id, version, kind, id, revision, created_at)
-			SELECT app_id, CAST(? AS bigint), kind, id, revision, created_at FROM version_records WHERE app_id = ? AND version = ? AND (kind, id) NOT IN`+in+`
+		// The live version but the records named, and those as the
+		// draft holds them.
+		v, err = s.publishIn(ctx, tx, app, "publishRecords", added, changed, removed,
+			`SELECT kind, id, revision, created_at FROM version_records WHERE app_id = ? AND version = ? AND (kind, id) NOT IN`+in+`
 			UNION ALL
-			SELECT app_id, CAST(? AS bigint), kind, id, revision, created_at FROM records WHERE app_id = ? AND (kind, id) IN`+in),
-			append(append([]any{next, app, live}, keys...), append([]any{next, app}, keys...)...)...); err != nil {
-			return fmt.Errorf("write the records of version %d: %w", next, err)
-		}
-		if _, err := tx.ExecContext(ctx, s.db.Q(`UPDATE versions SET records = (SELECT count(*) FROM version_records WHERE app_id = ? AND version = ?)
-			WHERE app_id = ? AND version = ?`), app, next, app, next); err != nil {
-			return fmt.Errorf("count the records of version %d: %w", next, err)
-		}
-		v, err = s.version(ctx, tx, app, next, next)
+			SELECT kind, id, revision, created_at FROM records WHERE app_id = ? AND (kind, id) IN`+in,
+			append(append([]any{app, live}, keys...), append([]any{app}, keys...)...)...)
 		published = err == nil
 		return err
 	})
@@ -237,11 +214,16 @@ func (s *DB) move(ctx context.Context, tx *sql.Tx, app, op, subject string) (ten
 	return m, err
 }
 
-// publishIn writes the draft as the app's next version and makes it live,
-// in tx, which holds the app's row, with the audit entry of operation op
+// draftSource selects the draft's records, as publishIn takes them (the
+// app its argument).
+const draftSource = `SELECT kind, id, revision, created_at FROM records WHERE app_id = ?`
+
+// publishIn writes a new version of the app and makes it live, in tx,
+// which holds the app's row, with the audit entry of operation op
 // counting the records it adds to the version live before, changes and
-// removes.
-func (s *DB) publishIn(ctx context.Context, tx *sql.Tx, app, op string, added, changed, removed int) (content.Version, error) {
+// removes. The version's records are those source selects (kind, id,
+// revision and created_at, with args).
+func (s *DB) publishIn(ctx context.Context, tx *sql.Tx, app, op string, added, changed, removed int, source string, args ...any) (content.Version, error) {
 	var next int64
 	if err := tx.QueryRowContext(ctx, s.db.Q(`SELECT COALESCE(max(version), 0) + 1 FROM versions WHERE app_id = ?`), app).Scan(&next); err != nil {
 		return content.Version{}, fmt.Errorf("number the version: %w", err)
@@ -256,14 +238,21 @@ func (s *DB) publishIn(ctx context.Context, tx *sql.Tx, app, op string, added, c
 	if err := s.Counted(ctx, tx, m.Audit, added, changed, removed, 0); err != nil {
 		return content.Version{}, err
 	}
-	at := s.db.Now()
-	if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO versions (app_id, version, revision, published_at, audit_id, records)
-		VALUES (?, ?, ?, ?, ?, (SELECT count(*) FROM records WHERE app_id = ?))`), app, next, m.Revision, s.db.TimeArgs(at, false)[0], m.Audit, app); err != nil {
+	if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO versions (app_id, version, revision, published_at, audit_id, records) VALUES (?, ?, ?, ?, ?, 0)`),
+		app, next, m.Revision, s.db.TimeArgs(s.db.Now(), false)[0], m.Audit); err != nil {
 		return content.Version{}, fmt.Errorf("write version %d: %w", next, err)
 	}
-	if _, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO version_records (app_id, version, kind, id, revision, created_at)
-		SELECT app_id, ?, kind, id, revision, created_at FROM records WHERE app_id = ?`), next, app); err != nil {
+	res, err := tx.ExecContext(ctx, s.db.Q(`INSERT INTO version_records (app_id, version, kind, id, revision, created_at)
+		SELECT ?, CAST(? AS bigint), kind, id, revision, created_at FROM (`+source+`) AS source`), append([]any{app, next}, args...)...)
+	if err != nil {
 		return content.Version{}, fmt.Errorf("write the records of version %d: %w", next, err)
+	}
+	n, err := res.RowsAffected()
+	if err == nil {
+		_, err = tx.ExecContext(ctx, s.db.Q(`UPDATE versions SET records = ? WHERE app_id = ? AND version = ?`), n, app, next)
+	}
+	if err != nil {
+		return content.Version{}, fmt.Errorf("count the records of version %d: %w", next, err)
 	}
 	return s.version(ctx, tx, app, next, next)
 }
