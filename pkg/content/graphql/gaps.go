@@ -113,19 +113,7 @@ func (r *resolvers) gapMutations(g gapTypes, revision *gql.Scalar, args func(gql
 // resolves the app and requires content:write: decisions are the
 // authors'.
 func (r *resolvers) gapTarget(p gql.ResolveParams, list bool) (auth.Target, GapStore, error) {
-	x := executionOf(p.Context)
-	charge := x.chargeObjects(p, 1, keySize(p))
-	if list {
-		charge = x.charge(p, 0, keySize(p)+2)
-	}
-	if charge != nil {
-		return auth.Target{}, nil, charge
-	}
-	pr, _ := p.Context.Value(principalKey{}).(auth.Principal)
-	if err := pr.Require(tenancy.ContentWrite, "the gap inbox"); err != nil {
-		return auth.Target{}, nil, fromAuth(err)
-	}
-	t, err := r.target(p.Context, p.Args["appId"])
+	t, err := r.authorTarget(p, list, "the gap inbox")
 	return t, r.store, err
 }
 

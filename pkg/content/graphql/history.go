@@ -12,7 +12,6 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // HistoryStore reads and restores what content was.
@@ -133,14 +132,7 @@ func (r *resolvers) historyMutations(h historyTypes, revision *gql.Scalar, args 
 func (r *resolvers) historyTarget(p gql.ResolveParams) (auth.Target, error) {
 	// The field was charged with the root; its list is charged here, and
 	// its objects once read.
-	if err := executionOf(p.Context).charge(p, 0, keySize(p)+2); err != nil {
-		return auth.Target{}, err
-	}
-	pr, _ := p.Context.Value(principalKey{}).(auth.Principal)
-	if err := pr.Require(tenancy.ContentWrite, "content history"); err != nil {
-		return auth.Target{}, fromAuth(err)
-	}
-	return r.target(p.Context, p.Args["appId"])
+	return r.authorTarget(p, true, "content history")
 }
 
 // historyKey is the record the kind and id arguments name.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/assistantcms/cms/pkg/auth"
 	"github.com/assistantcms/cms/pkg/content"
-	"github.com/assistantcms/cms/pkg/tenancy"
 )
 
 // PublishStore keeps an app's draft apart from what its runtimes read
@@ -92,25 +91,6 @@ func (r *resolvers) publishMutations(t publishTypes, args func(gql.FieldConfigAr
 		"rollback": {Type: nonNull(t.version), Description: "Makes an earlier version live again, in one step. The draft is left as it is.",
 			Args: args(gql.FieldConfigArgument{"version": {Type: nonNull(gql.Int)}}), Resolve: r.rollback},
 	}
-}
-
-// authorTarget charges an authors' field (publishing, webhooks), resolves
-// the app and requires content:write; what names the field's kind for
-// the refusal.
-func (r *resolvers) authorTarget(p gql.ResolveParams, list bool, what string) (auth.Target, error) {
-	x := executionOf(p.Context)
-	charge := x.chargeObjects(p, 1, keySize(p))
-	if list {
-		charge = x.charge(p, 0, keySize(p)+2)
-	}
-	if charge != nil {
-		return auth.Target{}, charge
-	}
-	pr, _ := p.Context.Value(principalKey{}).(auth.Principal)
-	if err := pr.Require(tenancy.ContentWrite, what); err != nil {
-		return auth.Target{}, fromAuth(err)
-	}
-	return r.target(p.Context, p.Args["appId"])
 }
 
 func publishingView(pub content.Publishing) map[string]any {

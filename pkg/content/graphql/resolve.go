@@ -85,6 +85,25 @@ func (r *resolvers) target(ctx context.Context, appID any) (auth.Target, error) 
 	return t, nil
 }
 
+// authorTarget charges an authors' field (publishing, webhooks), resolves
+// the app and requires content:write; what names the field's kind for
+// the refusal.
+func (r *resolvers) authorTarget(p gql.ResolveParams, list bool, what string) (auth.Target, error) {
+	x := executionOf(p.Context)
+	charge := x.chargeObjects(p, 1, keySize(p))
+	if list {
+		charge = x.charge(p, 0, keySize(p)+2)
+	}
+	if charge != nil {
+		return auth.Target{}, charge
+	}
+	pr, _ := p.Context.Value(principalKey{}).(auth.Principal)
+	if err := pr.Require(tenancy.ContentWrite, what); err != nil {
+		return auth.Target{}, fromAuth(err)
+	}
+	return r.target(p.Context, p.Args["appId"])
+}
+
 // storeError passes on the errors a change reported (unwrapped, so that
 // their codes reach the answer) and hides the store's own.
 func storeError(err error) error {
